@@ -1,0 +1,90 @@
+import { existsSync, statSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { resolve } from 'node:path';
+import { z } from 'zod';
+
+/** One line naming the variable: start-up stops with it, never half-configured. */
+export class ConfigError extends Error {
+  constructor(readonly variable: string, message: string) {
+    super(`${variable}: ${message}`);
+    this.name = 'ConfigError';
+  }
+}
+
+export interface Config {
+  port: number;
+  issuer: string;
+  /** true when GATEHOUSE_ISSUER was not given: it follows the port actually bound */
+  issuerDefaulted: boolean;
+  /** host name of the issuer without the port: the trust domain of agent SPIFFE IDs */
+  issuerHost: string;
+  dbFile: string;
+  policyDir: string;
+  adminToken: string | undefined;
+  projectFile: string | undefined;
+  logLevel: string;
+  secret: string | undefined;
+  workers: number;
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+const fields = {
+  PORT: z.coerce.number().int().min(0).max(65535),
+  GATEHOUSE_ISSUER: z
+    .string()
+    .url()
+    .refine((u) => /^https?:\/\//.test(u), 'must be an http or https URL')
+    .refine((u) => !u.endsWith('/'), 'must not end with a slash')
+    .refine((u) => !new URL(u).search && !new URL(u).hash, 'must have no query or fragment'),
+  GATEHOUSE_DB: z.string().min(1),
+  GATEHOUSE_POLICY_DIR: z.string().min(1),
+  GATEHOUSE_ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  GATEHOUSE_PROJECT_FILE: z.string().min(1).optional(),
+  LOG_LEVEL: z.enum(LOG_LEVELS),
+  GATEHOUSE_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
+  GATEHOUSE_WORKERS: z.coerce.number().int().min(1).max(64),
+};
+
+function parseVar<T>(name: keyof typeof fields, raw: string | undefined, fallback?: string): T {
+  const value = raw === undefined || raw === '' ? fallback : raw;
+  const schema = fields[name];
+  const result = schema.safeParse(value);
+  if (!result.success) {
+    const msg = result.error.issues[0]?.message ?? 'invalid value';
+    throw new ConfigError(name, `${msg} (got ${JSON.stringify(value ?? null)})`);
+  }
+  return result.data as T;
+}
+
+/**
+ * Reads the configuration of CONTRACT section 1 from an environment. Pure apart from
+ * the checks on the policy directory and project file, which must be readable.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): Config {
+  const port = parseVar<number>('PORT', env.PORT, '3000');
+  const issuer = parseVar<string>('GATEHOUSE_ISSUER', env.GATEHOUSE_ISSUER, `http://localhost:${port}`);
+  const dbFile = resolve(cwd, parseVar<string>('GATEHOUSE_DB', env.GATEHOUSE_DB, './data/gatehouse.db'));
+  const policyDir = resolve(cwd, parseVar<string>('GATEHOUSE_POLICY_DIR', env.GATEHOUSE_POLICY_DIR, './policies'));
+  if (!existsSync(policyDir) || !statSync(policyDir).isDirectory()) {
+    throw new ConfigError('GATEHOUSE_POLICY_DIR', `not a readable directory: ${policyDir}`);
+  }
+  const projectFileRaw = parseVar<string | undefined>('GATEHOUSE_PROJECT_FILE', env.GATEHOUSE_PROJECT_FILE);
+  const projectFile = projectFileRaw ? resolve(cwd, projectFileRaw) : undefined;
+  if (projectFile && !existsSync(projectFile)) {
+    throw new ConfigError('GATEHOUSE_PROJECT_FILE', `file not found: ${projectFile}`);
+  }
+  return {
+    port,
+    issuer,
+    issuerDefaulted: !env.GATEHOUSE_ISSUER,
+    issuerHost: new URL(issuer).hostname,
+    dbFile,
+    policyDir,
+    adminToken: parseVar<string | undefined>('GATEHOUSE_ADMIN_TOKEN', env.GATEHOUSE_ADMIN_TOKEN),
+    projectFile,
+    logLevel: parseVar<string>('LOG_LEVEL', env.LOG_LEVEL, 'info'),
+    secret: parseVar<string | undefined>('GATEHOUSE_SECRET', env.GATEHOUSE_SECRET),
+    workers: parseVar<number>('GATEHOUSE_WORKERS', env.GATEHOUSE_WORKERS, String(availableParallelism())),
+  };
+}

@@ -1,0 +1,54 @@
+import { randomUUID } from 'node:crypto';
+import express, { type Express, type RequestHandler } from 'express';
+import cookieParser from 'cookie-parser';
+import type { AppContext } from '../context.js';
+import { errorHandler, errors } from '../errors.js';
+import { discoveryRouter } from './discovery.js';
+import { adminRouter } from '../admin/router.js';
+import { mcpRouter } from '../mcp/router.js';
+
+declare module 'express-serve-static-core' {
+  interface Request {
+    id: string;
+    log: import('pino').Logger;
+  }
+}
+
+/** One child logger per request, bound to its id (an incoming `X-Request-Id` is reused, else made). */
+function requestContext(ctx: AppContext): RequestHandler {
+  return (req, res, next) => {
+    const incoming = req.get('x-request-id');
+    req.id = incoming && /^[\w.:-]{1,128}$/.test(incoming) ? incoming : randomUUID();
+    res.setHeader('X-Request-Id', req.id);
+    req.log = ctx.logger.child({ req_id: req.id });
+    const start = process.hrtime.bigint();
+    res.on('finish', () => {
+      // Path only: query strings can carry codes and tokens. Debug level keeps hot paths quiet.
+      req.log.debug(
+        { method: req.method, path: req.path, status: res.statusCode, ms: Number(process.hrtime.bigint() - start) / 1e6 },
+        'request',
+      );
+    });
+    next();
+  };
+}
+
+export function createApp(ctx: AppContext): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.set('query parser', 'simple');
+  app.use(requestContext(ctx));
+  app.use(express.json({ limit: '256kb', type: ['application/json', 'application/*+json'] }));
+  app.use(express.urlencoded({ extended: false, limit: '64kb', parameterLimit: 100 }));
+  app.use(cookieParser());
+
+  app.get('/healthz', (_req, res) => void res.json({ status: 'ok' }));
+  app.use(discoveryRouter(ctx));
+  app.use('/admin/v1', adminRouter(ctx));
+  app.use('/mcp', mcpRouter(ctx));
+
+  app.use((_req, _res, next) => next(errors.notFound('no such endpoint')));
+  app.use(errorHandler(ctx.logger));
+  return app;
+}

@@ -1,0 +1,113 @@
+import { Router, type RequestHandler } from 'express';
+import type { AppContext } from '../context.js';
+import { SUPPORTED_EVENT_TYPES } from '../signals.js';
+
+/** Discovery documents and keys: no authentication, open CORS, a short public cache. */
+const publicDocument =
+  (maxAge: number): RequestHandler =>
+  (_req, res, next) => {
+    res.setHeader('Access-Control-Allow-Origin', '*');
+    res.setHeader('Access-Control-Allow-Methods', 'GET, OPTIONS');
+    res.setHeader('Cache-Control', `public, max-age=${maxAge}`);
+    next();
+  };
+
+export const CLAIMS_SUPPORTED = [
+  'sub', 'iss', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'at_hash', 'c_hash',
+  'email', 'email_verified', 'name', 'scope', 'groups', 'roles',
+];
+export const SCOPES_SUPPORTED = ['openid', 'profile', 'email', 'offline_access'];
+export const ACR_VALUES = {
+  oneFactor: 'urn:service:acr:1fa',
+  mfa: 'urn:service:acr:mfa',
+  passkey: 'urn:service:acr:passkey',
+  passkeyMfa: 'urn:service:acr:passkey_mfa',
+} as const;
+export const ACR_VALUES_SUPPORTED = Object.values(ACR_VALUES);
+
+export function discoveryDocuments(ctx: AppContext) {
+  const u = ctx.urls;
+  return {
+    'openid-configuration': {
+      issuer: u.issuer,
+      authorization_endpoint: u.authorize,
+      token_endpoint: u.token,
+      userinfo_endpoint: u.userinfo,
+      jwks_uri: u.jwks,
+      revocation_endpoint: u.revoke,
+      end_session_endpoint: u.logout,
+      introspection_endpoint: u.introspect,
+      response_types_supported: ['code'],
+      grant_types_supported: ['authorization_code', 'refresh_token', 'client_credentials'],
+      subject_types_supported: ['public'],
+      id_token_signing_alg_values_supported: ['RS256'],
+      token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
+      code_challenge_methods_supported: ['S256'],
+      scopes_supported: SCOPES_SUPPORTED,
+      claims_supported: CLAIMS_SUPPORTED,
+      acr_values_supported: ACR_VALUES_SUPPORTED,
+    },
+    'oauth-authorization-server': {
+      issuer: u.issuer,
+      // CONTRACT 6: RFC 8414 allows leaving it out, but the MCP SDK refuses metadata without it.
+      authorization_endpoint: u.authorize,
+      token_endpoint: u.agentToken,
+      jwks_uri: u.jwks,
+      grant_types_supported: ['client_credentials', 'urn:openid:params:grant-type:ciba'],
+      token_endpoint_auth_methods_supported: ['private_key_jwt'],
+      token_endpoint_auth_signing_alg_values_supported: ['EdDSA'],
+      access_token_signing_alg_values_supported: ['EdDSA'],
+      backchannel_authentication_endpoint: u.backchannelAuthorize,
+      backchannel_token_delivery_modes_supported: ['poll'],
+      backchannel_user_code_parameter_supported: false,
+      agent_configuration_endpoint: u.agentConfiguration,
+      response_types_supported: [],
+    },
+    'agent-configuration': {
+      modes: ['delegated', 'autonomous'],
+      algorithms: ['EdDSA'],
+      agent_id_scheme: 'spiffe',
+      approval_methods: ['ciba', 'service_hitl'],
+      default_location: u.mcp,
+      endpoints: { token: u.agentToken, backchannel_authorize: u.backchannelAuthorize },
+    },
+    'oauth-protected-resource': {
+      resource: u.mcp,
+      authorization_servers: [u.issuer],
+    },
+    'ssf-configuration': {
+      issuer: u.issuer,
+      jwks_uri: u.jwks,
+      configuration_endpoint: u.ssfStreams,
+      status_endpoint: u.ssfStatus,
+      add_subject_endpoint: u.ssfAddSubject,
+      remove_subject_endpoint: u.ssfRemoveSubject,
+      verification_endpoint: u.ssfVerify,
+      delivery_methods_supported: ['urn:ietf:rfc:8935'],
+      events_supported: SUPPORTED_EVENT_TYPES,
+      authorization_schemes: [{ spec_urn: 'urn:ietf:rfc:6750' }],
+      spec_version: '1_0',
+    },
+  };
+}
+
+export function discoveryRouter(ctx: AppContext): Router {
+  const router = Router();
+  const docs = discoveryDocuments(ctx);
+  const doc = publicDocument(300);
+  for (const [name, body] of Object.entries(docs)) {
+    const json = JSON.stringify(body);
+    router.get(`/.well-known/${name}`, doc, (_req, res) => {
+      res.type('application/json').send(json);
+    });
+    router.options(`/.well-known/${name}`, doc, (_req, res) => void res.sendStatus(204));
+  }
+  const keys = publicDocument(60);
+  const jwks: RequestHandler = (_req, res) => {
+    res.type('application/json').send(JSON.stringify(ctx.keys.jwks()));
+  };
+  router.get('/.well-known/jwks.json', keys, jwks);
+  router.get('/oidc/.well-known/jwks.json', keys, jwks);
+  router.options(['/.well-known/jwks.json', '/oidc/.well-known/jwks.json'], keys, (_req, res) => void res.sendStatus(204));
+  return router;
+}

@@ -1,0 +1,2 @@
+import type { PolicySetSource } from './types.js';
+export interface PolicySet { version: string; sources: PolicySetSource[]; readonly compiled: unknown }

@@ -1,0 +1,73 @@
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadConfig } from '../../src/config.js';
+import { createLogger } from '../../src/logger.js';
+import { startServer, type RunningServer } from '../../src/server.js';
+
+export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
+
+export interface TestServer extends RunningServer {
+  dir: string;
+  policyDir: string;
+  adminToken: string;
+  /** Calls the management API with the admin token; parses JSON answers. */
+  admin(method: string, path: string, body?: unknown): Promise<{ status: number; body: any; headers: Headers }>;
+  /** Stops the server and removes its files. */
+  stop(): Promise<void>;
+}
+
+export interface TestServerOptions {
+  env?: Record<string, string>;
+  /** policy files to write into a fresh policy directory (name → text); default none */
+  policies?: Record<string, string>;
+  /** reuse a directory (to restart on the same database) */
+  dir?: string;
+}
+
+/** A server on a free port with a temporary database and policy directory, in this process. */
+export async function startTestServer(opts: TestServerOptions = {}): Promise<TestServer> {
+  const dir = opts.dir ?? mkdtempSync(join(tmpdir(), 'gatehouse-test-'));
+  const policyDir = join(dir, 'policies');
+  mkdirSync(policyDir, { recursive: true });
+  for (const [name, text] of Object.entries(opts.policies ?? {})) writeFileSync(join(policyDir, name), text);
+  const config = loadConfig({
+    PORT: '0',
+    GATEHOUSE_DB: join(dir, 'gatehouse.db'),
+    GATEHOUSE_POLICY_DIR: policyDir,
+    GATEHOUSE_ADMIN_TOKEN: ADMIN_TOKEN,
+    GATEHOUSE_SECRET: 'test-secret-0123456789abcdef',
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    ...opts.env,
+  });
+  const running = await startServer(config, { logger: createLogger(config.logLevel) });
+  const admin: TestServer['admin'] = async (method, path, body) => {
+    const res = await fetch(`${running.url}/admin/v1${path}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${ADMIN_TOKEN}`,
+        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+      },
+      body: body !== undefined ? JSON.stringify(body) : undefined,
+    });
+    const text = await res.text();
+    let parsed: unknown = text;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {
+      /* not JSON */
+    }
+    return { status: res.status, body: parsed, headers: res.headers };
+  };
+  return {
+    ...running,
+    dir,
+    policyDir,
+    adminToken: ADMIN_TOKEN,
+    admin,
+    async stop() {
+      await running.close();
+      if (!opts.dir) rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
