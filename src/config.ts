@@ -36,7 +36,7 @@ const fields = {
     .url()
     .refine((u) => /^https?:\/\//.test(u), 'must be an http or https URL')
     .refine((u) => !u.endsWith('/'), 'must not end with a slash')
-    .refine((u) => !new URL(u).search && !new URL(u).hash, 'must have no query or fragment'),
+    .refine((u) => URL.canParse(u) && !new URL(u).search && !new URL(u).hash, 'must have no query or fragment'),
   GATEHOUSE_DB: z.string().min(1),
   GATEHOUSE_POLICY_DIR: z.string().min(1),
   GATEHOUSE_ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),

@@ -14,8 +14,8 @@ export const SUPPORTED_EVENT_TYPES: EventType[] = Object.values(EVENT_TYPES);
 
 export interface SecurityEventInput {
   type: EventType;
-  /** the person the event is about */
-  subject: { user_id: string; email: string };
+  /** the person the event is about, and for session-revoked the session (`sid`) */
+  subject: { user_id: string; email: string; session_id?: string };
   /** the event's own members (for example `credential_type`, `claims`, `reason_admin`); `event_timestamp` is added */
   payload: Record<string, unknown>;
   /** CAEP `initiating_entity`: `admin`, `user`, `policy` or `system` */
