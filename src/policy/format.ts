@@ -1,0 +1,159 @@
+// The canonical layout (`gatehouse policy fmt`). Prints any AST; comments
+// kept by the parser are printed where they were attached.
+
+import type { Comments, Expr, Item, JsonValue, LimitField, LimitsNode, Literal, PolicyFileNode, RuleNode, TestNode } from './ast.js';
+import { FIELD_NAME, RESERVED } from './validate.js';
+
+const OP_TEXT = { gte: '>=', gt: '>', lte: '<=', lt: '<', eq: '==', ne: '!=' } as const;
+
+export function fmtString(s: string): string {
+  return JSON.stringify(s);
+}
+
+export function fmtLiteral(v: Literal): string {
+  if (Array.isArray(v)) return '[' + v.map(fmtLiteral).join(', ') + ']';
+  if (typeof v === 'string') return fmtString(v);
+  if (typeof v === 'number') return Object.is(v, -0) ? '0' : String(v);
+  return String(v);
+}
+
+function prec(e: Expr): number {
+  switch (e.type) {
+    case 'or': return 0;
+    case 'and': return 1;
+    case 'not': return 2;
+    default: return 3;
+  }
+}
+
+export function fmtExpr(e: Expr): string {
+  const sub = (c: Expr, min: number) => (prec(c) < min ? `(${fmtExpr(c)})` : fmtExpr(c));
+  switch (e.type) {
+    case 'or': return e.items.map((i) => sub(i, 1)).join(' or ');
+    case 'and': return e.items.map((i) => sub(i, 2)).join(' and ');
+    case 'not': return 'not ' + sub(e.expr, 2);
+    case 'cmp': return `${e.field} ${e.opText ?? OP_TEXT[e.op]} ${fmtLiteral(e.value)}`;
+    case 'in': return `${e.field} ${e.negated ? 'not in' : 'in'} ${fmtLiteral(e.values)}`;
+  }
+}
+
+export function fmtLimitField(f: LimitField): string {
+  const ops: string[] = [];
+  const only = f.max === undefined && f.min === undefined && f.in === undefined && f.not_in === undefined;
+  if (f.eq !== undefined && only) return `${f.field} = ${fmtLiteral(f.eq)}`;
+  for (const k of ['max', 'min', 'in', 'not_in', 'eq'] as const) if (f[k] !== undefined) ops.push(`${k} ${fmtLiteral(f[k]!)}`);
+  return `${f.field} ${ops.join(' ')}`;
+}
+
+function fmtKey(k: string): string {
+  return FIELD_NAME.test(k) && !RESERVED.has(k) ? k : fmtString(k);
+}
+
+export function fmtJsonValue(v: JsonValue): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return '[' + v.map(fmtJsonValue).join(', ') + ']';
+  if (typeof v === 'object') {
+    const entries = Object.entries(v);
+    if (!entries.length) return '{}';
+    return '{ ' + entries.map(([k, x]) => `${fmtKey(k)}: ${fmtJsonValue(x)}`).join(', ') + ' }';
+  }
+  return fmtLiteral(v);
+}
+
+class Out {
+  lines: string[] = [];
+  line(indent: number, text: string, c?: Comments): void {
+    const pad = '  '.repeat(indent);
+    for (const b of c?.before ?? []) this.lines.push(pad + b);
+    this.lines.push(pad + text + (c?.after ? ' ' + c.after : ''));
+  }
+}
+
+function fmtStrings(list: string[]): string {
+  return list.map(fmtString).join(', ');
+}
+
+function fmtRule(o: Out, r: RuleNode): void {
+  const c = r.comments ?? {};
+  o.line(0, `rule ${fmtString(r.name)} {`, c.item);
+  if (r.effect) o.line(1, `effect ${r.effect}`, c.effect);
+  if (r.subjects.length) o.line(1, `subjects ${fmtStrings(r.subjects)}`, c.subjects);
+  if (r.relation) o.line(1, `relation ${fmtString(r.relation)}`, c.relation);
+  if (r.object) o.line(1, `object ${fmtString(r.object)}`, c.object);
+  if (r.when) o.line(1, `when ${fmtExpr(r.when)}`, c.when);
+  o.line(0, '}', c.end);
+}
+
+function fmtLimits(o: Out, l: LimitsNode): void {
+  const c = l.comments ?? {};
+  o.line(0, `limits ${fmtString(l.capability)} for ${fmtString(l.forAgent)} {`, c.item);
+  l.fields.forEach((f, i) => o.line(1, fmtLimitField(f), c['field:' + i]));
+  o.line(0, '}', c.end);
+}
+
+function fmtTest(o: Out, t: TestNode): void {
+  const c = t.comments ?? {};
+  o.line(0, `test ${fmtString(t.name)} {`, c.item);
+  if (t.agent) o.line(1, `agent ${fmtString(t.agent.id)}${t.agent.mode !== undefined ? ' ' + t.agent.mode : ''}`, c.agent);
+  if (t.permissions) o.line(1, t.permissions.length ? `permissions ${fmtStrings(t.permissions)}` : 'permissions', c.permissions);
+  t.capabilities.forEach((cap, i) => {
+    const cc = c['capability:' + i];
+    if (!cap.limits) { o.line(1, `capability ${fmtString(cap.name)}`, cc); return; }
+    o.line(1, `capability ${fmtString(cap.name)} {`, cc);
+    for (const f of cap.limits) o.line(2, fmtLimitField(f));
+    o.line(1, '}');
+  });
+  if (t.person) o.line(1, `person ${fmtString(t.person.id)}${t.person.permissions.length ? ' permissions ' + fmtStrings(t.person.permissions) : ''}`, c.person);
+  if (t.action !== undefined) o.line(1, `action ${fmtString(t.action)}`, c.action);
+  if (t.resource !== undefined) o.line(1, `resource ${fmtString(t.resource)}`, c.resource);
+  if (t.context !== undefined) o.line(1, `context ${fmtJsonValue(t.context)}`, c.context);
+  if (t.approved) o.line(1, 'approved', c.approved);
+  if (t.expect) o.line(1, `expect ${t.expect.decision}${t.expect.reason !== undefined ? ' ' + fmtString(t.expect.reason) : ''}`, c.expect);
+  o.line(0, '}', c.end);
+}
+
+export function fmtItem(o: Out, item: Item): void {
+  switch (item.kind) {
+    case 'rule': fmtRule(o, item); break;
+    case 'limits': fmtLimits(o, item); break;
+    case 'kind': o.line(0, `kind ${fmtString(item.plural)} singular ${fmtString(item.singular)}`, item.comments?.item); break;
+    case 'test': fmtTest(o, item); break;
+  }
+}
+
+/** The canonical text of a file. `withComments: false` gives the text the content hash is taken of. */
+export function formatFile(file: PolicyFileNode, opts: { withComments?: boolean } = {}): string {
+  const f = opts.withComments === false ? stripComments(file) : file;
+  const o = new Out();
+  for (const t of f.comments?.top ?? []) o.lines.push(t);
+  if (f.comments?.top?.length && f.header) o.lines.push('');
+  if (f.header) {
+    o.line(0, `policy ${fmtString(f.header.name)} version ${fmtLiteral(f.header.version)}`, f.comments?.header);
+  }
+  f.items.forEach((item, i) => {
+    if (i > 0 || f.header || f.comments?.top?.length) o.lines.push('');
+    fmtItem(o, item);
+  });
+  if (f.comments?.end?.length) {
+    if (o.lines.length) o.lines.push('');
+    o.lines.push(...f.comments.end);
+  }
+  return o.lines.length ? o.lines.join('\n') + '\n' : '';
+}
+
+export function formatRule(rule: RuleNode): string {
+  const o = new Out();
+  fmtRule(o, { ...rule, comments: {} });
+  return o.lines.join('\n') + '\n';
+}
+
+export function formatItem(item: Item): string {
+  const o = new Out();
+  fmtItem(o, { ...item, comments: {} } as Item);
+  return o.lines.join('\n') + '\n';
+}
+
+function stripComments(file: PolicyFileNode): PolicyFileNode {
+  const { comments: _c, ...rest } = file;
+  return { ...rest, items: file.items.map((i) => ({ ...i, comments: {} }) as Item) };
+}

@@ -1,0 +1,372 @@
+// Text → Ohm match → CST → AST with source locations, via one semantics
+// operation (`ast`). Parse errors are collected with locations; when a file
+// does not parse, each top-level block is parsed on its own so that every
+// broken block is reported, not only the first.
+
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import * as ohm from 'ohm-js';
+import type { Diagnostic, ConditionOp } from './types.js';
+import type {
+  Comments, Expr, Item, JsonValue, KindNode, LimitField, Literal, LimitsNode, Loc, PolicyFileNode, RuleNode, TestNode,
+} from './ast.js';
+import { projectRoot } from './root.js';
+
+let grammarCache: ohm.Grammar | undefined;
+let semanticsCache: ohm.Semantics | undefined;
+
+export function policyGrammar(): ohm.Grammar {
+  if (!grammarCache) grammarCache = ohm.grammar(readFileSync(join(projectRoot(), 'grammar', 'policy.ohm'), 'utf8'));
+  return grammarCache;
+}
+
+/** Offsets → line/col, in O(log n) per lookup. */
+class LineIndex {
+  private starts: number[] = [0];
+  constructor(readonly file: string, text: string, readonly base = 0, readonly baseLine = 1) {
+    for (let i = 0; i < text.length; i++) if (text.charCodeAt(i) === 10) this.starts.push(i + 1);
+  }
+  loc(offset: number): Loc {
+    let lo = 0, hi = this.starts.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (this.starts[mid]! <= offset) lo = mid; else hi = mid - 1;
+    }
+    return { file: this.file, line: lo + 1, col: offset - this.starts[lo]! + 1 };
+  }
+}
+
+// The state of the one parse in progress (semantics operations are synchronous).
+let lines: LineIndex;
+interface Anchor { start: number; end: number; target: Record<string, Comments>; key: string }
+let anchors: Anchor[] = [];
+
+function locOf(node: ohm.Node): Loc {
+  return lines.loc(node.source.startIdx);
+}
+
+function anchor(target: { comments?: Record<string, Comments> }, key: string, node: ohm.Node | { startIdx: number; endIdx: number }): void {
+  target.comments ??= {};
+  const src = 'source' in node ? node.source : node;
+  anchors.push({ start: src.startIdx, end: src.endIdx, target: target.comments, key });
+}
+
+const CMP: Record<string, ConditionOp> = { '>=': 'gte', '>': 'gt', '<=': 'lte', '<': 'lt', '==': 'eq', '!=': 'ne' };
+
+function unescape(raw: string): string {
+  let out = '';
+  for (let i = 1; i < raw.length - 1; i++) {
+    const c = raw[i]!;
+    if (c !== '\\') { out += c; continue; }
+    const e = raw[++i]!;
+    switch (e) {
+      case 'n': out += '\n'; break;
+      case 't': out += '\t'; break;
+      case 'r': out += '\r'; break;
+      case 'b': out += '\b'; break;
+      case 'f': out += '\f'; break;
+      case 'u': out += String.fromCharCode(parseInt(raw.slice(i + 1, i + 5), 16)); i += 4; break;
+      default: out += e;
+    }
+  }
+  return out;
+}
+
+type RuleField = { key: 'effect' | 'subjects' | 'relation' | 'object' | 'when'; value: unknown; loc: Loc; node: ohm.Node };
+type TestLine = { key: string; apply: (t: TestNode) => void; loc: Loc; node: ohm.Node };
+
+function listOf(node: ohm.Node): ohm.Node[] {
+  return node.asIteration().children;
+}
+
+function semantics(): ohm.Semantics {
+  if (semanticsCache) return semanticsCache;
+  const s = policyGrammar().createSemantics();
+  s.addOperation('ast', {
+    File(header, items) {
+      const file: PolicyFileNode = { path: lines.file, items: items.children.map((c) => c.ast() as Item) };
+      if (header.numChildren) {
+        file.header = header.children[0]!.ast();
+        file.comments = {};
+        anchors.push({ start: header.source.startIdx, end: header.source.endIdx, target: file.comments as Record<string, Comments>, key: 'header' });
+      }
+      return file;
+    },
+    Header(_p, name, _v, version) {
+      return { name: name.ast(), version: version.ast(), loc: locOf(this) };
+    },
+    Item(item) { return item.ast(); },
+    Rule(_kw, name, _open, fields, close) {
+      const rule: RuleNode = { kind: 'rule', name: name.ast(), effect: '', subjects: [], relation: '', object: '', loc: locOf(this), fieldLocs: { name: locOf(name) } };
+      anchor(rule, 'item', { startIdx: this.source.startIdx, endIdx: fields.numChildren ? _open.source.endIdx : this.source.endIdx });
+      const seen = new Set<string>();
+      for (const f of fields.children.map((c) => c.ast() as RuleField)) {
+        if (seen.has(f.key)) (rule.duplicateFields ??= []).push({ field: f.key, loc: f.loc });
+        seen.add(f.key);
+        rule.fieldLocs![f.key] = f.loc;
+        anchor(rule, f.key, f.node);
+        if (f.key === 'subjects') rule.subjects = f.value as string[];
+        else if (f.key === 'when') rule.when = f.value as Expr;
+        else rule[f.key] = f.value as string;
+      }
+      if (fields.numChildren) anchor(rule, 'end', close);
+      return rule;
+    },
+    RuleField_effect(_kw, w) { return { key: 'effect', value: w.sourceString, loc: locOf(w), node: this }; },
+    RuleField_subjects(_kw, l) { return { key: 'subjects', value: l.ast(), loc: locOf(l), node: this }; },
+    RuleField_relation(_kw, v) { return { key: 'relation', value: v.ast(), loc: locOf(v), node: this }; },
+    RuleField_object(_kw, v) { return { key: 'object', value: v.ast(), loc: locOf(v), node: this }; },
+    RuleField_when(_kw, e) { return { key: 'when', value: e.ast(), loc: locOf(e), node: this }; },
+    StringList_brackets(_o, list, _c) { return listOf(list).map((c) => c.ast()); },
+    StringList_bare(list) { return listOf(list).map((c) => c.ast()); },
+
+    Expr(list) {
+      const items = listOf(list).map((c) => c.ast() as Expr);
+      if (items.length === 1) return items[0];
+      return { type: 'or', items: items.flatMap((i) => (i.type === 'or' ? i.items : [i])), loc: locOf(this) };
+    },
+    AndExpr(list) {
+      const items = listOf(list).map((c) => c.ast() as Expr);
+      if (items.length === 1) return items[0];
+      return { type: 'and', items: items.flatMap((i) => (i.type === 'and' ? i.items : [i])), loc: locOf(this) };
+    },
+    NotExpr_not(_n, e) { return { type: 'not', expr: e.ast(), loc: locOf(this) }; },
+    Primary_paren(_o, e, _c) { return e.ast(); },
+    Primary_notin(f, _n, _i, lit) { return { type: 'in', field: f.sourceString, negated: true, values: lit.ast(), loc: locOf(this) }; },
+    Primary_in(f, _i, lit) { return { type: 'in', field: f.sourceString, negated: false, values: lit.ast(), loc: locOf(this) }; },
+    Primary_cmp(f, op, lit) {
+      const text = op.sourceString;
+      const e: Expr = { type: 'cmp', field: f.sourceString, op: CMP[text] ?? 'eq', value: lit.ast(), loc: locOf(this) };
+      if (!CMP[text]) e.opText = text;
+      return e;
+    },
+
+    Limits(_kw, cap, _for, agent, _open, lines_, close) {
+      const node: LimitsNode = { kind: 'limits', capability: cap.ast(), forAgent: agent.ast(), fields: [], loc: locOf(this) };
+      anchor(node, 'item', { startIdx: this.source.startIdx, endIdx: _open.source.endIdx });
+      for (const l of lines_.children) {
+        const f = l.ast() as LimitField;
+        node.fields.push(f);
+        anchor(node, 'field:' + (node.fields.length - 1), l);
+      }
+      if (lines_.numChildren) anchor(node, 'end', close);
+      return node;
+    },
+    LimitLine_eq(f, op, lit) {
+      const field: LimitField = { field: f.sourceString, eq: lit.ast(), loc: locOf(f) };
+      if (op.sourceString !== '=' && op.sourceString !== '==') {
+        field.bad = [{ message: `unknown operator "${op.sourceString}" in limits (use =, max, min, in or not_in)`, loc: locOf(op) }];
+      }
+      return field;
+    },
+    LimitLine_ops(f, ops) {
+      const field: LimitField = { field: f.sourceString, loc: locOf(f) };
+      for (const o of ops.children) {
+        const word = o.children[0]!.sourceString;
+        const value = o.children[1]!.ast() as Literal;
+        const l = locOf(o);
+        if (word !== 'max' && word !== 'min' && word !== 'in' && word !== 'not_in' && word !== 'eq') {
+          (field.bad ??= []).push({ message: `unknown operator "${word}" in limits (use max, min, in, not_in or =)`, loc: l });
+        } else if (field[word] !== undefined) {
+          (field.bad ??= []).push({ message: `operator ${word} given twice for field ${field.field}`, loc: l });
+        } else {
+          field[word] = value;
+        }
+      }
+      return field;
+    },
+
+    KindDecl(_k, plural, _s, singular) {
+      const node: KindNode = { kind: 'kind', plural: plural.ast(), singular: singular.ast(), loc: locOf(this) };
+      anchor(node, 'item', this);
+      return node;
+    },
+
+    Test(_kw, name, _open, tlines, close) {
+      const t: TestNode = { kind: 'test', name: name.ast(), capabilities: [], approved: false, loc: locOf(this), lineLocs: {} };
+      anchor(t, 'item', { startIdx: this.source.startIdx, endIdx: _open.source.endIdx });
+      for (const l of tlines.children) {
+        const line = l.ast() as TestLine;
+        const key = line.key === 'capability' ? 'capability:' + t.capabilities.length : line.key;
+        line.apply(t);
+        t.lineLocs![key] = line.loc;
+        anchor(t, key, line.node);
+      }
+      if (tlines.numChildren) anchor(t, 'end', close);
+      return t;
+    },
+    TestLine_agent(_k, id, mode) {
+      return { key: 'agent', loc: locOf(this), node: this, apply: (t: TestNode) => { t.agent = { id: id.ast(), ...(mode.numChildren ? { mode: mode.sourceString } : {}) }; } };
+    },
+    TestLine_permissions(_k, list) {
+      const perms: string[] = list.numChildren ? list.children[0]!.ast() : [];
+      return { key: 'permissions', loc: locOf(this), node: this, apply: (t: TestNode) => { t.permissions = perms; } };
+    },
+    TestLine_capability(_k, name, limits) {
+      const cap: { name: string; limits?: LimitField[] } = { name: name.ast() };
+      if (limits.numChildren) cap.limits = limits.children[0]!.ast();
+      return { key: 'capability', loc: locOf(this), node: this, apply: (t: TestNode) => { t.capabilities.push(cap); } };
+    },
+    CapabilityLimits(_o, ls, _c) { return ls.children.map((c) => c.ast()); },
+    TestLine_person(_k, id, _p, list) {
+      let perms: string[] = [];
+      if (list.numChildren && list.children[0]!.numChildren) perms = list.children[0]!.children[0]!.ast();
+      return { key: 'person', loc: locOf(this), node: this, apply: (t: TestNode) => { t.person = { id: id.ast(), permissions: perms }; } };
+    },
+    TestLine_action(_k, v) { return { key: 'action', loc: locOf(this), node: this, apply: (t: TestNode) => { t.action = v.ast(); } }; },
+    TestLine_resource(_k, v) { return { key: 'resource', loc: locOf(this), node: this, apply: (t: TestNode) => { t.resource = v.ast(); } }; },
+    TestLine_context(_k, obj) { return { key: 'context', loc: locOf(this), node: this, apply: (t: TestNode) => { t.context = obj.ast(); } }; },
+    TestLine_approved(_k) { return { key: 'approved', loc: locOf(this), node: this, apply: (t: TestNode) => { t.approved = true; } }; },
+    TestLine_expect(_k, w, reason) {
+      return {
+        key: 'expect', loc: locOf(this), node: this,
+        apply: (t: TestNode) => { t.expect = { decision: w.sourceString, ...(reason.numChildren ? { reason: reason.children[0]!.ast() } : {}) }; },
+      };
+    },
+    Object(_o, pairs, _comma, _c) {
+      const out: Record<string, JsonValue> = {};
+      for (const p of listOf(pairs)) {
+        const [k, v] = p.ast() as [string, JsonValue];
+        out[k] = v;
+      }
+      return out;
+    },
+    Pair(k, _colon, v) {
+      const key = k.ctorName === 'string' ? k.ast() : k.sourceString;
+      return [key, v.ast()];
+    },
+    Value(v) { return v.ast(); },
+    ValueList(_o, items, _comma, _c) { return listOf(items).map((c) => c.ast()); },
+    null(_n) { return null; },
+
+    Literal(l) { return l.ast(); },
+    List(_o, items, _comma, _c) { return listOf(items).map((c) => c.ast()); },
+    scalar(s) { return s.ast(); },
+    string(_o, _chars, _c) { return unescape(this.sourceString); },
+    number(_m, _d, _dot, _f, _e) {
+      const n = Number(this.sourceString);
+      return Object.is(n, -0) ? 0 : n;
+    },
+    boolean(b) { return this.sourceString === 'true'; },
+    _iter(...children) { return children.map((c) => c.ast()); },
+  });
+  semanticsCache = s;
+  return s;
+}
+
+/** Every comment in a text that parsed, with its offset (strings are skipped). */
+function scanComments(text: string): { start: number; end: number; text: string }[] {
+  const out: { start: number; end: number; text: string }[] = [];
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (c === '"') {
+      for (i++; i < text.length && text[i] !== '"'; i++) if (text[i] === '\\') i++;
+    } else if (c === '#' || (c === '/' && text[i + 1] === '/')) {
+      let j = i;
+      while (j < text.length && text[j] !== '\n') j++;
+      out.push({ start: i, end: j, text: text.slice(i, j).trimEnd() });
+      i = j;
+    }
+  }
+  return out;
+}
+
+function attachComments(file: PolicyFileNode, text: string): void {
+  const comments = scanComments(text);
+  if (!comments.length) return;
+  anchors.sort((a, b) => a.start - b.start);
+  const lineOf = (o: number) => lines.loc(o).line;
+  // Comments above everything, set apart by a blank line, stay at the top of the file.
+  const firstStart = anchors.length ? anchors[0]!.start : text.length;
+  const lead = comments.filter((c) => c.end <= firstStart);
+  if (lead.length && anchors.length && /\n[ \t]*\n/.test(text.slice(lead[lead.length - 1]!.end, firstStart))) {
+    file.comments ??= {};
+    file.comments.top = lead.map((c) => c.text);
+    comments.splice(0, lead.length);
+  }
+  for (const c of comments) {
+    const cl = lineOf(c.start);
+    // Trailing: the last anchor that ends on the comment's line, before it.
+    let trailing: Anchor | undefined;
+    for (const a of anchors) if (a.end <= c.start && lineOf(Math.max(a.start, a.end - 1)) === cl) trailing = a;
+    if (trailing) {
+      const slot = (trailing.target[trailing.key] ??= {});
+      slot.after = slot.after ? slot.after + ' ' + c.text : c.text;
+      continue;
+    }
+    const next = anchors.find((a) => a.start > c.start);
+    if (next) {
+      const slot = (next.target[next.key] ??= {});
+      (slot.before ??= []).push(c.text);
+    } else {
+      file.comments ??= {};
+      (file.comments.end ??= []).push(c.text);
+    }
+  }
+}
+
+export interface ParseResult { file: PolicyFileNode | null; diagnostics: Diagnostic[] }
+
+function failure(m: ohm.FailedMatchResult, file: string, idx: LineIndex, offset: number): Diagnostic {
+  const pos = m.getRightmostFailurePosition();
+  const loc = idx.loc(offset + pos);
+  return { file, line: loc.line, col: loc.col, message: `expected ${m.getExpectedText()}` };
+}
+
+/** Parse one policy or tests file. The AST is null when the text does not parse. */
+export function parsePolicy(path: string, text: string): ParseResult {
+  const g = policyGrammar();
+  const m = g.match(text, 'File');
+  const idx = new LineIndex(path, text);
+  if (m.failed()) return { file: null, diagnostics: recover(g, path, text, idx, failure(m as ohm.FailedMatchResult, path, idx, 0)) };
+  lines = idx;
+  anchors = [];
+  const file = semantics()(m).ast() as PolicyFileNode;
+  attachComments(file, text);
+  for (const item of file.items) pruneComments(item);
+  if (file.comments && !file.comments.header && !file.comments.end && !file.comments.top) delete file.comments;
+  anchors = [];
+  return { file, diagnostics: [] };
+}
+
+function pruneComments(item: { comments?: Record<string, Comments> }): void {
+  if (!item.comments) return;
+  for (const k of Object.keys(item.comments)) {
+    const c = item.comments[k]!;
+    if (!c.before && !c.after) delete item.comments[k];
+  }
+  if (!Object.keys(item.comments).length) delete item.comments;
+}
+
+/** After a failed match, parse every top-level block on its own to report each broken block. */
+function recover(g: ohm.Grammar, path: string, text: string, idx: LineIndex, first: Diagnostic): Diagnostic[] {
+  const starts: number[] = [];
+  const re = /^(policy|rule|limits|kind|test)\b/gm;
+  for (let m = re.exec(text); m; m = re.exec(text)) starts.push(m.index);
+  const out: Diagnostic[] = [first];
+  const seen = new Set([`${first.line}:${first.col}`]);
+  for (let i = 0; i < starts.length; i++) {
+    const chunk = text.slice(starts[i], i + 1 < starts.length ? starts[i + 1] : text.length);
+    const rule = chunk.startsWith('policy') ? 'Header' : 'Item';
+    const m = g.match(chunk, rule);
+    if (m.failed()) {
+      const d = failure(m as ohm.FailedMatchResult, path, idx, starts[i]!);
+      const key = `${d.line}:${d.col}`;
+      if (!seen.has(key)) { seen.add(key); out.push(d); }
+    }
+  }
+  return out.sort((a, b) => a.line - b.line || a.col - b.col);
+}
+
+/** Parse a condition expression alone (used by tests and the explain command). */
+export function parseExpr(text: string, path = '<expr>'): { expr: Expr | null; diagnostics: Diagnostic[] } {
+  const g = policyGrammar();
+  const m = g.match(text, 'Expr');
+  const idx = new LineIndex(path, text);
+  if (m.failed()) return { expr: null, diagnostics: [failure(m as ohm.FailedMatchResult, path, idx, 0)] };
+  lines = idx;
+  anchors = [];
+  const expr = semantics()(m).ast() as Expr;
+  anchors = [];
+  return { expr, diagnostics: [] };
+}

@@ -1,0 +1,134 @@
+import { describe, expect, it } from 'vitest';
+import { parsePolicy, parseExpr } from '../../src/policy/parser.js';
+import { formatFile } from '../../src/policy/format.js';
+import { formatDiagnostic } from '../../src/policy/index.js';
+import { CONTRACT_EXAMPLE, strip } from './helpers.js';
+
+
+describe('parser', () => {
+  it('parses the contract example into an AST with locations', () => {
+    const r = parsePolicy('refunds.policy', CONTRACT_EXAMPLE);
+    expect(r.diagnostics).toEqual([]);
+    const f = r.file!;
+    expect(f.header).toMatchObject({ name: 'refunds', version: 3, loc: { line: 1, col: 1 } });
+    expect(f.items.map((i) => i.kind)).toEqual(['rule', 'rule', 'limits']);
+    const rule = f.items[1]!;
+    expect(rule).toMatchObject({ kind: 'rule', name: 'approve-medium-refunds', effect: 'require_approval', subjects: ['agent:*'], loc: { file: 'refunds.policy', line: 11, col: 1 } });
+    expect(strip(rule.kind === 'rule' && rule.when)).toEqual({
+      type: 'and', items: [
+        { type: 'cmp', field: 'amount', op: 'gte', value: 1000 },
+        { type: 'cmp', field: 'currency', op: 'eq', value: 'USD' },
+      ],
+    });
+    const lim = f.items[2]!;
+    expect(strip(lim)).toEqual({
+      kind: 'limits', capability: 'create:refunds', forAgent: 'spiffe://localhost/agent/billing',
+      fields: [
+        { field: 'amount', max: 500, min: 1 },
+        { field: 'currency', in: ['USD', 'EUR'] },
+        { field: 'region', not_in: ['XX'] },
+        { field: 'channel', eq: 'api' },
+      ],
+    });
+    expect(lim.kind === 'limits' && lim.fields[1]!.loc).toEqual({ file: 'refunds.policy', line: 21, col: 3 });
+  });
+
+  it('gives or lower precedence than and, and not the highest', () => {
+    const e = parseExpr('a == 1 or b == 2 and not c == 3').expr!;
+    expect(strip(e)).toEqual({ type: 'or', items: [
+      { type: 'cmp', field: 'a', op: 'eq', value: 1 },
+      { type: 'and', items: [{ type: 'cmp', field: 'b', op: 'eq', value: 2 }, { type: 'not', expr: { type: 'cmp', field: 'c', op: 'eq', value: 3 } }] },
+    ] });
+    expect(strip(parseExpr('(a == 1 or b == 2) and x not in ["q"]').expr)).toMatchObject({ type: 'and', items: [{ type: 'or' }, { type: 'in', negated: true, values: ['q'] }] });
+  });
+
+  it('decodes literals: negative and decimal numbers, escapes, booleans, lists', () => {
+    expect(strip(parseExpr('x in [-1.5, 2e3]').expr)).toMatchObject({ values: [-1.5, 2000] });
+    expect(strip(parseExpr('x == "a\\"b\\n\\u0041"').expr)).toMatchObject({ value: 'a"b\nA' });
+    expect(strip(parseExpr('x != false').expr)).toMatchObject({ op: 'ne', value: false });
+  });
+
+  it('parses kind declarations and tests', () => {
+    const r = parsePolicy('t.tests', `kind "people" singular "person"
+test "t" {
+  agent "spiffe://x/agent/a" delegated
+  permissions "create:refunds", "read:refunds"
+  capability "create:refunds" {
+    amount max 5
+  }
+  person "u1" permissions "create:refunds"
+  action "create:refunds"
+  resource "refund:1"
+  context { amount: 3, "odd key": { nested: [1, null] } }
+  approved
+  expect allow "allowed"
+}`);
+    expect(r.diagnostics).toEqual([]);
+    expect(strip(r.file!.items)).toEqual([
+      { kind: 'kind', plural: 'people', singular: 'person' },
+      {
+        kind: 'test', name: 't', agent: { id: 'spiffe://x/agent/a', mode: 'delegated' }, permissions: ['create:refunds', 'read:refunds'],
+        capabilities: [{ name: 'create:refunds', limits: [{ field: 'amount', max: 5 }] }], person: { id: 'u1', permissions: ['create:refunds'] },
+        action: 'create:refunds', resource: 'refund:1', context: { amount: 3, 'odd key': { nested: [1, null] } }, approved: true,
+        expect: { decision: 'allow', reason: 'allowed' },
+      },
+    ]);
+  });
+
+  it('reports a parse error as file:line:col with what was expected', () => {
+    const r = parsePolicy('bad.policy', 'rule "x" {\n  effect deny\n  when amount >\n}\n');
+    expect(r.file).toBeNull();
+    expect(r.diagnostics).toHaveLength(1);
+    const text = formatDiagnostic(r.diagnostics[0]!);
+    expect(text).toMatch(/^bad\.policy:4:1: expected /);
+    expect(text).toContain('a digit');
+  });
+
+  it('reports every broken block, not only the first', () => {
+    const r = parsePolicy('bad.policy', 'rule "x" {\n  effect deny\n  when amount >\n}\n\nrule "y" {\n  subjects agent\n}\n\nlimits "a:b" for "c" {\n  amount max 1\n}\n');
+    expect(r.diagnostics.map((d) => [d.line, d.col])).toEqual([[4, 1], [7, 12]]);
+  });
+
+  it('keeps comments through fmt', () => {
+    const text = `# top of file
+
+policy "p" version 1
+
+# about the rule
+rule "r" { # trailing
+  effect deny
+  // inside
+  subjects "agent:*"
+  relation "a:b"
+  object "b:*"
+}
+
+limits "a:b" for "*" {
+  amount max 5 # cents
+}
+# the end
+`;
+    const f = parsePolicy('c.policy', text).file!;
+    const out = formatFile(f);
+    expect(out).toBe(`# top of file
+
+policy "p" version 1
+
+# about the rule
+rule "r" { # trailing
+  effect deny
+  // inside
+  subjects "agent:*"
+  relation "a:b"
+  object "b:*"
+}
+
+limits "a:b" for "*" {
+  amount max 5 # cents
+}
+
+# the end
+`);
+    expect(formatFile(parsePolicy('c.policy', out).file!)).toBe(out);
+  });
+});
