@@ -50,6 +50,10 @@ export function rulesStore(db: Db) {
   const setState = db.prepare('UPDATE rules SET state = ?, updated_at = ? WHERE id = ?');
   const setValidated = db.prepare('UPDATE rules SET validated_hash = ?, updated_at = ? WHERE id = ?');
   const del = db.prepare('DELETE FROM rules WHERE id = ?');
+  const update = db.prepare(
+    `UPDATE rules SET name = @name, effect = @effect, subjects = @subjects, relation = @relation, object = @object,
+       condition = @condition, updated_at = @t WHERE id = @id`,
+  );
   return {
     create(id: string, f: RuleFields): Rule {
       insert.run({
@@ -74,6 +78,21 @@ export function rulesStore(db: Db) {
     },
     list: (): Rule[] => list.all().map(toRule),
     live: (): Rule[] => live.all().map(toRule),
+    /** Replaces the content; the state is left to the caller (a changed rule needs a new validate). */
+    update(id: string, f: RuleFields): Rule | undefined {
+      const changes = update.run({
+        id,
+        name: f.name,
+        effect: f.effect,
+        subjects: JSON.stringify(f.subjects),
+        relation: f.relation,
+        object: f.object,
+        condition: f.condition ? JSON.stringify(f.condition) : null,
+        t: now(),
+      }).changes;
+      if (changes === 0) return undefined;
+      return toRule(byId.get(id)!);
+    },
     setState: (id: string, state: RuleState): boolean => setState.run(state, now(), id).changes === 1,
     setValidatedHash: (id: string, hash: string | null): boolean => setValidated.run(hash, now(), id).changes === 1,
     delete: (id: string): boolean => del.run(id).changes === 1,

@@ -1,0 +1,238 @@
+import type { Router } from 'express';
+import type { AppContext } from '../context.js';
+import { randomToken, sha256 } from '../crypto/hash.js';
+import { errors } from '../errors.js';
+import type { Application, ApplicationType } from '../store/applications.js';
+import { onDuplicate, onStillReferenced } from './conflict.js';
+import { adminRoute, bodyOrEmpty, iso, param, parseWith } from './route.js';
+import {
+  applicationCreate,
+  applicationCreated,
+  applicationPatch,
+  applicationView,
+  grantBody,
+  listOf,
+  type ApplicationCreate,
+  type ApplicationPatch,
+} from './schemas.js';
+
+const CONFIDENTIAL_BY_DEFAULT: Record<ApplicationType, boolean> = { web: true, m2m: true, api: true, spa: false, native: false };
+const REFRESH_BY_DEFAULT: Record<ApplicationType, boolean> = { web: true, spa: true, native: true, m2m: false, api: false };
+
+export function applicationJson(ctx: AppContext, app: Application) {
+  return {
+    client_id: app.client_id,
+    name: app.name,
+    type: app.type,
+    redirect_uris: app.redirect_uris,
+    post_logout_redirect_uris: app.post_logout_redirect_uris,
+    confidential: app.confidential,
+    refresh_tokens: app.refresh_tokens,
+    first_party: app.first_party,
+    has_secret: app.has_secret,
+    grants: ctx.store.applications.listGrants(app.client_id),
+    assignments: ctx.store.applications.listAssignments(app.client_id),
+    created_at: iso(app.created_at),
+    updated_at: iso(app.updated_at),
+  };
+}
+
+function mustGet(ctx: AppContext, clientId: string): Application {
+  const app = ctx.store.applications.get(clientId);
+  if (!app) throw errors.notFound(`no application ${clientId}`);
+  return app;
+}
+
+/** A field-named 400 for rules that span fields (the shape alone cannot say). */
+const fieldError = (path: string, message: string) =>
+  errors.invalidRequest(`${path}: ${message}`, { issues: [{ path, message, code: 'custom' }] });
+
+function checkConsistency(type: ApplicationType, confidential: boolean, secretGiven: boolean): void {
+  if (type === 'm2m' && !confidential) throw fieldError('confidential', 'an m2m application authenticates with a secret: it must be confidential');
+  if (!confidential && secretGiven) throw fieldError('client_secret', 'a public (not confidential) application has no secret');
+}
+
+/** Creates an application; the secret (generated when confidential and not given) is returned this once. */
+export function createApplication(ctx: AppContext, input: ApplicationCreate): { app: Application; client_secret?: string } {
+  const confidential = input.confidential ?? CONFIDENTIAL_BY_DEFAULT[input.type];
+  checkConsistency(input.type, confidential, input.client_secret !== undefined);
+  const clientId = input.client_id ?? randomToken(16);
+  const secret = confidential ? (input.client_secret ?? randomToken()) : undefined;
+  const app = onDuplicate(`an application with client_id ${clientId} exists`, () =>
+    ctx.store.transaction(() => {
+      if (ctx.store.applications.get(clientId)) throw errors.conflict(`an application with client_id ${clientId} exists`);
+      const created = ctx.store.applications.create({
+        client_id: clientId,
+        name: input.name,
+        type: input.type,
+        redirect_uris: input.redirect_uris,
+        post_logout_redirect_uris: input.post_logout_redirect_uris,
+        confidential,
+        secret_hash: secret ? sha256(secret) : null,
+        refresh_tokens: input.refresh_tokens ?? REFRESH_BY_DEFAULT[input.type],
+        first_party: input.first_party,
+      });
+      ctx.store.settings.bump('applications');
+      return created;
+    }),
+  );
+  return { app, ...(secret ? { client_secret: secret } : {}) };
+}
+
+/** Changes the fields given; `rotate_secret` (or a public → confidential change) makes a new secret, returned once. */
+export function updateApplication(ctx: AppContext, clientId: string, patch: ApplicationPatch): { app: Application; client_secret?: string } {
+  return ctx.store.transaction(() => {
+    const cur = mustGet(ctx, clientId);
+    if (patch.type !== undefined && patch.type !== cur.type) throw fieldError('type', 'the type of an application cannot change; create a new one');
+    const confidential = patch.confidential ?? cur.confidential;
+    checkConsistency(cur.type, confidential, patch.client_secret !== undefined);
+    if (patch.rotate_secret && !confidential) throw fieldError('rotate_secret', 'a public application has no secret');
+    const app = ctx.store.applications.update({
+      client_id: clientId,
+      name: patch.name ?? cur.name,
+      type: cur.type,
+      redirect_uris: patch.redirect_uris ?? cur.redirect_uris,
+      post_logout_redirect_uris: patch.post_logout_redirect_uris ?? cur.post_logout_redirect_uris,
+      confidential,
+      refresh_tokens: patch.refresh_tokens ?? cur.refresh_tokens,
+      first_party: patch.first_party ?? cur.first_party,
+    })!;
+    let secret: string | undefined;
+    if (!confidential) {
+      if (cur.has_secret) ctx.store.applications.setSecretHash(clientId, null);
+    } else if (patch.client_secret !== undefined || patch.rotate_secret || !cur.has_secret) {
+      secret = patch.client_secret ?? randomToken();
+      ctx.store.applications.setSecretHash(clientId, sha256(secret));
+    }
+    ctx.store.settings.bump('applications');
+    return { app: ctx.store.applications.get(app.client_id)!, ...(secret && patch.client_secret === undefined ? { client_secret: secret } : {}) };
+  });
+}
+
+export function putGrant(ctx: AppContext, clientId: string, apiClientId: string, scopes: string[]): void {
+  ctx.store.transaction(() => {
+    const app = mustGet(ctx, clientId);
+    if (app.type !== 'm2m') throw fieldError('client_id', `only an m2m application holds grants; ${clientId} is ${app.type}`);
+    const api = ctx.store.applications.get(apiClientId);
+    if (!api) throw fieldError('api_client_id', `no application ${apiClientId}`);
+    if (api.type !== 'api') throw fieldError('api_client_id', `a grant is on an application of type api; ${apiClientId} is ${api.type}`);
+    ctx.store.applications.putGrant(clientId, apiClientId, scopes);
+    ctx.store.settings.bump('applications');
+  });
+}
+
+export function assignUser(ctx: AppContext, clientId: string, userId: string): void {
+  ctx.store.transaction(() => {
+    mustGet(ctx, clientId);
+    if (!ctx.store.users.get(userId)) throw errors.notFound(`no user ${userId}`);
+    ctx.store.applications.assign(clientId, userId);
+  });
+}
+
+export function applicationRoutes(router: Router, ctx: AppContext): void {
+  const tags = ['applications'];
+
+  adminRoute(
+    router,
+    {
+      method: 'post', path: '/applications', tags, summary: 'Create an application',
+      request: applicationCreate,
+      responses: { 201: { description: 'the application, with its secret this once', schema: applicationCreated }, 409: 'the client_id is taken' },
+    },
+    (req, res) => {
+      const { app, client_secret } = createApplication(ctx, parseWith(applicationCreate, req.body));
+      res.status(201).json({ ...applicationJson(ctx, app), ...(client_secret ? { client_secret } : {}) });
+    },
+  );
+
+  adminRoute(
+    router,
+    { method: 'get', path: '/applications', tags, summary: 'List the applications', responses: { 200: { description: 'the applications', schema: listOf(applicationView) } } },
+    (_req, res) => void res.json({ data: ctx.store.applications.list().map((a) => applicationJson(ctx, a)) }),
+  );
+
+  adminRoute(
+    router,
+    { method: 'get', path: '/applications/{client_id}', tags, summary: 'Read an application', responses: { 200: { description: 'the application (never its secret)', schema: applicationView } } },
+    (req, res) => void res.json(applicationJson(ctx, mustGet(ctx, param(req, 'client_id')))),
+  );
+
+  adminRoute(
+    router,
+    {
+      method: 'patch', path: '/applications/{client_id}', tags, summary: 'Change an application',
+      request: applicationPatch,
+      responses: { 200: { description: 'the application; `client_secret` only when a new one was generated', schema: applicationCreated } },
+    },
+    (req, res) => {
+      const patch = parseWith(applicationPatch, req.body);
+      const { app, client_secret } = updateApplication(ctx, param(req, 'client_id'), patch);
+      res.json({ ...applicationJson(ctx, app), ...(client_secret ? { client_secret } : {}) });
+    },
+  );
+
+  adminRoute(
+    router,
+    { method: 'delete', path: '/applications/{client_id}', tags, summary: 'Delete an application (its grants, assignments and tokens go with it)', responses: { 204: 'deleted' } },
+    (req, res) => {
+      const clientId = param(req, 'client_id');
+      onStillReferenced(`application ${clientId} still has records that refer to it`, () =>
+        ctx.store.transaction(() => {
+          if (!ctx.store.applications.delete(clientId)) throw errors.notFound(`no application ${clientId}`);
+          ctx.store.settings.bump('applications');
+        }),
+      );
+      res.status(204).end();
+    },
+  );
+
+  adminRoute(
+    router,
+    {
+      method: 'put', path: '/applications/{client_id}/grants/{api_client_id}', tags, summary: "Grant an m2m application access to an API",
+      request: grantBody,
+      responses: { 204: 'granted', 400: 'not an m2m application, or the target is not an API' },
+    },
+    (req, res) => {
+      const { scopes } = parseWith(grantBody, bodyOrEmpty(req));
+      putGrant(ctx, param(req, 'client_id'), param(req, 'api_client_id'), scopes);
+      res.status(204).end();
+    },
+  );
+
+  adminRoute(
+    router,
+    { method: 'delete', path: '/applications/{client_id}/grants/{api_client_id}', tags, summary: 'Remove a grant', responses: { 204: 'removed' } },
+    (req, res) => {
+      const clientId = param(req, 'client_id');
+      const apiClientId = param(req, 'api_client_id');
+      ctx.store.transaction(() => {
+        mustGet(ctx, clientId);
+        if (!ctx.store.applications.deleteGrant(clientId, apiClientId)) throw errors.notFound(`${clientId} holds no grant on ${apiClientId}`);
+        ctx.store.settings.bump('applications');
+      });
+      res.status(204).end();
+    },
+  );
+
+  adminRoute(
+    router,
+    { method: 'put', path: '/applications/{client_id}/assignments/{user_id}', tags, summary: 'Assign a person to an application', responses: { 204: 'assigned' } },
+    (req, res) => {
+      assignUser(ctx, param(req, 'client_id'), param(req, 'user_id'));
+      res.status(204).end();
+    },
+  );
+
+  adminRoute(
+    router,
+    { method: 'delete', path: '/applications/{client_id}/assignments/{user_id}', tags, summary: 'Unassign a person', responses: { 204: 'unassigned' } },
+    (req, res) => {
+      const clientId = param(req, 'client_id');
+      const userId = param(req, 'user_id');
+      mustGet(ctx, clientId);
+      if (!ctx.store.applications.unassign(clientId, userId)) throw errors.notFound(`${userId} is not assigned to ${clientId}`);
+      res.status(204).end();
+    },
+  );
+}

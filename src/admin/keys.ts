@@ -1,0 +1,21 @@
+import type { Router } from 'express';
+import type { AppContext } from '../context.js';
+import { SIGNING_ALGS } from '../crypto/signing.js';
+import { adminRoute, bodyOrEmpty, parseWith } from './route.js';
+import { keysRotate, keysRotated } from './schemas.js';
+
+export function keyRoutes(router: Router, ctx: AppContext): void {
+  adminRoute(
+    router,
+    {
+      method: 'post', path: '/keys/rotate', tags: ['keys'],
+      summary: 'New signing keys; the old ones sign no more and stay in the JWK Set for 24 hours',
+      request: keysRotate,
+      responses: { 200: { description: 'the new keys', schema: keysRotated } },
+    },
+    async (req, res) => {
+      const { alg } = parseWith(keysRotate, bodyOrEmpty(req));
+      res.json({ keys: await ctx.keys.rotate(alg ? [alg] : SIGNING_ALGS) });
+    },
+  );
+}

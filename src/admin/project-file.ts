@@ -1,0 +1,200 @@
+import { readFile } from 'node:fs/promises';
+import { z } from 'zod';
+import { ConfigError } from '../config.js';
+import type { AppContext } from '../context.js';
+import { sha256, verifyPassword } from '../crypto/hash.js';
+import { ProtocolError } from '../errors.js';
+import { createAgent, updateAgent } from './agents.js';
+import { createApplication, updateApplication, putGrant, assignUser } from './applications.js';
+import { putRole } from './roles.js';
+import { createRule, disableRule, enableRule, updateRule, validateAndRecord } from './rules.js';
+import { agentCreate, projectApplication, projectRule, roleCreate, userCreate } from './schemas.js';
+import { defaultAgentId } from './spiffe.js';
+import { createUser, updateUser } from './users.js';
+import { mcpUpstreamsSection } from '../mcp/project-section.js';
+
+/**
+ * GATEHOUSE_PROJECT_FILE: the management API's objects in one JSON file, applied at start,
+ * idempotently: each object is found by its key (below), created when absent and brought
+ * to the file's values when present, so applying the file twice leaves one copy.
+ *
+ * A section is one entry of `projectSections`: its key in the file, the zod schema of one
+ * item (the API's own), and how to apply a list of them. Sections apply in table order.
+ */
+export interface ProjectSection<T = unknown> {
+  key: string;
+  item: z.ZodType<T>;
+  apply(ctx: AppContext, items: T[]): Promise<void> | void;
+}
+
+export const defineSection = <T>(s: ProjectSection<T>): ProjectSection => s as unknown as ProjectSection;
+
+type ProjectApplication = z.output<typeof projectApplication>;
+type ProjectUser = z.output<typeof projectUser>;
+type ProjectRule = z.output<typeof projectRule>;
+
+const projectUser = userCreate;
+
+const usersSection = defineSection<ProjectUser>({
+  key: 'users', // by id when given, else by email
+  item: projectUser,
+  async apply(ctx, items) {
+    for (const u of items) {
+      const cur = (u.id && ctx.store.users.get(u.id)) || (!u.id ? ctx.store.users.getByEmail(u.email) : undefined);
+      if (!cur) {
+        await createUser(ctx, u);
+        continue;
+      }
+      const creds = ctx.store.users.credentialsById(cur.id)!;
+      // A password is only re-hashed when it changed: a restart must not churn (or clear a compromise mark).
+      const samePassword = await verifyPassword(u.password, creds.password_hash);
+      const sameTotp = u.totp_secret
+        ? creds.totp_secret_enc !== null && ctx.box.open(creds.totp_secret_enc) === u.totp_secret.replace(/[\s=]/g, '').toUpperCase()
+        : creds.totp_secret_enc === null;
+      await updateUser(ctx, cur.id, {
+        email: u.email,
+        name: u.name,
+        email_verified: u.email_verified,
+        picture: u.picture ?? null,
+        locale: u.locale ?? null,
+        groups: u.groups,
+        roles: u.roles,
+        ...(samePassword ? {} : { password: u.password }),
+        ...(sameTotp ? {} : { totp_secret: u.totp_secret ?? null }),
+      });
+    }
+  },
+});
+
+const rolesSection = defineSection<z.output<typeof roleCreate>>({
+  key: 'roles', // by name
+  item: roleCreate,
+  apply(ctx, items) {
+    for (const r of items) {
+      const cur = ctx.store.roles.get(r.name);
+      if (!cur || JSON.stringify(cur.permissions) !== JSON.stringify([...new Set(r.permissions)])) putRole(ctx, r.name, r.permissions);
+    }
+  },
+});
+
+const applicationsSection = defineSection<ProjectApplication>({
+  key: 'applications', // by client_id when given, else by name
+  item: projectApplication,
+  apply(ctx, items) {
+    const ids: string[] = [];
+    for (const a of items) {
+      const cur = a.client_id ? ctx.store.applications.get(a.client_id) : ctx.store.applications.list().find((x) => x.name === a.name);
+      if (!cur) {
+        ids.push(createApplication(ctx, a).app.client_id);
+        continue;
+      }
+      const secretDiffers =
+        a.client_secret !== undefined && ctx.store.applications.getWithSecret(cur.client_id)!.secret_hash !== sha256(a.client_secret);
+      updateApplication(ctx, cur.client_id, {
+        name: a.name,
+        type: a.type,
+        redirect_uris: a.redirect_uris,
+        post_logout_redirect_uris: a.post_logout_redirect_uris,
+        ...(a.confidential !== undefined ? { confidential: a.confidential } : {}),
+        ...(a.refresh_tokens !== undefined ? { refresh_tokens: a.refresh_tokens } : {}),
+        first_party: a.first_party,
+        ...(secretDiffers ? { client_secret: a.client_secret } : {}),
+      });
+      ids.push(cur.client_id);
+    }
+    // Grants and assignments once every application exists (a grant may name an API listed later).
+    items.forEach((a, i) => {
+      for (const g of a.grants ?? []) putGrant(ctx, ids[i]!, g.api_client_id, g.scopes);
+      for (const who of a.assignments ?? []) {
+        const user = ctx.store.users.get(who) ?? ctx.store.users.getByEmail(who);
+        if (!user) throw new ProjectItemError(`applications.${i}.assignments: no user ${who}`);
+        assignUser(ctx, ids[i]!, user.id);
+      }
+    });
+  },
+});
+
+const agentsSection = defineSection<z.output<typeof agentCreate>>({
+  key: 'agents', // by agent_id (the default one when not given)
+  item: agentCreate,
+  apply(ctx, items) {
+    for (const a of items) {
+      const id = a.agent_id ?? defaultAgentId(ctx.config.issuerHost, a.name);
+      if (!ctx.store.agents.get(id)) createAgent(ctx, a);
+      else updateAgent(ctx, id, { name: a.name, mode: a.mode, public_jwk: a.public_jwk, roles: a.roles, capabilities: a.capabilities });
+    }
+  },
+});
+
+const rulesSection = defineSection<ProjectRule>({
+  key: 'rules', // by name; `state` (optional) is brought about: live is validated first
+  item: projectRule,
+  apply(ctx, items) {
+    for (const [i, r] of items.entries()) {
+      const { state, id, ...content } = r;
+      const cur = ctx.store.rules.getByName(r.name);
+      const rule = cur ? updateRule(ctx, cur.id, { ...content, condition: content.condition ?? null }) : createRule(ctx, content, id);
+      if (state === 'live' && rule.state !== 'live') {
+        const check = validateAndRecord(ctx, rule.id);
+        if (!check.valid) throw new ProjectItemError(`rules.${i} (${r.name}) does not validate: ${check.errors.join('; ')}`);
+        enableRule(ctx, rule.id);
+      } else if (state === 'disabled') disableRule(ctx, rule.id);
+    }
+  },
+});
+
+/** The sections in the order they apply: roles and people before the things that refer to them. */
+export const projectSections: ProjectSection[] = [rolesSection, usersSection, applicationsSection, agentsSection, rulesSection, defineSection(mcpUpstreamsSection)];
+
+/** Adds a section (for example `mcp_upstreams`) after the built-in ones. */
+export function registerProjectSection(section: ProjectSection): void {
+  const at = projectSections.findIndex((s) => s.key === section.key);
+  if (at >= 0) projectSections[at] = section;
+  else projectSections.push(section);
+}
+
+class ProjectItemError extends Error {}
+
+function fileSchema() {
+  return z
+    .object(Object.fromEntries(projectSections.map((s) => [s.key, z.array(s.item).optional()])))
+    .catchall(z.unknown())
+    .superRefine((v, c) => {
+      for (const key of Object.keys(v)) {
+        if (!projectSections.some((s) => s.key === key) && key !== '$schema') {
+          c.addIssue({ code: 'custom', path: [key], message: `unknown section (known: ${projectSections.map((s) => s.key).join(', ')})` });
+        }
+      }
+    });
+}
+
+const fail = (message: string) => new ConfigError('GATEHOUSE_PROJECT_FILE', message.replace(/\s*\n\s*/g, ' '));
+
+export async function applyProjectFile(ctx: AppContext, file: string): Promise<void> {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(await readFile(file, 'utf8'));
+  } catch (err) {
+    throw fail(`${file}: ${(err as Error).message}`);
+  }
+  // The whole file is checked before anything is applied.
+  const parsed = fileSchema().safeParse(raw);
+  if (!parsed.success) {
+    const first = parsed.error.issues[0]!;
+    const more = parsed.error.issues.length > 1 ? ` (and ${parsed.error.issues.length - 1} more)` : '';
+    throw fail(`${file}: ${first.path.map(String).join('.') || 'the file'}: ${first.message}${more}`);
+  }
+  const data = parsed.data as Record<string, unknown[] | undefined>;
+  for (const section of projectSections) {
+    const items = data[section.key];
+    if (!items?.length) continue;
+    try {
+      await section.apply(ctx, items);
+    } catch (err) {
+      if (err instanceof ProtocolError) throw fail(`${file}: ${section.key}: ${err.description ?? err.error}`);
+      if (err instanceof ProjectItemError) throw fail(`${file}: ${err.message}`);
+      throw err;
+    }
+  }
+  ctx.logger.info({ file, sections: projectSections.filter((s) => data[s.key]?.length).map((s) => s.key) }, 'project file applied');
+}

@@ -1,0 +1,98 @@
+import type { Router } from 'express';
+import type { AppContext } from '../context.js';
+import { errors } from '../errors.js';
+import type { Role } from '../store/roles.js';
+import { onDuplicate } from './conflict.js';
+import { adminRoute, iso, param, parseWith } from './route.js';
+import { listOf, roleCreate, roleName, rolePut, roleView } from './schemas.js';
+
+export const roleJson = (r: Role) => ({ name: r.name, permissions: r.permissions, created_at: iso(r.created_at), updated_at: iso(r.updated_at) });
+
+const dedupe = (ps: string[]) => [...new Set(ps)];
+
+/** Agents take their permissions from roles: every role change moves the `agents` counter. */
+export function createRole(ctx: AppContext, name: string, permissions: string[]): Role {
+  return onDuplicate(`a role named ${name} exists`, () =>
+    ctx.store.transaction(() => {
+      if (ctx.store.roles.get(name)) throw errors.conflict(`a role named ${name} exists`);
+      const role = ctx.store.roles.create(name, dedupe(permissions));
+      ctx.store.settings.bump('agents');
+      return role;
+    }),
+  );
+}
+
+export function putRole(ctx: AppContext, name: string, permissions: string[]): { role: Role; created: boolean } {
+  return ctx.store.transaction(() => {
+    const created = !ctx.store.roles.get(name);
+    const role = ctx.store.roles.put(name, dedupe(permissions));
+    ctx.store.settings.bump('agents');
+    return { role, created };
+  });
+}
+
+export function roleRoutes(router: Router, ctx: AppContext): void {
+  const tags = ['roles'];
+
+  adminRoute(
+    router,
+    {
+      method: 'post', path: '/roles', tags, summary: 'Create a role',
+      request: roleCreate,
+      responses: { 201: { description: 'the role', schema: roleView }, 409: 'the name is taken' },
+    },
+    (req, res) => {
+      const body = parseWith(roleCreate, req.body);
+      res.status(201).json(roleJson(createRole(ctx, body.name, body.permissions)));
+    },
+  );
+
+  adminRoute(
+    router,
+    { method: 'get', path: '/roles', tags, summary: 'List the roles', responses: { 200: { description: 'the roles', schema: listOf(roleView) } } },
+    (_req, res) => void res.json({ data: ctx.store.roles.list().map(roleJson) }),
+  );
+
+  adminRoute(
+    router,
+    { method: 'get', path: '/roles/{name}', tags, summary: 'Read a role', responses: { 200: { description: 'the role', schema: roleView } } },
+    (req, res) => {
+      const name = param(req, 'name');
+      const role = ctx.store.roles.get(name);
+      if (!role) throw errors.notFound(`no role ${name}`);
+      res.json(roleJson(role));
+    },
+  );
+
+  adminRoute(
+    router,
+    {
+      method: 'put', path: '/roles/{name}', tags, summary: "Set a role's permissions (creates it when absent)",
+      request: rolePut,
+      responses: { 200: { description: 'the role', schema: roleView } },
+    },
+    (req, res) => {
+      const name = parseWith(roleName, param(req, 'name'), 'name');
+      const body = parseWith(rolePut, req.body);
+      if (body.name !== undefined && body.name !== name) {
+        throw errors.invalidRequest('name: differs from the name in the path (a role cannot be renamed)', {
+          issues: [{ path: 'name', message: 'differs from the name in the path (a role cannot be renamed)', code: 'custom' }],
+        });
+      }
+      res.json(roleJson(putRole(ctx, name, body.permissions).role));
+    },
+  );
+
+  adminRoute(
+    router,
+    { method: 'delete', path: '/roles/{name}', tags, summary: 'Delete a role', responses: { 204: 'deleted' } },
+    (req, res) => {
+      const name = param(req, 'name');
+      ctx.store.transaction(() => {
+        if (!ctx.store.roles.delete(name)) throw errors.notFound(`no role ${name}`);
+        ctx.store.settings.bump('agents');
+      });
+      res.status(204).end();
+    },
+  );
+}

@@ -1,0 +1,214 @@
+import { randomUUID } from 'node:crypto';
+import type { Router } from 'express';
+import type { AppContext } from '../context.js';
+import { sha256 } from '../crypto/hash.js';
+import { errors } from '../errors.js';
+import { toJsonRule } from '../authz/policy-service.js';
+import { formatDiagnostic, validateJsonRule } from '../policy/index.js';
+import type { Rule, RuleFields } from '../store/rules.js';
+import { onDuplicate } from './conflict.js';
+import { adminRoute, iso, param, parseWith } from './route.js';
+import { listOf, ruleCreate, rulePatch, ruleValidation, ruleView, type RuleCreate, type RulePatch } from './schemas.js';
+
+/** The hash of what a rule says: enable needs the last successful validate to be of this content. */
+export function ruleContentHash(r: RuleFields): string {
+  return sha256(JSON.stringify([r.name, r.effect, r.subjects, r.relation, r.object, r.condition ?? null]));
+}
+
+export function ruleJson(r: Rule) {
+  return {
+    id: r.id,
+    name: r.name,
+    effect: r.effect,
+    subjects: r.subjects,
+    relation: r.relation,
+    object: r.object,
+    condition: r.condition,
+    state: r.state,
+    validated: r.validated_hash === ruleContentHash(r),
+    created_at: iso(r.created_at),
+    updated_at: iso(r.updated_at),
+  };
+}
+
+function mustGet(ctx: AppContext, id: string): Rule {
+  const r = ctx.store.rules.get(id);
+  if (!r) throw errors.notFound(`no rule ${id}`);
+  return r;
+}
+
+const fields = (r: RuleCreate): RuleFields => ({
+  name: r.name,
+  effect: r.effect,
+  subjects: r.subjects,
+  relation: r.relation,
+  object: r.object,
+  condition: r.condition ?? null,
+});
+
+export function createRule(ctx: AppContext, input: RuleCreate, id: string = randomUUID()): Rule {
+  const f = fields(input);
+  return onDuplicate(`a rule named ${f.name} exists`, () =>
+    ctx.store.transaction(() => {
+      if (ctx.store.rules.getByName(f.name)) throw errors.conflict(`a rule named ${f.name} exists`);
+      if (ctx.store.rules.get(id)) throw errors.conflict(`a rule with id ${id} exists`);
+      return ctx.store.rules.create(id, f);
+    }),
+  );
+}
+
+/** Changes the content; a live rule whose content changed goes back to draft (it needs a new validate). */
+export function updateRule(ctx: AppContext, id: string, patch: RulePatch): Rule {
+  return onDuplicate(`a rule named ${patch.name ?? ''} exists`, () =>
+    ctx.store.transaction(() => {
+      const cur = mustGet(ctx, id);
+      const next: RuleFields = {
+        name: patch.name ?? cur.name,
+        effect: patch.effect ?? cur.effect,
+        subjects: patch.subjects ?? cur.subjects,
+        relation: patch.relation ?? cur.relation,
+        object: patch.object ?? cur.object,
+        condition: patch.condition !== undefined ? patch.condition : cur.condition,
+      };
+      if (ruleContentHash(next) === ruleContentHash(cur)) return cur;
+      const other = ctx.store.rules.getByName(next.name);
+      if (other && other.id !== id) throw errors.conflict(`a rule named ${next.name} exists`);
+      ctx.store.rules.update(id, next);
+      if (cur.state === 'live') {
+        ctx.store.rules.setState(id, 'draft');
+        ctx.policy.invalidate();
+      }
+      return ctx.store.rules.get(id)!;
+    }),
+  );
+}
+
+/**
+ * The rule on its own (patterns, field names, operators), then the policy as it would be
+ * with this rule live beside the files and the other live rules.
+ */
+export function validateRule(ctx: AppContext, rule: Rule): string[] {
+  const own = validateJsonRule(toJsonRule(rule));
+  if (own.length) return own.map(formatDiagnostic);
+  const others = ctx.store.rules.live().filter((r) => r.id !== rule.id);
+  return ctx.policy.check([...others, rule].map(toJsonRule)).map(formatDiagnostic);
+}
+
+/** Validates and, when valid, remembers the validated content. */
+export function validateAndRecord(ctx: AppContext, id: string): { valid: boolean; errors: string[] } {
+  return ctx.store.transaction(() => {
+    const rule = mustGet(ctx, id);
+    const problems = validateRule(ctx, rule);
+    ctx.store.rules.setValidatedHash(id, problems.length ? null : ruleContentHash(rule));
+    return { valid: problems.length === 0, errors: problems };
+  });
+}
+
+/** draft | disabled → live, only when the current content passed validate (checked again against today's policy). */
+export function enableRule(ctx: AppContext, id: string): Rule {
+  return ctx.store.transaction(() => {
+    const rule = mustGet(ctx, id);
+    if (rule.state === 'live') return rule;
+    if (rule.validated_hash !== ruleContentHash(rule)) {
+      throw errors.conflict('the rule must pass POST /rules/{id}/validate (of its current content) before it is enabled', { state: rule.state });
+    }
+    const problems = validateRule(ctx, rule);
+    if (problems.length) {
+      ctx.store.rules.setValidatedHash(id, null);
+      throw errors.conflict('the rule no longer validates against the policy in force', { state: rule.state, errors: problems });
+    }
+    ctx.store.rules.setState(id, 'live');
+    ctx.policy.invalidate();
+    return ctx.store.rules.get(id)!;
+  });
+}
+
+export function disableRule(ctx: AppContext, id: string): Rule {
+  return ctx.store.transaction(() => {
+    const rule = mustGet(ctx, id);
+    if (rule.state === 'disabled') return rule;
+    ctx.store.rules.setState(id, 'disabled');
+    if (rule.state === 'live') ctx.policy.invalidate();
+    return ctx.store.rules.get(id)!;
+  });
+}
+
+export function ruleRoutes(router: Router, ctx: AppContext): void {
+  const tags = ['rules'];
+
+  adminRoute(
+    router,
+    {
+      method: 'post', path: '/rules', tags, summary: 'Create a rule (as a draft)',
+      request: ruleCreate,
+      responses: { 201: { description: 'the rule, state draft', schema: ruleView }, 409: 'the name is taken' },
+    },
+    (req, res) => void res.status(201).json(ruleJson(createRule(ctx, parseWith(ruleCreate, req.body)))),
+  );
+
+  adminRoute(
+    router,
+    { method: 'get', path: '/rules', tags, summary: 'List the rules', responses: { 200: { description: 'the rules', schema: listOf(ruleView) } } },
+    (_req, res) => void res.json({ data: ctx.store.rules.list().map(ruleJson) }),
+  );
+
+  adminRoute(
+    router,
+    { method: 'get', path: '/rules/{id}', tags, summary: 'Read a rule', responses: { 200: { description: 'the rule', schema: ruleView } } },
+    (req, res) => void res.json(ruleJson(mustGet(ctx, param(req, 'id')))),
+  );
+
+  adminRoute(
+    router,
+    {
+      method: 'patch', path: '/rules/{id}', tags, summary: 'Change a rule; a live rule whose content changes goes back to draft',
+      request: rulePatch,
+      responses: { 200: { description: 'the rule', schema: ruleView }, 409: 'the name is taken' },
+    },
+    (req, res) => {
+      const patch = parseWith(rulePatch, req.body);
+      res.json(ruleJson(updateRule(ctx, param(req, 'id'), patch)));
+    },
+  );
+
+  adminRoute(
+    router,
+    { method: 'delete', path: '/rules/{id}', tags, summary: 'Delete a rule', responses: { 204: 'deleted' } },
+    (req, res) => {
+      const id = param(req, 'id');
+      ctx.store.transaction(() => {
+        const rule = mustGet(ctx, id);
+        ctx.store.rules.delete(id);
+        if (rule.state === 'live') ctx.policy.invalidate();
+      });
+      res.status(204).end();
+    },
+  );
+
+  adminRoute(
+    router,
+    {
+      method: 'post', path: '/rules/{id}/validate', tags, summary: 'Validate a rule against the policy in force',
+      responses: { 200: { description: '`valid`, and the errors as `source:line:col: message`', schema: ruleValidation } },
+    },
+    (req, res) => void res.json(validateAndRecord(ctx, param(req, 'id'))),
+  );
+
+  adminRoute(
+    router,
+    {
+      method: 'post', path: '/rules/{id}/enable', tags, summary: 'Make a validated rule live',
+      responses: { 200: { description: 'the rule, state live', schema: ruleView }, 409: 'not validated (or no longer valid)' },
+    },
+    (req, res) => void res.json(ruleJson(enableRule(ctx, param(req, 'id')))),
+  );
+
+  adminRoute(
+    router,
+    {
+      method: 'post', path: '/rules/{id}/disable', tags, summary: 'Take a rule out of force',
+      responses: { 200: { description: 'the rule, state disabled', schema: ruleView } },
+    },
+    (req, res) => void res.json(ruleJson(disableRule(ctx, param(req, 'id')))),
+  );
+}

@@ -1,0 +1,428 @@
+import { createPublicKey } from 'node:crypto';
+import { z } from 'zod';
+import { validateJsonLimits } from '../policy/index.js';
+import { spiffeIdProblem } from './spiffe.js';
+
+/**
+ * The management API's request and response shapes. The same schemas validate requests,
+ * validate the project file and generate the OpenAPI document.
+ */
+
+// ---- building blocks -------------------------------------------------------------
+
+const BAD_SCHEMES = new Set(['javascript:', 'data:', 'vbscript:', 'file:', 'blob:']);
+
+function redirectUriProblem(uri: string): string | null {
+  if (uri.includes('#')) return 'must not have a fragment';
+  let url: URL;
+  try {
+    url = new URL(uri);
+  } catch {
+    return 'must be an absolute URL';
+  }
+  if (BAD_SCHEMES.has(url.protocol)) return `the scheme ${url.protocol} is not allowed`;
+  if ((url.protocol === 'http:' || url.protocol === 'https:') && !url.hostname) return 'must name a host';
+  return null;
+}
+
+export const redirectUri = z
+  .string()
+  .max(2000)
+  .superRefine((v, c) => {
+    const p = redirectUriProblem(v);
+    if (p) c.addIssue({ code: 'custom', message: `${p}: ${JSON.stringify(v)}` });
+  })
+  .meta({ description: 'an absolute URL without a fragment', format: 'uri' });
+
+/** `<action>:<resource_kind>`; roles may use `*` for either part. */
+export const PERMISSION_KEY = /^[A-Za-z0-9_.-]+:[A-Za-z0-9_.-]+$/;
+const PERMISSION_PATTERN = /^([A-Za-z0-9_.-]+|\*):([A-Za-z0-9_.-]+|\*)$/;
+
+export const permission = z
+  .string()
+  .regex(PERMISSION_PATTERN, 'must be a permission <action>:<resource_kind>, such as create:refunds')
+  .meta({ description: '`<action>:<resource_kind>`; `*` may stand for either part' });
+
+export const capabilityName = z
+  .string()
+  .regex(PERMISSION_KEY, 'must be a permission key <action>:<resource_kind>, such as create:refunds');
+
+const shortName = z.string().trim().min(1, 'must not be empty').max(200);
+const tag = z.string().min(1, 'must not be empty').max(200);
+
+/** A limits object, checked with the policy library's own rules. */
+export const limits = z
+  .record(z.string(), z.unknown())
+  .superRefine((v, c) => {
+    for (const d of validateJsonLimits(v)) c.addIssue({ code: 'custom', message: d.message });
+  })
+  .meta({
+    description: '`{field: value | {max, min, in, not_in}}`: keys are context fields; a bare value must be equal',
+  });
+
+/** Why a JWK is not an Ed25519 public key, or null when it is one. */
+function ed25519JwkProblem(jwk: Record<string, unknown>): string | null {
+  if ('d' in jwk) return 'must be a public key: a private member "d" is not accepted';
+  if (jwk.kty !== 'OKP') return 'kty must be "OKP" (an Ed25519 key)';
+  if (jwk.crv !== 'Ed25519') return 'crv must be "Ed25519"';
+  if (typeof jwk.x !== 'string' || !/^[A-Za-z0-9_-]{43}$/.test(jwk.x)) return 'x must be the 32-byte public key, base64url';
+  if (jwk.alg !== undefined && jwk.alg !== 'EdDSA' && jwk.alg !== 'Ed25519') return 'alg must be "EdDSA" when given';
+  if (jwk.use !== undefined && jwk.use !== 'sig') return 'use must be "sig" when given';
+  if (jwk.kid !== undefined && typeof jwk.kid !== 'string') return 'kid must be a string when given';
+  try {
+    createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: jwk.x }, format: 'jwk' });
+  } catch {
+    return 'is not a usable Ed25519 public key';
+  }
+  return null;
+}
+
+/** An Ed25519 public key as an OKP JWK; every problem is named at `public_jwk` itself. */
+export const ed25519PublicJwk = z
+  .record(z.string(), z.unknown())
+  .superRefine((jwk, c) => {
+    const p = ed25519JwkProblem(jwk);
+    if (p) c.addIssue({ code: 'custom', message: p });
+  })
+  .meta({
+    description: 'Ed25519 public key as an OKP JWK (RFC 8037), no private members',
+    required: ['kty', 'crv', 'x'],
+    properties: {
+      kty: { const: 'OKP' },
+      crv: { const: 'Ed25519' },
+      x: { type: 'string', pattern: '^[A-Za-z0-9_-]{43}$' },
+      kid: { type: 'string' },
+      alg: { enum: ['EdDSA', 'Ed25519'] },
+      use: { const: 'sig' },
+    },
+  });
+
+export const spiffeId = z
+  .string()
+  .max(2048)
+  .superRefine((v, c) => {
+    const p = spiffeIdProblem(v);
+    if (p) c.addIssue({ code: 'custom', message: p });
+  })
+  .meta({ description: 'a SPIFFE ID, spiffe://<trust domain>/<path>' });
+
+const timestamp = z.string().meta({ description: 'ISO 8601 time' });
+const nullableTimestamp = z.string().nullable().meta({ description: 'ISO 8601 time' });
+
+// ---- applications ----------------------------------------------------------------
+
+export const APPLICATION_TYPES = ['web', 'spa', 'native', 'm2m', 'api'] as const;
+
+const applicationFields = {
+  name: shortName,
+  redirect_uris: z.array(redirectUri).max(100),
+  post_logout_redirect_uris: z.array(redirectUri).max(100),
+  confidential: z.boolean(),
+  refresh_tokens: z.boolean(),
+  first_party: z.boolean(),
+  client_secret: z.string().min(32, 'a client secret must be at least 32 characters').max(512),
+};
+
+export const clientIdSchema = z
+  .string()
+  .regex(/^[A-Za-z0-9._~:@-]{1,200}$/, 'must be 1 to 200 characters of letters, digits and . _ ~ : @ -');
+
+export const applicationCreate = z.object({
+  name: applicationFields.name,
+  type: z.enum(APPLICATION_TYPES),
+  redirect_uris: applicationFields.redirect_uris.default([]),
+  post_logout_redirect_uris: applicationFields.post_logout_redirect_uris.default([]),
+  confidential: applicationFields.confidential
+    .optional()
+    .meta({ description: 'default true for web, m2m and api; false for spa and native' }),
+  refresh_tokens: applicationFields.refresh_tokens
+    .optional()
+    .meta({ description: 'default true for web, spa and native' }),
+  first_party: applicationFields.first_party.default(true),
+  client_id: clientIdSchema.optional(),
+  client_secret: applicationFields.client_secret.optional(),
+});
+export type ApplicationCreate = z.output<typeof applicationCreate>;
+
+export const applicationPatch = z.object({
+  name: applicationFields.name.optional(),
+  type: z.enum(APPLICATION_TYPES).optional().meta({ description: 'cannot change; accepted when equal' }),
+  redirect_uris: applicationFields.redirect_uris.optional(),
+  post_logout_redirect_uris: applicationFields.post_logout_redirect_uris.optional(),
+  confidential: applicationFields.confidential.optional(),
+  refresh_tokens: applicationFields.refresh_tokens.optional(),
+  first_party: applicationFields.first_party.optional(),
+  client_secret: applicationFields.client_secret.optional().meta({ description: 'sets a new secret' }),
+  rotate_secret: z.boolean().optional().meta({ description: 'true: generates a new secret, returned once' }),
+});
+export type ApplicationPatch = z.output<typeof applicationPatch>;
+
+export const grantBody = z.object({
+  scopes: z.array(z.string().regex(/^[\x21\x23-\x5b\x5d-\x7e]+$/, 'must be a scope token (no spaces)')).max(200).default([]),
+});
+
+export const applicationView = z.object({
+  client_id: z.string(),
+  name: z.string(),
+  type: z.enum(APPLICATION_TYPES),
+  redirect_uris: z.array(z.string()),
+  post_logout_redirect_uris: z.array(z.string()),
+  confidential: z.boolean(),
+  refresh_tokens: z.boolean(),
+  first_party: z.boolean(),
+  has_secret: z.boolean(),
+  grants: z.array(z.object({ api_client_id: z.string(), scopes: z.array(z.string()) })),
+  assignments: z.array(z.string()).meta({ description: 'ids of the people assigned to the application' }),
+  created_at: timestamp,
+  updated_at: timestamp,
+});
+export const applicationCreated = applicationView.extend({
+  client_secret: z.string().optional().meta({ description: 'shown once, for a confidential application' }),
+});
+
+/** The project file's application: the API's fields plus its grants and assignments. */
+export const projectApplication = applicationCreate.extend({
+  grants: z.array(z.object({ api_client_id: clientIdSchema, scopes: grantBody.shape.scopes })).optional(),
+  assignments: z.array(z.string().min(1)).optional().meta({ description: 'user ids or emails' }),
+});
+
+// ---- users -------------------------------------------------------------------------
+
+export const userIdSchema = z.string().regex(/^[A-Za-z0-9._~:@|-]{1,200}$/, 'must be 1 to 200 characters of letters, digits and . _ ~ : @ | -');
+
+// Any non-empty password is taken: the project decides its own password rules; brute force is
+// met by the sign-in rate limits, and the hash is scrypt.
+const password = z.string().min(1, 'must not be empty').max(1024);
+const totpSecret = z
+  .string()
+  .superRefine((s, c) => {
+    if (!/^[A-Za-z2-7 ]+=*$/.test(s)) c.addIssue({ code: 'custom', message: 'must be base32 (A-Z, 2-7)' });
+    else if (s.replace(/[ =]/g, '').length < 16) c.addIssue({ code: 'custom', message: 'must be at least 16 base32 characters (80 bits)' });
+  })
+  .meta({ description: 'TOTP secret, base32 (RFC 6238)' });
+
+const userFields = {
+  email: z.email('must be an email address').max(320),
+  name: shortName,
+  email_verified: z.boolean(),
+  picture: z.url('must be a URL').max(2000).nullable(),
+  locale: z.string().regex(/^[A-Za-z]{2,8}([_-][A-Za-z0-9]{1,8})*$/, 'must be a BCP 47 language tag').nullable(),
+  groups: z.array(tag).max(200),
+  roles: z.array(tag).max(200),
+};
+
+export const userCreate = z.object({
+  id: userIdSchema.optional().meta({ description: 'the `sub`; generated (a UUID) unless given' }),
+  email: userFields.email,
+  password,
+  name: userFields.name,
+  email_verified: userFields.email_verified.default(false),
+  picture: userFields.picture.optional(),
+  locale: userFields.locale.optional(),
+  groups: userFields.groups.default([]),
+  roles: userFields.roles.default([]),
+  totp_secret: totpSecret.optional(),
+});
+export type UserCreate = z.output<typeof userCreate>;
+
+export const userPatch = z.object({
+  email: userFields.email.optional(),
+  password: password.optional().meta({ description: 'a new password; also clears password_compromised' }),
+  name: userFields.name.optional(),
+  email_verified: userFields.email_verified.optional(),
+  picture: userFields.picture.optional(),
+  locale: userFields.locale.optional(),
+  groups: userFields.groups.optional(),
+  roles: userFields.roles.optional(),
+  totp_secret: totpSecret.nullable().optional().meta({ description: 'null removes the second factor' }),
+});
+export type UserPatch = z.output<typeof userPatch>;
+
+export const userView = z.object({
+  id: z.string(),
+  email: z.string(),
+  name: z.string(),
+  email_verified: z.boolean(),
+  picture: z.string().nullable(),
+  locale: z.string().nullable(),
+  groups: z.array(z.string()),
+  roles: z.array(z.string()),
+  totp_enabled: z.boolean(),
+  password_compromised: z.boolean(),
+  created_at: timestamp,
+  updated_at: timestamp,
+});
+
+export const userListQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(1000).default(100),
+  offset: z.coerce.number().int().min(0).default(0),
+  email: z.string().optional(),
+});
+
+export const credentialCompromise = z.object({
+  // RISC credential types; only `password` is one this service holds and stops.
+  credential_type: z.enum([
+    'password', 'pin', 'x509', 'fido2-platform', 'fido2-roaming', 'fido-u2f',
+    'verifiable-credential', 'phone-voice', 'phone-sms', 'app',
+  ]),
+  reason: z.string().max(1000).optional(),
+});
+
+// ---- roles -------------------------------------------------------------------------
+
+export const roleName = z.string().regex(/^[A-Za-z0-9_.:-]{1,100}$/, 'must be 1 to 100 characters of letters, digits and _ . : -');
+export const roleCreate = z.object({ name: roleName, permissions: z.array(permission).max(500).default([]) });
+export const rolePut = z.object({ name: roleName.optional(), permissions: z.array(permission).max(500) });
+export const roleView = z.object({ name: z.string(), permissions: z.array(z.string()), created_at: timestamp, updated_at: timestamp });
+
+// ---- agents ------------------------------------------------------------------------
+
+export const agentName = z
+  .string()
+  .regex(/^[A-Za-z0-9._-]{1,100}$/, 'must be 1 to 100 characters of letters, digits and . _ - (it becomes part of the SPIFFE ID)')
+  .refine((n) => n !== '.' && n !== '..', 'must not be "." or ".."');
+
+export const capability = z.object({ name: capabilityName, limits: limits.optional() });
+
+function uniqueCapabilities(caps: { name: string }[] | undefined, c: z.RefinementCtx): void {
+  const seen = new Set<string>();
+  caps?.forEach((cap, i) => {
+    if (seen.has(cap.name)) c.addIssue({ code: 'custom', path: ['capabilities', i, 'name'], message: `duplicate capability ${cap.name}` });
+    seen.add(cap.name);
+  });
+}
+
+export const agentCreate = z
+  .object({
+    name: agentName,
+    mode: z.enum(['delegated', 'autonomous']),
+    public_jwk: ed25519PublicJwk,
+    agent_id: spiffeId.optional().meta({ description: 'default spiffe://<issuer host>/agent/<name>' }),
+    roles: z.array(tag).max(200).default([]),
+    capabilities: z.array(capability).max(500).default([]),
+  })
+  .superRefine((a, c) => uniqueCapabilities(a.capabilities, c));
+export type AgentCreate = z.output<typeof agentCreate>;
+
+export const agentPatch = z
+  .object({
+    name: agentName.optional(),
+    mode: z.enum(['delegated', 'autonomous']).optional(),
+    public_jwk: ed25519PublicJwk.optional().meta({ description: 'a new key: key rotation' }),
+    roles: z.array(tag).max(200).optional(),
+    capabilities: z.array(capability).max(500).optional().meta({ description: 'replaces all capabilities' }),
+  })
+  .superRefine((a, c) => uniqueCapabilities(a.capabilities, c));
+export type AgentPatch = z.output<typeof agentPatch>;
+
+export const capabilityPut = z.object({ limits: limits.optional() });
+
+export const capabilityView = z.object({ name: z.string(), limits: z.record(z.string(), z.unknown()) });
+export const agentView = z.object({
+  agent_id: z.string(),
+  client_id: z.string().meta({ description: 'the same as agent_id' }),
+  name: z.string(),
+  mode: z.enum(['delegated', 'autonomous']),
+  public_jwk: z.record(z.string(), z.unknown()),
+  roles: z.array(z.string()),
+  capabilities: z.array(capabilityView),
+  revoked: z.boolean(),
+  revoked_at: nullableTimestamp,
+  created_at: timestamp,
+  updated_at: timestamp,
+});
+
+// ---- rules -------------------------------------------------------------------------
+
+export const CONDITION_OPS = ['gte', 'gt', 'lte', 'lt', 'eq', 'ne'] as const;
+export const ruleCondition = z.object({
+  field: z.string().min(1, 'must not be empty').max(200),
+  op: z.enum(CONDITION_OPS),
+  value: z.union([z.number(), z.string(), z.boolean()]),
+});
+
+const ruleFields = {
+  name: z.string().min(1, 'must not be empty').max(200),
+  effect: z.enum(['deny', 'require_approval']),
+  subjects: z.array(z.string().min(1, 'must not be empty').max(500)).min(1, 'must name at least one subject, such as agent:*').max(100),
+  relation: z.string().min(1, 'must not be empty').max(200),
+  object: z.string().min(1, 'must not be empty').max(500),
+  condition: ruleCondition.nullable(),
+};
+
+export const ruleCreate = z.object({
+  name: ruleFields.name,
+  effect: ruleFields.effect,
+  subjects: ruleFields.subjects,
+  relation: ruleFields.relation,
+  object: ruleFields.object,
+  condition: ruleFields.condition.optional(),
+});
+export type RuleCreate = z.output<typeof ruleCreate>;
+
+export const rulePatch = ruleCreate.partial();
+export type RulePatch = z.output<typeof rulePatch>;
+
+export const RULE_STATES = ['draft', 'live', 'disabled'] as const;
+export const projectRule = ruleCreate.extend({
+  id: z.string().regex(/^[A-Za-z0-9._:-]{1,100}$/, 'must be 1 to 100 characters of letters, digits and . _ : -').optional(),
+  state: z.enum(RULE_STATES).optional(),
+});
+
+export const ruleView = z.object({
+  id: z.string(),
+  name: z.string(),
+  effect: z.enum(['deny', 'require_approval']),
+  subjects: z.array(z.string()),
+  relation: z.string(),
+  object: z.string(),
+  condition: ruleCondition.nullable(),
+  state: z.enum(RULE_STATES),
+  validated: z.boolean().meta({ description: 'the current content passed validate' }),
+  created_at: timestamp,
+  updated_at: timestamp,
+});
+export const ruleValidation = z.object({ valid: z.boolean(), errors: z.array(z.string()) });
+
+// ---- policy, keys, audit -------------------------------------------------------------
+
+export const policyView = z.object({
+  version: z.string(),
+  sources: z.array(
+    z.object({ path: z.string(), policy: z.string().optional(), version: z.number().optional(), hash: z.string() }),
+  ),
+});
+export const policyReloadError = z.object({ error: z.string(), error_description: z.string(), errors: z.array(z.string()) });
+
+export const keysRotate = z.object({ alg: z.enum(['RS256', 'EdDSA']).optional().meta({ description: 'default: both' }) });
+export const keysRotated = z.object({ keys: z.array(z.object({ kid: z.string(), alg: z.enum(['RS256', 'EdDSA']) })) });
+
+export const auditQuery = z.object({
+  agent_id: z.string().optional(),
+  user_id: z.string().optional(),
+  decision: z.enum(['allow', 'deny', 'approval_required']).optional(),
+  kind: z.string().optional(),
+  limit: z.coerce.number().int().min(1).max(500).default(50),
+  before: z.coerce.number().int().min(1).optional().meta({ description: 'the `next_before` of the previous page' }),
+});
+export const auditPage = z.object({
+  data: z.array(
+    z.object({
+      id: z.number(),
+      time: timestamp,
+      kind: z.string(),
+      agent_id: z.string().nullable(),
+      user_id: z.string().nullable(),
+      action: z.string().nullable(),
+      resource: z.string().nullable(),
+      context: z.unknown(),
+      decision: z.string().nullable(),
+      reason: z.string().nullable(),
+      policy_version: z.string().nullable(),
+    }),
+  ),
+  next_before: z.number().nullable(),
+});
+
+/** `{data: [...]}` */
+export const listOf = <T extends z.ZodType>(item: T) => z.object({ data: z.array(item) });

@@ -1,0 +1,251 @@
+import { randomUUID } from 'node:crypto';
+import type { Router } from 'express';
+import type { AppContext } from '../context.js';
+import { hashPassword } from '../crypto/hash.js';
+import { errors } from '../errors.js';
+import { EVENT_TYPES } from '../signals.js';
+import type { User, UserFields } from '../store/users.js';
+import { onDuplicate, onStillReferenced } from './conflict.js';
+import { adminRoute, iso, param, parseWith } from './route.js';
+import {
+  credentialCompromise,
+  listOf,
+  userCreate,
+  userListQuery,
+  userPatch,
+  userView,
+  type UserCreate,
+  type UserPatch,
+} from './schemas.js';
+
+export function userJson(u: User) {
+  return {
+    id: u.id,
+    email: u.email,
+    name: u.name,
+    email_verified: u.email_verified,
+    picture: u.picture,
+    locale: u.locale,
+    groups: u.groups,
+    roles: u.roles,
+    totp_enabled: u.has_totp,
+    password_compromised: u.password_compromised,
+    created_at: iso(u.created_at),
+    updated_at: iso(u.updated_at),
+  };
+}
+
+function mustGet(ctx: AppContext, id: string): User {
+  const u = ctx.store.users.get(id);
+  if (!u) throw errors.notFound(`no user ${id}`);
+  return u;
+}
+
+const normalizeTotp = (s: string): string => s.replace(/[\s=]/g, '').toUpperCase();
+const sameList = (a: string[], b: string[]) => a.length === b.length && a.every((v, i) => v === b[i]);
+const emailTaken = (email: string) => `a user with email ${email} exists`;
+
+export async function createUser(ctx: AppContext, input: UserCreate): Promise<User> {
+  const id = input.id ?? randomUUID();
+  // Hash before the write transaction: scrypt takes tens of milliseconds.
+  const passwordHash = await hashPassword(input.password);
+  const totp = input.totp_secret ? ctx.box.seal(normalizeTotp(input.totp_secret)) : null;
+  const fields: UserFields = {
+    email: input.email.trim(),
+    name: input.name,
+    email_verified: input.email_verified,
+    picture: input.picture ?? null,
+    locale: input.locale ?? null,
+    groups: input.groups,
+    roles: input.roles,
+  };
+  return onDuplicate(emailTaken(fields.email), () =>
+    ctx.store.transaction(() => {
+      if (ctx.store.users.get(id)) throw errors.conflict(`a user with id ${id} exists`);
+      if (ctx.store.users.getByEmail(fields.email)) throw errors.conflict(emailTaken(fields.email));
+      return ctx.store.users.create(id, fields, passwordHash, totp);
+    }),
+  );
+}
+
+/**
+ * Changes the fields given. A new password clears `password_compromised`. A change of
+ * groups, roles or email emits token-claims-change with the new values, in the same
+ * transaction as the change.
+ */
+export async function updateUser(ctx: AppContext, id: string, patch: UserPatch): Promise<User> {
+  mustGet(ctx, id);
+  const passwordHash = patch.password !== undefined ? await hashPassword(patch.password) : undefined;
+  const totp = patch.totp_secret === undefined ? undefined : patch.totp_secret === null ? null : ctx.box.seal(normalizeTotp(patch.totp_secret));
+  const email = patch.email?.trim();
+  return onDuplicate(emailTaken(email ?? ''), () =>
+    ctx.store.transaction(() => {
+      const cur = mustGet(ctx, id);
+      if (email !== undefined && email.toLowerCase() !== cur.email.toLowerCase()) {
+        const other = ctx.store.users.getByEmail(email);
+        if (other && other.id !== id) throw errors.conflict(emailTaken(email));
+      }
+      const next: UserFields = {
+        email: email ?? cur.email,
+        name: patch.name ?? cur.name,
+        email_verified: patch.email_verified ?? cur.email_verified,
+        picture: patch.picture !== undefined ? patch.picture : cur.picture,
+        locale: patch.locale !== undefined ? patch.locale : cur.locale,
+        groups: patch.groups ?? cur.groups,
+        roles: patch.roles ?? cur.roles,
+      };
+      ctx.store.users.update(id, next);
+      if (passwordHash !== undefined) ctx.store.users.setPasswordHash(id, passwordHash);
+      if (totp !== undefined) ctx.store.users.setTotpSecret(id, totp);
+
+      const claims: Record<string, unknown> = {};
+      if (next.email !== cur.email) claims.email = next.email;
+      if (!sameList(next.groups, cur.groups)) claims.groups = next.groups;
+      if (!sameList(next.roles, cur.roles)) claims.roles = next.roles;
+      if (Object.keys(claims).length) {
+        ctx.signals.emit({
+          type: EVENT_TYPES.tokenClaimsChange,
+          subject: { user_id: id, email: next.email },
+          payload: { claims },
+          initiatingEntity: 'admin',
+        });
+      }
+      return ctx.store.users.get(id)!;
+    }),
+  );
+}
+
+/** Deletes the person and everything of theirs (sessions, tokens, assignments go by cascade). */
+export function deleteUser(ctx: AppContext, id: string): void {
+  onStillReferenced(`user ${id} still has records that refer to it`, () =>
+    ctx.store.transaction(() => {
+      const u = mustGet(ctx, id);
+      ctx.store.users.delete(id);
+      ctx.signals.emit({ type: EVENT_TYPES.accountPurged, subject: { user_id: u.id, email: u.email }, payload: {}, initiatingEntity: 'admin' });
+    }),
+  );
+}
+
+/** Ends every live session of the person: one session-revoked event per session. */
+export function revokeSessions(ctx: AppContext, id: string): number {
+  return ctx.store.transaction(() => {
+    const u = mustGet(ctx, id);
+    let ended = 0;
+    for (const s of ctx.store.sessions.activeForUser(id)) {
+      if (!ctx.store.sessions.end(s.sid)) continue;
+      ended++;
+      // The session's sign-in ends with it: its refresh tokens stop working too.
+      ctx.store.oauth.revokeFamiliesOfSession(s.sid);
+      ctx.signals.emit({
+        type: EVENT_TYPES.sessionRevoked,
+        subject: { user_id: u.id, email: u.email, session_id: s.sid },
+        payload: {},
+        initiatingEntity: 'admin',
+      });
+    }
+    return ended;
+  });
+}
+
+export function markCredentialCompromised(ctx: AppContext, id: string, credentialType: string, reason?: string): void {
+  ctx.store.transaction(() => {
+    const u = mustGet(ctx, id);
+    // Only the password is a credential this service holds; other kinds are reported onward.
+    if (credentialType === 'password') ctx.store.users.markPasswordCompromised(id);
+    ctx.signals.emit({
+      type: EVENT_TYPES.credentialCompromise,
+      subject: { user_id: u.id, email: u.email },
+      payload: { credential_type: credentialType, ...(reason ? { reason_admin: { en: reason } } : {}) },
+      initiatingEntity: 'admin',
+    });
+  });
+}
+
+export function userRoutes(router: Router, ctx: AppContext): void {
+  const tags = ['users'];
+
+  adminRoute(
+    router,
+    {
+      method: 'post', path: '/users', tags, summary: 'Create a person',
+      request: userCreate,
+      responses: { 201: { description: 'the person; `id` is the `sub`', schema: userView }, 409: 'the email or id is taken' },
+    },
+    async (req, res) => {
+      const user = await createUser(ctx, parseWith(userCreate, req.body));
+      res.status(201).json(userJson(user));
+    },
+  );
+
+  adminRoute(
+    router,
+    {
+      method: 'get', path: '/users', tags, summary: 'List people, a page at a time (or find one by email)',
+      query: userListQuery,
+      responses: { 200: { description: 'a page; `next_offset` is null on the last', schema: listOf(userView).extend({ next_offset: userListQuery.shape.offset.nullable() }) } },
+    },
+    (req, res) => {
+      const q = parseWith(userListQuery, req.query, 'query');
+      if (q.email !== undefined) {
+        const u = ctx.store.users.getByEmail(q.email);
+        res.json({ data: u ? [userJson(u)] : [], next_offset: null });
+        return;
+      }
+      const page = ctx.store.users.list(q.limit + 1, q.offset);
+      const more = page.length > q.limit;
+      res.json({ data: page.slice(0, q.limit).map(userJson), next_offset: more ? q.offset + q.limit : null });
+    },
+  );
+
+  adminRoute(
+    router,
+    { method: 'get', path: '/users/{id}', tags, summary: 'Read a person (never the password or TOTP secret)', responses: { 200: { description: 'the person', schema: userView } } },
+    (req, res) => void res.json(userJson(mustGet(ctx, param(req, 'id')))),
+  );
+
+  adminRoute(
+    router,
+    {
+      method: 'patch', path: '/users/{id}', tags, summary: 'Change a person; groups, roles or email emit token-claims-change',
+      request: userPatch,
+      responses: { 200: { description: 'the person', schema: userView }, 409: 'the email is taken' },
+    },
+    async (req, res) => {
+      const patch = parseWith(userPatch, req.body);
+      res.json(userJson(await updateUser(ctx, param(req, 'id'), patch)));
+    },
+  );
+
+  adminRoute(
+    router,
+    { method: 'delete', path: '/users/{id}', tags, summary: 'Delete a person and everything of theirs; emits account-purged', responses: { 204: 'deleted' } },
+    (req, res) => {
+      deleteUser(ctx, param(req, 'id'));
+      res.status(204).end();
+    },
+  );
+
+  adminRoute(
+    router,
+    { method: 'post', path: '/users/{id}/sessions/revoke', tags, summary: 'End every session of a person; emits session-revoked per session', responses: { 204: 'ended' } },
+    (req, res) => {
+      revokeSessions(ctx, param(req, 'id'));
+      res.status(204).end();
+    },
+  );
+
+  adminRoute(
+    router,
+    {
+      method: 'post', path: '/users/{id}/credential-compromise', tags,
+      summary: 'Mark a credential compromised: it stops working until reset; emits credential-compromise',
+      request: credentialCompromise,
+      responses: { 204: 'marked' },
+    },
+    (req, res) => {
+      const body = parseWith(credentialCompromise, req.body);
+      markCredentialCompromised(ctx, param(req, 'id'), body.credential_type, body.reason);
+      res.status(204).end();
+    },
+  );
+}
