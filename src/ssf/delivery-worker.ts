@@ -1,0 +1,177 @@
+import { ConfigError } from '../config.js';
+import type { AppContext } from '../context.js';
+import type { OutboxEvent } from '../store/ssf.js';
+import { SET_CONTENT_TYPE, signSet, type SetClaims } from './set.js';
+
+export interface DeliveryOptions {
+  /** how often the outbox is looked at for due events */
+  pollIntervalMs: number;
+  /** first retry delay; doubled on each further failure */
+  retryBaseMs: number;
+  /** ceiling of one retry delay */
+  retryMaxDelayMs: number;
+  /** attempts in all (the first one included) before an event is marked failed */
+  maxAttempts: number;
+  /** one push may take this long */
+  requestTimeoutMs: number;
+  /** events looked at per poll */
+  batchSize: number;
+  /** delivered and dropped events are removed after this long */
+  retentionSeconds: number;
+}
+
+export const DEFAULT_DELIVERY_OPTIONS: DeliveryOptions = {
+  pollIntervalMs: 500,
+  retryBaseMs: 1000,
+  retryMaxDelayMs: 5 * 60 * 1000,
+  maxAttempts: 8,
+  requestTimeoutMs: 10_000,
+  batchSize: 50,
+  retentionSeconds: 7 * 24 * 60 * 60,
+};
+
+const ENV_OPTIONS: [string, keyof DeliveryOptions, number, number][] = [
+  ['GATEHOUSE_SSF_POLL_MS', 'pollIntervalMs', 10, 60_000],
+  ['GATEHOUSE_SSF_RETRY_BASE_MS', 'retryBaseMs', 1, 3_600_000],
+  ['GATEHOUSE_SSF_RETRY_MAX_MS', 'retryMaxDelayMs', 1, 86_400_000],
+  ['GATEHOUSE_SSF_MAX_ATTEMPTS', 'maxAttempts', 1, 100],
+  ['GATEHOUSE_SSF_TIMEOUT_MS', 'requestTimeoutMs', 100, 120_000],
+];
+
+/** The delivery tuning from the environment (all optional; documented in docs/shared-signals.md). */
+export function deliveryOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): DeliveryOptions {
+  const opts = { ...DEFAULT_DELIVERY_OPTIONS };
+  for (const [name, key, min, max] of ENV_OPTIONS) {
+    const raw = env[name];
+    if (raw === undefined || raw === '') continue;
+    const n = Number(raw);
+    if (!/^\d+$/.test(raw) || n < min || n > max) {
+      throw new ConfigError(name, `must be a whole number from ${min} to ${max} (got ${JSON.stringify(raw)})`);
+    }
+    opts[key] = n;
+  }
+  return opts;
+}
+
+/** Exponential backoff with jitter: base, 2×base, 4×base ... capped; each delay lands in [d/2, d]. */
+export function retryDelay(failedAttempts: number, opts: Pick<DeliveryOptions, 'retryBaseMs' | 'retryMaxDelayMs'>, random = Math.random): number {
+  const d = Math.min(opts.retryMaxDelayMs, opts.retryBaseMs * 2 ** Math.max(0, failedAttempts - 1));
+  return Math.round(d / 2 + random() * (d / 2));
+}
+
+/** Rows of one stream looked at per pass: a backlog on one stream cannot starve the others. */
+const PER_STREAM_PER_PASS = 10;
+
+type PushResult = { delivered: true } | { delivered: false; error: string; aborted?: boolean };
+
+/** One RFC 8935 push: only 202 Accepted counts as delivered. */
+async function push(url: string, authorization: string | undefined, jwt: string, signal: AbortSignal): Promise<PushResult> {
+  try {
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: {
+        'content-type': SET_CONTENT_TYPE,
+        accept: 'application/json',
+        ...(authorization ? { authorization } : {}),
+      },
+      body: jwt,
+      redirect: 'manual',
+      signal,
+    });
+    const text = await res.text().catch(() => '');
+    if (res.status === 202) return { delivered: true };
+    return { delivered: false, error: `HTTP ${res.status}${text ? `: ${text.slice(0, 300)}` : ''}` };
+  } catch (err) {
+    const e = err as Error & { cause?: { code?: string; message?: string } };
+    if (e.name === 'TimeoutError') return { delivered: false, error: 'timed out' };
+    if (e.name === 'AbortError') return { delivered: false, error: 'stopped', aborted: true };
+    return { delivered: false, error: `network error: ${e.cause?.code ?? e.cause?.message ?? e.message}` };
+  }
+}
+
+/**
+ * Delivers the outbox. Runs in exactly one process (startBackground). The outbox is the truth:
+ * a row leaves `pending` only on a 202 (delivered) or after the last attempt (failed), so a
+ * crash or restart loses nothing; at worst an event is sent again (receivers dedupe on `jti`).
+ */
+export function startDeliveryWorker(ctx: AppContext, opts: DeliveryOptions = DEFAULT_DELIVERY_OPTIONS): () => Promise<void> {
+  const log = ctx.logger.child({ component: 'ssf-delivery' });
+  const stopping = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<void> = Promise.resolve();
+  let lastPrune = 0;
+
+  async function deliver(row: OutboxEvent): Promise<boolean> {
+    const stream = ctx.store.ssf.getStream(row.stream_id);
+    if (!stream || stream.status !== 'enabled') return false;
+    const authorization = stream.authorization_header_enc ? ctx.box.open(stream.authorization_header_enc) : undefined;
+    const jwt = await signSet(ctx.keys, row.claims as SetClaims);
+    const signal = AbortSignal.any([AbortSignal.timeout(opts.requestTimeoutMs), stopping.signal]);
+    const result = await push(stream.endpoint_url, authorization, jwt, signal);
+    if (result.delivered) {
+      ctx.store.ssf.markDelivered(row.id);
+      log.debug({ stream_id: row.stream_id, jti: row.jti, event_type: row.event_type }, 'ssf event delivered');
+      return true;
+    }
+    if (result.aborted) return false; // shutting down: the row stays as it was
+    const attempts = row.attempts + 1;
+    if (attempts >= opts.maxAttempts) {
+      ctx.store.ssf.markFailed(row.id, result.error);
+      log.warn({ stream_id: row.stream_id, jti: row.jti, attempts, error: result.error }, 'ssf event failed');
+    } else {
+      ctx.store.ssf.markRetry(row.id, row.stream_id, Date.now() + retryDelay(attempts, opts), result.error);
+      log.info({ stream_id: row.stream_id, jti: row.jti, attempts, error: result.error }, 'ssf push failed; will retry');
+    }
+    return false;
+  }
+
+  /** Due rows, stream by stream in parallel, in order within a stream; a failure ends that stream's turn. */
+  async function deliverDue(): Promise<number> {
+    const rows = ctx.store.ssf.due(Date.now(), PER_STREAM_PER_PASS, opts.batchSize);
+    const byStream = new Map<string, OutboxEvent[]>();
+    for (const r of rows) byStream.set(r.stream_id, [...(byStream.get(r.stream_id) ?? []), r]);
+    await Promise.all(
+      [...byStream.values()].map(async (streamRows) => {
+        for (const row of streamRows) {
+          if (stopping.signal.aborted) return;
+          if (!(await deliver(row))) return;
+        }
+      }),
+    );
+    return rows.length;
+  }
+
+  function prune(): void {
+    const t = Date.now();
+    if (t - lastPrune < 60 * 60 * 1000) return;
+    lastPrune = t;
+    const removed = ctx.store.ssf.prune(Math.floor(t / 1000) - opts.retentionSeconds);
+    if (removed) log.info({ removed }, 'ssf outbox pruned');
+  }
+
+  async function tick(): Promise<void> {
+    let full = false;
+    try {
+      full = (await deliverDue()) >= opts.batchSize;
+      prune();
+    } catch (err) {
+      log.error({ err }, 'ssf delivery pass failed');
+    }
+    schedule(full ? 0 : opts.pollIntervalMs);
+  }
+
+  function schedule(delay: number): void {
+    if (stopping.signal.aborted) return;
+    timer = setTimeout(() => {
+      running = tick();
+    }, delay);
+  }
+
+  // pending rows from before a restart go out straight away
+  schedule(0);
+  return async () => {
+    stopping.abort();
+    if (timer) clearTimeout(timer);
+    await running;
+  };
+}
