@@ -1,21 +1,71 @@
-import { Router } from 'express';
+import { Router, type RequestHandler } from 'express';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
+import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
 import type { AppContext } from '../context.js';
-import { ProtocolError } from '../errors.js';
+import { errors, ProtocolError } from '../errors.js';
+import { verifyAgentAccessToken, type AgentPrincipal } from '../agents/access-token.js';
+import { createGatewayServer } from './gateway-server.js';
+import { UpstreamPool } from './upstream-pool.js';
 
-/** The MCP gateway. Every request needs an agent access token for this resource. */
+declare module 'express-serve-static-core' {
+  interface Locals {
+    mcpPrincipal?: AgentPrincipal;
+  }
+}
+
+/**
+ * The MCP gateway at `/mcp` (Streamable HTTP, stateless: every POST carries its own bearer
+ * token and gets a fresh MCP server bound to it, so any worker process can answer any request).
+ * GET (a standalone event stream) and DELETE (ending a session) have nothing to serve: 405.
+ */
 export function mcpRouter(ctx: AppContext): Router {
   const router = Router();
+  const pool = new UpstreamPool(ctx);
+  const validator = new AjvJsonSchemaValidator();
+  router.use(requireAgentToken(ctx));
+  router.post('/', handlePost(ctx, pool, validator));
+  router.all('/', (_req, _res, next) =>
+    next(errors.methodNotAllowed('this stateless MCP endpoint serves POST only', {}, { Allow: 'POST' })),
+  );
+  return router;
+}
+
+/** Steps: a bearer token → an agent access token of ours for this resource, of an agent not revoked; else 401 with the challenge. */
+function requireAgentToken(ctx: AppContext): RequestHandler {
+  // CONTRACT 6: exactly this challenge, so MCP clients find the protected-resource metadata.
   const challenge = `Bearer resource_metadata="${ctx.urls.protectedResource}"`;
-  router.use(async (req, _res, next) => {
-    const m = /^Bearer\s+(\S+)$/i.exec(req.get('authorization') ?? '');
+  const unauthorized = (description: string) =>
+    new ProtocolError(401, 'invalid_token', description, {}, { 'WWW-Authenticate': challenge });
+  return async (req, res, next) => {
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(req.get('authorization') ?? '');
+    if (!m) return next(unauthorized('an agent access token for this resource is required'));
     try {
-      if (!m) throw new Error('no bearer token');
-      await ctx.keys.verify(m[1]!, 'EdDSA', { issuer: ctx.urls.issuer, audience: ctx.urls.mcp, typ: 'at+jwt' });
-    } catch {
-      next(new ProtocolError(401, 'invalid_token', 'a valid agent access token for this resource is required', {}, { 'WWW-Authenticate': challenge }));
-      return;
+      res.locals.mcpPrincipal = await verifyAgentAccessToken(ctx, m[1]!, ctx.urls.mcp);
+    } catch (err) {
+      if (err instanceof ProtocolError) return next(unauthorized(err.description ?? 'the access token is not valid'));
+      return next(err);
     }
     next();
-  });
-  return router;
+  };
+}
+
+/** Steps: a server bound to the principal → a stateless transport → the SDK handles the JSON-RPC message(s). */
+function handlePost(ctx: AppContext, pool: UpstreamPool, validator: jsonSchemaValidator): RequestHandler {
+  return async (req, res, next) => {
+    const principal = res.locals.mcpPrincipal!;
+    const server = createGatewayServer(ctx, pool, principal, validator);
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    res.on('close', () => {
+      void transport.close();
+      void server.close();
+    });
+    try {
+      await server.connect(transport);
+      await transport.handleRequest(req, res, req.body);
+    } catch (err) {
+      req.log.error({ err }, 'mcp request failed');
+      if (!res.headersSent) next(errors.serverError('the MCP request could not be handled'));
+    }
+  };
 }
