@@ -1,0 +1,234 @@
+/**
+ * client_credentials throughput over HTTP (on demand: `npm run bench:token`).
+ *
+ * Builds the project, starts `node dist/cli.js serve` with GATEHOUSE_WORKERS = cores on a temp
+ * database, registers an m2m application, and measures tokens/s and p99 with autocannon at 10
+ * and 50 connections; then the same against oidc-provider (dev dependency, one process, the
+ * client_credentials grant with RS256 JWT access tokens). Before both, the raw RS256 signing
+ * ceiling (jose SignJWT, the same claims) on one core and on all cores (worker threads).
+ * Prints a markdown table for docs/sign-in.md.
+ */
+import { execSync, spawn, type ChildProcess } from 'node:child_process';
+import { generateKeyPairSync } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { createServer } from 'node:net';
+import { availableParallelism, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
+
+interface CannonResult {
+  requests: { average: number; total: number };
+  latency: { p50: number; p99: number };
+  non2xx: number;
+  errors: number;
+}
+type Cannon = (opts: Record<string, unknown>) => Promise<CannonResult>;
+const autocannon = createRequire(import.meta.url)('autocannon') as Cannon;
+
+const DURATION = Number(process.env.BENCH_SECONDS ?? 8);
+const CORES = availableParallelism();
+const WORKERS = Number(process.env.GATEHOUSE_WORKERS ?? CORES);
+const ADMIN = 'bench-admin-token-0123456789abcdef';
+const BENCH_SECRET = 'bench-client-secret-0123456789abcdef-0123';
+
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const s = createServer().listen(0, () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+
+async function waitReady(url: string): Promise<void> {
+  for (let i = 0; i < 300; i++) {
+    try {
+      const r = await fetch(url);
+      if (r.status < 500) return;
+    } catch {
+      /* not yet */
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${url} did not start`);
+}
+
+function start(args: string[], env: Record<string, string>): ChildProcess {
+  // Its own process group, so a cluster's workers go down with it.
+  const child = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'], detached: true });
+  child.on('exit', (code) => code && code !== 0 && process.stderr.write(`child exited with ${code}\n`));
+  return child;
+}
+const stop = (child: ChildProcess) => {
+  try {
+    if (child.pid) process.kill(-child.pid, 'SIGTERM');
+  } catch {
+    /* gone */
+  }
+};
+
+// RS256 signing in a loop for `seconds`, in this thread or a worker: signatures per second.
+const SIGN_LOOP = `
+const { parentPort, workerData } = require('node:worker_threads');
+const { createPrivateKey, randomUUID } = require('node:crypto');
+(async () => {
+  const { SignJWT } = await import('jose');
+  const key = createPrivateKey(workerData.pem);
+  const end = Date.now() + workerData.seconds * 1000;
+  let n = 0;
+  while (Date.now() < end) {
+    const iat = Math.floor(Date.now() / 1000);
+    await new SignJWT({ iss: 'http://localhost', sub: 'bench', aud: 'bench', exp: iat + 900, iat, jti: randomUUID(), client_id: 'bench' })
+      .setProtectedHeader({ alg: 'RS256', kid: 'k', typ: 'at+jwt' }).sign(key);
+    n++;
+  }
+  parentPort.postMessage(n / workerData.seconds);
+})();`;
+
+async function signingCeiling(threads: number, seconds: number): Promise<number> {
+  const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const pem = privateKey.export({ type: 'pkcs8', format: 'pem' }) as string;
+  const rates = await Promise.all(
+    Array.from({ length: threads }, () =>
+      new Promise<number>((resolve, reject) => {
+        const w = new Worker(SIGN_LOOP, { eval: true, workerData: { pem, seconds } });
+        w.once('message', (n: number) => {
+          resolve(n);
+          void w.terminate();
+        });
+        w.once('error', reject);
+      }),
+    ),
+  );
+  return rates.reduce((a, b) => a + b, 0);
+}
+
+// oidc-provider with the client_credentials grant and RS256 JWT access tokens, one process.
+const OIDC_PROVIDER = `
+import Provider from 'oidc-provider';
+import { generateKeyPairSync } from 'node:crypto';
+const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+const jwk = { ...privateKey.export({ format: 'jwk' }), kid: 'bench', alg: 'RS256', use: 'sig' };
+const port = Number(process.env.PORT);
+const provider = new Provider('http://localhost:' + port, {
+  clients: [{ client_id: 'bench', client_secret: process.env.SECRET, grant_types: ['client_credentials'], redirect_uris: [], response_types: [], token_endpoint_auth_method: 'client_secret_basic' }],
+  jwks: { keys: [jwk] },
+  features: {
+    devInteractions: { enabled: false },
+    clientCredentials: { enabled: true },
+    resourceIndicators: {
+      enabled: true,
+      defaultResource: () => 'urn:bench:api',
+      useGrantedResource: () => true,
+      getResourceServerInfo: () => ({ scope: 'read', audience: 'urn:bench:api', accessTokenTTL: 900, accessTokenFormat: 'jwt', jwt: { sign: { alg: 'RS256' } } }),
+    },
+  },
+});
+provider.listen(port);
+`;
+
+async function cannon(url: string, connections: number, headers: Record<string, string>, body: string): Promise<CannonResult> {
+  return autocannon({ url, method: 'POST', connections, duration: DURATION, headers, body });
+}
+
+async function main(): Promise<void> {
+  const rows: string[][] = [];
+  const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
+
+  process.stderr.write(`raw RS256 signing, ${DURATION}s each...\n`);
+  const oneCore = await signingCeiling(1, DURATION);
+  const allCores = await signingCeiling(CORES, DURATION);
+  rows.push(['raw RS256 signing (jose), 1 core', '-', fmt(oneCore), '-']);
+  rows.push([`raw RS256 signing (jose), ${CORES} cores`, '-', fmt(allCores), '-']);
+
+  process.stderr.write('building...\n');
+  execSync('npm run build --silent', { stdio: 'inherit' });
+  const dir = mkdtempSync(join(tmpdir(), 'gatehouse-bench-token-'));
+  mkdirSync(join(dir, 'policies'));
+  const results: Record<string, number> = {};
+  try {
+    // Gatehouse
+    const port = await freePort();
+    const base = `http://localhost:${port}`;
+    const server = start(['dist/cli.js', 'serve'], {
+      PORT: String(port),
+      GATEHOUSE_ISSUER: base,
+      GATEHOUSE_DB: join(dir, 'bench.db'),
+      GATEHOUSE_POLICY_DIR: join(dir, 'policies'),
+      GATEHOUSE_ADMIN_TOKEN: ADMIN,
+      GATEHOUSE_SECRET: 'bench-secret-0123456789abcdef',
+      GATEHOUSE_WORKERS: String(WORKERS),
+      LOG_LEVEL: 'warn',
+    });
+    try {
+      await waitReady(`${base}/healthz`);
+      const created = await fetch(`${base}/admin/v1/applications`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ name: 'bench', type: 'm2m', client_id: 'bench', client_secret: BENCH_SECRET, redirect_uris: [] }),
+      });
+      if (created.status !== 201) throw new Error(`create application: ${created.status} ${await created.text()}`);
+      const headers = {
+        authorization: `Basic ${Buffer.from(`bench:${BENCH_SECRET}`).toString('base64')}`,
+        'content-type': 'application/x-www-form-urlencoded',
+      };
+      const check = await fetch(`${base}/oauth/token`, { method: 'POST', headers, body: 'grant_type=client_credentials' });
+      if (check.status !== 200) throw new Error(`gatehouse token: ${check.status} ${await check.text()}`);
+      for (const c of [10, 50]) {
+        process.stderr.write(`gatehouse, ${c} connections...\n`);
+        const r = await cannon(`${base}/oauth/token`, c, headers, 'grant_type=client_credentials');
+        results[`g${c}`] = r.requests.average;
+        rows.push([`Gatehouse (${WORKERS} workers), ${c} connections`, String(r.non2xx + r.errors), fmt(r.requests.average), `${r.latency.p99} ms`]);
+      }
+    } finally {
+      stop(server);
+    }
+
+    // oidc-provider
+    const opPort = await freePort();
+    const opFile = join(dir, 'oidc-provider.mjs');
+    writeFileSync(opFile, OIDC_PROVIDER.replace("from 'oidc-provider'", `from '${createRequire(import.meta.url).resolve('oidc-provider').replace(/\\/g, '/')}'`));
+    const op = start([opFile], { PORT: String(opPort), SECRET: BENCH_SECRET, NODE_ENV: 'production' });
+    try {
+      const opBase = `http://localhost:${opPort}`;
+      await waitReady(`${opBase}/.well-known/openid-configuration`);
+      const headers = {
+        authorization: `Basic ${Buffer.from(`bench:${BENCH_SECRET}`).toString('base64')}`,
+        'content-type': 'application/x-www-form-urlencoded',
+      };
+      const check = await fetch(`${opBase}/token`, { method: 'POST', headers, body: 'grant_type=client_credentials' });
+      const checkBody = await check.text();
+      if (check.status !== 200 || !/"access_token":"ey/.test(checkBody)) throw new Error(`oidc-provider token: ${check.status} ${checkBody}`);
+      for (const c of [10, 50]) {
+        process.stderr.write(`oidc-provider, ${c} connections...\n`);
+        const r = await cannon(`${opBase}/token`, c, headers, 'grant_type=client_credentials');
+        results[`o${c}`] = r.requests.average;
+        rows.push([`oidc-provider (1 process), ${c} connections`, String(r.non2xx + r.errors), fmt(r.requests.average), `${r.latency.p99} ms`]);
+      }
+    } finally {
+      stop(op);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+
+  const lines = [
+    `client_credentials, ${DURATION}s per run, ${CORES} cores (${new Date().toISOString().slice(0, 10)}, node ${process.version})`,
+    '',
+    '| What | non-2xx | tokens/s | p99 |',
+    '|---|---|---|---|',
+    ...rows.map((r) => `| ${r.join(' | ')} |`),
+    '',
+    `Gatehouse / oidc-provider at 50 connections: ${(results.g50! / results.o50!).toFixed(2)}× (target ≥ 1.4×)`,
+    `Gatehouse at 50 connections / all-cores signing ceiling: ${((100 * results.g50!) / allCores).toFixed(0)}% (target ≥ 70%)`,
+  ];
+  process.stdout.write(`${lines.join('\n')}\n`);
+}
+
+main().then(
+  () => process.exit(0),
+  (err) => {
+    process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,241 @@
+import type { Request, RequestHandler, Response } from 'express';
+import type { AppContext } from '../context.js';
+import { randomToken, sha256 } from '../crypto/hash.js';
+import { errors, ProtocolError } from '../errors.js';
+import { ACR_VALUES } from '../http/discovery.js';
+import { sendPage } from '../pages/layout.js';
+import { errorPage } from '../pages/error.js';
+import type { Application } from '../store/applications.js';
+import type { AuthorizationParams, PendingRequest } from '../store/oauth.js';
+import { parseScope, single, type Params } from './params.js';
+import { currentSession, type SignedIn } from './session.js';
+import { CODE_TTL } from './tokens.js';
+
+/** How long a person has to finish signing in before the request must start again. */
+export const PENDING_REQUEST_TTL = 30 * 60;
+
+const CHALLENGE = /^[A-Za-z0-9\-._~]{43,128}$/;
+const PROMPTS = new Set(['none', 'login', 'consent', 'select_account']);
+
+/** Amr and acr of the two strengths a password sign-in can reach. */
+export const STRENGTH = {
+  oneFactor: { acr: ACR_VALUES.oneFactor, amr: ['pwd'] },
+  mfa: { acr: ACR_VALUES.mfa, amr: ['pwd', 'otp', 'mfa'] },
+} as const;
+
+const nowSeconds = () => Math.floor(Date.now() / 1000);
+
+/** The authorize errors that are shown on the issuer instead of redirected (the description's table). */
+function showErrorPage(res: Response, err: ProtocolError): void {
+  sendPage(res, err.status, errorPage(err.error, err.description ?? err.error));
+}
+
+/** Sends the browser back to the (registered) redirect URI with the response parameters. */
+export function redirectToClient(ctx: AppContext, res: Response, redirectUri: string, params: Record<string, string | undefined>): void {
+  const url = new URL(redirectUri);
+  for (const [k, v] of Object.entries(params)) if (v !== undefined) url.searchParams.append(k, v);
+  url.searchParams.append('iss', ctx.urls.issuer);
+  res.setHeader('Cache-Control', 'no-store');
+  res.redirect(302, url.toString());
+}
+
+/** An authorize error at the redirect URI: `error`, `error_description`, `state` (and `iss`, RFC 9207). */
+export function redirectError(ctx: AppContext, res: Response, redirectUri: string, state: string | undefined, err: ProtocolError): void {
+  redirectToClient(ctx, res, redirectUri, { error: err.error, error_description: err.description, state });
+}
+
+const consentRequired = (d: string) => new ProtocolError(400, 'consent_required', d);
+const unsupportedResponseType = (d: string) => new ProtocolError(400, 'unsupported_response_type', d);
+
+/** The strength a request needs from `acr_values`: the weakest listed value we can reach. */
+function requiredStrength(acrValues: string | undefined): string | undefined {
+  if (acrValues === undefined) return undefined;
+  const values = acrValues.split(' ').filter(Boolean);
+  if (values.includes(ACR_VALUES.oneFactor)) return ACR_VALUES.oneFactor;
+  if (values.includes(ACR_VALUES.mfa)) return ACR_VALUES.mfa;
+  throw errors.unmetAuthenticationRequirements('none of the acr_values can be reached: this service signs in with a password, and a one-time code for urn:service:acr:mfa');
+}
+
+/** A `resource` (RFC 8707) a person's token may be for: the MCP gateway or an API application. */
+function checkResource(ctx: AppContext, resource: string | undefined): string | undefined {
+  if (resource === undefined) return undefined;
+  if (resource === ctx.urls.mcp) return resource;
+  const api = ctx.store.applications.get(resource);
+  if (api && api.type === 'api') return resource;
+  throw errors.invalidTarget('resource is not an API of this project');
+}
+
+/** Everything after client and redirect URI: errors from here on go to the redirect URI. */
+function validateRequest(ctx: AppContext, app: Application, q: Params, redirectUri: string): AuthorizationParams {
+  const responseType = single(q, 'response_type');
+  if (responseType !== undefined && responseType !== 'code') throw unsupportedResponseType('response_type must be code');
+  if (app.type === 'm2m' || app.type === 'api') throw errors.unauthorizedClient('this application may not use the authorization code flow');
+  if (single(q, 'request') !== undefined || single(q, 'request_uri') !== undefined) {
+    throw new ProtocolError(400, 'request_not_supported', 'request objects are not supported');
+  }
+
+  const scope = parseScope(single(q, 'scope')) ?? ['openid'];
+  if (scope.length === 0) scope.push('openid');
+
+  const method = single(q, 'code_challenge_method');
+  const challenge = single(q, 'code_challenge');
+  if (method !== undefined && method !== 'S256') throw errors.invalidRequest('code_challenge_method must be S256');
+  if (challenge === undefined) {
+    if (method !== undefined) throw errors.invalidRequest('code_challenge_method without code_challenge');
+    if (!app.has_secret) throw errors.invalidRequest('code_challenge is required (PKCE S256) for an application without a secret');
+  } else if (!CHALLENGE.test(challenge)) {
+    throw errors.invalidRequest('code_challenge is malformed');
+  }
+
+  const prompt = (single(q, 'prompt') ?? '').split(' ').filter(Boolean);
+  for (const p of prompt) if (!PROMPTS.has(p)) throw errors.invalidRequest(`prompt ${p.slice(0, 30)} is not supported`);
+  if (prompt.includes('none') && prompt.length > 1) throw errors.invalidRequest('prompt=none cannot be combined with other values');
+
+  const maxAgeRaw = single(q, 'max_age');
+  if (maxAgeRaw !== undefined && !/^\d{1,10}$/.test(maxAgeRaw)) throw errors.invalidRequest('max_age must be a non-negative integer');
+
+  const state = single(q, 'state');
+  const nonce = single(q, 'nonce');
+  const loginHint = single(q, 'login_hint');
+  if ((state?.length ?? 0) > 2048 || (nonce?.length ?? 0) > 512 || (loginHint?.length ?? 0) > 320) {
+    throw errors.invalidRequest('state, nonce or login_hint is too long');
+  }
+
+  return {
+    client_id: app.client_id,
+    redirect_uri: redirectUri,
+    scope,
+    state,
+    nonce,
+    code_challenge: challenge,
+    prompt,
+    max_age: maxAgeRaw !== undefined ? Number(maxAgeRaw) : undefined,
+    acr_required: requiredStrength(single(q, 'acr_values')),
+    login_hint: loginHint,
+    resource: checkResource(ctx, single(q, 'resource')),
+  };
+}
+
+/** GET (or POST) /oauth/authorize. */
+export function authorizeEndpoint(ctx: AppContext): RequestHandler {
+  return (req, res) => {
+    const q: Params = req.method === 'POST' ? ((req.body as Params) ?? {}) : (req.query as Params);
+
+    // 1. The application: unknown → a 401 page, no redirect
+    let clientId: string | undefined;
+    let redirectUri: string | undefined;
+    try {
+      clientId = single(q, 'client_id');
+      redirectUri = single(q, 'redirect_uri');
+    } catch {
+      return showErrorPage(res, errors.invalidRequest('client_id and redirect_uri must be given once'));
+    }
+    if (clientId === undefined) return showErrorPage(res, errors.invalidRequest('client_id is required'));
+    const app = ctx.store.applications.get(clientId);
+    if (!app) return showErrorPage(res, errors.invalidClient('unknown client_id'));
+
+    // 2. The redirect URI: missing or not registered → a 400 page; never a redirect there
+    if (redirectUri === undefined) return showErrorPage(res, errors.invalidRequest('redirect_uri is required'));
+    if (!app.redirect_uris.includes(redirectUri)) return showErrorPage(res, errors.invalidRequest('redirect_uri is not registered for this application'));
+
+    // 3. The rest of the request: errors go back to the redirect URI with state
+    let params: AuthorizationParams;
+    try {
+      params = validateRequest(ctx, app, q, redirectUri);
+    } catch (err) {
+      if (!(err instanceof ProtocolError)) throw err;
+      const state = typeof q.state === 'string' ? q.state : undefined;
+      return redirectError(ctx, res, redirectUri, state, err);
+    }
+
+    // 4. Keep the request while the person signs in, then move it on
+    // Housekeeping now and then, in whichever worker: expired requests, codes and counters.
+    if (Math.random() < 0.01) {
+      ctx.store.oauth.purgeExpired();
+      ctx.store.rateLimits.purgeOlderThan(nowSeconds() - 24 * 60 * 60);
+    }
+    const id = randomToken();
+    ctx.store.oauth.createRequest(id, params, PENDING_REQUEST_TTL);
+    continueAuthorization(ctx, req, res, ctx.store.oauth.getRequest(id)!);
+  };
+}
+
+/**
+ * Moves a pending request to its next step: sign-in, second step, assignment, consent, and
+ * finally the code. Called by authorize and after each page the person submits.
+ */
+export function continueAuthorization(
+  ctx: AppContext,
+  req: Request,
+  res: Response,
+  pending: PendingRequest,
+  signedIn: SignedIn | undefined = currentSession(ctx, req),
+): void {
+  const p = pending.params;
+  const app = ctx.store.applications.get(pending.client_id);
+  if (!app || !app.redirect_uris.includes(p.redirect_uri)) {
+    ctx.store.oauth.deleteRequest(pending.id);
+    return showErrorPage(res, errors.invalidRequest('the application or its redirect URI changed; start again'));
+  }
+  const silent = p.prompt.includes('none');
+  const fail = (err: ProtocolError) => {
+    ctx.store.oauth.deleteRequest(pending.id);
+    redirectError(ctx, res, p.redirect_uri, p.state, err);
+  };
+  const goTo = (path: string) => res.redirect(302, `${path}?request=${encodeURIComponent(pending.id)}`);
+
+  // 1. Signed in, recently enough (prompt=login and max_age are met by a sign-in during this request)
+  // max_age=0 means "sign in now" (the description), so it always asks, like prompt=login.
+  const tooOld = !pending.fresh && signedIn && p.max_age !== undefined &&
+    (p.max_age === 0 || nowSeconds() - signedIn.session.auth_time > p.max_age);
+  const forced = !pending.fresh && p.prompt.includes('login');
+  if (!signedIn || tooOld || forced) {
+    if (silent) return fail(errors.loginRequired(signedIn ? 'the session is too old for max_age' : 'the person is not signed in'));
+    return goTo('/login');
+  }
+  const { session, user } = signedIn;
+
+  // 2. Assigned to the application
+  if (!ctx.store.applications.isAssigned(app.client_id, user.id)) {
+    return fail(errors.accessDenied('the person is not assigned to this application'));
+  }
+
+  // 3. Strength: urn:service:acr:mfa needs the one-time code
+  if (p.acr_required === ACR_VALUES.mfa && session.acr !== ACR_VALUES.mfa) {
+    if (!user.has_totp) return fail(errors.unmetAuthenticationRequirements('a second factor is required and the person has none'));
+    if (silent) return fail(errors.interactionRequired('a second factor is required'));
+    return goTo('/login/otp');
+  }
+
+  // 4. Consent for a third-party application
+  if (!app.first_party && !pending.consented) {
+    const had = ctx.store.oauth.consentedScopes(user.id, app.client_id);
+    const covered = p.scope.every((s) => had.includes(s));
+    if (!covered || p.prompt.includes('consent')) {
+      if (silent) return fail(consentRequired('the person has not allowed this application these scopes'));
+      return goTo('/consent');
+    }
+  }
+
+  // 5. The code
+  const code = randomToken();
+  ctx.store.oauth.createCode(
+    sha256(code),
+    {
+      client_id: app.client_id,
+      user_id: user.id,
+      sid: session.sid,
+      redirect_uri: p.redirect_uri,
+      scope: p.scope,
+      resource: p.resource ?? null,
+      nonce: p.nonce ?? null,
+      code_challenge: p.code_challenge ?? null,
+      auth_time: session.auth_time,
+      amr: session.amr,
+      acr: session.acr,
+    },
+    CODE_TTL,
+  );
+  ctx.store.oauth.deleteRequest(pending.id);
+  redirectToClient(ctx, res, p.redirect_uri, { code, state: p.state });
+}

@@ -1,0 +1,91 @@
+import type { Request } from 'express';
+import type { AppContext } from '../context.js';
+import { constantTimeEqual, sha256, verifyPassword } from '../crypto/hash.js';
+import { errors } from '../errors.js';
+import type { Application } from '../store/applications.js';
+import { single, type Params } from './params.js';
+import { clientAuthLimiter } from './rate-limit.js';
+
+export type ClientAuthMethod = 'client_secret_basic' | 'client_secret_post' | 'none';
+
+export interface AuthenticatedClient {
+  app: Application;
+  method: ClientAuthMethod;
+}
+
+/** application/x-www-form-urlencoded decoding of the Basic credentials (RFC 6749 2.3.1). */
+function formDecode(value: string): string {
+  return decodeURIComponent(value.replace(/\+/g, ' '));
+}
+
+interface Presented {
+  clientId: string;
+  secret: string | undefined;
+  method: ClientAuthMethod;
+}
+
+/** Reads the credentials from the Authorization header or the body; more than one method is refused. */
+function presentedCredentials(req: Request, body: Params): Presented {
+  const header = req.get('authorization');
+  const bodyId = single(body, 'client_id');
+  const bodySecret = single(body, 'client_secret');
+  if (header !== undefined && /^basic\s/i.test(header)) {
+    const basicErr = () => errors.invalidClient('malformed HTTP Basic credentials', {}, { 'WWW-Authenticate': 'Basic realm="gatehouse"' });
+    const decoded = Buffer.from(header.slice(6).trim(), 'base64').toString('utf8');
+    const colon = decoded.indexOf(':');
+    if (colon < 1) throw basicErr();
+    let clientId: string;
+    let secret: string;
+    try {
+      clientId = formDecode(decoded.slice(0, colon));
+      secret = formDecode(decoded.slice(colon + 1));
+    } catch {
+      throw basicErr();
+    }
+    if (bodySecret !== undefined) throw errors.invalidRequest('use one client authentication method, not HTTP Basic and client_secret');
+    if (bodyId !== undefined && bodyId !== clientId) throw errors.invalidRequest('client_id differs from the HTTP Basic credentials');
+    return { clientId, secret, method: 'client_secret_basic' };
+  }
+  if (bodyId === undefined) throw errors.invalidClient('client authentication is required: send client_id');
+  return { clientId: bodyId, secret: bodySecret, method: bodySecret !== undefined ? 'client_secret_post' : 'none' };
+}
+
+function secretMatches(presented: string, stored: string): boolean | Promise<boolean> {
+  // Random secrets are kept as sha256; a scrypt hash (a hand-made secret) is accepted too.
+  if (stored.startsWith('scrypt$')) return verifyPassword(presented, stored);
+  return constantTimeEqual(sha256(presented), stored);
+}
+
+/**
+ * Client authentication of the token, introspection and revocation endpoints: an application
+ * with a secret proves it (Basic or post); one without sends only its client_id (`none`).
+ * Failures are counted per client and address and refused with 429 past the limit.
+ */
+export async function authenticateClient(
+  ctx: AppContext,
+  req: Request,
+  body: Params,
+  opts: { requireSecret?: boolean } = {},
+): Promise<AuthenticatedClient> {
+  const presented = presentedCredentials(req, body);
+  const limiter = clientAuthLimiter(ctx);
+  const ip = req.ip ?? req.socket.remoteAddress ?? 'unknown';
+  if (limiter.blocked(presented.clientId, ip)) throw errors.rateLimited('too many failed client authentications; try again later', {}, { 'Retry-After': '300' });
+  const headers: Record<string, string> = presented.method === 'client_secret_basic' ? { 'WWW-Authenticate': 'Basic realm="gatehouse"' } : {};
+  const fail = (why: string) => {
+    limiter.fail(presented.clientId, ip);
+    return errors.invalidClient(why, {}, headers);
+  };
+
+  const app = ctx.store.applications.getWithSecret(presented.clientId);
+  if (!app) throw fail('unknown client');
+  if (app.secret_hash) {
+    if (presented.secret === undefined) throw fail('the client secret is missing');
+    if (!(await secretMatches(presented.secret, app.secret_hash))) throw fail('the client secret is wrong');
+  } else {
+    if (presented.secret !== undefined) throw fail('this client has no secret');
+    if (opts.requireSecret) throw fail('only an application with a secret may call this endpoint');
+  }
+  const { secret_hash: _omit, ...publicApp } = app;
+  return { app: publicApp, method: presented.method };
+}

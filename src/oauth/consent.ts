@@ -1,0 +1,47 @@
+import type { RequestHandler } from 'express';
+import type { AppContext } from '../context.js';
+import { errors } from '../errors.js';
+import { consentPage } from '../pages/consent.js';
+import { sendPage } from '../pages/layout.js';
+import { continueAuthorization, redirectError } from './authorize.js';
+import { csrfToken, verifyCsrf } from './csrf.js';
+import { formBody } from './params.js';
+import { loadPending } from './pending.js';
+import { currentSession } from './session.js';
+
+/** GET /consent?request=<pending id>: the scopes a third-party application asks for. */
+export function consentForm(ctx: AppContext): RequestHandler {
+  return (req, res) => {
+    const pending = loadPending(ctx, res, (req.query as Record<string, unknown>).request);
+    if (!pending) return;
+    const signedIn = currentSession(ctx, req);
+    if (!signedIn) return void res.redirect(302, `/login?request=${encodeURIComponent(pending.id)}`);
+    const app = ctx.store.applications.get(pending.client_id);
+    sendPage(res, 200, consentPage({
+      csrf: csrfToken(ctx, req, res),
+      requestId: pending.id,
+      applicationName: app?.name ?? pending.client_id,
+      userEmail: signedIn.user.email,
+      scopes: pending.params.scope,
+    }));
+  };
+}
+
+/** POST /consent: `decision=approve` remembers the scopes for (person, application); `deny` → access_denied. */
+export function consentSubmit(ctx: AppContext): RequestHandler {
+  return (req, res) => {
+    const body = formBody(req);
+    const pending = loadPending(ctx, res, body.request);
+    if (!pending) return;
+    const signedIn = currentSession(ctx, req);
+    if (!signedIn) return void res.redirect(302, `/login?request=${encodeURIComponent(pending.id)}`);
+    if (!verifyCsrf(req)) return void res.redirect(302, `/consent?request=${encodeURIComponent(pending.id)}`);
+    if (body.decision === 'approve') {
+      ctx.store.oauth.addConsent(signedIn.user.id, pending.client_id, pending.params.scope);
+      ctx.store.oauth.markRequestConsented(pending.id);
+      return continueAuthorization(ctx, req, res, { ...pending, consented: true }, signedIn);
+    }
+    ctx.store.oauth.deleteRequest(pending.id);
+    redirectError(ctx, res, pending.params.redirect_uri, pending.params.state, errors.accessDenied('the person denied access'));
+  };
+}

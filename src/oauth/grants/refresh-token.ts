@@ -1,0 +1,43 @@
+import type { AppContext } from '../../context.js';
+import { randomToken, sha256 } from '../../crypto/hash.js';
+import { errors } from '../../errors.js';
+import type { AuthenticatedClient } from '../client-auth.js';
+import { parseScope, required, single, type Params } from '../params.js';
+import { personForIssue, personTokenResponse, REFRESH_TOKEN_TTL, type TokenResponse } from '../tokens.js';
+
+/**
+ * grant_type=refresh_token, the description's state table: the current token becomes used and
+ * a new one is returned; a used token presented again revokes the family. `scope` may narrow
+ * the new access token, never widen it; sid, amr, auth_time stay those of the sign-in.
+ */
+export async function refreshTokenGrant(ctx: AppContext, client: AuthenticatedClient, body: Params): Promise<TokenResponse> {
+  // 1. Parameters
+  const presented = required(body, 'refresh_token');
+  const asked = parseScope(single(body, 'scope'));
+  if (!client.app.refresh_tokens) throw errors.unauthorizedClient('this application may not use refresh tokens');
+
+  // 2. Rotate in one transaction (exactly one of racing requests wins)
+  const next = randomToken();
+  const rotation = ctx.store.oauth.rotateRefresh(sha256(presented), sha256(next), REFRESH_TOKEN_TTL, (family) => {
+    if (family.client_id !== client.app.client_id) return 'wrong_client';
+    if (asked && !asked.every((s) => family.scope.includes(s))) return 'invalid_scope';
+    return 'ok';
+  });
+  if (!rotation.ok) {
+    if (rotation.reason === 'invalid_scope') throw errors.invalidScope('scope asks for more than was granted');
+    const why = {
+      unknown: 'the refresh token is not valid',
+      wrong_client: 'the refresh token was issued to another client',
+      revoked: 'the refresh token was revoked',
+      reused: 'the refresh token was already used; every refresh token of this sign-in is revoked',
+      expired: 'the refresh token has expired',
+    }[rotation.reason];
+    throw errors.invalidGrant(why);
+  }
+
+  // 3. The person, checked again; 4. tokens with the sign-in's sid/amr/auth_time
+  const family = rotation.family;
+  const user = personForIssue(ctx, family);
+  const scope = asked ?? family.scope;
+  return personTokenResponse(ctx, user, family, { scope, refreshToken: next });
+}

@@ -1,0 +1,51 @@
+import type { AppContext } from '../context.js';
+import { sha256 } from '../crypto/hash.js';
+
+/**
+ * Thresholds for failed attempts (the description leaves them open; docs/sign-in.md lists them).
+ * Counters live in SQLite so every worker process shares them.
+ */
+export const LIMITS = {
+  /** wrong passwords or codes for one account */
+  account: { max: 5, windowSeconds: 15 * 60 },
+  /** wrong passwords or codes from one address, over all accounts */
+  address: { max: 20, windowSeconds: 15 * 60 },
+  /** failed client authentications for one client from one address */
+  client: { max: 10, windowSeconds: 5 * 60 },
+} as const;
+
+// Keys hold hashes, not emails or addresses.
+const accountKey = (email: string) => `signin:acct:${sha256(email.trim().toLowerCase())}`;
+const addressKey = (ip: string) => `signin:ip:${sha256(ip)}`;
+const clientKey = (clientId: string, ip: string) => `client:${sha256(`${clientId}\n${ip}`)}`;
+
+/** Failed sign-in attempts (password or second step) per account and per address. */
+export function signInLimiter(ctx: AppContext) {
+  const rl = ctx.store.rateLimits;
+  return {
+    blocked(email: string, ip: string): boolean {
+      return (
+        rl.count(accountKey(email), LIMITS.account.windowSeconds) >= LIMITS.account.max ||
+        rl.count(addressKey(ip), LIMITS.address.windowSeconds) >= LIMITS.address.max
+      );
+    },
+    fail(email: string, ip: string): void {
+      rl.hit(accountKey(email), LIMITS.account.windowSeconds);
+      rl.hit(addressKey(ip), LIMITS.address.windowSeconds);
+    },
+    /** A success clears the account's counter (not the address's). */
+    succeed(email: string): void {
+      rl.clear(accountKey(email));
+    },
+  };
+}
+
+/** Failed client authentications at the token, introspection and revocation endpoints. */
+export function clientAuthLimiter(ctx: AppContext) {
+  const rl = ctx.store.rateLimits;
+  return {
+    blocked: (clientId: string, ip: string): boolean =>
+      rl.count(clientKey(clientId, ip), LIMITS.client.windowSeconds) >= LIMITS.client.max,
+    fail: (clientId: string, ip: string): void => void rl.hit(clientKey(clientId, ip), LIMITS.client.windowSeconds),
+  };
+}

@@ -1,0 +1,49 @@
+import { Router, type RequestHandler } from 'express';
+import type { AppContext } from '../context.js';
+import { errors } from '../errors.js';
+import { authorizeEndpoint } from './authorize.js';
+import { consentForm, consentSubmit } from './consent.js';
+import { introspectEndpoint } from './introspect.js';
+import { loginForm, loginSubmit } from './login.js';
+import { logoutEndpoint } from './logout.js';
+import { revokeEndpoint } from './revoke.js';
+import { secondStepForm, secondStepSubmit } from './second-step.js';
+import { tokenEndpoint } from './token.js';
+import { userinfoEndpoint } from './userinfo.js';
+
+const methodNotAllowed: RequestHandler = (_req, _res, next) => next(errors.methodNotAllowed('method not allowed'));
+
+/** Cross-origin calls from browser apps (SPAs) to the JSON endpoints; no cookies involved. */
+const cors: RequestHandler = (req, res, next) => {
+  res.setHeader('Access-Control-Allow-Origin', '*');
+  res.setHeader('Access-Control-Allow-Headers', 'Authorization, Content-Type');
+  res.setHeader('Access-Control-Allow-Methods', 'GET, POST, OPTIONS');
+  if (req.method === 'OPTIONS') return void res.sendStatus(204);
+  next();
+};
+
+/** The sign-in part of the description: /oauth/* and the sign-in pages. */
+export function oauthRouter(ctx: AppContext): Router {
+  const router = Router();
+
+  router.get('/oauth/authorize', authorizeEndpoint(ctx));
+  router.post('/oauth/authorize', authorizeEndpoint(ctx));
+
+  router.options(['/oauth/token', '/oauth/userinfo', '/oauth/token/introspect', '/oauth/token/revoke'], cors);
+  router.post('/oauth/token', cors, tokenEndpoint(ctx));
+  router.get('/oauth/userinfo', cors, userinfoEndpoint(ctx));
+  router.post('/oauth/userinfo', cors, userinfoEndpoint(ctx));
+  router.post('/oauth/token/introspect', cors, introspectEndpoint(ctx));
+  router.post('/oauth/token/revoke', cors, revokeEndpoint(ctx));
+  router.get('/oauth/logout', logoutEndpoint(ctx));
+  router.post('/oauth/logout', logoutEndpoint(ctx));
+  router.all(['/oauth/token', '/oauth/token/introspect', '/oauth/token/revoke'], methodNotAllowed);
+
+  router.get('/login', loginForm(ctx));
+  router.post('/login', loginSubmit(ctx));
+  router.get('/login/otp', secondStepForm(ctx));
+  router.post('/login/otp', secondStepSubmit(ctx));
+  router.get('/consent', consentForm(ctx));
+  router.post('/consent', consentSubmit(ctx));
+  return router;
+}

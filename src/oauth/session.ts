@@ -1,0 +1,81 @@
+import type { Request, Response } from 'express';
+import type { AppContext } from '../context.js';
+import { randomToken, sha256 } from '../crypto/hash.js';
+import type { Session } from '../store/sessions.js';
+import type { User } from '../store/users.js';
+
+/** The browser's sign-in session: a random value whose sha256 is sessions.token_hash. */
+export const SESSION_COOKIE = 'gatehouse_session';
+/** How long a sign-in session lives (the description leaves it open): 12 hours. */
+export const SESSION_TTL_SECONDS = 12 * 60 * 60;
+
+export interface SignedIn {
+  session: Session;
+  user: User;
+}
+
+const isHttps = (ctx: AppContext) => ctx.config.issuer.startsWith('https:');
+
+/** Cookie options of CONTRACT 2: HttpOnly, SameSite=Lax, Secure when the issuer is https. */
+export function cookieOptions(ctx: AppContext) {
+  return { httpOnly: true, sameSite: 'lax' as const, secure: isHttps(ctx), path: '/' };
+}
+
+/** The live session of this browser and its person, or undefined. Exported for other pages (approvals). */
+export function currentSession(ctx: AppContext, req: Request): SignedIn | undefined {
+  const value = (req.cookies as Record<string, unknown> | undefined)?.[SESSION_COOKIE];
+  if (typeof value !== 'string' || value.length < 20 || value.length > 200) return undefined;
+  const session = ctx.store.sessions.findByTokenHash(sha256(value));
+  if (!session) return undefined;
+  const user = ctx.store.users.get(session.user_id);
+  if (!user) return undefined;
+  return { session, user };
+}
+
+/** Starts a session for a person and sets its cookie. Ends `previous` (no session fixation). */
+export function startSession(
+  ctx: AppContext,
+  res: Response,
+  userId: string,
+  amr: string[],
+  acr: string,
+  previous?: Session,
+): Session {
+  if (previous) ctx.store.sessions.end(previous.sid);
+  const value = randomToken();
+  const session = ctx.store.sessions.create({
+    sid: randomToken(16),
+    user_id: userId,
+    token_hash: sha256(value),
+    auth_time: Math.floor(Date.now() / 1000),
+    amr,
+    acr,
+    ttl: SESSION_TTL_SECONDS,
+  });
+  res.cookie(SESSION_COOKIE, value, { ...cookieOptions(ctx), maxAge: SESSION_TTL_SECONDS * 1000 });
+  return session;
+}
+
+/** Ends this browser's session (if any) and removes its cookie. */
+export function endSession(ctx: AppContext, req: Request, res: Response): Session | undefined {
+  const current = currentSession(ctx, req);
+  if (current) ctx.store.sessions.end(current.session.sid);
+  res.clearCookie(SESSION_COOKIE, cookieOptions(ctx));
+  return current?.session;
+}
+
+/**
+ * Where to send a browser that must sign in first, then come back to `returnTo` (a path on
+ * the issuer, e.g. `/approvals`).
+ */
+export function loginUrl(returnTo: string): string {
+  return `/login?return_to=${encodeURIComponent(returnTo)}`;
+}
+
+/** Only same-site paths are followed after sign-in: `/x`, never `//host` or `https://...`. */
+export function safeReturnTo(value: unknown): string | undefined {
+  if (typeof value !== 'string' || value.length > 500) return undefined;
+  if (!value.startsWith('/') || value.startsWith('//') || value.startsWith('/\\')) return undefined;
+  if (/[\r\n\t]/.test(value)) return undefined;
+  return value;
+}

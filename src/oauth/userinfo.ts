@@ -1,0 +1,41 @@
+import type { RequestHandler } from 'express';
+import type { AppContext } from '../context.js';
+import { errors } from '../errors.js';
+import { bearerToken, verifyAccessToken } from './access-token.js';
+import { formBody } from './params.js';
+
+const challenge = (error?: string) => ({
+  'WWW-Authenticate': error ? `Bearer realm="gatehouse", error="${error}"` : 'Bearer realm="gatehouse"',
+});
+
+/**
+ * GET or POST /oauth/userinfo: the person's profile filtered by the token's scopes. The profile
+ * is read on every call; groups and roles come from the access token (the description).
+ */
+export function userinfoEndpoint(ctx: AppContext): RequestHandler {
+  return async (req, res) => {
+    res.setHeader('Cache-Control', 'no-store');
+    // 1. The bearer token
+    const token = bearerToken(req.get('authorization'), req.method === 'POST' ? formBody(req).access_token : undefined);
+    if (!token) throw errors.invalidToken('a bearer access token is required', {}, challenge());
+    const claims = await verifyAccessToken(ctx, token);
+    // 2. A person's token (it carries a session id), for a person who still exists
+    const user = claims?.sid ? ctx.store.users.get(claims.sub!) : undefined;
+    if (!claims || !user) throw errors.invalidToken('the access token is not valid', {}, challenge('invalid_token'));
+    // 3. Filter by scope
+    const scopes = new Set((claims.scope ?? '').split(' '));
+    const info: Record<string, unknown> = { sub: user.id };
+    if (scopes.has('email')) {
+      info.email = user.email;
+      info.email_verified = user.email_verified;
+    }
+    if (scopes.has('profile')) {
+      info.name = user.name;
+      if (user.picture != null) info.picture = user.picture;
+      if (user.locale != null) info.locale = user.locale;
+      info.groups = Array.isArray(claims.groups) ? claims.groups : [];
+      info.roles = Array.isArray(claims.roles) ? claims.roles : [];
+    }
+    res.json(info);
+  };
+}

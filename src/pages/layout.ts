@@ -1,0 +1,75 @@
+import type { Response } from 'express';
+
+const HTML_ESCAPES: Record<string, string> = {
+  '&': '&amp;',
+  '<': '&lt;',
+  '>': '&gt;',
+  '"': '&quot;',
+  "'": '&#39;',
+  '`': '&#96;',
+};
+
+/** Escapes text for HTML element content and quoted attribute values. Everything shown passes through it. */
+export function escapeHtml(value: unknown): string {
+  return String(value ?? '').replace(/[&<>"'`]/g, (c) => HTML_ESCAPES[c]!);
+}
+
+/** A hidden form input; name and value are escaped. */
+export function hiddenInput(name: string, value: string): string {
+  return `<input type="hidden" name="${escapeHtml(name)}" value="${escapeHtml(value)}">`;
+}
+
+/** A message box; `kind` picks the colour. The text is escaped. */
+export function notice(text: string, kind: 'error' | 'info' = 'error'): string {
+  return `<p class="notice ${kind}" role="${kind === 'error' ? 'alert' : 'status'}">${escapeHtml(text)}</p>`;
+}
+
+const STYLE = `
+body{font-family:system-ui,sans-serif;background:#f4f5f7;color:#1d2330;margin:0}
+main{max-width:26rem;margin:4rem auto;background:#fff;padding:2rem;border-radius:8px;box-shadow:0 1px 4px #0002}
+h1{font-size:1.4rem;margin-top:0}label{display:block;margin:.8rem 0 .3rem}
+input[type=email],input[type=password],input[type=text]{width:100%;box-sizing:border-box;padding:.5rem;font-size:1rem}
+button{margin-top:1rem;padding:.55rem 1.2rem;font-size:1rem;cursor:pointer}
+.notice{padding:.6rem;border-radius:4px}.error{background:#fde8e8;color:#8a1c1c}.info{background:#e8f0fd}
+ul.scopes li{margin:.2rem 0}
+`;
+
+/**
+ * The one page shell: a full HTML document around `bodyHtml`. `title` is escaped here;
+ * `bodyHtml` must already be safe (built with escapeHtml).
+ */
+export function renderPage(title: string, bodyHtml: string): string {
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<title>${escapeHtml(title)}</title>
+<style>${STYLE}</style>
+</head>
+<body>
+<main>
+<h1>${escapeHtml(title)}</h1>
+${bodyHtml}
+</main>
+</body>
+</html>
+`;
+}
+
+/**
+ * Sends a page with the headers every sign-in page carries: never cached, never framed
+ * (clickjacking), no scripts, no referrer leaking codes or request ids.
+ */
+export function sendPage(res: Response, status: number, html: string): void {
+  res.status(status);
+  res.setHeader('Content-Type', 'text/html; charset=utf-8');
+  res.setHeader('Cache-Control', 'no-store');
+  res.setHeader('Pragma', 'no-cache');
+  res.setHeader('X-Frame-Options', 'DENY');
+  res.setHeader('X-Content-Type-Options', 'nosniff');
+  res.setHeader('Referrer-Policy', 'no-referrer');
+  res.setHeader('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'");
+  res.send(html);
+}
