@@ -12,6 +12,7 @@ import { agentCreate, projectApplication, projectRule, roleCreate, userCreate } 
 import { defaultAgentId } from './spiffe.js';
 import { createUser, updateUser } from './users.js';
 import { mcpUpstreamsSection } from '../mcp/project-section.js';
+import { samlConnectionsSection } from '../saml/project-section.js';
 
 /**
  * GATEHOUSE_PROJECT_FILE: the management API's objects in one JSON file, applied at start,
@@ -144,7 +145,7 @@ const rulesSection = defineSection<ProjectRule>({
 });
 
 /** The sections in the order they apply: roles and people before the things that refer to them. */
-export const projectSections: ProjectSection[] = [rolesSection, usersSection, applicationsSection, agentsSection, rulesSection, defineSection(mcpUpstreamsSection)];
+export const projectSections: ProjectSection[] = [rolesSection, usersSection, applicationsSection, agentsSection, rulesSection, defineSection(mcpUpstreamsSection), defineSection(samlConnectionsSection)];
 
 /** Adds a section (for example `mcp_upstreams`) after the built-in ones. */
 export function registerProjectSection(section: ProjectSection): void {

@@ -1,6 +1,15 @@
-import { createPrivateKey, createPublicKey, generateKeyPair, type KeyObject } from 'node:crypto';
+import { createPrivateKey, createPublicKey, generateKeyPair, randomBytes, sign as signBytes, verify as verifyBytes, webcrypto, X509Certificate, type KeyObject } from 'node:crypto';
 import { promisify } from 'node:util';
-import { calculateJwkThumbprint, exportJWK, jwtVerify, SignJWT, type JWK, type JWTPayload, type JWTVerifyOptions, type JWTVerifyResult } from 'jose';
+import {
+  calculateJwkThumbprint,
+  errors as joseErrors,
+  exportJWK,
+  type JWK,
+  type JWTHeaderParameters,
+  type JWTPayload,
+  type JWTVerifyOptions,
+  type JWTVerifyResult,
+} from 'jose';
 import type { SecretBox } from './secret-box.js';
 import type { KeysStore, SigningKeyRow } from '../store/keys.js';
 import type { SettingsStore } from '../store/settings.js';
@@ -14,6 +23,9 @@ export const RETIRED_KEY_PUBLISHED_SECONDS = 24 * 60 * 60;
 const genKeyPair = promisify(generateKeyPair);
 
 interface ActiveKey { kid: string; alg: SigningAlg; privateKey: KeyObject }
+
+/** An active key's X.509 certificate (PEM and DER) and a signer of bytes with that key (RSA-SHA256). */
+export interface KeyCertificate { kid: string; pem: string; der: Buffer; sign(data: string | Buffer): Buffer }
 
 /**
  * The only module that touches private keys. Keys live encrypted in SQLite; each process
@@ -87,6 +99,58 @@ export class SigningKeys {
     return { keys: this.jwksCache.keys };
   }
 
+  private certificates = new Map<string, Promise<KeyCertificate>>();
+
+  /**
+   * The active `alg` key's self-signed X.509 certificate (SHA-256 with RSA, CN = `subjectCn`, valid
+   * 10 years from the key's creation) for SAML metadata, and `sign` (RSA-SHA256 of bytes, for XML
+   * signatures) so the key itself never leaves this module. Made once per key and kept in settings
+   * `saml_cert:<kid>` (first writer wins): every worker and every restart serves the same certificate.
+   */
+  certificate(alg: 'RS256', subjectCn: string): Promise<KeyCertificate> {
+    this.refresh();
+    const k = this.active.get(alg);
+    if (!k) throw new Error(`no active ${alg} signing key`);
+    let made = this.certificates.get(k.kid);
+    if (made) return made;
+    made = (async () => {
+      const settingKey = `saml_cert:${k.kid}`;
+      if (!this.settings.get(settingKey)) {
+        await import('reflect-metadata'); // @peculiar/x509 needs the Reflect polyfill loaded first
+        const x509 = await import('@peculiar/x509');
+        const algorithm = { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' };
+        const der = (type: 'pkcs8' | 'spki') =>
+          type === 'pkcs8' ? k.privateKey.export({ type, format: 'der' }) : createPublicKey(k.privateKey).export({ type, format: 'der' });
+        const keys = {
+          privateKey: await webcrypto.subtle.importKey('pkcs8', der('pkcs8'), algorithm, false, ['sign']),
+          publicKey: await webcrypto.subtle.importKey('spki', der('spki'), algorithm, true, ['verify']),
+        };
+        const createdAt = new Date((this.keys.active().find((r) => r.kid === k.kid)?.created_at ?? this.clock()) * 1000);
+        const notAfter = new Date(createdAt);
+        notAfter.setUTCFullYear(notAfter.getUTCFullYear() + 10);
+        type SelfSigned = Parameters<typeof x509.X509CertificateGenerator.createSelfSigned>;
+        const cert = await x509.X509CertificateGenerator.createSelfSigned(
+          {
+            serialNumber: `01${randomBytes(15).toString('hex')}`, // positive, unpredictable
+            name: [{ CN: [subjectCn] }],
+            notBefore: createdAt,
+            notAfter,
+            signingAlgorithm: algorithm,
+            keys: keys as SelfSigned[0]['keys'],
+            extensions: [new x509.BasicConstraintsExtension(false, undefined, true), new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true)],
+          },
+          webcrypto as unknown as SelfSigned[1],
+        );
+        this.settings.setIfAbsent(settingKey, cert.toString('pem'));
+      }
+      const pem = this.settings.get(settingKey)!;
+      return { kid: k.kid, pem, der: Buffer.from(new X509Certificate(pem).raw), sign: (data: string | Buffer) => signBytes('sha256', Buffer.from(data), k.privateKey) };
+    })();
+    made.catch(() => this.certificates.delete(k.kid));
+    this.certificates.set(k.kid, made);
+    return made;
+  }
+
   activeKid(alg: SigningAlg): string {
     this.refresh();
     const k = this.active.get(alg);
@@ -94,12 +158,23 @@ export class SigningKeys {
     return k.kid;
   }
 
-  /** Signs claims as a JWT with the active key of `alg`; `typ` goes into the header. */
+  /**
+   * Signs claims as a JWT with the active key of `alg`; `typ` goes into the header.
+   * node:crypto's one-shot sign, synchronous: each worker process signs on its own core,
+   * without WebCrypto's thread-pool round trip (the token endpoint is bound by RSA).
+   */
   async sign(alg: SigningAlg, claims: JWTPayload, typ?: string): Promise<string> {
+    return this.signSync(alg, claims, typ);
+  }
+
+  signSync(alg: SigningAlg, claims: JWTPayload, typ?: string): string {
     this.refresh();
     const k = this.active.get(alg);
     if (!k) throw new Error(`no active ${alg} signing key`);
-    return new SignJWT(claims).setProtectedHeader({ alg, kid: k.kid, ...(typ ? { typ } : {}) }).sign(k.privateKey);
+    const header = { alg, kid: k.kid, ...(typ ? { typ } : {}) };
+    const input = `${b64json(header)}.${b64json(claims)}`;
+    const signature = signBytes(alg === 'RS256' ? 'sha256' : null, Buffer.from(input), k.privateKey);
+    return `${input}.${signature.toString('base64url')}`;
   }
 
   private publicKey(kid: string): { alg: SigningAlg; key: KeyObject } | undefined {
@@ -114,18 +189,72 @@ export class SigningKeys {
 
   /**
    * Verifies a JWT this service signed. Only `alg` is accepted (no `none`, no confusion
-   * between algorithms), and the key is chosen by `kid` among the published keys of that alg.
+   * between algorithms), and the key is chosen by `kid` among the published keys of that
+   * alg. Claims are checked as jose's jwtVerify does (issuer, audience, typ, exp, nbf,
+   * required claims), and failures throw jose's error classes.
    */
   async verify(token: string, alg: SigningAlg, options: Omit<JWTVerifyOptions, 'algorithms'> = {}): Promise<JWTVerifyResult> {
+    return this.verifySync(token, alg, options);
+  }
+
+  verifySync(token: string, alg: SigningAlg, options: Omit<JWTVerifyOptions, 'algorithms'> = {}): JWTVerifyResult {
     this.refresh();
-    return jwtVerify(
-      token,
-      (header) => {
-        const k = header.kid ? this.publicKey(header.kid) : undefined;
-        if (!k || k.alg !== alg || header.alg !== alg) throw new Error('unknown signing key');
-        return k.key;
-      },
-      { ...options, algorithms: [alg] },
-    );
+    const parts = typeof token === 'string' ? token.split('.') : [];
+    if (parts.length !== 3) throw new joseErrors.JWSInvalid('Invalid Compact JWS');
+    const [h, p, sig] = parts as [string, string, string];
+    const header = decodeJsonPart<JWTHeaderParameters>(h, 'header');
+    if (header.alg !== alg) throw new joseErrors.JOSEAlgNotAllowed('"alg" (Algorithm) Header Parameter value not allowed');
+    if (header.crit !== undefined) throw new joseErrors.JWSInvalid('"crit" is not supported');
+    const k = typeof header.kid === 'string' ? this.publicKey(header.kid) : undefined;
+    if (!k || k.alg !== alg) throw new joseErrors.JWKSNoMatchingKey('no published key matches the token');
+    const ok = verifyBytes(alg === 'RS256' ? 'sha256' : null, Buffer.from(`${h}.${p}`), k.key, Buffer.from(sig, 'base64url'));
+    if (!ok) throw new joseErrors.JWSSignatureVerificationFailed();
+    const payload = decodeJsonPart<JWTPayload>(p, 'payload');
+    checkClaims(header, payload, options);
+    return { payload, protectedHeader: header } as JWTVerifyResult;
+  }
+}
+
+const b64json = (value: unknown): string => Buffer.from(JSON.stringify(value)).toString('base64url');
+
+function decodeJsonPart<T>(part: string, what: string): T {
+  let value: unknown;
+  try {
+    value = JSON.parse(Buffer.from(part, 'base64url').toString('utf8'));
+  } catch {
+    throw new joseErrors.JWTInvalid(`the JWT ${what} is not valid JSON`);
+  }
+  if (!value || typeof value !== 'object' || Array.isArray(value)) throw new joseErrors.JWTInvalid(`the JWT ${what} must be an object`);
+  return value as T;
+}
+
+const normalizeTyp = (t: string) => t.toLowerCase().replace(/^application\//, '');
+
+function checkClaims(header: JWTHeaderParameters, payload: JWTPayload, o: Omit<JWTVerifyOptions, 'algorithms'>): void {
+  const fail = (claim: string, reason: string, msg: string) => new joseErrors.JWTClaimValidationFailed(msg, payload, claim, reason);
+  if (o.typ && (typeof header.typ !== 'string' || normalizeTyp(header.typ) !== normalizeTyp(o.typ))) {
+    throw fail('typ', 'check_failed', 'unexpected "typ" JWT header value');
+  }
+  for (const claim of o.requiredClaims ?? []) {
+    if (!(claim in payload)) throw fail(claim, 'missing', `missing required "${claim}" claim`);
+  }
+  if (o.issuer !== undefined) {
+    const allowed = Array.isArray(o.issuer) ? o.issuer : [o.issuer];
+    if (typeof payload.iss !== 'string' || !allowed.includes(payload.iss)) throw fail('iss', 'check_failed', 'unexpected "iss" claim value');
+  }
+  if (o.subject !== undefined && payload.sub !== o.subject) throw fail('sub', 'check_failed', 'unexpected "sub" claim value');
+  if (o.audience !== undefined) {
+    const wanted = Array.isArray(o.audience) ? o.audience : [o.audience];
+    const aud = typeof payload.aud === 'string' ? [payload.aud] : Array.isArray(payload.aud) ? payload.aud : [];
+    if (!aud.some((a) => wanted.includes(a))) throw fail('aud', 'check_failed', 'unexpected "aud" claim value');
+  }
+  const tolerance = typeof o.clockTolerance === 'number' ? o.clockTolerance : 0;
+  const nowSec = Math.floor((o.currentDate ?? new Date()).getTime() / 1000);
+  for (const c of ['iat', 'exp', 'nbf'] as const) {
+    if (payload[c] !== undefined && typeof payload[c] !== 'number') throw fail(c, 'invalid', `"${c}" claim must be a number`);
+  }
+  if (payload.nbf !== undefined && payload.nbf > nowSec + tolerance) throw fail('nbf', 'check_failed', '"nbf" claim timestamp check failed');
+  if (payload.exp !== undefined && payload.exp <= nowSec - tolerance) {
+    throw new joseErrors.JWTExpired('"exp" claim timestamp check failed', payload, 'exp', 'check_failed');
   }
 }
