@@ -4,11 +4,13 @@ import { answerApproval, type Answer } from '../agents/approvals.js';
 import type { AppContext } from '../context.js';
 import { ProtocolError } from '../errors.js';
 import { csrfToken, verifyCsrf, CSRF_FIELD } from '../oauth/csrf.js';
-import { currentSession, loginUrl } from '../oauth/session.js';
+import { currentSession } from '../oauth/session.js';
 import type { Approval } from '../store/agent-auth.js';
 import { escapeHtml, hiddenInput, notice, renderPage, sendPage } from './layout.js';
 
 const RETURN_TO = '/approvals';
+// `/` may stay as is in a query: the sign-in page reads the same value either way.
+const LOGIN = '/login?return_to=/approvals';
 
 const MESSAGES: Record<string, [string, 'info' | 'error']> = {
   approved: ['Approved.', 'info'],
@@ -20,7 +22,7 @@ const MESSAGES: Record<string, [string, 'info' | 'error']> = {
 export function showApprovals(ctx: AppContext, req: Request, res: Response): void {
   const signedIn = currentSession(ctx, req);
   if (!signedIn) {
-    res.redirect(302, loginUrl(RETURN_TO));
+    res.redirect(302, LOGIN);
     return;
   }
   const csrf = csrfToken(ctx, req, res);
@@ -57,7 +59,7 @@ ${hiddenInput('id', a.id)}
 export function postApproval(ctx: AppContext, req: Request, res: Response): void {
   const signedIn = currentSession(ctx, req);
   if (!signedIn) {
-    res.redirect(303, loginUrl(RETURN_TO));
+    res.redirect(303, LOGIN);
     return;
   }
   if (!verifyCsrf(req)) {

@@ -1,0 +1,233 @@
+/**
+ * Decision throughput over HTTP (on demand: `npm run bench:decision`).
+ *
+ * Builds the project, starts `node dist/cli.js serve` with GATEHOUSE_WORKERS = cores on a temp
+ * database, registers an autonomous agent, and measures with autocannon at 10 and 50 connections:
+ *   - authorize alone (transaction tokens bound beforehand; they live 60 s, so each run rebinds),
+ *   - the transaction-token + authorize pair (the second request uses the first one's token),
+ *   - a bare Express handler returning the same JSON, same worker count (the framework's ceiling).
+ * Runs alternate (bare, authorize, pair) for BENCH_ROUNDS rounds of BENCH_SECONDS; medians are printed.
+ * Prints the table (markdown) for docs/agents.md.
+ */
+import { spawn, execSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { availableParallelism, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:net';
+import { exportJWK, generateKeyPair, SignJWT } from 'jose';
+
+interface CannonResult {
+  requests: { average: number; total: number };
+  latency: { p50: number; p99: number };
+  non2xx: number;
+  errors: number;
+}
+interface CannonRequest {
+  method?: string;
+  path?: string;
+  headers?: Record<string, string>;
+  body?: string;
+  setupRequest?: (req: CannonRequest, context: Record<string, unknown>) => CannonRequest;
+  onResponse?: (status: number, body: string, context: Record<string, unknown>) => void;
+}
+type Cannon = (opts: Record<string, unknown>) => Promise<CannonResult>;
+const autocannon = createRequire(import.meta.url)('autocannon') as Cannon;
+
+const DURATION = Number(process.env.BENCH_SECONDS ?? 4);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const WORKERS = Number(process.env.GATEHOUSE_WORKERS ?? availableParallelism());
+const ADMIN = 'bench-admin-token-0123456789abcdef';
+
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const s = createServer().listen(0, () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+
+async function waitReady(url: string): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    try {
+      if ((await fetch(`${url}/healthz`)).ok) return;
+    } catch {
+      /* not yet */
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${url} did not start`);
+}
+
+function start(cmd: string[], env: Record<string, string>): ChildProcess {
+  // Its own process group, so the cluster's workers go down with it.
+  const child = spawn(process.execPath, cmd, { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'], detached: true });
+  child.on('exit', (code) => code && code !== 0 && process.stderr.write(`child exited with ${code}\n`));
+  return child;
+}
+
+const BARE = `
+const cluster = require('node:cluster');
+const express = require('express');
+const workers = Number(process.env.WORKERS);
+if (cluster.isPrimary && workers > 1) { for (let i = 0; i < workers; i++) cluster.fork(); }
+else {
+  const app = express();
+  app.use(express.json());
+  app.get('/healthz', (_q, r) => r.json({ status: 'ok' }));
+  app.post('/apis/regional/v1/agents/authorize', (_q, r) => r.json({ data: { decision: 'allow', reason: 'allowed', policy_version: 'v' } }));
+  app.listen(Number(process.env.PORT));
+}`;
+
+async function main(): Promise<void> {
+  process.stderr.write('building...\n');
+  execSync('npm run build --silent', { stdio: 'inherit' });
+
+  const dir = mkdtempSync(join(tmpdir(), 'gatehouse-bench-'));
+  mkdirSync(join(dir, 'policies'));
+  const port = await freePort();
+  const base = `http://localhost:${port}`;
+  const server = start(['dist/cli.js', 'serve'], {
+    PORT: String(port),
+    GATEHOUSE_ISSUER: base,
+    GATEHOUSE_DB: join(dir, 'bench.db'),
+    GATEHOUSE_POLICY_DIR: join(dir, 'policies'),
+    GATEHOUSE_ADMIN_TOKEN: ADMIN,
+    GATEHOUSE_SECRET: 'bench-secret-0123456789abcdef',
+    GATEHOUSE_WORKERS: String(WORKERS),
+    LOG_LEVEL: 'warn',
+  });
+  const barePort = await freePort();
+  writeFileSync(join(dir, 'bare.cjs'), BARE);
+  const bare = start([join(dir, 'bare.cjs')], { PORT: String(barePort), WORKERS: String(WORKERS), NODE_PATH: join(process.cwd(), 'node_modules') });
+
+  try {
+    await Promise.all([waitReady(base), waitReady(`http://localhost:${barePort}`)]);
+    const admin = async (method: string, path: string, body?: unknown) => {
+      const res = await fetch(`${base}/admin/v1${path}`, {
+        method,
+        headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
+      return res.status === 204 ? undefined : res.json();
+    };
+
+    // The agent, as a real one: its own Ed25519 key, a signed assertion, a token.
+    const { privateKey, publicKey } = await generateKeyPair('EdDSA', { crv: 'Ed25519' });
+    await admin('PUT', '/roles/refunder', { permissions: ['create:refunds'] });
+    const agent = (await admin('POST', '/agents', {
+      name: 'bench',
+      mode: 'autonomous',
+      public_jwk: await exportJWK(publicKey),
+      roles: ['refunder'],
+      capabilities: [{ name: 'create:refunds', limits: { amount: { max: 500 }, currency: { in: ['USD', 'EUR'] } } }],
+    })) as { agent_id: string };
+    const t = Math.floor(Date.now() / 1000);
+    const clientAssertion = await new SignJWT({ iss: agent.agent_id, sub: agent.agent_id, aud: base, iat: t, exp: t + 60, jti: randomUUID() })
+      .setProtectedHeader({ alg: 'EdDSA' })
+      .sign(privateKey);
+    const tokenRes = await fetch(`${base}/apis/regional/v1/ai/auth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({
+        grant_type: 'client_credentials',
+        client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer',
+        client_assertion: clientAssertion,
+      }),
+    });
+    const accessToken = ((await tokenRes.json()) as { access_token: string }).access_token;
+    const bearer = { authorization: `Bearer ${accessToken}`, 'content-type': 'application/json' };
+
+    const action = (i: number) => ({ action: 'create:refunds', resource: `refund:${i}`, context: { amount: 100 + (i % 300), currency: 'USD' } });
+    const bindAll = async (n: number) =>
+      Promise.all(
+        Array.from({ length: n }, async (_, i) => {
+          const a = action(i);
+          const r = await fetch(`${base}/apis/regional/v1/ai/auth/transaction-token`, { method: 'POST', headers: bearer, body: JSON.stringify(a) });
+          const token = ((await r.json()) as { data: { transaction_token: string } }).data.transaction_token;
+          return JSON.stringify({ agent_id: agent.agent_id, transaction_token: token, ...a });
+        }),
+      );
+
+    const run = async (url: string, connections: number, requests: CannonRequest[]) =>
+      autocannon({ url, connections, duration: DURATION, requests, headers: { 'content-type': 'application/json' } });
+
+    const rows: string[] = [];
+    const row = (name: string, c: number, r: CannonResult, perOp = 1) => {
+      const line = `| ${name} | ${c} | ${Math.round(r.requests.average / perOp)} | ${r.latency.p50} | ${r.latency.p99} | ${r.non2xx + r.errors} |`;
+      rows.push(line);
+      process.stderr.write(`${line}\n`);
+    };
+
+    // The machine is shared: bare and authorize runs alternate, and the median round is reported.
+    const median = (runs: CannonResult[]) => [...runs].sort((a, b) => a.requests.average - b.requests.average)[Math.floor(runs.length / 2)]!;
+    for (const c of [10, 50]) {
+      const bareRuns: CannonResult[] = [];
+      const aloneRuns: CannonResult[] = [];
+      const pairRuns: CannonResult[] = [];
+      for (let round = 0; round < ROUNDS; round++) {
+        bareRuns.push(
+          await run(`http://localhost:${barePort}`, c, [
+            { method: 'POST', path: '/apis/regional/v1/agents/authorize', body: JSON.stringify({ agent_id: 'x' }) },
+          ]),
+        );
+        const bodies = await bindAll(64);
+        aloneRuns.push(await run(base, c, bodies.map((body) => ({ method: 'POST', path: '/apis/regional/v1/agents/authorize', body }))));
+        let n = 0;
+        pairRuns.push(
+          await run(base, c, [
+            {
+              method: 'POST',
+              path: '/apis/regional/v1/ai/auth/transaction-token',
+              headers: bearer,
+              setupRequest: (req, context) => {
+                context.action = action(n++);
+                return { ...req, body: JSON.stringify(context.action) };
+              },
+              onResponse: (_status, body, context) => {
+                context.txn = (JSON.parse(body) as { data?: { transaction_token?: string } }).data?.transaction_token ?? 'none';
+              },
+            },
+            {
+              method: 'POST',
+              path: '/apis/regional/v1/agents/authorize',
+              setupRequest: (req, context) => ({
+                ...req,
+                body: JSON.stringify({ agent_id: agent.agent_id, transaction_token: context.txn, ...(context.action as object) }),
+              }),
+            },
+          ]),
+        );
+        process.stderr.write(`  c=${c} round ${round + 1}: bare ${Math.round(bareRuns.at(-1)!.requests.average)}, authorize ${Math.round(aloneRuns.at(-1)!.requests.average)}, pairs ${Math.round(pairRuns.at(-1)!.requests.average / 2)}\n`);
+      }
+      const bareRes = median(bareRuns);
+      const alone = median(aloneRuns);
+      row('bare Express (same JSON)', c, bareRes);
+      row('authorize alone', c, alone);
+      rows.push(`| authorize / bare | ${c} | ${Math.round((alone.requests.average / bareRes.requests.average) * 100)}% | | | |`);
+      row('transaction-token + authorize (pairs/s)', c, median(pairRuns), 2);
+    }
+
+    process.stdout.write(
+      `\nworkers: ${WORKERS}, ${DURATION} s per run, median of ${ROUNDS} alternating rounds, ${availableParallelism()} cores (autocannon shares them)\n\n` +
+        `| run | connections | req/s | p50 ms | p99 ms | non-2xx/errors |\n|---|---|---|---|---|---|\n${rows.join('\n')}\n`,
+    );
+  } finally {
+    for (const child of [server, bare]) {
+      try {
+        process.kill(-child.pid!, 'SIGTERM');
+      } catch {
+        /* already gone */
+      }
+    }
+    await new Promise((r) => setTimeout(r, 500));
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+main().catch((err) => {
+  process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,108 @@
+import { createPublicKey, type KeyObject } from 'node:crypto';
+import type { AppContext } from '../context.js';
+import type { Agent } from '../store/agents.js';
+import type { PolicySet } from '../policy/index.js';
+
+/** An agent as the hot path needs it: its record, its permissions through roles, its public key. */
+export interface AgentState {
+  agent: Agent;
+  permissions: string[];
+  /** null when the registered JWK cannot be imported (then every assertion fails) */
+  publicKey: KeyObject | null;
+}
+
+/**
+ * Agent state cached in memory per process, dropped whenever the `agents` change counter
+ * moves (the management API bumps it on every agent, role and capability change), so every
+ * worker sees a change on its next request at the cost of one small counter read.
+ */
+export class AgentCache {
+  private version = -1;
+  private byId = new Map<string, AgentState | null>();
+
+  constructor(private readonly ctx: AppContext) {}
+
+  // The counter is read at most once per event-loop turn: a change committed during this turn
+  // is concurrent with the requests handled in it, and the next turn sees it.
+  private checkedThisTurn = false;
+
+  private sync(): void {
+    if (this.checkedThisTurn) return;
+    this.checkedThisTurn = true;
+    setImmediate(() => {
+      this.checkedThisTurn = false;
+    });
+    const v = this.ctx.store.agentAuth.changeCounter('agents');
+    if (v !== this.version) {
+      this.byId.clear();
+      this.version = v;
+    }
+  }
+
+  /** The agent's current state, or undefined when unknown. Revoked agents are returned (callers decide). */
+  get(agentId: string): AgentState | undefined {
+    this.sync();
+    let state = this.byId.get(agentId);
+    if (state === undefined) {
+      const agent = this.ctx.store.agents.get(agentId);
+      state = agent ? load(this.ctx, agent) : null;
+      // Bounded: a flood of unknown IDs must not grow memory without limit.
+      if (this.byId.size > 10_000) this.byId.clear();
+      this.byId.set(agentId, state);
+    }
+    return state ?? undefined;
+  }
+
+  /** The agent when it exists and is not revoked. */
+  active(agentId: string): AgentState | undefined {
+    const s = this.get(agentId);
+    return s && !s.agent.revoked ? s : undefined;
+  }
+}
+
+function load(ctx: AppContext, agent: Agent): AgentState {
+  let publicKey: KeyObject | null = null;
+  try {
+    const jwk = agent.public_jwk as { kty?: string; crv?: string; x?: string };
+    if (jwk.kty === 'OKP' && jwk.crv === 'Ed25519' && typeof jwk.x === 'string') {
+      publicKey = createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: jwk.x }, format: 'jwk' });
+    }
+  } catch {
+    publicKey = null;
+  }
+  return { agent, permissions: ctx.store.roles.permissionsOf(agent.roles), publicKey };
+}
+
+const caches = new WeakMap<AppContext, AgentCache>();
+
+/** The cache of one context (one per process; tests run several servers in one process). */
+export function agentCache(ctx: AppContext): AgentCache {
+  let c = caches.get(ctx);
+  if (!c) caches.set(ctx, (c = new AgentCache(ctx)));
+  return c;
+}
+
+/** A person's permissions through their roles: one indexed read of the person, roles from the store. */
+export function personPermissions(ctx: AppContext, userId: string): string[] {
+  const user = ctx.store.users.get(userId);
+  return user ? ctx.store.roles.permissionsOf(user.roles) : [];
+}
+
+const policies = new WeakMap<AppContext, { set: PolicySet | undefined }>();
+
+/**
+ * The policy in force (`ctx.policy.current()`, which reads the `policy` counter), looked up at
+ * most once per event-loop turn, like the agent cache.
+ */
+export function currentPolicy(ctx: AppContext): PolicySet {
+  let memo = policies.get(ctx);
+  if (!memo) policies.set(ctx, (memo = { set: undefined }));
+  if (memo.set) return memo.set;
+  const set = ctx.policy.current();
+  memo.set = set;
+  const m = memo;
+  setImmediate(() => {
+    m.set = undefined;
+  });
+  return set;
+}

@@ -1,0 +1,69 @@
+import { decodeJwt, decodeProtectedHeader, jwtVerify, type JWTPayload } from 'jose';
+import type { AppContext } from '../context.js';
+import { errors } from '../errors.js';
+import { agentCache, type AgentState } from './agent-cache.js';
+
+export const JWT_BEARER_ASSERTION_TYPE = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
+
+/** A client assertion may be valid for at most this long (exp − now), plus the clock skew allowed. */
+export const MAX_ASSERTION_LIFETIME = 300;
+export const CLOCK_SKEW = 10;
+
+const now = () => Math.floor(Date.now() / 1000);
+const fail = (why: string) => errors.invalidClient(why);
+
+/**
+ * `private_key_jwt` (RFC 7523) for agents: an EdDSA assertion with `iss` = `sub` = the agent ID,
+ * `aud` one of `audiences`, `exp` at most 5 minutes ahead, `iat`, and a `jti` used once
+ * (recorded in SQLite until the assertion expires). Every failure is `invalid_client` (401).
+ */
+export async function authenticateAgent(ctx: AppContext, body: Record<string, unknown>, audiences: string[]): Promise<AgentState> {
+  const assertionType = body.client_assertion_type;
+  const assertion = body.client_assertion;
+  if (assertionType !== JWT_BEARER_ASSERTION_TYPE) {
+    throw fail('client_assertion_type must be urn:ietf:params:oauth:client-assertion-type:jwt-bearer');
+  }
+  if (typeof assertion !== 'string' || !assertion) throw fail('client_assertion is required');
+
+  // 1. The header: EdDSA only (no `none`, no HMAC keyed with the public key, no RSA/EC).
+  let claims: JWTPayload;
+  try {
+    const header = decodeProtectedHeader(assertion);
+    if (header.alg !== 'EdDSA') throw new Error('alg');
+    claims = decodeJwt(assertion);
+  } catch {
+    throw fail('the client assertion must be a JWT signed with EdDSA');
+  }
+
+  // 2. Which agent: iss = sub = the agent ID (and client_id, when sent, the same).
+  const agentId = claims.iss;
+  if (typeof agentId !== 'string' || !agentId || claims.sub !== agentId) throw fail('the client assertion needs iss = sub = the agent ID');
+  if (body.client_id !== undefined && body.client_id !== agentId) throw fail('client_id does not match the client assertion');
+  const state = agentCache(ctx).active(agentId);
+  if (!state || !state.publicKey) throw fail('unknown or revoked agent');
+
+  // 3. Signature with the agent's registered key, audience, times.
+  let verified: JWTPayload;
+  try {
+    ({ payload: verified } = await jwtVerify(assertion, state.publicKey, {
+      algorithms: ['EdDSA'],
+      issuer: agentId,
+      subject: agentId,
+      audience: audiences,
+      requiredClaims: ['exp', 'iat', 'jti'],
+      clockTolerance: CLOCK_SKEW,
+    }));
+  } catch {
+    throw fail('the client assertion is not valid (signature, audience or time)');
+  }
+  const t = now();
+  const exp = verified.exp!;
+  if (exp - t > MAX_ASSERTION_LIFETIME + CLOCK_SKEW) throw fail('the client assertion may be valid for at most 5 minutes');
+  if (typeof verified.iat !== 'number' || verified.iat > t + CLOCK_SKEW) throw fail('the client assertion iat is in the future');
+  const jti = verified.jti;
+  if (typeof jti !== 'string' || !jti || jti.length > 512) throw fail('the client assertion needs a jti');
+
+  // 4. Single use, across restarts and worker processes.
+  if (!ctx.store.agentAuth.useJti(agentId, jti, exp + CLOCK_SKEW)) throw fail('the client assertion was already used');
+  return state;
+}

@@ -1,0 +1,51 @@
+import type { AppContext } from '../context.js';
+import type { AuditInput } from '../store/audit.js';
+
+interface Pending { input: AuditInput; resolve: () => void; reject: (err: unknown) => void }
+
+/**
+ * Group commit for the audit trail on the HTTP hot paths: the records of every request
+ * handled in one event-loop turn are appended in one transaction (one commit, one write lock)
+ * just after the turn, and each request answers only once its record is committed. The
+ * chain is the same as with one append per request; only the commits are shared.
+ */
+class AuditBatch {
+  private queue: Pending[] = [];
+  private scheduled = false;
+
+  constructor(private readonly ctx: AppContext) {}
+
+  append(input: AuditInput): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.queue.push({ input, resolve, reject });
+      if (!this.scheduled) {
+        this.scheduled = true;
+        setImmediate(() => this.flush());
+      }
+    });
+  }
+
+  private flush(): void {
+    const batch = this.queue;
+    this.queue = [];
+    this.scheduled = false;
+    try {
+      this.ctx.store.transaction(() => {
+        for (const p of batch) this.ctx.store.audit.append(p.input);
+      });
+    } catch (err) {
+      for (const p of batch) p.reject(err);
+      return;
+    }
+    for (const p of batch) p.resolve();
+  }
+}
+
+const batches = new WeakMap<AppContext, AuditBatch>();
+
+/** Appends an audit record in this turn's shared transaction; resolves once it is committed. */
+export function appendAudit(ctx: AppContext, input: AuditInput): Promise<void> {
+  let b = batches.get(ctx);
+  if (!b) batches.set(ctx, (b = new AuditBatch(ctx)));
+  return b.append(input);
+}

@@ -1,0 +1,167 @@
+import { randomUUID } from 'node:crypto';
+import type { AppContext } from '../context.js';
+import type { AuditInput } from '../store/audit.js';
+import { appendAudit } from './audit-batch.js';
+import { decide, type Decision, type DecisionRequest, type PolicySet } from '../policy/index.js';
+import type { AgentPrincipal } from './access-token.js';
+import { agentCache, personPermissions, type AgentState, currentPolicy } from './agent-cache.js';
+import { actionKey, canonicalJson } from './canonical.js';
+
+export interface ActionInput {
+  principal: AgentPrincipal;
+  action: string;
+  resource: string;
+  context: Record<string, unknown>;
+  via: 'api' | 'mcp';
+}
+
+export interface ActionDecision {
+  decision: 'allow' | 'deny' | 'approval_required';
+  reason: string;
+  policy_version: string;
+  approval_id?: string;
+}
+
+/** A pending approval waits this long for a person; once approved (or denied) it holds this long. */
+export const APPROVAL_WINDOW_SECONDS = 600;
+
+const now = () => Math.floor(Date.now() / 1000);
+
+/**
+ * The decision order from step 2 on, with the agent's current state: limits, deny rules,
+ * grants (and the person's, for a delegated principal), approval rules (creating or
+ * consuming an approval), allow. Every answer is written to the audit trail. Never throws:
+ * anything unexpected is a `deny` (fail closed).
+ */
+export function decideAction(ctx: AppContext, input: ActionInput): ActionDecision {
+  const result = evaluateAction(ctx, input);
+  try {
+    ctx.store.audit.append(auditRecord(input, result));
+  } catch (err) {
+    return unrecorded(ctx, input, result, err);
+  }
+  return result;
+}
+
+/** decideAction for the HTTP endpoint: the audit record joins this turn's group commit. */
+export async function decideActionBatched(ctx: AppContext, input: ActionInput): Promise<ActionDecision> {
+  const result = evaluateAction(ctx, input);
+  try {
+    await appendAudit(ctx, auditRecord(input, result));
+  } catch (err) {
+    return unrecorded(ctx, input, result, err);
+  }
+  return result;
+}
+
+/** A decision that cannot be recorded is not given. */
+function unrecorded(ctx: AppContext, input: ActionInput, result: ActionDecision, err: unknown): ActionDecision {
+  ctx.logger.error({ err, agent_id: input.principal.agent.agent_id }, 'audit append failed');
+  return { decision: 'deny', reason: 'error: the decision could not be recorded', policy_version: result.policy_version };
+}
+
+const auditRecord = (input: ActionInput, result: ActionDecision): AuditInput => ({
+  kind: 'decision',
+  agent_id: input.principal.agent.agent_id,
+  user_id: input.principal.userId,
+  action: input.action,
+  resource: input.resource,
+  context: input.context,
+  decision: result.decision,
+  reason: result.reason,
+  policy_version: result.policy_version,
+});
+
+/** Steps 2–6 with the agent's current state; never throws (anything unexpected is a deny). */
+function evaluateAction(ctx: AppContext, input: ActionInput): ActionDecision {
+  const agentId = input.principal.agent.agent_id;
+  try {
+    const state = agentCache(ctx).active(agentId);
+    if (!state) return { decision: 'deny', reason: 'invalid_client: the agent is unknown or revoked', policy_version: safeVersion(ctx) };
+    return decideWithApprovals(ctx, currentPolicy(ctx), buildRequest(ctx, state, input), input);
+  } catch (err) {
+    ctx.logger.error({ err, agent_id: agentId, action: input.action }, 'decision failed');
+    return { decision: 'deny', reason: 'error: the decision could not be made', policy_version: safeVersion(ctx) };
+  }
+}
+
+/** Records a decision made before the policy runs (unknown agent, bad transaction token). */
+export function auditEarlyDecision(
+  ctx: AppContext,
+  r: { agent_id: string; user_id: string | null; action: string; resource: string; context: unknown; decision: string; reason: string },
+): void {
+  ctx.store.audit.append({ kind: 'decision', ...r, policy_version: safeVersion(ctx) });
+}
+
+function safeVersion(ctx: AppContext): string {
+  try {
+    return currentPolicy(ctx).version;
+  } catch {
+    return '';
+  }
+}
+
+export function buildRequest(ctx: AppContext, state: AgentState, input: Omit<ActionInput, 'via'>): DecisionRequest {
+  const { agent } = state;
+  const userId = input.principal.userId;
+  // A delegated agent acts only for a person; without one, the person grants nothing (fail closed).
+  const person =
+    userId != null
+      ? { id: userId, permissions: personPermissions(ctx, userId) }
+      : agent.mode === 'delegated'
+        ? { id: '', permissions: [] }
+        : null;
+  return {
+    agent: {
+      id: agent.agent_id,
+      mode: agent.mode,
+      permissions: state.permissions,
+      capabilities: agent.capabilities.map((c) => ({ name: c.name, limits: c.limits })),
+    },
+    person,
+    action: input.action,
+    resource: input.resource,
+    context: input.context,
+  };
+}
+
+const toAnswer = (d: Decision): ActionDecision => ({ decision: d.decision, reason: d.reason, policy_version: d.policyVersion });
+
+function decideWithApprovals(ctx: AppContext, policySet: PolicySet, request: DecisionRequest, input: ActionInput): ActionDecision {
+  const first = decide(request, policySet);
+  if (first.decision !== 'approval_required') return toAnswer(first);
+
+  const agentId = request.agent.id;
+  const key = actionKey(agentId, input.action, input.resource, input.context);
+  const approvals = ctx.store.agentAuth;
+  return ctx.store.transaction(() => {
+    const latest = approvals.latestForAction(key);
+    if (latest?.state === 'approved') {
+      const approved = decide({ ...request, approved: true }, policySet);
+      if (approved.decision !== 'allow') return toAnswer(approved);
+      // Allowed once: only the caller that consumes the approval gets the allow.
+      if (approvals.consume(latest.id)) return toAnswer(approved);
+    } else if (latest?.state === 'denied') {
+      return {
+        decision: 'deny',
+        reason: `rule_denied: ${first.rule ?? first.reason.replace(/^approval_required:\s*/, '')} (a person denied the approval)`,
+        policy_version: first.policyVersion,
+      };
+    } else if (latest?.state === 'pending') {
+      return { ...toAnswer(first), approval_id: latest.id };
+    }
+    const created = approvals.createAction({
+      id: randomUUID(),
+      agent_id: agentId,
+      user_id: input.principal.userId,
+      action: input.action,
+      resource: input.resource,
+      context: canonicalJson(input.context),
+      action_key: key,
+      rule: first.rule ?? null,
+      binding_message: `${input.principal.agent.name} asks to ${input.action} on ${input.resource}`,
+      expires_at: now() + APPROVAL_WINDOW_SECONDS,
+    });
+    return { ...toAnswer(first), approval_id: created.id };
+  });
+}

@@ -1,0 +1,75 @@
+import { randomUUID } from 'node:crypto';
+import type { Response } from 'express';
+import type { AppContext } from '../context.js';
+import type { Agent } from '../store/agents.js';
+import { errors } from '../errors.js';
+import type { JWTPayload } from 'jose';
+import { AGENT_ACCESS_TOKEN_TTL, AGENT_ACCESS_TOKEN_TYP, rememberIssued } from './access-token.js';
+
+const now = () => Math.floor(Date.now() / 1000);
+
+/**
+ * The capabilities a token carries: all of the agent's, or the requested `scope` narrowed to
+ * them (an unknown name is `invalid_scope`). `openid` is not a capability and is reported apart.
+ */
+export function requestedCapabilities(agent: Agent, scope: unknown): { capabilities: string[]; openid: boolean } {
+  if (scope !== undefined && typeof scope !== 'string') throw errors.invalidRequest('scope must be a string');
+  const names = [...new Set((scope ?? '').split(' ').filter(Boolean))];
+  const openid = names.includes('openid');
+  const wanted = names.filter((n) => n !== 'openid');
+  const held = agent.capabilities.map((c) => c.name);
+  if (wanted.length === 0) return { capabilities: held, openid };
+  const unknown = wanted.filter((n) => !held.includes(n));
+  if (unknown.length) throw errors.invalidScope(`not a capability of this agent: ${unknown.join(', ')}`);
+  return { capabilities: wanted, openid };
+}
+
+/** The audience of an agent token: the MCP gateway, the only `resource` accepted. */
+export function agentAudience(ctx: AppContext, resource: unknown): string {
+  if (resource === undefined || resource === '') return ctx.urls.mcp;
+  if (resource !== ctx.urls.mcp) throw errors.invalidTarget('resource must be the MCP gateway URL');
+  return resource;
+}
+
+export interface IssuedAgentToken { access_token: string; expires_in: number; scope: string; jti: string }
+
+/** An agent access token (EdDSA, `typ: at+jwt`); `userId` makes it a delegated token (`sub` the person, `act` the agent). */
+export async function issueAgentAccessToken(
+  ctx: AppContext,
+  p: { agent: Agent; userId: string | null; capabilities: string[]; audience: string },
+): Promise<IssuedAgentToken> {
+  const iat = now();
+  const jti = randomUUID();
+  const scope = p.capabilities.join(' ');
+  const claims = {
+    iss: ctx.urls.issuer,
+    sub: p.userId ?? p.agent.agent_id,
+    aud: p.audience,
+    exp: iat + AGENT_ACCESS_TOKEN_TTL,
+    iat,
+    jti,
+    client_id: p.agent.agent_id,
+    scope,
+    capabilities: p.capabilities,
+    ...(p.userId ? { act: { sub: p.agent.agent_id } } : {}),
+  };
+  const token = await ctx.keys.sign('EdDSA', claims, AGENT_ACCESS_TOKEN_TYP);
+  rememberIssued(ctx, token, p.audience, JSON.parse(JSON.stringify(claims)) as JWTPayload);
+  ctx.store.audit.append({
+    kind: 'token',
+    agent_id: p.agent.agent_id,
+    user_id: p.userId,
+    action: p.userId ? 'token:ciba' : 'token:client_credentials',
+    resource: p.audience,
+    context: { jti, scope },
+    decision: 'issued',
+    reason: 'token issued',
+  });
+  return { access_token: token, expires_in: AGENT_ACCESS_TOKEN_TTL, scope, jti };
+}
+
+export function sendTokenResponse(res: Response, body: Record<string, unknown>): void {
+  res.setHeader('Cache-Control', 'no-store');
+  res.setHeader('Pragma', 'no-cache');
+  res.status(200).json(body);
+}

@@ -1,0 +1,40 @@
+import type { Request, Response } from 'express';
+import type { AppContext } from '../context.js';
+import { errors } from '../errors.js';
+import { authenticateAgent } from './assertion.js';
+import { CIBA_GRANT_TYPE, cibaGrant } from './ciba.js';
+import { agentAudience, issueAgentAccessToken, requestedCapabilities, sendTokenResponse } from './issue-token.js';
+
+const GRANTS = ['client_credentials', CIBA_GRANT_TYPE];
+
+/**
+ * POST /apis/regional/v1/ai/auth/token: agent sign-in (`client_credentials`, autonomous agents)
+ * and CIBA polling. Steps: check the grant type, authenticate the agent's assertion, run the grant.
+ */
+export async function agentToken(ctx: AppContext, req: Request, res: Response): Promise<void> {
+  const body = (req.body ?? {}) as Record<string, unknown>;
+  const grantType = body.grant_type;
+  if (grantType === undefined || grantType === '') throw errors.invalidRequest('grant_type is required');
+  if (typeof grantType !== 'string' || !GRANTS.includes(grantType)) {
+    throw errors.unsupportedGrantType('grant_type must be client_credentials or urn:openid:params:grant-type:ciba');
+  }
+  const { agent } = await authenticateAgent(ctx, body, [ctx.urls.agentToken, ctx.urls.issuer]);
+  if (grantType === CIBA_GRANT_TYPE) {
+    await cibaGrant(ctx, agent, body, res);
+    return;
+  }
+
+  // client_credentials: the agent acting for itself.
+  if (agent.mode !== 'autonomous') {
+    throw errors.unauthorizedClient('a delegated agent gets its token through CIBA, not client_credentials');
+  }
+  const audience = agentAudience(ctx, body.resource);
+  const { capabilities } = requestedCapabilities(agent, body.scope);
+  const token = await issueAgentAccessToken(ctx, { agent, userId: null, capabilities, audience });
+  sendTokenResponse(res, {
+    access_token: token.access_token,
+    token_type: 'Bearer',
+    expires_in: token.expires_in,
+    scope: token.scope,
+  });
+}
