@@ -50,7 +50,7 @@ async function serve(): Promise<void> {
   if (cluster.isPrimary) {
     // The primary prepares the database once, runs the background work, and keeps workers up.
     const ctx = await openContext(config, logger, 'primary');
-    const stopBackground = startBackground(ctx);
+    const stopBackground = startBackground(ctx, { walCheckpoints: true });
     let stopping = false;
     const fork = () => cluster.fork();
     for (let i = 0; i < config.workers; i++) fork();

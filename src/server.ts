@@ -10,8 +10,9 @@ import { PolicyLoadError, PolicyService } from './authz/policy-service.js';
 import { createApp } from './http/app.js';
 import { createLogger, type Logger } from './logger.js';
 import { formatDiagnostic } from './policy/index.js';
-import { noSignals } from './signals.js';
-import { migrate, openDatabase } from './store/db.js';
+import { createSignalSink } from './ssf/sink.js';
+import { deliveryOptionsFromEnv, startDeliveryWorker } from './ssf/delivery-worker.js';
+import { checkpointWal, disableAutoCheckpoint, migrate, openDatabase } from './store/db.js';
 import { createStore } from './store/index.js';
 import { endpointUrls } from './urls.js';
 import { applyProjectFile } from './admin/project-file.js';
@@ -28,6 +29,7 @@ const ADMIN_TOKEN_KEY = 'admin_token_hash';
 export async function openContext(config: Config, logger: Logger, role: ProcessRole = 'primary'): Promise<AppContext> {
   const db = openDatabase(config.dbFile);
   const applied = role === 'primary' ? migrate(db) : [];
+  if (role === 'worker') disableAutoCheckpoint(db);
   if (applied.length) logger.info({ migrations: applied }, 'database migrated');
   const store = createStore(db);
   const box = createSecretBox(
@@ -57,7 +59,7 @@ export async function openContext(config: Config, logger: Logger, role: ProcessR
     keys,
     box,
     urls: endpointUrls(config.issuer),
-    signals: noSignals,
+    signals: createSignalSink(store, { issuer: config.issuer }),
     policy,
     adminTokenHash,
   };
@@ -122,8 +124,14 @@ export function withBoundPort(config: Config, port: number): Config {
 }
 
 /** Background work that runs in exactly one process (the primary, or the single process). */
-export function startBackground(_ctx: AppContext): () => Promise<void> {
+export function startBackground(ctx: AppContext, opts: { walCheckpoints?: boolean } = {}): () => Promise<void> {
   const stops: (() => Promise<void> | void)[] = [];
+  stops.push(startDeliveryWorker(ctx, deliveryOptionsFromEnv()));
+  if (opts.walCheckpoints) {
+    const timer = setInterval(() => checkpointWal(ctx.store.db), 1000);
+    timer.unref();
+    stops.push(() => clearInterval(timer));
+  }
   return async () => {
     for (const stop of stops) await stop();
   };
@@ -141,8 +149,15 @@ export async function startServer(config: Config, opts: { logger?: Logger } = {}
     server.close();
     throw err;
   }
+  let stopBackground: () => Promise<void>;
+  try {
+    stopBackground = startBackground(ctx);
+  } catch (err) {
+    server.close();
+    ctx.store.db.close();
+    throw err;
+  }
   attach(server, ctx);
-  const stopBackground = startBackground(ctx);
   logger.info({ port, issuer: ctx.urls.issuer }, 'listening');
   return {
     url: `http://localhost:${port}`,

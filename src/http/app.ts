@@ -4,8 +4,17 @@ import cookieParser from 'cookie-parser';
 import type { AppContext } from '../context.js';
 import { errorHandler, errors } from '../errors.js';
 import { discoveryRouter } from './discovery.js';
+import { oauthRouter } from '../oauth/router.js';
 import { adminRouter } from '../admin/router.js';
 import { mcpRouter } from '../mcp/router.js';
+import { mcpAdminRouter } from '../mcp/admin-router.js';
+import { requireAdmin } from '../admin/auth.js';
+import { ssfRouter } from '../ssf/router.js';
+import { samlRouter } from '../saml/router.js';
+import { samlAdminRouter } from '../saml/admin-router.js';
+import { agentsRouter } from '../agents/router.js';
+import { adminApprovalsRouter } from '../agents/admin-approvals.js';
+import { bareNotFound } from './bare-not-found.js';
 
 declare module 'express-serve-static-core' {
   interface Request {
@@ -44,11 +53,20 @@ export function createApp(ctx: AppContext): Express {
   app.use(cookieParser());
 
   app.get('/healthz', (_req, res) => void res.json({ status: 'ok' }));
+  // The agent endpoints first: the decision endpoint is the hottest path.
+  app.use(agentsRouter(ctx));
   app.use(discoveryRouter(ctx));
+  app.use(oauthRouter(ctx));
+  app.use('/admin/v1/mcp', requireAdmin(ctx), mcpAdminRouter(ctx));
+  app.use('/admin/v1/approvals', requireAdmin(ctx), adminApprovalsRouter(ctx));
+  app.use('/admin/v1/saml', requireAdmin(ctx), samlAdminRouter(ctx));
   app.use('/admin/v1', adminRouter(ctx));
   app.use('/mcp', mcpRouter(ctx));
+  app.use(ssfRouter(ctx));
+  app.use(samlRouter(ctx));
 
   app.use((_req, _res, next) => next(errors.notFound('no such endpoint')));
+  app.use(['/admin/v1', '/v1/ssf'], bareNotFound);
   app.use(errorHandler(ctx.logger));
   return app;
 }

@@ -49,3 +49,16 @@ export function migrate(db: Db, migrations = listMigrations()): string[] {
   }
   return done;
 }
+
+/**
+ * In cluster mode the workers leave WAL checkpoints to the primary: an automatic
+ * checkpoint runs inside whichever worker commits and stalls its requests for milliseconds.
+ */
+export function disableAutoCheckpoint(db: Db): void {
+  db.pragma('wal_autocheckpoint = 0');
+}
+
+/** A checkpoint that never waits for readers or writers; the primary runs it every second. */
+export function checkpointWal(db: Db): void {
+  db.pragma('wal_checkpoint(PASSIVE)');
+}

@@ -1,12 +1,18 @@
 import type { Db } from './db.js';
 import { agentsStore } from './agents.js';
+import { agentAuthStore } from './agent-auth.js';
 import { applicationsStore } from './applications.js';
 import { auditStore } from './audit.js';
 import { keysStore } from './keys.js';
+import { mcpStore } from './mcp.js';
+import { oauthStore } from './oauth.js';
+import { rateLimitsStore } from './rate-limits.js';
 import { rolesStore } from './roles.js';
+import { samlStore } from './saml.js';
 import { rulesStore } from './rules.js';
 import { sessionsStore } from './sessions.js';
 import { settingsStore } from './settings.js';
+import { ssfStore } from './ssf.js';
 import { usersStore } from './users.js';
 
 /**
@@ -26,9 +32,15 @@ export function createStore(db: Db) {
     users: usersStore(db),
     roles: rolesStore(db),
     agents: agentsStore(db),
+    agentAuth: agentAuthStore(db),
     rules: rulesStore(db),
     sessions: sessionsStore(db),
     audit: auditStore(db),
+    mcp: mcpStore(db),
+    ssf: ssfStore(db),
+    oauth: oauthStore(db),
+    rateLimits: rateLimitsStore(db),
+    saml: samlStore(db),
   };
 }
 export type Store = ReturnType<typeof createStore>;
