@@ -160,21 +160,29 @@ export class SigningKeys {
 
   /**
    * Signs claims as a JWT with the active key of `alg`; `typ` goes into the header.
-   * node:crypto's one-shot sign, synchronous: each worker process signs on its own core,
-   * without WebCrypto's thread-pool round trip (the token endpoint is bound by RSA).
+   * node:crypto's one-shot sign with a callback runs on libuv's thread pool: the event loop
+   * keeps serving while RSA works, and one process signs on every core.
    */
   async sign(alg: SigningAlg, claims: JWTPayload, typ?: string): Promise<string> {
-    return this.signSync(alg, claims, typ);
+    const { input, key } = this.signingInput(alg, claims, typ);
+    const signature = await new Promise<Buffer>((resolve, reject) =>
+      signBytes(alg === 'RS256' ? 'sha256' : null, Buffer.from(input), key, (err, sig) => (err ? reject(err) : resolve(sig))),
+    );
+    return `${input}.${signature.toString('base64url')}`;
   }
 
-  signSync(alg: SigningAlg, claims: JWTPayload, typ?: string): string {
+  private signingInput(alg: SigningAlg, claims: JWTPayload, typ?: string): { input: string; key: KeyObject } {
     this.refresh();
     const k = this.active.get(alg);
     if (!k) throw new Error(`no active ${alg} signing key`);
     const header = { alg, kid: k.kid, ...(typ ? { typ } : {}) };
-    const input = `${b64json(header)}.${b64json(claims)}`;
-    const signature = signBytes(alg === 'RS256' ? 'sha256' : null, Buffer.from(input), k.privateKey);
-    return `${input}.${signature.toString('base64url')}`;
+    return { input: `${b64json(header)}.${b64json(claims)}`, key: k.privateKey };
+  }
+
+  /** The same, on the calling thread (for code that cannot wait). */
+  signSync(alg: SigningAlg, claims: JWTPayload, typ?: string): string {
+    const { input, key } = this.signingInput(alg, claims, typ);
+    return `${input}.${signBytes(alg === 'RS256' ? 'sha256' : null, Buffer.from(input), key).toString('base64url')}`;
   }
 
   private publicKey(kid: string): { alg: SigningAlg; key: KeyObject } | undefined {
