@@ -11,7 +11,8 @@ import { actionFields, readTransactionToken } from './transaction-token.js';
 
 const authorizeBody = z.object({
   agent_id: z.string().min(1, 'agent_id is required').max(1024),
-  transaction_token: z.string().min(1, 'transaction_token is required').max(16_384),
+  // Missing is not a 400: the decision is deny with reason invalid_transaction_token: missing.
+  transaction_token: z.string().max(16_384).optional(),
   ...actionFields,
 });
 
@@ -21,6 +22,11 @@ const authorizeBody = z.object({
  * this very action, else deny; (2–6) the policy decision with the agent's current state.
  */
 export async function authorizeAction(ctx: AppContext, req: Request, res: Response): Promise<void> {
+  // Step 1 comes first, even before the rest of the body is looked at: an unknown or revoked agent is a 401.
+  const rawAgentId = (req.body as { agent_id?: unknown } | undefined)?.agent_id;
+  if (typeof rawAgentId === 'string' && rawAgentId && !agentCache(ctx).active(rawAgentId)) {
+    throw errors.invalidClient('unknown or revoked agent');
+  }
   const parsed = authorizeBody.safeParse(req.body ?? {});
   if (!parsed.success) throw validationError(parsed.error);
   const { agent_id, transaction_token, action, resource, context } = parsed.data;
@@ -28,7 +34,7 @@ export async function authorizeAction(ctx: AppContext, req: Request, res: Respon
   const state = agentCache(ctx).active(agent_id);
   if (!state) throw errors.invalidClient('unknown or revoked agent');
 
-  const bound = await readTransactionToken(ctx, transaction_token);
+  const bound = transaction_token ? await readTransactionToken(ctx, transaction_token) : { why: 'missing' };
   const mismatch = 'why' in bound ? bound.why : bindingMismatch(bound.claims, agent_id, action, resource, context);
   let answer: ActionDecision;
   if (mismatch) {

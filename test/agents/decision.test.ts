@@ -303,9 +303,21 @@ describe('the decision order', () => {
   });
 
   it('a body without a required field is 400 naming it', async () => {
-    const res = await authorize(server, { agent_id: billing.id, action: 'send:emails', resource: 'email:1', context: {} });
+    const res = await authorize(server, { agent_id: billing.id, transaction_token: 'x', resource: 'email:1', context: {} });
     expect(res.status).toBe(400);
     expect(res.body.error).toBe('invalid_request');
-    expect(JSON.stringify(res.body.issues)).toContain('transaction_token');
+    expect(JSON.stringify(res.body.issues)).toContain('action');
+  });
+
+  it('no transaction token is a deny with invalid_transaction_token: missing', async () => {
+    const res = await authorize(server, { agent_id: billing.id, action: 'send:emails', resource: 'email:1', context: {} });
+    expect(res.status).toBe(200);
+    expect(res.body.data).toMatchObject({ decision: 'deny', reason: 'invalid_transaction_token: missing' });
+  });
+
+  it('an unknown agent is 401 before the rest of the body is looked at', async () => {
+    const res = await authorize(server, { agent_id: 'spiffe://localhost/agent/nobody', context: 'not an object' });
+    expect(res.status).toBe(401);
+    expect(res.body.error).toBe('invalid_client');
   });
 });
