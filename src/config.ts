@@ -39,10 +39,10 @@ const fields = {
     .refine((u) => URL.canParse(u) && !new URL(u).search && !new URL(u).hash, 'must have no query or fragment'),
   GATEHOUSE_DB: z.string().min(1),
   GATEHOUSE_POLICY_DIR: z.string().min(1),
-  GATEHOUSE_ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  GATEHOUSE_ADMIN_TOKEN: z.string().min(1).optional(),
   GATEHOUSE_PROJECT_FILE: z.string().min(1).optional(),
   LOG_LEVEL: z.enum(LOG_LEVELS),
-  GATEHOUSE_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
+  GATEHOUSE_SECRET: z.string().min(1).optional(),
   GATEHOUSE_WORKERS: z.coerce.number().int().min(1).max(64),
 };
 
