@@ -14,7 +14,7 @@ import { samlRouter } from '../saml/router.js';
 import { samlAdminRouter } from '../saml/admin-router.js';
 import { agentsRouter } from '../agents/router.js';
 import { adminApprovalsRouter } from '../agents/admin-approvals.js';
-import { bareNotFound } from './bare-not-found.js';
+import { badPathEncoding, bareNotFound } from './error-shapes.js';
 
 declare module 'express-serve-static-core' {
   interface Request {
@@ -67,6 +67,7 @@ export function createApp(ctx: AppContext): Express {
 
   app.use((_req, _res, next) => next(errors.notFound('no such endpoint')));
   app.use(['/admin/v1', '/v1/ssf'], bareNotFound);
+  app.use(badPathEncoding);
   app.use(errorHandler(ctx.logger));
   return app;
 }

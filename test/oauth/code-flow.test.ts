@@ -171,12 +171,17 @@ describe('refresh, userinfo, introspection, revocation, logout', () => {
       expect(r.body).toEqual({ active: false });
     }
 
-    // Another application with a secret sees the token as inactive.
+    // Another application with a secret (a resource server) may check it too (contract review:
+    // the description makes `active` depend on the token only, as Keycloak / oidc-provider do).
     const other = await createApp(f.server, { type: 'web', redirect_uris: ['http://localhost:9/other'] });
     const r = await postForm(`${f.issuer}/oauth/token/introspect`, { token: tokens.access_token }, {
       authorization: `Basic ${Buffer.from(`${other.client_id}:${other.client_secret}`).toString('base64')}`,
     });
-    expect(r.body).toEqual({ active: false });
+    expect(r.body).toMatchObject({ active: true, client_id: f.web.client_id });
+    const wrongSecret = await postForm(`${f.issuer}/oauth/token/introspect`, { token: tokens.access_token }, {
+      authorization: `Basic ${Buffer.from(`${other.client_id}:wrong`).toString('base64')}`,
+    });
+    expect(wrongSecret.status).toBe(401);
 
     // The token's audience (an API) sees it as active.
     const api = await createApp(f.server, { type: 'api', redirect_uris: [] });
