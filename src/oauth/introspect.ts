@@ -9,23 +9,23 @@ const INACTIVE = JSON.stringify({ active: false });
 
 /**
  * POST /oauth/token/introspect (RFC 7662): an application with a secret asks about an access
- * token. Active for any good access token of this project (the description: "true when the
- * token is a good access token"), as Keycloak and node-oidc-provider answer any confidential
- * client, so a resource server can check a public SPA's token; any other token gets exactly
- * {"active": false}.
+ * token. Active only for a good access token whose client or audience is the caller; any
+ * other token gets exactly {"active": false}.
  */
 export function introspectEndpoint(ctx: AppContext): RequestHandler {
   return async (req, res) => {
     res.setHeader('Cache-Control', 'no-store');
     // 1. The caller
     const body = formBody(req);
-    await authenticateClient(ctx, req, body, { requireSecret: true });
+    const caller = await authenticateClient(ctx, req, body, { requireSecret: true });
     // 2. The token
     const token = single(body, 'token');
     if (token === undefined) throw errors.invalidRequest('token is required');
     const claims = await verifyAccessToken(ctx, token);
-    // 3. The answer (the caller was authenticated with its secret above)
-    if (!claims) {
+    // 3. Only the token's client or audience may see it
+    const aud = Array.isArray(claims?.aud) ? claims.aud : claims?.aud !== undefined ? [claims.aud] : [];
+    const callerId = caller.app.client_id;
+    if (!claims || (claims.client_id !== callerId && !aud.includes(callerId))) {
       res.type('application/json').send(INACTIVE);
       return;
     }

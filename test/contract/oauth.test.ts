@@ -406,11 +406,11 @@ describe('POST /oauth/token/introspect', () => {
     expect(r.body).toMatchObject({ active: true, sub: m2m.client_id, client_id: m2m.client_id, iss: f.issuer, token_type: 'Bearer' });
   });
 
-  it('a public SPA\'s token can be checked by an application that has a secret', async () => {
+  it('an application that is neither the token\'s client nor its audience sees exactly {"active": false} (issue 4)', async () => {
     const spaConfig = await discover(f, f.spa);
     const { tokens } = await signInAndExchange(spaConfig, f, ada());
     const r = await postForm(`${f.issuer}/oauth/token/introspect`, { token: tokens.access_token }, { authorization: basic(f.web.client_id, f.web.client_secret) });
-    expect(r.body).toMatchObject({ active: true, client_id: f.spa.client_id, sub: f.user.id });
+    expect(r.body).toEqual({ active: false });
   });
 
   it('expired, malformed, forged, refresh or ID tokens: exactly {"active": false}', async () => {
