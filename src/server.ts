@@ -8,6 +8,7 @@ import { createSecretBox, resolveSecretKey } from './crypto/secret-box.js';
 import { SigningKeys } from './crypto/signing.js';
 import { PolicyLoadError, PolicyService } from './authz/policy-service.js';
 import { createApp } from './http/app.js';
+import { tokenFastPath } from './oauth/token-fast-path.js';
 import { createLogger, type Logger } from './logger.js';
 import { formatDiagnostic } from './policy/index.js';
 import { createSignalSink } from './ssf/sink.js';
@@ -112,8 +113,11 @@ export function bind(port: number): Promise<Server> {
 /** Replaces the start-up handler with the app. */
 export function attach(server: Server, ctx: AppContext): void {
   const app = createApp(ctx);
+  const fastToken = tokenFastPath(ctx);
   server.removeAllListeners('request');
-  server.on('request', app);
+  server.on('request', (req, res) => {
+    if (!fastToken(req, res)) app(req, res);
+  });
 }
 
 /** The configuration with the issuer following the bound port when it was not set. */

@@ -68,10 +68,20 @@ export class SigningKeys {
     const pem = privateKey.export({ type: 'pkcs8', format: 'pem' }) as string;
     this.keys.add({ kid, alg, public_jwk: JSON.stringify(publicJwk), private_enc: this.box.seal(pem), created_at: this.clock() });
     this.settings.bump('keys');
+    this.checkedThisTurn = false; // this process sees its own rotation at once
     return { kid, alg };
   }
 
+  // The keys counter is read at most once per event-loop turn: under load many signatures
+  // share one read, and a rotation made by another worker is seen from its next turn on.
+  private checkedThisTurn = false;
+
   private refresh(): void {
+    if (this.checkedThisTurn) return;
+    this.checkedThisTurn = true;
+    setImmediate(() => {
+      this.checkedThisTurn = false;
+    });
     const version = this.settings.version('keys');
     if (version === this.loadedVersion) return;
     const active = new Map<SigningAlg, ActiveKey>();

@@ -1,4 +1,3 @@
-import type { Request } from 'express';
 import type { AppContext } from '../context.js';
 import { constantTimeEqual, sha256, verifyPassword } from '../crypto/hash.js';
 import { errors } from '../errors.js';
@@ -24,8 +23,15 @@ interface Presented {
   method: ClientAuthMethod;
 }
 
+/** What client authentication reads of a request: its headers and the peer address. */
+export interface ClientRequest {
+  get(name: string): string | undefined;
+  ip?: string | undefined;
+  socket: { remoteAddress?: string | undefined };
+}
+
 /** Reads the credentials from the Authorization header or the body; more than one method is refused. */
-function presentedCredentials(req: Request, body: Params): Presented {
+function presentedCredentials(req: ClientRequest, body: Params): Presented {
   const header = req.get('authorization');
   const bodyId = single(body, 'client_id');
   const bodySecret = single(body, 'client_secret');
@@ -63,7 +69,7 @@ function secretMatches(presented: string, stored: string): boolean | Promise<boo
  */
 export async function authenticateClient(
   ctx: AppContext,
-  req: Request,
+  req: ClientRequest,
   body: Params,
   opts: { requireSecret?: boolean } = {},
 ): Promise<AuthenticatedClient> {

@@ -1,11 +1,11 @@
 import type { RequestHandler } from 'express';
 import type { AppContext } from '../context.js';
 import { errors } from '../errors.js';
-import { authenticateClient } from './client-auth.js';
+import { authenticateClient, type ClientRequest } from './client-auth.js';
 import { authorizationCodeGrant } from './grants/authorization-code.js';
 import { clientCredentialsGrant } from './grants/client-credentials.js';
 import { refreshTokenGrant } from './grants/refresh-token.js';
-import { formBody, single } from './params.js';
+import { formBody, single, type Params } from './params.js';
 
 const GRANTS = {
   authorization_code: authorizationCodeGrant,
@@ -15,22 +15,24 @@ const GRANTS = {
 type GrantType = keyof typeof GRANTS;
 const isGrantType = (v: string): v is GrantType => Object.hasOwn(GRANTS, v);
 
-/** POST /oauth/token: grant type, client authentication, the grant, a no-store JSON answer. */
+/** The token endpoint's steps after the body is read: grant type, client authentication, the grant. */
+export async function tokenResponse(ctx: AppContext, req: ClientRequest, body: Params): Promise<object> {
+  // 1. Grant type
+  const grantType = single(body, 'grant_type');
+  if (grantType === undefined) throw errors.invalidRequest('grant_type is required');
+  if (!isGrantType(grantType)) throw errors.unsupportedGrantType(`grant_type ${grantType.slice(0, 60)} is not supported`);
+  // 2. Client authentication
+  const client = await authenticateClient(ctx, req, body);
+  // 3. The grant
+  return GRANTS[grantType](ctx, client, body);
+}
+
+/** POST /oauth/token: a form body, then tokenResponse, a no-store JSON answer. */
 export function tokenEndpoint(ctx: AppContext): RequestHandler {
   return async (req, res) => {
     res.setHeader('Cache-Control', 'no-store');
     res.setHeader('Pragma', 'no-cache');
-    // 1. A form body
     if (!req.is('application/x-www-form-urlencoded')) throw errors.invalidRequest('the body must be application/x-www-form-urlencoded');
-    const body = formBody(req);
-    // 2. Grant type
-    const grantType = single(body, 'grant_type');
-    if (grantType === undefined) throw errors.invalidRequest('grant_type is required');
-    if (!isGrantType(grantType)) throw errors.unsupportedGrantType(`grant_type ${grantType.slice(0, 60)} is not supported`);
-    // 3. Client authentication
-    const client = await authenticateClient(ctx, req, body);
-    // 4. The grant
-    const response = await GRANTS[grantType](ctx, client, body);
-    res.json(response);
+    res.json(await tokenResponse(ctx, req, formBody(req)));
   };
 }
