@@ -17,13 +17,7 @@ export function ruleContentHash(r: RuleFields): string {
 
 export function ruleJson(r: Rule) {
   return {
-    id: r.id,
-    name: r.name,
-    effect: r.effect,
-    subjects: r.subjects,
-    relation: r.relation,
-    object: r.object,
-    condition: r.condition,
+    ...toJsonRule(r),
     state: r.state,
     validated: r.validated_hash === ruleContentHash(r),
     created_at: iso(r.created_at),

@@ -62,7 +62,10 @@ ${bodyHtml}
  * Sends a page with the headers every sign-in page carries: never cached, never framed
  * (clickjacking), no scripts, no referrer leaking codes or request ids.
  */
-export function sendPage(res: Response, status: number, html: string): void {
+const PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'";
+
+/** Sends an HTML page that no one may cache or frame; `csp` replaces the default policy. */
+export function sendPage(res: Response, status: number, html: string, csp = PAGE_CSP): void {
   res.status(status);
   res.setHeader('Content-Type', 'text/html; charset=utf-8');
   res.setHeader('Cache-Control', 'no-store');
@@ -70,6 +73,6 @@ export function sendPage(res: Response, status: number, html: string): void {
   res.setHeader('X-Frame-Options', 'DENY');
   res.setHeader('X-Content-Type-Options', 'nosniff');
   res.setHeader('Referrer-Policy', 'no-referrer');
-  res.setHeader('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'");
+  res.setHeader('Content-Security-Policy', csp);
   res.send(html);
 }

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import type { Request, Response } from 'express';
-import { escapeHtml } from '../pages/layout.js';
+import { escapeHtml, sendPage } from '../pages/layout.js';
 
 /** Size limits of a SAML message: enough for any AuthnRequest, too little for a zip bomb. */
 const MAX_ENCODED = 64 * 1024;
@@ -67,13 +67,5 @@ ${inputs}
 </body>
 </html>
 `;
-  res.status(200);
-  res.setHeader('Content-Type', 'text/html; charset=utf-8');
-  res.setHeader('Cache-Control', 'no-store');
-  res.setHeader('Pragma', 'no-cache');
-  res.setHeader('X-Frame-Options', 'DENY');
-  res.setHeader('X-Content-Type-Options', 'nosniff');
-  res.setHeader('Referrer-Policy', 'no-referrer');
-  res.setHeader('Content-Security-Policy', `default-src 'none'; script-src ${AUTO_SUBMIT_HASH}; frame-ancestors 'none'; base-uri 'none'`);
-  res.send(html);
+  sendPage(res, 200, html, `default-src 'none'; script-src ${AUTO_SUBMIT_HASH}; frame-ancestors 'none'; base-uri 'none'`);
 }
