@@ -1,0 +1,117 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { decodeProtectedHeader } from 'jose';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { projectRoot } from '../../src/paths.js';
+import { basic, discover, postForm, signInAndExchange, type Fixture } from '../oauth/helpers.js';
+
+// `gatehouse serve` as `npm start` runs it: a primary and two worker processes over one
+// SQLite file. Requests land on either worker, so every flow here crosses processes.
+const dir = mkdtempSync(join(tmpdir(), 'gatehouse-cluster-'));
+mkdirSync(join(dir, 'policies'));
+const ADMIN = 'cluster-admin-token';
+let child: ChildProcess;
+let base: string;
+
+async function admin(method: string, path: string, body?: unknown) {
+  const res = await fetch(`${base}/admin/v1${path}`, {
+    method,
+    headers: { authorization: `Bearer ${ADMIN}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : undefined };
+}
+
+beforeAll(async () => {
+  const tsx = pathToFileURL(join(projectRoot, 'node_modules/tsx/dist/loader.mjs')).href;
+  child = spawn(process.execPath, ['--import', tsx, join(projectRoot, 'src/cli.ts'), 'serve'], {
+    cwd: dir,
+    env: {
+      PATH: process.env.PATH,
+      PORT: '0',
+      GATEHOUSE_DB: join(dir, 'gh.db'),
+      GATEHOUSE_POLICY_DIR: join(dir, 'policies'),
+      GATEHOUSE_ADMIN_TOKEN: ADMIN,
+      GATEHOUSE_WORKERS: '2',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const ports = new Set<number>();
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('workers did not start')), 30_000);
+    let buf = '';
+    child.stdout!.on('data', (b: Buffer) => {
+      buf += b.toString();
+      for (const line of buf.split('\n')) {
+        try {
+          const j = JSON.parse(line);
+          if (j.msg === 'listening') ports.add(j.port);
+        } catch {
+          /* partial line */
+        }
+      }
+      // Two workers said so, on the same port.
+      if ((buf.match(/"msg":"listening"/g) ?? []).length >= 2) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+  });
+  expect(ports.size).toBe(1);
+  base = `http://localhost:${[...ports][0]}`;
+});
+
+afterAll(async () => {
+  if (child && child.exitCode === null) {
+    const exited = new Promise((r) => child.once('exit', r));
+    child.kill('SIGTERM');
+    await exited;
+  }
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('two worker processes over one database', () => {
+  it('signs people in, refreshes, and rotates keys consistently whichever worker answers', async () => {
+    const redirectUri = 'http://localhost:9/callback';
+    const app = (await admin('POST', '/applications', { name: 'web', type: 'web', redirect_uris: [redirectUri] })).body;
+    const password = 'correct horse battery staple';
+    const user = (await admin('POST', '/users', { email: 'ada@example.com', password, name: 'Ada' })).body;
+    expect((await admin('PUT', `/applications/${app.client_id}/assignments/${user.id}`)).status).toBe(204);
+    const f = { issuer: base, redirectUri } as Fixture;
+    const config = await discover(f, app);
+
+    // Several sign-ins: the pages, the pending request and the code cross workers.
+    for (let i = 0; i < 3; i++) {
+      const { tokens } = await signInAndExchange(config, f, { email: 'ada@example.com', password });
+      expect(tokens.access_token).toBeTruthy();
+      // The refresh token rotates once; the replay is refused by whichever worker sees it.
+      const auth = { authorization: basic(app.client_id, app.client_secret) };
+      const next = await postForm(`${base}/oauth/token`, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token! }, auth);
+      expect(next.status).toBe(200);
+      const replay = await postForm(`${base}/oauth/token`, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token! }, auth);
+      expect([replay.status, replay.body.error]).toEqual([400, 'invalid_grant']);
+    }
+
+    // After a rotation no worker signs with the old key.
+    const m2m = (await admin('POST', '/applications', { name: 'svc', type: 'm2m' })).body;
+    const rotated = await admin('POST', '/keys/rotate', { alg: 'RS256' });
+    expect(rotated.status).toBe(200);
+    const newKid = rotated.body.keys[0].kid;
+    await new Promise((r) => setTimeout(r, 50));
+    for (let i = 0; i < 8; i++) {
+      const t = await postForm(`${base}/oauth/token`, { grant_type: 'client_credentials' }, { authorization: basic(m2m.client_id, m2m.client_secret) });
+      expect(t.status).toBe(200);
+      expect(decodeProtectedHeader(t.body.access_token).kid).toBe(newKid);
+    }
+  });
+
+  it('stops cleanly on SIGTERM', async () => {
+    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+  });
+});
