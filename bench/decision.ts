@@ -9,21 +9,14 @@
  * Runs alternate (bare, authorize, pair) for BENCH_ROUNDS rounds of BENCH_SECONDS; medians are printed.
  * Prints the table (markdown) for docs/agents.md.
  */
-import { spawn, execSync, type ChildProcess } from 'node:child_process';
+import { execSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { createServer } from 'node:net';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
+import { autocannon, freePort, start, stop, waitReady, type CannonResult } from './harness.js';
 
-interface CannonResult {
-  requests: { average: number; total: number };
-  latency: { p50: number; p99: number };
-  non2xx: number;
-  errors: number;
-}
 interface CannonRequest {
   method?: string;
   path?: string;
@@ -32,40 +25,13 @@ interface CannonRequest {
   setupRequest?: (req: CannonRequest, context: Record<string, unknown>) => CannonRequest;
   onResponse?: (status: number, body: string, context: Record<string, unknown>) => void;
 }
-type Cannon = (opts: Record<string, unknown>) => Promise<CannonResult>;
-const autocannon = createRequire(import.meta.url)('autocannon') as Cannon;
 
 const DURATION = Number(process.env.BENCH_SECONDS ?? 4);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const WORKERS = Number(process.env.GATEHOUSE_WORKERS ?? availableParallelism());
 const ADMIN = 'bench-admin-token-0123456789abcdef';
 
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const s = createServer().listen(0, () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
 
-async function waitReady(url: string): Promise<void> {
-  for (let i = 0; i < 200; i++) {
-    try {
-      if ((await fetch(`${url}/healthz`)).ok) return;
-    } catch {
-      /* not yet */
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`${url} did not start`);
-}
-
-function start(cmd: string[], env: Record<string, string>): ChildProcess {
-  // Its own process group, so the cluster's workers go down with it.
-  const child = spawn(process.execPath, cmd, { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'], detached: true });
-  child.on('exit', (code) => code && code !== 0 && process.stderr.write(`child exited with ${code}\n`));
-  return child;
-}
 
 const BARE = `
 const cluster = require('node:cluster');
@@ -103,7 +69,7 @@ async function main(): Promise<void> {
   const bare = start([join(dir, 'bare.cjs')], { PORT: String(barePort), WORKERS: String(WORKERS), NODE_PATH: join(process.cwd(), 'node_modules') });
 
   try {
-    await Promise.all([waitReady(base), waitReady(`http://localhost:${barePort}`)]);
+    await Promise.all([waitReady(`${base}/healthz`), waitReady(`http://localhost:${barePort}/healthz`)]);
     const admin = async (method: string, path: string, body?: unknown) => {
       const res = await fetch(`${base}/admin/v1${path}`, {
         method,
@@ -215,13 +181,7 @@ async function main(): Promise<void> {
         `| run | connections | req/s | p50 ms | p99 ms | non-2xx/errors |\n|---|---|---|---|---|---|\n${rows.join('\n')}\n`,
     );
   } finally {
-    for (const child of [server, bare]) {
-      try {
-        process.kill(-child.pid!, 'SIGTERM');
-      } catch {
-        /* already gone */
-      }
-    }
+    for (const child of [server, bare]) stop(child);
     await new Promise((r) => setTimeout(r, 500));
     rmSync(dir, { recursive: true, force: true });
   }

@@ -9,23 +9,15 @@
  * typical Node service signs) and node:crypto's one-shot sign (the fastest this machine does).
  * Prints a markdown table for docs/sign-in.md.
  */
-import { execSync, spawn, type ChildProcess } from 'node:child_process';
+import { execSync } from 'node:child_process';
+import { createRequire } from 'node:module';
 import { generateKeyPairSync } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { createServer } from 'node:net';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
+import { autocannon, freePort, start, stop, waitReady, type CannonResult } from './harness.js';
 
-interface CannonResult {
-  requests: { average: number; total: number };
-  latency: { p50: number; p99: number };
-  non2xx: number;
-  errors: number;
-}
-type Cannon = (opts: Record<string, unknown>) => Promise<CannonResult>;
-const autocannon = createRequire(import.meta.url)('autocannon') as Cannon;
 
 const DURATION = Number(process.env.BENCH_SECONDS ?? 8);
 const CORES = availableParallelism();
@@ -33,40 +25,7 @@ const WORKERS = Number(process.env.GATEHOUSE_WORKERS ?? CORES);
 const ADMIN = 'bench-admin-token-0123456789abcdef';
 const BENCH_SECRET = 'bench-client-secret-0123456789abcdef-0123';
 
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const s = createServer().listen(0, () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
 
-async function waitReady(url: string): Promise<void> {
-  for (let i = 0; i < 300; i++) {
-    try {
-      const r = await fetch(url);
-      if (r.status < 500) return;
-    } catch {
-      /* not yet */
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`${url} did not start`);
-}
-
-function start(args: string[], env: Record<string, string>): ChildProcess {
-  // Its own process group, so a cluster's workers go down with it.
-  const child = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'], detached: true });
-  child.on('exit', (code) => code && code !== 0 && process.stderr.write(`child exited with ${code}\n`));
-  return child;
-}
-const stop = (child: ChildProcess) => {
-  try {
-    if (child.pid) process.kill(-child.pid, 'SIGTERM');
-  } catch {
-    /* gone */
-  }
-};
 
 // RS256 signing in a loop for `seconds`, in this thread or a worker: signatures per second.
 const SIGN_LOOP = `
