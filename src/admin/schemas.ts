@@ -401,7 +401,7 @@ export const auditQuery = z.object({
   agent_id: z.string().optional(),
   user_id: z.string().optional(),
   decision: z.enum(['allow', 'deny', 'approval_required']).optional(),
-  kind: z.string().optional(),
+  kind: z.string().optional().meta({ description: '`decision` (the default), `token`, `approval`, or `all`' }),
   limit: z.coerce.number().int().min(1).max(500).default(50),
   before: z.coerce.number().int().min(1).optional().meta({ description: 'the `next_before` of the previous page' }),
 });

@@ -12,14 +12,17 @@
 // A decision is constant on each cell, so evaluating one representative per
 // cell with both compiled sets finds every change. Changed cells are merged
 // into boxes (products of per-field cell sets), each printed as a region with
-// an example request. Grants come from roles, not policy: diff assumes the
-// grants step passes (decideWith(..., {assumeGranted})) and no prior approval.
+// an example request. Grants come from roles, not policy: diff decides for an
+// agent (and person) holding every permission (`*:*`) and the capability of the
+// action, with no prior approval. A permission `<action>:<kinds>` still covers only
+// objects of the singular kind, so each concrete action's kind gets object cells of
+// its own and no region names objects that no permission could ever reach.
 
 import type { DecisionRequest, DecisionValue } from './types.js';
 import type { CompiledLimitBlock, CompiledRule, PolicySet } from './compile.js';
 import type { Expr, LimitField, Literal } from './ast.js';
 import { decideWith } from './decide.js';
-import { matchTyped, matchValue, parseAgentPattern, parseTypedPattern, patternToString, type Pattern } from './patterns.js';
+import { matchTyped, parseAgentPattern, parseTypedPattern, permissionCovers, patternToString, singularOf, type Pattern } from './patterns.js';
 import { fmtLiteral } from './format.js';
 
 export type FieldDesc = Record<string, unknown>;
@@ -295,12 +298,20 @@ export function diffPolicySets(before: PolicySet, after: PolicySet): DiffResult 
   const sb = sideOf(before), sa = sideOf(after);
   const singB = JSON.stringify(Object.entries(before.compiled.singulars).sort());
   const singA = JSON.stringify(Object.entries(after.compiled.singulars).sort());
-  if (singB !== singA) notes.push('declared kind singulars differ: grants of some permissions change (diff assumes grants pass)');
+  if (singB !== singA) notes.push('declared kind singulars differ: which objects a permission covers changes, also for actions no rule or limit names');
 
   const allRules = [...sb.rules, ...sa.rules];
   const allLimits = [...sb.limits, ...sa.limits];
   const actionPats = [...allRules.map((r) => parseTypedPattern(r.ast.relation)!), ...allLimits.map((l) => parseTypedPattern(l.capability)!)];
   const objectPats = allRules.map((r) => parseTypedPattern(r.ast.object)!);
+  // `<kind>:*` for the kind each concrete action covers, on either side's singulars
+  for (const a of actionPats) {
+    if (a.segs === null || a.segs.length !== 1 || a.segs[0] === null) continue;
+    const kinds = a.segs[0];
+    for (const sing of [before.compiled.singulars, after.compiled.singulars]) {
+      objectPats.push({ type: (Object.hasOwn(sing, kinds) ? sing[kinds] : undefined) ?? singularOf(kinds), segs: null });
+    }
+  }
   const agentPats = [
     ...allRules.flatMap((r) => r.ast.subjects.filter((s) => s.startsWith('agent:')).map((s) => parseAgentPattern(s.slice(6)))),
     ...allLimits.map((l) => parseAgentPattern(l.forAgent)),
@@ -321,6 +332,7 @@ export function diffPolicySets(before: PolicySet, after: PolicySet): DiffResult 
   let evaluations = 0;
 
   for (const ac of actionCells) {
+    const kindsWild = !(ac.pattern.segs && ac.pattern.segs.length === 1 && ac.pattern.segs[0] !== null);
     const relOk = (r: CompiledRule) => matchTyped(parseTypedPattern(r.ast.relation)!, ac.witness);
     const rulesA = allRules.filter(relOk);
     const limitsA = allLimits.filter((l) => l.capability === ac.witness);
@@ -334,15 +346,21 @@ export function diffPolicySets(before: PolicySet, after: PolicySet): DiffResult 
           const userSub = typeof pc === 'object' ? 'user:' + pc.witness : null;
           const rulesG = rulesO.filter((r) => r.subjects('agent:' + gc.witness, userSub));
           if (!rulesG.length && !limitsG.length) continue;
-          const sig = [...rulesG.map((r) => (sb.rules.includes(r) ? 'b' : 'a') + r.index), '|', ...limitsG.map((l) => allLimits.indexOf(l))].join(',');
+          // A cell of actions with any kinds (`create:*`) holds actions of every kind, so the grant is not
+          // constant on it: there diff assumes the grant (and picks an example action that has it).
+          const exampleAction = kindsWild ? coveringAction(ac, oc, [before.compiled.singulars, after.compiled.singulars]) : ac.witness;
+          if (exampleAction === null) continue;
+          const granted = kindsWild ? 'w' : [before, after].map((p) => (permissionCovers('*:*', ac.witness, oc.witness, p.compiled.singulars) ? 'g' : 'n')).join('');
+          if (granted === 'nn') continue; // nobody can be granted this action on this object: deny on both sides
+          const sig = [granted, ...rulesG.map((r) => (sb.rules.includes(r) ? 'b' : 'a') + r.index), '|', ...limitsG.map((l) => allLimits.indexOf(l))].join(',');
           let boxes = memo.get(sig);
           if (!boxes) {
             boxes = contextDiff(before, after, rulesG, limitsG, {
               agent: gc.witness, person: typeof pc === 'object' ? pc.witness : undefined, action: ac.witness, resource: oc.witness,
-            }, (n) => { evaluations += n; if (evaluations > EVAL_MAX) throw new DiffTooLarge('too many request cells to compare'); });
+            }, kindsWild, (n) => { evaluations += n; if (evaluations > EVAL_MAX) throw new DiffTooLarge('too many request cells to compare'); });
             memo.set(sig, boxes);
           }
-          for (const b of boxes) changes.push(render(b, ac, oc, gc, pc));
+          for (const b of boxes) changes.push(render(b, ac, oc, gc, pc, exampleAction));
         }
       }
     }
@@ -353,7 +371,7 @@ export function diffPolicySets(before: PolicySet, after: PolicySet): DiffResult 
 
 function contextDiff(
   before: PolicySet, after: PolicySet, rules: CompiledRule[], limits: CompiledLimitBlock[],
-  at: { agent: string; person?: string; action: string; resource: string }, count: (n: number) => void,
+  at: { agent: string; person?: string; action: string; resource: string }, assumeGranted: boolean, count: (n: number) => void,
 ) {
   const consts = new Map<string, FieldConsts>();
   const get = (f: string) => { let c = consts.get(f); if (!c) consts.set(f, (c = { nums: new Set(), strs: new Set(), bools: false })); return c; };
@@ -369,16 +387,16 @@ function contextDiff(
   const groups = new Map<string, number[][]>();
   const idx = new Array<number>(fields.length).fill(0);
   const base: DecisionRequest = {
-    agent: { id: at.agent, mode: at.person ? 'delegated' : 'autonomous', permissions: [], capabilities: [] },
+    agent: { id: at.agent, mode: at.person ? 'delegated' : 'autonomous', permissions: ['*:*'], capabilities: [{ name: at.action }] },
     action: at.action, resource: at.resource, context: {},
   };
-  if (at.person) base.person = { id: at.person, permissions: [] };
+  if (at.person) base.person = { id: at.person, permissions: ['*:*'] };
   for (let n = 0; n < total; n++) {
     const context: Record<string, unknown> = {};
     fields.forEach(([f], i) => { const r = reps[i]![idx[i]!]!; if (r.present) context[f] = r.value; });
     const req = { ...base, context };
-    const b = decideWith(req, before, { assumeGranted: true }).decision;
-    const a = decideWith(req, after, { assumeGranted: true }).decision;
+    const b = decideWith(req, before, { assumeGranted }).decision;
+    const a = decideWith(req, after, { assumeGranted }).decision;
     if (a !== b) {
       const k = `${b}>${a}`;
       let g = groups.get(k);
@@ -421,7 +439,7 @@ function mergeBoxes(points: number[][], dims: number): Set<number>[][] {
 
 function render(
   b: { box: Map<string, Set<number>>; fields: [string, FCell[]][]; before: DecisionValue; after: DecisionValue },
-  ac: Cell, oc: Cell, gc: Cell, pc: Cell | 'none' | 'any',
+  ac: Cell, oc: Cell, gc: Cell, pc: Cell | 'none' | 'any', exampleAction: string,
 ): Change {
   const region: Record<string, FieldDesc> = {};
   const context: Record<string, unknown> = {};
@@ -446,12 +464,30 @@ function render(
   const c: Change = {
     subjects, relation: patternToString(ac.pattern), object: patternToString(oc.pattern),
     region, before: b.before, after: b.after,
-    example: { agent_id: gc.witness, action: ac.witness, resource: oc.witness, context },
+    example: { agent_id: gc.witness, action: exampleAction, resource: oc.witness, context },
   };
   if (Object.keys(except).length) c.except = except;
   if (pc === 'none') c.no_person = true;
   if (typeof pc === 'object') c.example.person_id = pc.witness;
   return c;
+}
+
+/**
+ * An action of the cell `ac` whose kinds cover the object cell's kind, so that a permission can
+ * grant it; null when there is none (no request of the two cells can ever be granted).
+ */
+function coveringAction(ac: Cell, oc: Cell, singulars: Record<string, string>[]): string | null {
+  const kind = oc.pattern.type;
+  if (kind === null || kind === '') return ac.witness;
+  const verb = ac.witness.slice(0, ac.witness.indexOf(':'));
+  const plurals = [kind + 's', kind + 'es', ...(kind.endsWith('y') ? [kind.slice(0, -1) + 'ies'] : []), kind,
+    ...singulars.flatMap((m) => Object.entries(m).filter(([, v]) => v === kind).map(([k]) => k))];
+  for (const kinds of plurals) {
+    const action = `${verb}:${kinds}`;
+    if (!matchTyped(ac.pattern, action) || ac.except.some((p) => matchTyped(p, action))) continue;
+    if (singulars.some((m) => permissionCovers('*:*', action, oc.witness, m))) return action;
+  }
+  return null;
 }
 
 function rank(c: FCell): number {
