@@ -140,6 +140,10 @@ async function main(): Promise<void> {
           ]),
         );
         const bodies = await bindAll(64);
+        // A benchmark of denials would flatter us: the bound requests must be allowed.
+        const probe = await fetch(`${base}/apis/regional/v1/agents/authorize`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: bodies[0] });
+        const probed = (await probe.json()) as { data?: { decision?: string; reason?: string } };
+        if (probed.data?.decision !== 'allow') throw new Error(`expected allow, got ${JSON.stringify(probed)}`);
         aloneRuns.push(await run(base, c, bodies.map((body) => ({ method: 'POST', path: '/apis/regional/v1/agents/authorize', body }))));
         let n = 0;
         pairRuns.push(

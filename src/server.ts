@@ -8,7 +8,10 @@ import { createSecretBox, resolveSecretKey } from './crypto/secret-box.js';
 import { SigningKeys } from './crypto/signing.js';
 import { PolicyLoadError, PolicyService } from './authz/policy-service.js';
 import { createApp } from './http/app.js';
-import { tokenFastPath } from './oauth/token-fast-path.js';
+import { fastPaths } from './http/fast-path.js';
+import { tokenResponse } from './oauth/token.js';
+import { decisionAnswer } from './agents/authorize.js';
+import { OAUTH_CORS_HEADERS } from './oauth/router.js';
 import { createLogger, type Logger } from './logger.js';
 import { formatDiagnostic } from './policy/index.js';
 import { createSignalSink } from './ssf/sink.js';
@@ -113,10 +116,14 @@ export function bind(port: number): Promise<Server> {
 /** Replaces the start-up handler with the app. */
 export function attach(server: Server, ctx: AppContext): void {
   const app = createApp(ctx);
-  const fastToken = tokenFastPath(ctx);
+  // The two hottest endpoints skip Express when the request is plain (see fast-path.ts).
+  const fast = fastPaths(ctx, [
+    { path: '/oauth/token', body: 'form', headers: OAUTH_CORS_HEADERS, handle: (body, req) => tokenResponse(ctx, req, body) },
+    { path: '/apis/regional/v1/agents/authorize', body: 'json', handle: (body, req) => decisionAnswer(ctx, body, req.log) },
+  ]);
   server.removeAllListeners('request');
   server.on('request', (req, res) => {
-    if (!fastToken(req, res)) app(req, res);
+    if (!fast(req, res)) app(req, res);
   });
 }
 

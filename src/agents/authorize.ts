@@ -2,6 +2,7 @@ import type { Request, Response } from 'express';
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
 import { errors, validationError } from '../errors.js';
+import type { Logger } from '../logger.js';
 import type { AgentPrincipal } from './access-token.js';
 import { agentCache, currentPolicy } from './agent-cache.js';
 import { canonicalJson } from './canonical.js';
@@ -22,12 +23,19 @@ const authorizeBody = z.object({
  * this very action, else deny; (2–6) the policy decision with the agent's current state.
  */
 export async function authorizeAction(ctx: AppContext, req: Request, res: Response): Promise<void> {
+  const answer = await decisionAnswer(ctx, req.body, req.log);
+  res.setHeader('Cache-Control', 'no-store');
+  res.status(200).json(answer);
+}
+
+/** The decision endpoint's steps after the body is read: `{data: decision}`, or a thrown ProtocolError. */
+export async function decisionAnswer(ctx: AppContext, rawBody: unknown, log: Logger): Promise<{ data: ActionDecision }> {
   // Step 1 comes first, even before the rest of the body is looked at: an unknown or revoked agent is a 401.
-  const rawAgentId = (req.body as { agent_id?: unknown } | undefined)?.agent_id;
+  const rawAgentId = (rawBody as { agent_id?: unknown } | undefined)?.agent_id;
   if (typeof rawAgentId === 'string' && rawAgentId && !agentCache(ctx).active(rawAgentId)) {
     throw errors.invalidClient('unknown or revoked agent');
   }
-  const parsed = authorizeBody.safeParse(req.body ?? {});
+  const parsed = authorizeBody.safeParse(rawBody ?? {});
   if (!parsed.success) throw validationError(parsed.error);
   const { agent_id, transaction_token, action, resource, context } = parsed.data;
 
@@ -41,7 +49,7 @@ export async function authorizeAction(ctx: AppContext, req: Request, res: Respon
     answer = { decision: 'deny', reason: `invalid_transaction_token: ${mismatch}`, policy_version: currentPolicy(ctx).version };
     // Already a deny: when even its record fails, the answer stays deny (logged).
     await appendAudit(ctx, { kind: 'decision', agent_id, user_id: null, action, resource, context, ...answer }).catch((err: unknown) =>
-      req.log.error({ err, agent_id }, 'audit append failed'),
+      log.error({ err, agent_id }, 'audit append failed'),
     );
   } else {
     const claims = (bound as { claims: Record<string, unknown> }).claims;
@@ -54,8 +62,7 @@ export async function authorizeAction(ctx: AppContext, req: Request, res: Respon
     };
     answer = await decideActionBatched(ctx, { principal, action, resource, context, via: 'api' });
   }
-  res.setHeader('Cache-Control', 'no-store');
-  res.status(200).json({ data: answer });
+  return { data: answer };
 }
 
 /** Why the token does not bind this action, or null when it does. */

@@ -14,10 +14,14 @@ import { userinfoEndpoint } from './userinfo.js';
 const methodNotAllowed: RequestHandler = (_req, _res, next) => next(errors.methodNotAllowed('method not allowed'));
 
 /** Cross-origin calls from browser apps (SPAs) to the JSON endpoints; no cookies involved. */
+export const OAUTH_CORS_HEADERS = {
+  'Access-Control-Allow-Origin': '*',
+  'Access-Control-Allow-Headers': 'Authorization, Content-Type',
+  'Access-Control-Allow-Methods': 'GET, POST, OPTIONS',
+};
+
 const cors: RequestHandler = (req, res, next) => {
-  res.setHeader('Access-Control-Allow-Origin', '*');
-  res.setHeader('Access-Control-Allow-Headers', 'Authorization, Content-Type');
-  res.setHeader('Access-Control-Allow-Methods', 'GET, POST, OPTIONS');
+  for (const [k, v] of Object.entries(OAUTH_CORS_HEADERS)) res.setHeader(k, v);
   if (req.method === 'OPTIONS') return void res.sendStatus(204);
   next();
 };
