@@ -23,6 +23,7 @@ export function mcpRouter(ctx: AppContext): Router {
   const router = Router();
   const pool = new UpstreamPool(ctx);
   const validator = new AjvJsonSchemaValidator();
+  router.use(cors);
   router.use(requireAgentToken(ctx));
   router.post('/', handlePost(ctx, pool, validator));
   router.all('/', (_req, _res, next) =>
@@ -30,6 +31,21 @@ export function mcpRouter(ctx: AppContext): Router {
   );
   return router;
 }
+
+/**
+ * Browser-based MCP clients (an inspector, a web agent) call cross-origin: the preflight needs
+ * no token, and the 401's WWW-Authenticate must be readable for them to find the metadata.
+ * Bearer tokens, not cookies, so any origin is fine.
+ */
+const cors: RequestHandler = (req, res, next) => {
+  res.setHeader('Access-Control-Allow-Origin', '*');
+  res.setHeader('Access-Control-Expose-Headers', 'WWW-Authenticate, Mcp-Session-Id, Mcp-Protocol-Version');
+  if (req.method !== 'OPTIONS') return next();
+  res.setHeader('Access-Control-Allow-Methods', 'POST, GET, DELETE, OPTIONS');
+  res.setHeader('Access-Control-Allow-Headers', 'Authorization, Content-Type, Accept, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID');
+  res.setHeader('Access-Control-Max-Age', '600');
+  res.sendStatus(204);
+};
 
 /** Steps: a bearer token → an agent access token of ours for this resource, of an agent not revoked; else 401 with the challenge. */
 function requireAgentToken(ctx: AppContext): RequestHandler {

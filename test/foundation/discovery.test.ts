@@ -167,6 +167,19 @@ describe('service basics', () => {
     }
   });
 
+  it('/mcp answers a CORS preflight without a token and lets browsers read the challenge', async () => {
+    const pre = await fetch(`${server.url}/mcp`, {
+      method: 'OPTIONS',
+      headers: { origin: 'https://inspector.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type' },
+    });
+    expect(pre.status).toBe(204);
+    expect(pre.headers.get('access-control-allow-origin')).toBe('*');
+    expect(pre.headers.get('access-control-allow-headers')).toMatch(/Authorization/);
+    const res = await fetch(`${server.url}/mcp`, { method: 'POST', headers: { origin: 'https://inspector.example', 'content-type': 'application/json' }, body: '{}' });
+    expect(res.status).toBe(401);
+    expect(res.headers.get('access-control-expose-headers')).toMatch(/WWW-Authenticate/);
+  });
+
   it('an unknown path is a 404 in the error shape', async () => {
     const res = await fetch(`${server.url}/no/such/thing`);
     expect(res.status).toBe(404);
