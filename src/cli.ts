@@ -34,6 +34,8 @@ async function serve(): Promise<void> {
   loadDotEnv();
   const config = loadConfig();
   const logger = createLogger(config.logLevel);
+  // A stray rejected promise is a bug to log, not a reason to drop every request in flight.
+  process.on('unhandledRejection', (err) => logger.error({ err }, 'unhandled promise rejection'));
 
   if (config.workers <= 1) {
     const running = await startServer(config, { logger });

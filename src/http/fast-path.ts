@@ -97,7 +97,14 @@ export function fastPaths(ctx: AppContext, routes: FastRoute[]): (req: IncomingM
         socket: req.socket,
         log,
       };
-      route.handle(body, fastRequest).then((answer) => respond(200, answer), fail);
+      route
+        .handle(body, fastRequest)
+        .then((answer) => respond(200, answer), fail)
+        .catch((err: unknown) => {
+          // Only when answering itself failed (the client went away mid-write): never crash the worker.
+          log.warn({ err }, 'could not answer');
+          res.destroy();
+        });
     });
     return true;
   };
