@@ -25,6 +25,3 @@ export interface SecurityEventInput {
 export interface SignalSink {
   emit(event: SecurityEventInput): void;
 }
-
-/** Until a Shared Signals module is wired in, events go nowhere. */
-export const noSignals: SignalSink = { emit: () => {} };

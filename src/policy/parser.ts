@@ -247,7 +247,7 @@ function semantics(): ohm.Semantics {
       const n = Number(this.sourceString);
       return Object.is(n, -0) ? 0 : n;
     },
-    boolean(b) { return this.sourceString === 'true'; },
+    boolean(_b) { return this.sourceString === 'true'; },
     _iter(...children) { return children.map((c) => c.ast()); },
   });
   semanticsCache = s;
