@@ -15,7 +15,7 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
-import { autocannon, freePort, start, stop, waitReady, type CannonResult } from './harness.js';
+import { autocannon, freePort, start, startGatehouse, stop, waitReady, type CannonResult } from './harness.js';
 
 interface CannonRequest {
   method?: string;
@@ -52,18 +52,7 @@ async function main(): Promise<void> {
 
   const dir = mkdtempSync(join(tmpdir(), 'gatehouse-bench-'));
   mkdirSync(join(dir, 'policies'));
-  const port = await freePort();
-  const base = `http://localhost:${port}`;
-  const server = start(['dist/cli.js', 'serve'], {
-    PORT: String(port),
-    GATEHOUSE_ISSUER: base,
-    GATEHOUSE_DB: join(dir, 'bench.db'),
-    GATEHOUSE_POLICY_DIR: join(dir, 'policies'),
-    GATEHOUSE_ADMIN_TOKEN: ADMIN,
-    GATEHOUSE_SECRET: 'bench-secret-0123456789abcdef',
-    GATEHOUSE_WORKERS: String(WORKERS),
-    LOG_LEVEL: 'warn',
-  });
+  const { base, child: server } = await startGatehouse(dir, { GATEHOUSE_ADMIN_TOKEN: ADMIN, GATEHOUSE_WORKERS: String(WORKERS) });
   const barePort = await freePort();
   writeFileSync(join(dir, 'bare.cjs'), BARE);
   const bare = start([join(dir, 'bare.cjs')], { PORT: String(barePort), WORKERS: String(WORKERS), NODE_PATH: join(process.cwd(), 'node_modules') });

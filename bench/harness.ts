@@ -2,6 +2,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
+import { join } from 'node:path';
 
 export interface CannonResult {
   requests: { average: number; total: number };
@@ -46,4 +47,20 @@ export function stop(child: ChildProcess): void {
   } catch {
     /* already gone */
   }
+}
+
+/** `node dist/cli.js serve` on a free port over a fresh database in `dir`; answers its base URL. */
+export async function startGatehouse(dir: string, env: Record<string, string>): Promise<{ base: string; child: ChildProcess }> {
+  const port = await freePort();
+  const base = `http://localhost:${port}`;
+  const child = start(['dist/cli.js', 'serve'], {
+    PORT: String(port),
+    GATEHOUSE_ISSUER: base,
+    GATEHOUSE_DB: join(dir, 'bench.db'),
+    GATEHOUSE_POLICY_DIR: join(dir, 'policies'),
+    GATEHOUSE_SECRET: 'bench-secret-0123456789abcdef',
+    LOG_LEVEL: 'warn',
+    ...env,
+  });
+  return { base, child };
 }

@@ -16,7 +16,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { autocannon, freePort, start, stop, waitReady, type CannonResult } from './harness.js';
+import { autocannon, freePort, start, startGatehouse, stop, waitReady, type CannonResult } from './harness.js';
 
 
 const DURATION = Number(process.env.BENCH_SECONDS ?? 8);
@@ -123,18 +123,7 @@ async function main(): Promise<void> {
   const results: Record<string, number> = {};
   try {
     // Gatehouse
-    const port = await freePort();
-    const base = `http://localhost:${port}`;
-    const server = start(['dist/cli.js', 'serve'], {
-      PORT: String(port),
-      GATEHOUSE_ISSUER: base,
-      GATEHOUSE_DB: join(dir, 'bench.db'),
-      GATEHOUSE_POLICY_DIR: join(dir, 'policies'),
-      GATEHOUSE_ADMIN_TOKEN: ADMIN,
-      GATEHOUSE_SECRET: 'bench-secret-0123456789abcdef',
-      GATEHOUSE_WORKERS: String(WORKERS),
-      LOG_LEVEL: 'warn',
-    });
+    const { base, child: server } = await startGatehouse(dir, { GATEHOUSE_ADMIN_TOKEN: ADMIN, GATEHOUSE_WORKERS: String(WORKERS) });
     try {
       await waitReady(`${base}/healthz`);
       const created = await fetch(`${base}/admin/v1/applications`, {

@@ -38,6 +38,17 @@ const toRule = (r: Row): Rule => ({
   condition: parseJson<RuleCondition | null>(r.condition, null),
 });
 
+const params = (id: string, f: RuleFields) => ({
+  id,
+  name: f.name,
+  effect: f.effect,
+  subjects: JSON.stringify(f.subjects),
+  relation: f.relation,
+  object: f.object,
+  condition: f.condition ? JSON.stringify(f.condition) : null,
+  t: now(),
+});
+
 export function rulesStore(db: Db) {
   const insert = db.prepare(
     `INSERT INTO rules (id, name, effect, subjects, relation, object, condition, state, created_at, updated_at)
@@ -56,16 +67,7 @@ export function rulesStore(db: Db) {
   );
   return {
     create(id: string, f: RuleFields): Rule {
-      insert.run({
-        id,
-        name: f.name,
-        effect: f.effect,
-        subjects: JSON.stringify(f.subjects),
-        relation: f.relation,
-        object: f.object,
-        condition: f.condition ? JSON.stringify(f.condition) : null,
-        t: now(),
-      });
+      insert.run(params(id, f));
       return toRule(byId.get(id)!);
     },
     get(id: string): Rule | undefined {
@@ -80,16 +82,7 @@ export function rulesStore(db: Db) {
     live: (): Rule[] => live.all().map(toRule),
     /** Replaces the content; the state is left to the caller (a changed rule needs a new validate). */
     update(id: string, f: RuleFields): Rule | undefined {
-      const changes = update.run({
-        id,
-        name: f.name,
-        effect: f.effect,
-        subjects: JSON.stringify(f.subjects),
-        relation: f.relation,
-        object: f.object,
-        condition: f.condition ? JSON.stringify(f.condition) : null,
-        t: now(),
-      }).changes;
+      const changes = update.run(params(id, f)).changes;
       if (changes === 0) return undefined;
       return toRule(byId.get(id)!);
     },

@@ -5,35 +5,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runPolicyCommand } from '../../src/cli/policy.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { accessTokenFor, bindAndDecide, createRule, putRole, registerAgent, type TestAgent } from '../agents/helpers.js';
+// Copied verbatim from CONTRACT.md section 5.
+import { CONTRACT_EXAMPLE } from '../policy/helpers.js';
 
 /** CONTRACT 5, black-box: the policy files as a user writes them, the CLI as a user runs it. */
 
-// Copied verbatim from CONTRACT.md section 5.
-const CONTRACT_EXAMPLE = `policy "refunds" version 3
-
-rule "block-large-refunds" {
-  effect deny
-  subjects "agent:*"
-  relation "create:refunds"
-  object "refund:*"
-  when amount > 10000
-}
-
-rule "approve-medium-refunds" {
-  effect require_approval
-  subjects "agent:*"
-  relation "create:refunds"
-  object "refund:*"
-  when amount >= 1000 and currency == "USD"
-}
-
-limits "create:refunds" for "spiffe://localhost/agent/billing" {
-  amount max 500 min 1
-  currency in ["USD", "EUR"]
-  region not_in ["XX"]
-  channel = "api"
-}
-`;
 
 let work: string;
 

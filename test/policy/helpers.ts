@@ -1,4 +1,7 @@
 // Shared helpers of the policy tests: arbitraries and a reference interpreter.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { projectRoot } from '../../src/paths.js';
 import fc from 'fast-check';
 import type { Expr, Item, LimitField, LimitsNode, PolicyFileNode, RuleNode, Scalar } from '../../src/policy/ast.js';
 import type { Decision, DecisionRequest, JsonLimits } from '../../src/policy/types.js';
@@ -214,28 +217,5 @@ export function reference(file: PolicyFileNode, req: DecisionRequest): Pick<Deci
 
 export const RUNS = { numRuns: 200 };
 
-export const CONTRACT_EXAMPLE = `policy "refunds" version 3
-
-rule "block-large-refunds" {
-  effect deny
-  subjects "agent:*"
-  relation "create:refunds"
-  object "refund:*"
-  when amount > 10000
-}
-
-rule "approve-medium-refunds" {
-  effect require_approval
-  subjects "agent:*"
-  relation "create:refunds"
-  object "refund:*"
-  when amount >= 1000 and currency == "USD"
-}
-
-limits "create:refunds" for "spiffe://localhost/agent/billing" {
-  amount max 500 min 1
-  currency in ["USD", "EUR"]
-  region not_in ["XX"]
-  channel = "api"
-}
-`;
+/** CONTRACT.md section 5's example, verbatim (test/fixtures/contract-example.policy). */
+export const CONTRACT_EXAMPLE = readFileSync(join(projectRoot, 'test', 'fixtures', 'contract-example.policy'), 'utf8');
