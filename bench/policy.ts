@@ -30,10 +30,11 @@ limits "create:refunds" for "spiffe://localhost/agent/billing" {
 `;
 
 const request: DecisionRequest = {
-  agent: { id: 'spiffe://localhost/agent/billing', mode: 'autonomous', permissions: ['create:refunds'], capabilities: [{ name: 'create:refunds' }] },
+  subject: { type: 'agent', id: 'spiffe://localhost/agent/billing', mode: 'autonomous', roles: [], groups: [], attributes: {}, permissions: ['create:refunds'], capabilities: [{ name: 'create:refunds' }] },
   action: 'create:refunds',
   resource: 'refund:r-1001',
   context: { amount: 250, currency: 'USD' },
+  now: Date.parse('2026-03-30T10:00:00Z'),
 };
 
 /** n rules in all: the two of the file plus n - 2 unrelated rules from the management API. */
@@ -105,7 +106,7 @@ for (const n of sizes) {
   const parsed = cedar.preparsePolicySet(id, { staticPolicies: cedarSet(n) });
   if (parsed.type !== 'success') throw new Error(JSON.stringify(parsed));
   const call = {
-    principal: { type: 'Agent', id: request.agent.id },
+    principal: { type: 'Agent', id: request.subject.id },
     action: { type: 'Action', id: 'create:refunds' },
     resource: { type: 'Refund', id: 'r-1001' },
     context: request.context as Record<string, string | number>,

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { AppContext } from '../context.js';
 import type { AuditInput } from '../store/audit.js';
 import { appendAudit } from './audit-batch.js';
-import { decide, type Decision, type DecisionRequest, type PolicySet } from '../policy/index.js';
+import { decide, type Decision, type DecisionRequest, type PersonFacts, type PolicySet } from '../policy/index.js';
 import type { AgentPrincipal } from './access-token.js';
 import { agentCache, personPermissions, type AgentState, currentPolicy } from './agent-cache.js';
 import { actionKey, canonicalJson } from './canonical.js';
@@ -105,23 +105,31 @@ export function buildRequest(ctx: AppContext, state: AgentState, input: Omit<Act
   const { agent } = state;
   const userId = input.principal.userId;
   // A delegated agent acts only for a person; without one, the person grants nothing (fail closed).
-  const person =
+  const user = userId != null ? ctx.store.users.get(userId) : undefined;
+  const person: PersonFacts | null =
     userId != null
-      ? { id: userId, permissions: personPermissions(ctx, userId) }
+      ? { id: userId, email: user?.email, roles: user?.roles ?? [], groups: user?.groups ?? [], permissions: personPermissions(ctx, userId), attributes: {} }
       : agent.mode === 'delegated'
-        ? { id: '', permissions: [] }
+        ? { id: '', roles: [], groups: [], permissions: [], attributes: {} }
         : null;
   return {
-    agent: {
+    subject: {
+      type: 'agent',
       id: agent.agent_id,
+      name: agent.name,
       mode: agent.mode,
+      roles: agent.roles,
+      // A delegated agent has the groups of the person it acts for.
+      groups: agent.mode === 'delegated' && person ? person.groups : [],
       permissions: state.permissions,
+      attributes: {},
       capabilities: agent.capabilities.map((c) => ({ name: c.name, limits: c.limits })),
     },
     person,
     action: input.action,
     resource: input.resource,
     context: input.context,
+    now: Date.now(),
   };
 }
 
@@ -131,7 +139,7 @@ function decideWithApprovals(ctx: AppContext, policySet: PolicySet, request: Dec
   const first = decide(request, policySet);
   if (first.decision !== 'approval_required') return toAnswer(first);
 
-  const agentId = request.agent.id;
+  const agentId = request.subject.id;
   const key = actionKey(agentId, input.action, input.resource, input.context);
   const approvals = ctx.store.agentAuth;
   return ctx.store.transaction(() => {

@@ -10,14 +10,36 @@ export type Scalar = number | string | boolean;
 /** A literal as written: a scalar or a (possibly nested, then invalid) list. */
 export type Literal = Scalar | Literal[];
 
+/** Where a path starts: the request's context, the acting subject, its person, the object, the clock. */
+export type Root = 'context' | 'subject' | 'person' | 'resource' | 'time';
+export const ROOTS: readonly Root[] = ['context', 'subject', 'person', 'resource', 'time'];
+
+/**
+ * A path into the request: `context.amount` (or bare `amount`), `resource.owner.team`,
+ * `time.hour`. `bare` remembers a context field written without `context.`, so that
+ * `fmt` prints it back as written.
+ */
+export interface PathNode { type: 'path'; root: Root; segs: string[]; bare?: boolean; loc?: Loc }
+export interface LitNode { type: 'lit'; value: Literal; loc?: Loc }
+export type Operand = PathNode | LitNode;
+
 export type Expr =
-  | { type: 'cmp'; field: string; op: ConditionOp; value: Literal; loc?: Loc; opText?: string }
-  | { type: 'in'; field: string; negated: boolean; values: Literal; loc?: Loc }
+  /** `a op b`: either side a path or a constant. */
+  | { type: 'cmp'; left: Operand; op: ConditionOp; right: Operand; loc?: Loc; opText?: string }
+  /** `a in [..]`, `a in path`, and `not in`. */
+  | { type: 'in'; left: Operand; negated: boolean; right: Operand; loc?: Loc }
+  /** `list contains v`, `list contains any [..]`, `list contains all [..]`. */
+  | { type: 'contains'; left: Operand; mode: 'one' | 'any' | 'all'; right: Operand; loc?: Loc }
+  /** `s like "pattern"` and `not like`: `*` matches any text, the rest is literal, case-sensitive. */
+  | { type: 'like'; left: Operand; negated: boolean; right: Operand; loc?: Loc }
   | { type: 'and'; items: Expr[]; loc?: Loc }
   | { type: 'or'; items: Expr[]; loc?: Loc }
   | { type: 'not'; expr: Expr; loc?: Loc };
 
-export type Effect = 'deny' | 'require_approval';
+/** The comparisons, that is every expression that is not and, or, not. */
+export type Atom = Extract<Expr, { left: Operand }>;
+
+export type Effect = 'deny' | 'require_approval' | 'permit';
 
 /** Comments kept by `fmt`: leading lines above a line of output, or one trailing comment. */
 export interface Comments { before?: string[]; after?: string }
@@ -38,6 +60,8 @@ export interface RuleNode {
   comments?: Record<string, Comments>;
   /** For API rules: the id shown in `api:rule/<id>`. */
   apiId?: string;
+  /** The IANA time zone of `time.*` in this rule: the file's `timezone`, UTC when absent. Set by the loader. */
+  timezone?: string;
 }
 
 /** One context field's constraints. Operators are stored by name so the order written does not matter. */
@@ -70,18 +94,54 @@ export interface KindNode {
   comments?: Record<string, Comments>;
 }
 
+/** `timezone "Europe/Berlin"`: the zone of `time.*` for the rules of its file. */
+export interface TimezoneNode {
+  kind: 'timezone';
+  name: string;
+  loc?: Loc;
+  comments?: Record<string, Comments>;
+}
+
+/** A declared type: `number`, `string`, `boolean`, or a list of one of them (`[string]`). */
+export interface SchemaType { base: string; list: boolean; loc?: Loc }
+
+export interface SchemaEntry { path: PathNode; type: SchemaType; loc?: Loc }
+
+/** `schema { context.amount: number  resource.tags: [string] }`: the types of attributes and context fields. */
+export interface SchemaNode {
+  kind: 'schema';
+  entries: SchemaEntry[];
+  loc?: Loc;
+  comments?: Record<string, Comments>;
+}
+
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [k: string]: JsonValue };
+
+/** Facts of a test's subject or person beyond its id. */
+export interface TestFacts {
+  roles?: string[];
+  groups?: string[];
+  email?: string;
+  attributes?: Record<string, JsonValue>;
+}
 
 export interface TestNode {
   kind: 'test';
   name: string;
   agent?: { id: string; mode?: string };
+  /** A person acting directly (an AuthZEN subject of type user), instead of an agent. */
+  user?: { id: string };
+  /** Roles, groups, email and attributes of the agent or user under test. */
+  facts?: TestFacts;
   permissions?: string[];
   capabilities: { name: string; limits?: LimitField[] }[];
-  person?: { id: string; permissions: string[] };
+  person?: { id: string; permissions: string[] } & TestFacts;
   action?: string;
   resource?: string;
+  resourceAttributes?: Record<string, JsonValue>;
   context?: Record<string, JsonValue>;
+  /** The clock of the test, as written (an ISO 8601 instant). */
+  now?: string;
   approved: boolean;
   expect?: { decision: string; reason?: string };
   loc?: Loc;
@@ -89,7 +149,7 @@ export interface TestNode {
   lineLocs?: Record<string, Loc>;
 }
 
-export type Item = RuleNode | LimitsNode | KindNode | TestNode;
+export type Item = RuleNode | LimitsNode | KindNode | TestNode | TimezoneNode | SchemaNode;
 
 export interface PolicyFileNode {
   path: string;
@@ -101,4 +161,34 @@ export interface PolicyFileNode {
 
 export function locString(loc: Loc | undefined): string | undefined {
   return loc ? `${loc.file}:${loc.line}` : undefined;
+}
+
+/** The path as written: `context.amount`, or `amount` when written bare. */
+export function pathText(p: PathNode): string {
+  return p.bare ? p.segs.join('.') : [p.root, ...p.segs].join('.');
+}
+
+/** The path in full: `context.amount` also when written bare. */
+export function pathKey(p: PathNode): string {
+  return [p.root, ...p.segs].join('.');
+}
+
+/** Every comparison of an expression, left to right. */
+export function atomsOf(e: Expr, out: Atom[] = []): Atom[] {
+  switch (e.type) {
+    case 'and': case 'or': for (const i of e.items) atomsOf(i, out); break;
+    case 'not': atomsOf(e.expr, out); break;
+    default: out.push(e);
+  }
+  return out;
+}
+
+/** Every path an expression reads, left to right (with repeats). */
+export function pathsOf(e: Expr): PathNode[] {
+  const out: PathNode[] = [];
+  for (const a of atomsOf(e)) {
+    if (a.left.type === 'path') out.push(a.left);
+    if (a.right.type === 'path') out.push(a.right);
+  }
+  return out;
 }

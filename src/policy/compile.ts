@@ -1,25 +1,48 @@
-// Validated AST → compiled evaluator. Conditions become closures; rules are
-// indexed by relation and object kind so that a decision looks only at the
-// rules that can apply to its action and resource.
+// Validated AST → compiled evaluator. Conditions become closures over the
+// request; rules are indexed by relation and object kind so that a decision
+// looks only at the rules that can apply to its action and resource.
+//
+// A condition evaluates to one of three answers: false, true, or "cannot be
+// evaluated" (a value it reads is missing or of the wrong type, anywhere in the
+// condition). Deny and approval rules apply on the third answer (fail closed);
+// a permit rule grants nothing on it.
 
-import type { PolicySetSource } from './types.js';
-import type { Expr, LimitField, LimitsNode, Literal, PolicyFileNode, RuleNode, Scalar } from './ast.js';
+import type { PersonFacts, PolicySetSource, SubjectFacts, ValueRead } from './types.js';
+import type { Atom, Expr, LimitField, LimitsNode, Operand, PathNode, PolicyFileNode, RuleNode, Scalar } from './ast.js';
+import { atomsOf, pathText } from './ast.js';
 import { fmtExpr, fmtLimitField } from './format.js';
 import { compileAgentMatcher, compileTypedMatcher, splitFirstColon } from './patterns.js';
+import { compileReader, MISSING, scalarTypeOf, type Env, type Read } from './values.js';
 
 export type Ctx = Record<string, unknown>;
 
+/** 0 false, 1 true, 2 cannot be evaluated (a value is missing or mistyped). */
+export type Tri = 0 | 1 | 2;
+export type Cond = (env: Env) => Tri;
+
+type Person = PersonFacts | SubjectFacts;
+
 export interface CompiledRule {
   name: string;
-  effect: 'deny' | 'require_approval';
+  effect: 'deny' | 'require_approval' | 'permit';
   /** file:line or api:rule/<id> */
   source: string;
+  apiId?: string;
   /** Global order: the first matching rule (in file order, then API order) is the one reported. */
   index: number;
-  subjects: (agentSubject: string, userSubject: string | null) => boolean;
+  /** The time zone of `time.*` in this rule (its file's `timezone`, else UTC). */
+  zone: string;
+  /** Deny and approval rules: does a subject pattern match the acting subject or its person? */
+  matchesAny: (env: Env) => boolean;
+  /** Permit rules: does a subject pattern match this agent as the one granted? */
+  matchesAgent: (s: SubjectFacts) => boolean;
+  /** Permit rules: does a subject pattern match this person (or user subject) as the one granted? */
+  matchesPerson: (p: Person) => boolean;
   object: (resource: string) => boolean;
-  /** True when the rule applies to the context (a missing or mistyped field makes it apply). */
-  applies: ((ctx: Ctx) => boolean) | null;
+  cond: Cond | null;
+  /** The paths the condition reads, each once, in order. */
+  paths: PathNode[];
+  readers: ((env: Env) => Read)[];
   check: string;
   ast: RuleNode;
 }
@@ -43,7 +66,7 @@ export interface CompiledLimitBlock {
   ast: LimitsNode;
 }
 
-interface Bucketed { deny: CompiledRule[]; approval: CompiledRule[] }
+export interface Bucket { deny: CompiledRule[]; approval: CompiledRule[]; permit: CompiledRule[] }
 
 export interface CompiledPolicy {
   files: PolicyFileNode[];
@@ -54,7 +77,7 @@ export interface CompiledPolicy {
   limits: Map<string, CompiledLimitBlock[]>;
   singulars: Record<string, string>;
   /** (action, kind) → candidate rules, filled lazily. */
-  cache: Map<string, Bucketed>;
+  cache: Map<string, Bucket>;
 }
 
 export interface PolicySet {
@@ -64,84 +87,245 @@ export interface PolicySet {
 }
 
 const hasOwn = Object.hasOwn;
+const isArray = Array.isArray;
 
-function scalarType(v: unknown): string {
-  const t = typeof v;
-  return t === 'number' ? (Number.isFinite(v) ? 'number' : 'nan') : t === 'string' || t === 'boolean' ? t : 'other';
+// ---- conditions ------------------------------------------------------------------------
+
+function operand(o: Operand, zone: string): (env: Env) => Read {
+  if (o.type === 'path') return compileReader(o, zone);
+  const v = o.value;
+  return () => v;
 }
 
-/** Fields and the literal type each is compared with in a condition. */
-export function conditionFields(e: Expr, out = new Map<string, string>()): Map<string, string> {
+/** `*` matches any text (also none); everything else is literal and case-sensitive. */
+export function likeMatcher(pattern: string): (s: string) => boolean {
+  if (!pattern.includes('*')) return (s) => s === pattern;
+  const parts = pattern.split('*');
+  const head = parts[0]!, tail = parts[parts.length - 1]!, mid = parts.slice(1, -1).filter((p) => p !== '');
+  const min = head.length + tail.length;
+  return (s) => {
+    if (s.length < min || !s.startsWith(head) || !s.endsWith(tail)) return false;
+    let at = head.length;
+    const end = s.length - tail.length;
+    for (const m of mid) {
+      const i = s.indexOf(m, at);
+      if (i < 0 || i + m.length > end) return false;
+      at = i + m.length;
+    }
+    return true;
+  };
+}
+
+/** A list whose items all have scalar type t (any list when t is null and it is empty). */
+function listOfType(v: unknown, t: string): boolean {
+  if (!isArray(v)) return false;
+  for (let i = 0; i < v.length; i++) if (scalarTypeOf(v[i]) !== t) return false;
+  return true;
+}
+
+/** The one scalar type of the items of two lists together, '' when both are empty, null when they disagree. */
+function itemsType(a: unknown[], b: unknown[]): string | null {
+  let t: string | null = '';
+  for (const list of [a, b]) for (let i = 0; i < list.length; i++) {
+    const it = scalarTypeOf(list[i]);
+    if (it === null || (t !== '' && it !== t)) return null;
+    t = it;
+  }
+  return t;
+}
+
+function compileAtom(a: Atom, zone: string): Cond {
+  return compileAtomWith(a, operand(a.left, zone), operand(a.right, zone));
+}
+
+/** An atom over given readers of its two sides (diff evaluates atoms on values of its own). */
+export function compileAtomWith(a: Atom, L: (env: Env) => Read, R: (env: Env) => Read): Cond {
+  switch (a.type) {
+    case 'cmp': {
+      const op = a.op;
+      if (op === 'eq' || op === 'ne') {
+        const want: Tri = op === 'eq' ? 1 : 0, other: Tri = op === 'eq' ? 0 : 1;
+        if (a.right.type === 'lit' && a.left.type === 'path') {
+          const v = a.right.value as Scalar;
+          const t = typeof v;
+          return (env) => {
+            const x = L(env);
+            if (typeof x !== t || (t === 'number' && !Number.isFinite(x))) return 2;
+            return x === v ? want : other;
+          };
+        }
+        return (env) => {
+          const x = L(env), y = R(env);
+          const tx = scalarTypeOf(x);
+          if (tx === null || tx !== scalarTypeOf(y)) return 2;
+          return x === y ? want : other;
+        };
+      }
+      const test = op === 'gt' ? (x: number, y: number) => x > y
+        : op === 'gte' ? (x: number, y: number) => x >= y
+          : op === 'lt' ? (x: number, y: number) => x < y
+            : (x: number, y: number) => x <= y;
+      if (a.right.type === 'lit' && a.left.type === 'path') {
+        const v = a.right.value as number;
+        switch (op) {
+          case 'gt': return (env) => { const x = L(env); return typeof x !== 'number' || !Number.isFinite(x) ? 2 : x > v ? 1 : 0; };
+          case 'gte': return (env) => { const x = L(env); return typeof x !== 'number' || !Number.isFinite(x) ? 2 : x >= v ? 1 : 0; };
+          case 'lt': return (env) => { const x = L(env); return typeof x !== 'number' || !Number.isFinite(x) ? 2 : x < v ? 1 : 0; };
+          case 'lte': return (env) => { const x = L(env); return typeof x !== 'number' || !Number.isFinite(x) ? 2 : x <= v ? 1 : 0; };
+        }
+      }
+      return (env) => {
+        const x = L(env), y = R(env);
+        if (typeof x !== 'number' || typeof y !== 'number' || !Number.isFinite(x) || !Number.isFinite(y)) return 2;
+        return test(x, y) ? 1 : 0;
+      };
+    }
+    case 'in': {
+      const neg = a.negated;
+      if (a.right.type === 'lit') {
+        const values = a.right.value as Scalar[];
+        const set = new Set<unknown>(values);
+        const t = typeof values[0];
+        return (env) => {
+          const x = L(env);
+          if (typeof x !== t || (t === 'number' && !Number.isFinite(x))) return 2;
+          return set.has(x) !== neg ? 1 : 0;
+        };
+      }
+      return (env) => {
+        const x = L(env), list = R(env);
+        const t = scalarTypeOf(x);
+        if (t === null || !listOfType(list, t)) return 2;
+        return (list as unknown[]).includes(x) !== neg ? 1 : 0;
+      };
+    }
+    case 'contains': {
+      if (a.mode === 'one') {
+        return (env) => {
+          const list = L(env), x = R(env);
+          const t = scalarTypeOf(x);
+          if (t === null || !listOfType(list, t)) return 2;
+          return (list as unknown[]).includes(x) ? 1 : 0;
+        };
+      }
+      const all = a.mode === 'all';
+      if (a.right.type === 'lit') {
+        const values = a.right.value as Scalar[];
+        const t = typeof values[0];
+        return (env) => {
+          const list = L(env);
+          if (!listOfType(list, t)) return 2;
+          const l = list as unknown[];
+          if (all) { for (const v of values) if (!l.includes(v)) return 0; return 1; }
+          for (const v of values) if (l.includes(v)) return 1;
+          return 0;
+        };
+      }
+      return (env) => {
+        const l = L(env), r = R(env);
+        if (!isArray(l) || !isArray(r) || itemsType(l, r) === null) return 2;
+        if (all) { for (const v of r) if (!l.includes(v)) return 0; return 1; }
+        for (const v of r) if (l.includes(v)) return 1;
+        return 0;
+      };
+    }
+    case 'like': {
+      const m = likeMatcher(a.right.type === 'lit' ? String(a.right.value) : '');
+      const neg = a.negated;
+      return (env) => {
+        const x = L(env);
+        if (typeof x !== 'string') return 2;
+        return m(x) !== neg ? 1 : 0;
+      };
+    }
+  }
+}
+
+/** A condition compiled to its three-valued answer; every part is evaluated (a problem anywhere is a problem). */
+export function compileCondition(e: Expr, zone = 'UTC'): Cond {
   switch (e.type) {
-    case 'and': case 'or': for (const i of e.items) conditionFields(i, out); break;
-    case 'not': conditionFields(e.expr, out); break;
-    case 'cmp': out.set(e.field, scalarType(e.value)); break;
-    case 'in': out.set(e.field, scalarType((e.values as Literal[])[0])); break;
+    case 'and': case 'or': {
+      const fs = e.items.map((i) => compileCondition(i, zone));
+      const isAnd = e.type === 'and';
+      if (fs.length === 2) {
+        const [f, g] = fs as [Cond, Cond];
+        return isAnd
+          ? (env) => { const x = f(env); if (x === 2) return 2; const y = g(env); return y === 2 ? 2 : ((x & y) as Tri); }
+          : (env) => { const x = f(env); if (x === 2) return 2; const y = g(env); return y === 2 ? 2 : ((x | y) as Tri); };
+      }
+      return (env) => {
+        let r: Tri = isAnd ? 1 : 0;
+        for (const f of fs) {
+          const x = f(env);
+          if (x === 2) return 2;
+          if (isAnd ? x === 0 : x === 1) r = x;
+        }
+        return r;
+      };
+    }
+    case 'not': {
+      const f = compileCondition(e.expr, zone);
+      return (env) => { const x = f(env); return x === 2 ? 2 : ((1 - x) as Tri); };
+    }
+    default: return compileAtom(e, zone);
+  }
+}
+
+/** The paths of a condition, each once (by its written text), in order. */
+export function distinctPaths(e: Expr): PathNode[] {
+  const seen = new Set<string>();
+  const out: PathNode[] = [];
+  for (const a of atomsOf(e)) for (const o of [a.left, a.right]) {
+    if (o.type !== 'path') continue;
+    const k = pathText(o);
+    if (!seen.has(k)) { seen.add(k); out.push(o); }
   }
   return out;
 }
 
-function compileExpr(e: Expr): (ctx: Ctx) => boolean {
-  switch (e.type) {
-    case 'and': {
-      const fs = e.items.map(compileExpr);
-      if (fs.length === 2) { const [a, b] = fs as [(c: Ctx) => boolean, (c: Ctx) => boolean]; return (c) => a(c) && b(c); }
-      return (c) => { for (const f of fs) if (!f(c)) return false; return true; };
-    }
-    case 'or': {
-      const fs = e.items.map(compileExpr);
-      if (fs.length === 2) { const [a, b] = fs as [(c: Ctx) => boolean, (c: Ctx) => boolean]; return (c) => a(c) || b(c); }
-      return (c) => { for (const f of fs) if (f(c)) return true; return false; };
-    }
-    case 'not': { const f = compileExpr(e.expr); return (c) => !f(c); }
-    case 'in': {
-      const set = new Set(e.values as Scalar[]);
-      const k = e.field;
-      return e.negated ? (c) => !set.has(c[k] as Scalar) : (c) => set.has(c[k] as Scalar);
-    }
-    case 'cmp': {
-      const k = e.field;
-      const v = e.value as Scalar;
-      switch (e.op) {
-        case 'gt': return (c) => (c[k] as number) > (v as number);
-        case 'gte': return (c) => (c[k] as number) >= (v as number);
-        case 'lt': return (c) => (c[k] as number) < (v as number);
-        case 'lte': return (c) => (c[k] as number) <= (v as number);
-        case 'eq': return (c) => c[k] === v;
-        case 'ne': return (c) => c[k] !== v;
-      }
-    }
-  }
+/** What a rule's condition read from a request. */
+export function readsOf(rule: CompiledRule, env: Env): ValueRead[] {
+  return rule.paths.map((p, i) => {
+    const v = rule.readers[i]!(env);
+    return v === MISSING ? { path: pathText(p), value: undefined, present: false } : { path: pathText(p), value: v, present: true };
+  });
 }
 
-/**
- * A condition compiles to "the rule applies": true when any field it names is
- * missing from the context or holds a value of another type than the literal
- * it is compared with (fail closed), else the value of the expression.
- */
-export function compileCondition(e: Expr): (ctx: Ctx) => boolean {
-  const fields = [...conditionFields(e)];
-  const body = compileExpr(e);
-  if (fields.length === 1) {
-    const [[k, t]] = fields as [[string, string]];
-    return (c) => (!hasOwn(c, k) || typeof c[k] !== t ? true : body(c));
-  }
-  return (c) => {
-    for (const [k, t] of fields) if (!hasOwn(c, k) || typeof c[k] !== t) return true;
-    return body(c);
-  };
+// ---- subjects ------------------------------------------------------------------------------
+
+function holds(list: unknown, name: string): boolean {
+  return isArray(list) && list.includes(name);
 }
 
-function compileSubjects(patterns: string[]): CompiledRule['subjects'] {
-  if (patterns.includes('agent:*')) return () => true;
-  const agent = patterns.filter((p) => p.startsWith('agent:')).map(compileTypedMatcher);
+function compileSubjects(patterns: string[]): Pick<CompiledRule, 'matchesAny' | 'matchesAgent' | 'matchesPerson'> {
+  const agentAll = patterns.includes('agent:*');
+  const agent = patterns.filter((p) => p.startsWith('agent:') && p !== 'agent:*').map(compileTypedMatcher);
   const user = patterns.filter((p) => p.startsWith('user:')).map(compileTypedMatcher);
-  return (a, u) => {
-    for (const m of agent) if (m(a)) return true;
-    if (u !== null) for (const m of user) if (m(u)) return true;
+  const roles = patterns.filter((p) => p.startsWith('role:')).map((p) => p.slice(5));
+  const groups = patterns.filter((p) => p.startsWith('group:')).map((p) => p.slice(6));
+  const matchesAgent = (s: SubjectFacts): boolean => {
+    if (s.type !== 'agent') return false;
+    if (agentAll) return true;
+    if (agent.length) { const a = 'agent:' + s.id; for (const m of agent) if (m(a)) return true; }
+    for (const r of roles) if (holds(s.roles, r)) return true;
+    for (const g of groups) if (holds(s.groups, g)) return true;
     return false;
   };
+  const matchesPerson = (p: Person): boolean => {
+    if (user.length) { const u = 'user:' + p.id; for (const m of user) if (m(u)) return true; }
+    for (const r of roles) if (holds(p.roles, r)) return true;
+    for (const g of groups) if (holds(p.groups, g)) return true;
+    return false;
+  };
+  const matchesAny = (env: Env): boolean => {
+    const s = env.subject;
+    if (s.type === 'agent' && matchesAgent(s)) return true;
+    return env.person !== null && matchesPerson(env.person);
+  };
+  return { matchesAny, matchesAgent, matchesPerson };
 }
+
+// ---- limits --------------------------------------------------------------------------------
 
 /** A limit field compiled to a check returning the first violated operator. */
 export function compileLimitField(f: LimitField, source: string): CompiledLimitField {
@@ -152,7 +336,7 @@ export function compileLimitField(f: LimitField, source: string): CompiledLimitF
   const eq = f.eq as Scalar | undefined;
   const required = max !== undefined || min !== undefined || inSet !== undefined || eq !== undefined;
   const test = (c: Ctx): LimitOp | null => {
-    if (!hasOwn(c, k)) return required ? 'required' : null;
+    if (!hasOwn(c, k) || c[k] === undefined) return required ? 'required' : null;
     const v = c[k];
     if (max !== undefined && !(typeof v === 'number' && v <= (max as number))) return 'max';
     if (min !== undefined && !(typeof v === 'number' && v >= (min as number))) return 'min';
@@ -164,23 +348,40 @@ export function compileLimitField(f: LimitField, source: string): CompiledLimitF
   return { field: k, test, check: fmtLimitField(f), source };
 }
 
+// ---- rules and the index -------------------------------------------------------------------
+
 function ruleSourceOf(r: RuleNode): string {
   if (r.apiId !== undefined || (r.loc && r.loc.file.startsWith('api:'))) return r.loc?.file ?? `api:rule/${r.apiId ?? r.name}`;
   return r.loc ? `${r.loc.file}:${r.loc.line}` : `rule ${r.name}`;
 }
 
-export function compileRule(r: RuleNode, index: number): CompiledRule {
-  return {
+const EFFECT_WORD = { deny: 'deny', require_approval: 'approval', permit: 'permit' } as const;
+
+export function compileRule(r: RuleNode, index: number, zone = 'UTC'): CompiledRule {
+  const effect = r.effect as CompiledRule['effect'];
+  const paths = r.when ? distinctPaths(r.when) : [];
+  const c: CompiledRule = {
     name: r.name,
-    effect: r.effect as CompiledRule['effect'],
+    effect,
     source: ruleSourceOf(r),
     index,
-    subjects: compileSubjects(r.subjects),
+    zone,
+    ...compileSubjects(r.subjects),
     object: compileTypedMatcher(r.object),
-    applies: r.when ? compileCondition(r.when) : null,
-    check: `${r.effect === 'deny' ? 'deny' : 'approval'} rule "${r.name}"${r.when ? ` when ${fmtExpr(r.when)}` : ''}`,
+    cond: r.when ? compileCondition(r.when, zone) : null,
+    paths,
+    readers: paths.map((p) => compileReader(p, zone)),
+    check: `${EFFECT_WORD[effect] ?? effect} rule "${r.name}"${r.when ? ` when ${fmtExpr(r.when)}` : ''}`,
     ast: r,
   };
+  if (r.apiId !== undefined) c.apiId = r.apiId;
+  return c;
+}
+
+/** The time zone a file's rules read `time.*` in. */
+export function zoneOf(file: PolicyFileNode): string {
+  for (const item of file.items) if (item.kind === 'timezone') return item.name;
+  return 'UTC';
 }
 
 export function compilePolicy(files: PolicyFileNode[], apiRules: RuleNode[]): CompiledPolicy {
@@ -188,8 +389,9 @@ export function compilePolicy(files: PolicyFileNode[], apiRules: RuleNode[]): Co
   const limits = new Map<string, CompiledLimitBlock[]>();
   const singulars: Record<string, string> = Object.create(null);
   for (const f of files) {
+    const zone = zoneOf(f);
     for (const item of f.items) {
-      if (item.kind === 'rule') rules.push(compileRule(item, rules.length));
+      if (item.kind === 'rule') rules.push(compileRule(item, rules.length, zone));
       else if (item.kind === 'kind') singulars[item.plural] = item.singular;
       else if (item.kind === 'limits') {
         const block: CompiledLimitBlock = {
@@ -220,7 +422,7 @@ export function compilePolicy(files: PolicyFileNode[], apiRules: RuleNode[]): Co
 const CACHE_MAX = 4096;
 
 /** The rules whose relation and object kind can match (action, resource kind), in rule order. */
-export function candidates(p: CompiledPolicy, action: string, kind: string): Bucketed {
+export function candidates(p: CompiledPolicy, action: string, kind: string): Bucket {
   const key = action + '\u0000' + kind;
   const hit = p.cache.get(key);
   if (hit) return hit;
@@ -235,7 +437,11 @@ export function candidates(p: CompiledPolicy, action: string, kind: string): Buc
     if (kind !== '*') { const b = byKind.get('*'); if (b) found.push(...b); }
   }
   found.sort((x, y) => x.index - y.index);
-  const bucket: Bucketed = { deny: found.filter((r) => r.effect === 'deny'), approval: found.filter((r) => r.effect === 'require_approval') };
+  const bucket: Bucket = {
+    deny: found.filter((r) => r.effect === 'deny'),
+    approval: found.filter((r) => r.effect === 'require_approval'),
+    permit: found.filter((r) => r.effect === 'permit'),
+  };
   if (p.cache.size >= CACHE_MAX) p.cache.clear();
   p.cache.set(key, bucket);
   return bucket;

@@ -1,18 +1,23 @@
-// The decision order (description, "Decision order"; CONTRACT section 4):
-//   2. limits      → deny  constraint_violated: <field> <operator>
+// The decision order (description, "Decision order"):
+//   2. limits      → deny  constraint_violated: <field> <operator>      (agents: their capability's and the files')
 //   3. deny rules  → deny  rule_denied: <rule>
 //   4. grants      → deny  not_granted: <action> [(capability)|(person)]
+//                    an agent needs the capability; the subject (and, for a delegated agent, its
+//                    person) each need a role permission or a permit rule that covers the action
 //   5. approval    → approval_required: <rule>   (allow when already approved)
 //   6. allow       → allowed
-// Step 1 (unknown or revoked agent) belongs to the endpoint. Pure; never throws.
+// Step 1 (unknown or revoked agent) belongs to the endpoint. Pure; never throws; never reads a clock.
 
-import type { Decision, DecisionRequest, JsonLimits, TraceStep } from './types.js';
-import type { Ctx, CompiledPolicy, LimitOp, PolicySet } from './compile.js';
-import { candidates } from './compile.js';
+import type { Decision, DecisionCause, DecisionRequest, JsonLimits, PersonFacts, SubjectFacts, TraceStep } from './types.js';
+import type { Bucket, CompiledPolicy, CompiledRule, Cond, Ctx, LimitOp, PolicySet, Tri } from './compile.js';
+import { candidates, compileCondition, readsOf } from './compile.js';
+import { atomsOf, pathText, type Atom } from './ast.js';
+import { fmtExpr } from './format.js';
 import { permissionCovers } from './patterns.js';
+import { renderReason } from './reason.js';
+import { compileReader, envOf, MISSING, type Env } from './values.js';
 
 const STEPS: TraceStep['step'][] = ['limits', 'deny_rules', 'grants', 'approval_rules', 'allow'];
-const EMPTY: Ctx = Object.freeze({}) as Ctx;
 
 function skipAfter(trace: TraceStep[], step: TraceStep['step']): void {
   for (let i = STEPS.indexOf(step) + 1; i < STEPS.length; i++) trace.push({ step: STEPS[i]!, check: 'not reached', outcome: 'skip' });
@@ -22,11 +27,11 @@ const hasOwn = Object.hasOwn;
 const API_OPS = ['max', 'min', 'in', 'not_in'];
 
 /** Interprets limits as the management API stores them (checked afresh on every call: a lowered limit applies at once). */
-function checkApiLimits(limits: JsonLimits, ctx: Ctx, trace: TraceStep[], source: string): string | null {
+function checkApiLimits(limits: JsonLimits, ctx: Ctx, trace: TraceStep[], source: string): { field: string; op: string } | null {
   for (const field in limits) {
     if (!hasOwn(limits, field)) continue;
     const spec = limits[field];
-    const present = hasOwn(ctx, field);
+    const present = hasOwn(ctx, field) && ctx[field] !== undefined;
     const v = present ? ctx[field] : undefined;
     let violated: LimitOp | string | null = null;
     let check: string;
@@ -57,15 +62,23 @@ function checkApiLimits(limits: JsonLimits, ctx: Ctx, trace: TraceStep[], source
       check = `${field} = ${JSON.stringify(spec)}`;
       violated = !present ? 'required' : v !== spec ? 'eq' : null;
     }
-    trace.push({ step: 'limits', check, outcome: violated ? 'fail' : 'pass', source });
-    if (violated) return `constraint_violated: ${field} ${violated}`;
+    const t: TraceStep = { step: 'limits', check, outcome: violated ? 'fail' : 'pass', source };
+    if (violated) {
+      t.reads = [{ path: 'context.' + field, value: v, present }];
+      trace.push(t);
+      return { field, op: violated };
+    }
+    trace.push(t);
   }
   return null;
 }
 
 export interface DecideOptions {
-  /** For `diff`: treat the grants step as passed (grants come from roles, not from policy). */
-  assumeGranted?: boolean;
+  /**
+   * For explain: every rule of the action and object is traced, also those whose subjects do
+   * not match, each with the values it read and why it applied or not.
+   */
+  explain?: boolean;
 }
 
 export function decide(request: DecisionRequest, policySet: PolicySet): Decision {
@@ -76,117 +89,222 @@ export function decideWith(request: DecisionRequest, policySet: PolicySet, opts:
   const version = policySet && typeof policySet.version === 'string' ? policySet.version : 'unknown';
   const trace: TraceStep[] = [];
   try {
-    return run(request, policySet.compiled, version, trace, opts);
+    return run(request, policySet.compiled, version, trace, opts?.explain === true);
   } catch (e) {
-    return {
-      decision: 'deny',
-      reason: `error: ${e instanceof Error ? e.message : String(e)}`,
-      policyVersion: version,
-      trace,
-    };
+    return answer('deny', { code: 'error', message: e instanceof Error ? e.message : String(e) }, version, trace);
   }
 }
 
-function deny(reason: string, version: string, trace: TraceStep[], step: TraceStep['step'], rule?: string): Decision {
-  skipAfter(trace, step);
-  const d: Decision = { decision: 'deny', reason, policyVersion: version, trace };
+function answer(decision: Decision['decision'], cause: DecisionCause, version: string, trace: TraceStep[], rule?: string): Decision {
+  const d: Decision = { decision, reason: renderReason(cause), cause, policyVersion: version, trace };
   if (rule !== undefined) d.rule = rule;
   return d;
 }
 
-function run(req: DecisionRequest, p: CompiledPolicy, version: string, trace: TraceStep[], opts: DecideOptions | undefined): Decision {
-  const { agent, action, resource } = req;
-  if (typeof action !== 'string' || typeof resource !== 'string' || typeof agent?.id !== 'string') {
-    throw new Error('request needs agent.id, action and resource strings');
-  }
-  const rawCtx = req.context;
-  const ctx: Ctx = typeof rawCtx === 'object' && rawCtx !== null && !Array.isArray(rawCtx) ? rawCtx : EMPTY;
-  const caps = agent.capabilities;
+function deny(cause: DecisionCause, version: string, trace: TraceStep[], step: TraceStep['step'], rule?: string): Decision {
+  skipAfter(trace, step);
+  return answer('deny', cause, version, trace, rule);
+}
 
-  // 2. limits: the capability's API limits, then every file block for this agent.
-  let capability: DecisionRequest['agent']['capabilities'][number] | undefined;
-  for (let i = 0; i < caps.length; i++) if (caps[i]!.name === action) { capability = caps[i]; break; }
-  let limitChecks = 0;
-  if (capability && capability.limits) {
-    const before = trace.length;
-    const r = checkApiLimits(capability.limits, ctx, trace, `api:capability/${action}`);
-    limitChecks += trace.length - before;
-    if (r) return deny(r, version, trace, 'limits');
+const isArray = Array.isArray;
+const NO_PERMISSIONS: string[] = [];
+
+function checkShape(req: DecisionRequest): SubjectFacts {
+  const s = req?.subject;
+  if (typeof req?.action !== 'string' || typeof req.resource !== 'string' || typeof s !== 'object' || s === null || typeof s.id !== 'string'
+    || (s.type !== 'agent' && s.type !== 'user')) {
+    throw new Error('request needs subject {type: agent|user, id}, action and resource strings');
   }
-  const blocks = p.limits.get(action);
-  if (blocks) {
-    for (const b of blocks) {
-      if (!b.agent(agent.id)) continue;
-      for (const f of b.fields) {
-        limitChecks++;
-        const v = f.test(ctx);
-        trace.push({ step: 'limits', check: f.check, outcome: v ? 'fail' : 'pass', source: f.source });
-        if (v) return deny(`constraint_violated: ${f.field} ${v}`, version, trace, 'limits');
+  return s;
+}
+
+// ---- explaining a rule ---------------------------------------------------------------------
+
+const atomConds = new WeakMap<CompiledRule, { atom: Atom; cond: Cond }[]>();
+
+function describeValue(v: unknown): string {
+  if (v === null) return 'null';
+  if (isArray(v)) return v.length ? `a list ${JSON.stringify(v).slice(0, 60)}` : 'an empty list';
+  if (typeof v === 'object') return 'an object';
+  if (typeof v === 'number' && !Number.isFinite(v)) return 'not a finite number';
+  return `a ${typeof v} (${JSON.stringify(v)})`;
+}
+
+/** Why a condition cannot be evaluated: the first comparison that reads a missing or mistyped value. */
+export function failClosedWhy(r: CompiledRule, env: Env): string {
+  if (!r.ast.when) return '';
+  let list = atomConds.get(r);
+  if (!list) atomConds.set(r, (list = atomsOf(r.ast.when).map((atom) => ({ atom, cond: compileCondition(atom, r.zone) }))));
+  for (const { atom, cond } of list) {
+    if (cond(env) !== 2) continue;
+    const parts: string[] = [];
+    for (const o of [atom.left, atom.right]) {
+      if (o.type !== 'path') continue;
+      const v = compileReader(o, r.zone)(env);
+      parts.push(v === MISSING ? `${pathText(o)} is missing` : `${pathText(o)} is ${describeValue(v)}`);
+    }
+    return `${fmtExpr(atom)}: ${parts.join(', ')}`;
+  }
+  return 'a value is missing or of the wrong type';
+}
+
+function ruleStep(step: TraceStep['step'], r: CompiledRule, outcome: TraceStep['outcome'], env: Env, t: Tri | null, detail: boolean, check = r.check): TraceStep {
+  const s: TraceStep = { step, check, outcome, source: r.source, rule: r.name };
+  if (!detail) return s;
+  if (r.paths.length) s.reads = readsOf(r, env);
+  const permit = r.effect === 'permit';
+  s.why = t === null ? (permit ? 'no condition: grants' : 'no condition: applies')
+    : t === 1 ? (permit ? 'condition holds: grants' : 'condition holds: applies')
+      : t === 0 ? (permit ? 'condition does not hold: grants nothing' : 'condition does not hold')
+        : (permit ? 'cannot be evaluated, grants nothing: ' : 'fails closed, applies: ') + failClosedWhy(r, env);
+  return s;
+}
+
+function unmatched(step: TraceStep['step'], r: CompiledRule, trace: TraceStep[]): void {
+  trace.push({ step, check: r.check, outcome: 'skip', source: r.source, rule: r.name, why: 'subjects do not match' });
+}
+
+// ---- the decision ----------------------------------------------------------------------------
+
+/** Is this principal granted by a permit rule? Traces the rules it tried. */
+function permitted(
+  bucket: Bucket, resource: string, env: Env, trace: TraceStep[], explain: boolean,
+  matches: (r: CompiledRule) => boolean, who: string,
+): boolean {
+  for (const r of bucket.permit) {
+    if (!r.object(resource)) continue;
+    if (!matches(r)) { if (explain) unmatched('grants', r, trace); continue; }
+    const t = r.cond === null ? 1 : r.cond(env);
+    const granted = t === 1;
+    trace.push(ruleStep('grants', r, granted ? 'pass' : 'fail', env, r.cond === null ? null : t, explain || granted, `${r.check} (for ${who})`));
+    if (granted) return true;
+  }
+  return false;
+}
+
+function covers(perms: unknown, action: string, resource: string, singulars: Record<string, string>): boolean {
+  const list = isArray(perms) ? (perms as unknown[]) : NO_PERMISSIONS;
+  for (let i = 0; i < list.length; i++) {
+    const p = list[i];
+    if (typeof p === 'string' && permissionCovers(p, action, resource, singulars)) return true;
+  }
+  return false;
+}
+
+function run(req: DecisionRequest, p: CompiledPolicy, version: string, trace: TraceStep[], explain: boolean): Decision {
+  const subject = checkShape(req);
+  const { action, resource } = req;
+  const env = envOf(req);
+  const ctx = env.ctx;
+  const isAgent = subject.type === 'agent';
+
+  // 2. limits: the capability's API limits, then every file block for this agent. People have neither.
+  let capability: { name: string; limits?: JsonLimits | null } | undefined;
+  if (isAgent) {
+    const caps = isArray(subject.capabilities) ? subject.capabilities : [];
+    for (let i = 0; i < caps.length; i++) if (caps[i]?.name === action) { capability = caps[i]; break; }
+    let limitChecks = 0;
+    if (capability && capability.limits) {
+      const before = trace.length;
+      const v = checkApiLimits(capability.limits, ctx, trace, `api:capability/${action}`);
+      limitChecks += trace.length - before;
+      if (v) return deny({ code: 'constraint_violated', field: v.field, operator: v.op }, version, trace, 'limits');
+    }
+    const blocks = p.limits.get(action);
+    if (blocks) {
+      for (const b of blocks) {
+        if (!b.agent(subject.id)) continue;
+        for (const f of b.fields) {
+          limitChecks++;
+          const v = f.test(ctx);
+          const t: TraceStep = { step: 'limits', check: f.check, outcome: v ? 'fail' : 'pass', source: f.source };
+          if (v || explain) t.reads = [{ path: 'context.' + f.field, value: ctx[f.field], present: hasOwn(ctx, f.field) && ctx[f.field] !== undefined }];
+          trace.push(t);
+          if (v) return deny({ code: 'constraint_violated', field: f.field, operator: v }, version, trace, 'limits');
+        }
       }
     }
+    if (limitChecks === 0) trace.push({ step: 'limits', check: `no limits on ${action}`, outcome: 'pass' });
+  } else {
+    trace.push({ step: 'limits', check: 'a person acting directly has no capability limits', outcome: 'pass' });
   }
-  if (limitChecks === 0) trace.push({ step: 'limits', check: `no limits on ${action}`, outcome: 'pass' });
 
   // 3. deny rules
   const ri = resource.indexOf(':');
   const kind = ri < 0 ? '' : resource.slice(0, ri);
   const bucket = candidates(p, action, kind);
-  const agentSubject = 'agent:' + agent.id;
-  const person = req.person && typeof req.person === 'object' ? req.person : null;
-  const userSubject = person ? 'user:' + person.id : null;
   let ruleChecks = 0;
   for (const r of bucket.deny) {
-    if (!r.subjects(agentSubject, userSubject) || !r.object(resource)) continue;
+    if (!r.object(resource)) continue;
+    if (!r.matchesAny(env)) { if (explain) unmatched('deny_rules', r, trace); continue; }
     ruleChecks++;
-    const applies = r.applies === null || r.applies(ctx);
-    trace.push({ step: 'deny_rules', check: r.check, outcome: applies ? 'fail' : 'pass', source: r.source });
-    if (applies) return deny(`rule_denied: ${r.name}`, version, trace, 'deny_rules', r.name);
+    const t = r.cond === null ? 1 : r.cond(env);
+    const applies = t !== 0;
+    trace.push(ruleStep('deny_rules', r, applies ? 'fail' : 'pass', env, r.cond === null ? null : t, explain || applies));
+    if (applies) {
+      const cause: DecisionCause = { code: 'rule_denied', rule: r.name };
+      if (r.apiId !== undefined) cause.ruleId = r.apiId;
+      return deny(cause, version, trace, 'deny_rules', r.name);
+    }
   }
   if (ruleChecks === 0) trace.push({ step: 'deny_rules', check: 'no deny rule matches', outcome: 'pass' });
 
-  // 4. grants: the capability, the agent's permissions, and for a delegated agent the person's.
-  if (opts?.assumeGranted) {
-    trace.push({ step: 'grants', check: 'assumed granted', outcome: 'skip' });
-  } else {
+  // 4. grants: the capability; the subject's roles or a permit rule; for a delegated agent, the person's too.
+  if (isAgent) {
     const capOk = capability !== undefined;
     trace.push({ step: 'grants', check: `agent holds capability ${action}`, outcome: capOk ? 'pass' : 'fail' });
-    if (!capOk) return deny(`not_granted: ${action} (capability)`, version, trace, 'grants');
-    const perms = agent.permissions;
-    let agentOk = false;
-    for (let i = 0; i < perms.length; i++) if (permissionCovers(perms[i]!, action, resource, p.singulars)) { agentOk = true; break; }
-    trace.push({ step: 'grants', check: `agent permission covers ${action} on ${resource}`, outcome: agentOk ? 'pass' : 'fail' });
-    if (!agentOk) return deny(`not_granted: ${action}`, version, trace, 'grants');
-    if (agent.mode === 'delegated' && person) {
-      const pp = person.permissions;
-      let personOk = false;
-      for (let i = 0; i < pp.length; i++) if (permissionCovers(pp[i]!, action, resource, p.singulars)) { personOk = true; break; }
-      trace.push({ step: 'grants', check: `person ${person.id} permission covers ${action} on ${resource}`, outcome: personOk ? 'pass' : 'fail' });
-      if (!personOk) return deny(`not_granted: ${action} (person)`, version, trace, 'grants');
+    if (!capOk) return deny({ code: 'not_granted', action, missing: 'capability' }, version, trace, 'grants');
+  }
+  const who = isAgent ? 'agent' : `user ${subject.id}`;
+  let subjectOk = covers(subject.permissions, action, resource, p.singulars);
+  trace.push({ step: 'grants', check: `${who} permission covers ${action} on ${resource}`, outcome: subjectOk ? 'pass' : 'fail' });
+  // A permit rule grants only what a permission could: the object must be of the action's kind.
+  const coherent = bucket.permit.length > 0 && permissionCovers('*:*', action, resource, p.singulars);
+  if (!subjectOk && coherent) {
+    subjectOk = isAgent
+      ? permitted(bucket, resource, env, trace, explain, (r) => r.matchesAgent(subject), who)
+      : permitted(bucket, resource, env, trace, explain, (r) => r.matchesPerson(subject), who);
+  }
+  if (!subjectOk) return deny({ code: 'not_granted', action, missing: 'subject' }, version, trace, 'grants');
+  if (isAgent && subject.mode === 'delegated') {
+    const person = env.person as PersonFacts | null;
+    const pid = person && typeof person.id === 'string' ? person.id : '';
+    let personOk = pid !== '' && covers(person!.permissions, action, resource, p.singulars);
+    trace.push({ step: 'grants', check: pid ? `person ${pid} permission covers ${action} on ${resource}` : 'the agent acts for a person', outcome: personOk ? 'pass' : 'fail' });
+    if (!personOk && pid !== '' && coherent) {
+      personOk = permitted(bucket, resource, env, trace, explain, (r) => r.matchesPerson(person!), `person ${pid}`);
     }
+    if (!personOk) return deny({ code: 'not_granted', action, missing: 'person' }, version, trace, 'grants');
   }
 
   // 5. approval rules
   let approvedBy: string | undefined;
   let approvalChecks = 0;
   for (const r of bucket.approval) {
-    if (!r.subjects(agentSubject, userSubject) || !r.object(resource)) continue;
+    if (!r.object(resource)) continue;
+    if (!r.matchesAny(env)) { if (explain) unmatched('approval_rules', r, trace); continue; }
     approvalChecks++;
-    const applies = r.applies === null || r.applies(ctx);
+    const t = r.cond === null ? 1 : r.cond(env);
+    const applies = t !== 0;
+    const tv = r.cond === null ? null : t;
     if (applies && req.approved === true) {
-      trace.push({ step: 'approval_rules', check: r.check + ' (approved)', outcome: 'skip', source: r.source });
+      trace.push(ruleStep('approval_rules', r, 'skip', env, tv, true, r.check + ' (approved)'));
       approvedBy ??= r.name;
       continue;
     }
-    trace.push({ step: 'approval_rules', check: r.check, outcome: applies ? 'fail' : 'pass', source: r.source });
+    trace.push(ruleStep('approval_rules', r, applies ? 'fail' : 'pass', env, tv, explain || applies));
     if (applies) {
       trace.push({ step: 'allow', check: 'not reached', outcome: 'skip' });
-      return { decision: 'approval_required', reason: `approval_required: ${r.name}`, policyVersion: version, rule: r.name, trace };
+      const cause: DecisionCause = { code: 'approval_required', rule: r.name };
+      if (r.apiId !== undefined) cause.ruleId = r.apiId;
+      return answer('approval_required', cause, version, trace, r.name);
     }
   }
   if (approvalChecks === 0) trace.push({ step: 'approval_rules', check: 'no approval rule matches', outcome: 'pass' });
 
   // 6. allow
   trace.push({ step: 'allow', check: 'every check passed', outcome: 'pass' });
-  if (approvedBy !== undefined) return { decision: 'allow', reason: `allowed: approved ${approvedBy}`, policyVersion: version, rule: approvedBy, trace };
-  return { decision: 'allow', reason: 'allowed', policyVersion: version, trace };
+  if (approvedBy !== undefined) return answer('allow', { code: 'allowed', approvedBy }, version, trace, approvedBy);
+  return answer('allow', { code: 'allowed' }, version, trace);
 }
+

@@ -5,38 +5,68 @@
 //    of every pattern either set mentions; one witness per closure element
 //    (fresh values where the pattern has `*`) stands for its cell, which is the
 //    pattern minus the more specific patterns inside it;
-//  - each context field the applicable rules and limits name: cut at every
-//    constant either set compares it with (points and the open intervals
-//    between them for numbers; each string constant and "any other string";
-//    true/false; "missing"; "any other type").
-// A decision is constant on each cell, so evaluating one representative per
-// cell with both compiled sets finds every change. Changed cells are merged
-// into boxes (products of per-field cell sets), each printed as a region with
-// an example request. Grants come from roles, not policy: diff decides for an
-// agent (and person) holding every permission (`*:*`) and the capability of the
-// action, with no prior approval. A permission `<action>:<kinds>` still covers only
-// objects of the singular kind, so each concrete action's kind gets object cells of
-// its own and no region names objects that no permission could ever reach.
+//  - who acts: an agent alone, a delegated agent and its person, or a person
+//    acting directly;
+//  - everything the conditions, limits and subject patterns read (see space.ts):
+//    values of context fields, attributes, roles and groups, the relations
+//    between two values, the clock, and whether roles grant the action.
+// A decision is constant on each cell, so deciding one request per cell with
+// both compiled sets finds every change. Changed cells are merged into boxes
+// (products of per-dimension cell sets; combinations no request has may be
+// taken in), each printed as a region with an example request. Regions are of
+// requests by agents that hold the capability of their action (without limits
+// of its own: those are per agent, not policy), and without a prior approval:
+// without the capability both sets deny, and an approval is a later request.
+//
+// A permission `<action>:<kinds>` covers only objects of the singular kind, and
+// a permit rule grants only what a permission could, so each concrete action's
+// kind gets object cells of its own and no region names objects that nothing
+// could ever grant.
 
 import type { DecisionRequest, DecisionValue } from './types.js';
 import type { CompiledLimitBlock, CompiledRule, PolicySet } from './compile.js';
-import type { Expr, LimitField, Literal } from './ast.js';
-import { decideWith } from './decide.js';
-import { matchTyped, parseAgentPattern, parseTypedPattern, permissionCovers, patternToString, singularOf, type Pattern } from './patterns.js';
+import type { Atom, PathNode } from './ast.js';
+import { atomsOf, ROOTS } from './ast.js';
+import { decide } from './decide.js';
+import { matchTyped, matchValue, parseAgentPattern, parseTypedPattern, permissionCovers, patternToString, singularOf, type Pattern } from './patterns.js';
 import { fmtLiteral } from './format.js';
+import { pathFromText } from './parser.js';
+import {
+  buildSpace, cellHolds, construct, dimSize, grantIn, isOther, relationOf, SpaceTooLarge,
+  type Cell, type Dim, type Principal, type PrincipalKind, type RelDim, type RelValue, type Space, type ValueDim,
+} from './space.js';
+import type { StrConstraint } from './strings.js';
+import { decider, type Probe } from './symbolic.js';
+import { StringSearchTooLarge } from './strings.js';
+import { compileReader, envOf, MISSING } from './values.js';
 
 export type FieldDesc = Record<string, unknown>;
+
+/** A request as `explain --request` takes it. */
+export interface ExampleRequest {
+  subject: Record<string, unknown>;
+  person?: Record<string, unknown>;
+  action: string;
+  resource: string;
+  resource_attributes?: Record<string, unknown>;
+  context: Record<string, unknown>;
+  /** The clock, when the region depends on it (null: no usable clock). */
+  now?: string | null;
+}
 
 export interface Change {
   subjects: string[];
   relation: string;
   object: string;
   except?: { subjects?: string[]; relation?: string[]; object?: string[] };
+  /** Only agents acting alone (no person). */
   no_person?: true;
   region: Record<string, FieldDesc>;
+  /** The time zone of the `time.*` entries of the region. */
+  timezone?: string;
   before: DecisionValue;
   after: DecisionValue;
-  example: { agent_id: string; person_id?: string; action: string; resource: string; context: Record<string, unknown> };
+  example: ExampleRequest;
 }
 
 export interface DiffResult { changes: Change[]; notes: string[] }
@@ -61,12 +91,12 @@ function meet(a: Pattern, b: Pattern): Pattern | null {
 
 const key = (p: Pattern) => `${p.type === null ? '\u0001' : p.type}\u0000${p.segs === null ? '\u0001' : p.segs.map((s) => (s === null ? '\u0001' : s)).join('\u0000')}`;
 
-interface Cell { pattern: Pattern; except: Pattern[]; witness: string }
+interface Cell0 { pattern: Pattern; except: Pattern[]; witness: string }
 
 const CLOSURE_MAX = 2000;
 
 /** The cells of one dimension: one per element of the intersection closure of `patterns` and the universal pattern. */
-function cells(patterns: Pattern[], universal: Pattern, fresh: (p: Pattern) => string): Cell[] {
+function cells(patterns: Pattern[], universal: Pattern, fresh: (p: Pattern) => string): Cell0[] {
   const all = new Map<string, Pattern>([[key(universal), universal]]);
   for (const p of patterns) all.set(key(p), p);
   let frontier = [...all.values()];
@@ -109,98 +139,52 @@ function constantsOf(patterns: Pattern[]): Set<string> {
   return s;
 }
 
-// ---- context fields ----------------------------------------------------------------
+const valueText = (p: Pattern) => (p.segs === null ? '*' : p.segs.map((s) => (s === null ? '*' : s)).join('/'));
 
-type FCell =
-  | { t: 'missing' }
-  | { t: 'other'; types: string[] }
-  | { t: 'num'; lo: number; hi: number; point: boolean } // point: lo === hi; else open interval (lo, hi)
-  | { t: 'str'; v: string }
-  | { t: 'strOther'; not: string[] }
-  | { t: 'bool'; v: boolean };
-
-interface FieldConsts { nums: Set<number>; strs: Set<string>; bools: boolean }
-
-function addLiteral(c: FieldConsts, v: Literal): void {
-  if (Array.isArray(v)) { for (const x of v) addLiteral(c, x); return; }
-  if (typeof v === 'number') c.nums.add(v);
-  else if (typeof v === 'string') c.strs.add(v);
-  else c.bools = true;
+/** The constraints on an id that keep it in a cell: matches the pattern, none of the exceptions. */
+function idConstraints(c: Cell0): StrConstraint[] {
+  return [
+    { kind: 'seg', pattern: valueText(c.pattern), positive: true },
+    ...c.except.map((e) => ({ kind: 'seg' as const, pattern: valueText(e), positive: false })),
+  ];
 }
 
-function exprConsts(e: Expr, m: Map<string, FieldConsts>, get: (f: string) => FieldConsts): void {
-  switch (e.type) {
-    case 'and': case 'or': for (const i of e.items) exprConsts(i, m, get); break;
-    case 'not': exprConsts(e.expr, m, get); break;
-    case 'cmp': addLiteral(get(e.field), e.value); break;
-    case 'in': addLiteral(get(e.field), e.values); break;
-  }
+function inIdCell(c: Cell0, id: string): boolean {
+  return matchValue(c.pattern.segs, id) && !c.except.some((e) => matchValue(e.segs, id));
 }
 
-function fieldCells(c: FieldConsts): FCell[] {
-  const out: FCell[] = [];
-  const types: string[] = [];
-  if (c.nums.size) {
-    types.push('number');
-    const ns = [...c.nums].sort((a, b) => a - b);
-    out.push({ t: 'num', lo: -Infinity, hi: ns[0]!, point: false });
-    ns.forEach((n, i) => {
-      out.push({ t: 'num', lo: n, hi: n, point: true });
-      out.push({ t: 'num', lo: n, hi: i + 1 < ns.length ? ns[i + 1]! : Infinity, point: false });
-    });
-  }
-  if (c.strs.size) {
-    types.push('string');
-    const ss = [...c.strs].sort();
-    for (const s of ss) out.push({ t: 'str', v: s });
-    out.push({ t: 'strOther', not: ss });
-  }
-  if (c.bools) {
-    types.push('boolean');
-    out.push({ t: 'bool', v: true }, { t: 'bool', v: false });
-  }
-  out.push({ t: 'other', types }, { t: 'missing' });
-  return out;
+function inTypedCell(c: Cell0, s: string): boolean {
+  return matchTyped(c.pattern, s) && !c.except.some((e) => matchTyped(e, s));
 }
 
-function between(lo: number, hi: number): number {
-  if (lo === -Infinity && hi === Infinity) return 0;
-  if (lo === -Infinity) return Math.floor(hi) - 1 < hi ? Math.floor(hi) - 1 : hi - 1;
-  if (hi === Infinity) return Math.ceil(lo) + 1 > lo ? Math.ceil(lo) + 1 : lo + 1;
-  const mid = Math.floor((lo + hi) / 2);
-  if (mid > lo && mid < hi) return mid;
-  const m = lo + (hi - lo) / 2;
-  return m > lo && m < hi ? m : lo;
-}
+// ---- fields of a region --------------------------------------------------------------
 
-function representative(c: FCell): { present: boolean; value?: unknown } {
-  switch (c.t) {
-    case 'missing': return { present: false };
-    case 'other': return { present: true, value: null };
-    case 'num': return { present: true, value: c.point ? c.lo : between(c.lo, c.hi) };
-    case 'str': return { present: true, value: c.v };
-    case 'strOther': return { present: true, value: freshName('other', new Set(c.not)) };
-    case 'bool': return { present: true, value: c.v };
-  }
-}
-
-/** Describe a set of cells of one field; `{not: ...}` when the complement reads shorter. */
-function describe(all: FCell[], chosen: Set<number>): FieldDesc | null {
+/** Describe a set of cells of one value; `{not: ...}` when the complement reads shorter. */
+function describe(all: Cell[], chosen: Set<number>, integers = false): FieldDesc | null {
   if (chosen.size === all.length) return null;
-  const d = describeParts(all, chosen);
+  const d = describeParts(all, chosen, integers);
   const rest = new Set(all.map((_, i) => i).filter((i) => !chosen.has(i)));
-  const comp = describeParts(all, rest);
+  const comp = describeParts(all, rest, integers);
   const size = (x: FieldDesc) => (Array.isArray(x.any_of) ? x.any_of.length : 1);
   return size(comp) < size(d) ? { not: comp } : d;
 }
 
-function describeParts(all: FCell[], chosen: Set<number>): FieldDesc {
+/** With whole numbers only (time.hour, time.minute, time.epoch), bounds read as whole numbers too. */
+function integral(d: FieldDesc): FieldDesc {
+  const out: FieldDesc = { ...d };
+  if (typeof out.gt === 'number' && Number.isInteger(out.gt)) { out.gte = out.gt + 1; delete out.gt; }
+  if (typeof out.lt === 'number' && Number.isInteger(out.lt)) { out.lte = out.lt - 1; delete out.lt; }
+  if (typeof out.gte === 'number' && out.gte === out.lte) return { eq: out.gte };
+  return out;
+}
+
+function describeParts(all: Cell[], chosen: Set<number>, integers = false): FieldDesc {
   const parts: FieldDesc[] = [];
-  // numbers: merge consecutive cells into ranges
-  let run: FCell[] = [];
+  // numbers: consecutive cells merge into ranges
+  let run: Extract<Cell, { t: 'num' }>[] = [];
   const flush = () => {
     if (!run.length) return;
-    const first = run[0] as Extract<FCell, { t: 'num' }>, last = run[run.length - 1] as Extract<FCell, { t: 'num' }>;
+    const first = run[0]!, last = run[run.length - 1]!;
     const d: FieldDesc = {};
     if (run.length === 1 && first.point) d.eq = first.lo;
     else {
@@ -208,7 +192,7 @@ function describeParts(all: FCell[], chosen: Set<number>): FieldDesc {
       if (last.hi !== Infinity) d[last.point ? 'lte' : 'lt'] = last.hi;
       if (!Object.keys(d).length) d.type = 'number';
     }
-    parts.push(d);
+    parts.push(integers ? integral(d) : d);
     run = [];
   };
   all.forEach((c, i) => {
@@ -216,41 +200,100 @@ function describeParts(all: FCell[], chosen: Set<number>): FieldDesc {
     if (chosen.has(i)) run.push(c); else flush();
   });
   flush();
+  // strings: constants, and the other strings (split by like patterns)
   const strs = all.map((c, i) => [c, i] as const).filter(([c]) => c.t === 'str' || c.t === 'strOther');
   if (strs.length) {
-    const other = strs.find(([c]) => c.t === 'strOther')!;
+    const others = strs.filter(([c]) => c.t === 'strOther');
     const inc = strs.filter(([c, i]) => c.t === 'str' && chosen.has(i)).map(([c]) => (c as { v: string }).v);
     const exc = strs.filter(([c, i]) => c.t === 'str' && !chosen.has(i)).map(([c]) => (c as { v: string }).v);
-    if (chosen.has(other[1])) parts.push(exc.length ? { not_in: exc } : { type: 'string' });
-    else if (inc.length) parts.push({ in: inc });
+    if (others.length && others.every(([, i]) => chosen.has(i))) parts.push(exc.length ? { not_in: exc } : { type: 'string' });
+    else {
+      if (inc.length) parts.push({ in: inc });
+      for (const [c, i] of others) {
+        if (!chosen.has(i)) continue;
+        const o = c as Extract<Cell, { t: 'strOther' }>;
+        const d: FieldDesc = {};
+        if (o.not.length) d.not_in = o.not; else d.type = 'string';
+        if (o.like.length) d.like = o.like;
+        if (o.notLike.length) d.not_like = o.notLike;
+        parts.push(d);
+      }
+    }
   }
   const bools = all.map((c, i) => [c, i] as const).filter(([c, i]) => c.t === 'bool' && chosen.has(i));
   if (bools.length === 2) parts.push({ type: 'boolean' });
   else if (bools.length === 1) parts.push({ eq: (bools[0]![0] as { v: boolean }).v });
+  // lists
+  const lists = all.map((c, i) => [c, i] as const).filter(([c]) => c.t === 'list');
+  const byItem = new Map<string, (readonly [Cell, number])[]>();
+  for (const l of lists) { const it = (l[0] as { item: string }).item; (byItem.get(it) ?? byItem.set(it, []).get(it)!).push(l); }
+  const emptyIdx = all.findIndex((c) => c.t === 'empty');
+  let emptyDone = emptyIdx < 0 || !chosen.has(emptyIdx);
+  for (const [item, ls] of byItem) {
+    const picked = ls.filter(([, i]) => chosen.has(i));
+    if (!picked.length) continue;
+    if (picked.length === ls.length) {
+      parts.push(emptyDone ? { list_of: item, nonempty: true } : { list_of: item });
+      emptyDone = true;
+      continue;
+    }
+    // The constants every picked list holds, or lacks, when that describes the set exactly.
+    const consts = (ls[0]![0] as { has: unknown[]; hasNot: unknown[] });
+    const universe = [...consts.has, ...consts.hasNot];
+    const always = universe.filter((x) => picked.every(([c]) => (c as { has: unknown[] }).has.includes(x)));
+    const never = universe.filter((x) => picked.every(([c]) => (c as { hasNot: unknown[] }).hasNot.includes(x)));
+    const size = ls.filter(([c]) => always.every((x) => (c as { has: unknown[] }).has.includes(x)) && never.every((x) => (c as { hasNot: unknown[] }).hasNot.includes(x))).length;
+    if (size === picked.length) {
+      const d: FieldDesc = { list_of: item };
+      if (always.length) d.contains = always;
+      if (never.length) d.not_contains = never;
+      if (emptyDone || always.length) d.nonempty = true;
+      else emptyDone = true;
+      parts.push(d);
+    } else {
+      for (const [c] of picked) {
+        const l = c as Extract<Cell, { t: 'list' }>;
+        const d: FieldDesc = { list_of: item, nonempty: true };
+        if (l.has.length) d.contains = l.has;
+        if (l.hasNot.length) d.not_contains = l.hasNot;
+        parts.push(d);
+      }
+    }
+  }
+  if (!emptyDone) parts.push({ empty: true });
   all.forEach((c, i) => {
     if (!chosen.has(i)) return;
-    if (c.t === 'other') parts.push({ other_than: c.types });
+    if (c.t === 'absent') parts.push({ missing_or_not: c.types });
     if (c.t === 'missing') parts.push({ missing: true });
   });
   return parts.length === 1 ? parts[0]! : { any_of: parts };
 }
 
-
-/** Does a context value (present or not) lie in a field description of a region? */
+/** Does a value (present or not) lie in a field description of a region? */
 export function matchesFieldDesc(d: FieldDesc, present: boolean, v: unknown): boolean {
   if (d.not !== undefined) return !matchesFieldDesc(d.not as FieldDesc, present, v);
   if (Array.isArray(d.any_of)) return (d.any_of as FieldDesc[]).some((x) => matchesFieldDesc(x, present, v));
   if (d.missing === true) return !present;
+  if (Array.isArray(d.missing_or_not)) return !present || isOther(d.missing_or_not as never, v);
   if (!present) return false;
-  if (Array.isArray(d.other_than)) {
-    const t = typeof v === 'number' || typeof v === 'string' || typeof v === 'boolean' ? typeof v : 'other';
-    return !(d.other_than as string[]).includes(t);
+  if (Array.isArray(d.missing_or_not)) return !present || isOther(d.missing_or_not as never, v);
+  if (d.empty === true) return Array.isArray(v) && v.length === 0;
+  if (typeof d.list_of === 'string') {
+    if (!Array.isArray(v) || !v.every((x) => typeof x === d.list_of && (typeof x !== 'number' || Number.isFinite(x)))) return false;
+    if (d.nonempty === true && v.length === 0) return false;
+    if (Array.isArray(d.contains) && !(d.contains as unknown[]).every((x) => v.includes(x))) return false;
+    if (Array.isArray(d.not_contains) && (d.not_contains as unknown[]).some((x) => v.includes(x))) return false;
+    return true;
   }
   if (Array.isArray(d.in)) return typeof v === 'string' && (d.in as string[]).includes(v);
-  if (Array.isArray(d.not_in)) return typeof v === 'string' && !(d.not_in as string[]).includes(v);
+  if (d.not_in !== undefined || d.like !== undefined || d.not_like !== undefined || d.type === 'string') {
+    if (typeof v !== 'string') return false;
+    if (Array.isArray(d.not_in) && (d.not_in as string[]).includes(v)) return false;
+    return cellHolds({ t: 'strOther', not: [], like: (d.like as string[]) ?? [], notLike: (d.not_like as string[]) ?? [] }, true, v);
+  }
   if ('eq' in d) return v === d.eq;
-  if (typeof d.type === 'string') return typeof v === d.type;
-  if (typeof v !== 'number') return false;
+  if (typeof d.type === 'string') return typeof v === d.type && (typeof v !== 'number' || Number.isFinite(v));
+  if (typeof v !== 'number' || !Number.isFinite(v)) return false;
   if (typeof d.gt === 'number' && !(v > d.gt)) return false;
   if (typeof d.gte === 'number' && !(v >= d.gte)) return false;
   if (typeof d.lt === 'number' && !(v < d.lt)) return false;
@@ -258,34 +301,180 @@ export function matchesFieldDesc(d: FieldDesc, present: boolean, v: unknown): bo
   return true;
 }
 
+/**
+ * The sets of relation values one operator names. For a pair that is also ordered, `!=` is
+ * every unequal pair (numbers either way round, or unequal strings or booleans); without
+ * order, unequal is one value.
+ */
+const REL_OPS_ORDERED: [RelValue[], string][] = [
+  [['lt'], '<'], [['eq'], '=='], [['gt'], '>'], [['lt', 'eq'], '<='], [['eq', 'gt'], '>='], [['lt', 'gt', 'ne'], '!='], [['lt', 'eq', 'gt', 'ne'], 'comparable'],
+];
+const REL_OPS_UNORDERED: [RelValue[], string][] = [[['eq'], '=='], [['ne'], '!='], [['eq', 'ne'], 'comparable']];
+
+function describeRel(d: RelDim, chosen: Set<number>): FieldDesc | null {
+  if (chosen.size === d.values.length) return null;
+  const desc = describeRelParts(d, chosen);
+  const comp = describeRelParts(d, new Set(d.values.map((_, i) => i).filter((i) => !chosen.has(i))));
+  const size = (x: FieldDesc) => (Array.isArray(x.any_of) ? x.any_of.length : 1);
+  return size(comp) < size(desc) ? { not: comp } : desc;
+}
+
+function describeRelParts(d: RelDim, chosen: Set<number>): FieldDesc {
+  const vs = d.values.filter((_, i) => chosen.has(i));
+  const na = vs.includes('na');
+  const rest = vs.filter((v) => v !== 'na');
+  const parts: FieldDesc[] = [];
+  if (d.rel === 'cmp') {
+    if (rest.length) {
+      const set = new Set<RelValue>(rest);
+      const ops = d.ordering ? REL_OPS_ORDERED : REL_OPS_UNORDERED;
+      const match = ops.find(([vals]) => vals.length === set.size && vals.every((v) => set.has(v)));
+      if (match) parts.push(match[1] === 'comparable' ? { comparable: true } : { op: match[1] });
+      else {
+        for (const v of rest) {
+          // An unequal pair of strings or booleans, where numbers are ordered instead.
+          if (v === 'ne' && d.ordering) parts.push({ op: '!=', not_numbers: true });
+          else parts.push({ op: ops.find(([vals]) => vals.length === 1 && vals[0] === v)![1] });
+        }
+      }
+    }
+  } else if (rest.length === 2) parts.push({ comparable: true });
+  else if (rest.length === 1) parts.push({ holds: rest[0] === 'yes' });
+  if (na) parts.push({ comparable: false });
+  return parts.length === 1 ? parts[0]! : { any_of: parts };
+}
+
+/** `!=` holds for every comparable pair that is not equal (numbers ordered either way, other values unequal). */
+function matchesRelDesc(d: FieldDesc, rel: RelValue): boolean {
+  if (d.not !== undefined) return !matchesRelDesc(d.not as FieldDesc, rel);
+  if (Array.isArray(d.any_of)) return (d.any_of as FieldDesc[]).some((x) => matchesRelDesc(x, rel));
+  if (d.comparable === false) return rel === 'na';
+  if (rel === 'na') return false;
+  if (d.comparable === true) return true;
+  if (typeof d.holds === 'boolean') return (rel === 'yes') === d.holds;
+  if (d.not_numbers === true) return rel === 'ne';
+  switch (d.op) {
+    case '<': return rel === 'lt';
+    case '>': return rel === 'gt';
+    case '==': return rel === 'eq';
+    case '<=': return rel === 'lt' || rel === 'eq';
+    case '>=': return rel === 'gt' || rel === 'eq';
+    case '!=': return rel !== 'eq';
+  }
+  return false;
+}
+
+// ---- names of dimensions in a region --------------------------------------------------
+
+/** A path as a region names it: a context field bare when that reads unambiguously. */
+function pathName(p: PathNode): string {
+  if (p.root === 'context' && !(ROOTS as readonly string[]).includes(p.segs[0]!)) return p.segs.join('.');
+  return [p.root, ...p.segs].join('.');
+}
+
+const GRANT_KEY = {
+  subject: 'subject.permissions cover the action',
+  person: 'person.permissions cover the action',
+  /** The subject's, and for a delegated agent its person's too. */
+  both: 'permissions cover the action',
+} as const;
+
+function dimName(d: Dim, byKey: Map<string, ValueDim>, fixedPath: (k: string) => PathNode, zoneSuffix: boolean): string {
+  const name = (k: string) => {
+    const v = byKey.get(k);
+    const p = v ? v.path : fixedPath(k);
+    const at = v && v.path.root === 'time' && v.path.segs[0] !== 'epoch' && zoneSuffix ? '@' + v.zone : '';
+    return pathName(p) + at;
+  };
+  if (d.kind === 'value') return name(d.key);
+  if (d.kind === 'grant') return GRANT_KEY[d.who];
+  switch (d.rel) {
+    case 'cmp': return `${name(d.a)} vs ${name(d.b)}`;
+    case 'member': return `${name(d.a)} in ${name(d.b)}`;
+    case 'any': return `${name(d.a)} contains any ${name(d.b)}`;
+    case 'all': return `${name(d.a)} contains all ${name(d.b)}`;
+  }
+}
+
+function pathOfName(name: string): { path: PathNode; zone?: string } {
+  const at = name.indexOf('@');
+  const text = at < 0 ? name : name.slice(0, at);
+  return { path: pathFromText(text), ...(at < 0 ? {} : { zone: name.slice(at + 1) }) };
+}
+
+function readName(req: DecisionRequest, name: string, zone: string): { present: boolean; value?: unknown } {
+  const { path, zone: z } = pathOfName(name);
+  const v = compileReader(path, z ?? zone)(envOf(req));
+  return v === MISSING ? { present: false } : { present: true, value: v };
+}
+
+// ---- membership of a request in a change ------------------------------------------------
+
 /** Does a request lie in a reported change's region? (Used by tests and tools.) */
-export function inRegion(c: Change, req: DecisionRequest): boolean {
-  const agentSub = 'agent:' + req.agent.id;
-  const pat = (s: string) => parseTypedPattern(s)!;
-  if (!matchTyped(pat(c.subjects[0]!), agentSub)) return false;
+export function inRegion(c: Change, req: DecisionRequest, singulars: Record<string, string> = {}): boolean {
+  const s = req.subject;
+  // Regions are of requests without a prior approval, by agents that hold the capability of the action (with no limits of its own).
+  if (req.approved === true) return false;
+  if (s.type === 'agent') {
+    const cap = (s.capabilities ?? []).find((x) => x.name === req.action);
+    if (!cap || (cap.limits && Object.keys(cap.limits).length)) return false;
+  }
+  const pat = (x: string) => parseTypedPattern(x)!;
   const ex = c.except ?? {};
-  if ((ex.subjects ?? []).some((s) => s.startsWith('agent:') && matchTyped(pat(s), agentSub))) return false;
-  const person = req.person ?? null;
-  if (c.no_person && person) return false;
-  const userPat = c.subjects.find((s) => s.startsWith('user:'));
-  if (userPat) {
-    if (!person) return false;
-    const us = 'user:' + person.id;
-    if (!matchTyped(pat(userPat), us)) return false;
-    if ((ex.subjects ?? []).some((s) => s.startsWith('user:') && matchTyped(pat(s), us))) return false;
+  const first = c.subjects[0]!;
+  const delegated = s.type === 'agent' && s.mode === 'delegated';
+  const person = delegated && req.person && typeof req.person.id === 'string' && req.person.id !== '' ? req.person : null;
+  if (first.startsWith('user:')) {
+    if (s.type !== 'user') return false;
+    const us = 'user:' + s.id;
+    if (!matchTyped(pat(first), us) || (ex.subjects ?? []).some((x) => matchTyped(pat(x), us))) return false;
+  } else {
+    if (s.type !== 'agent') return false;
+    const as = 'agent:' + s.id;
+    if (!matchTyped(pat(first), as) || (ex.subjects ?? []).some((x) => x.startsWith('agent:') && matchTyped(pat(x), as))) return false;
+    if (delegated && !person) return false;
+    if (c.no_person && delegated) return false;
+    const userPat = c.subjects[1];
+    if (userPat) {
+      if (!person) return false;
+      const us = 'user:' + person.id;
+      if (!matchTyped(pat(userPat), us) || (ex.subjects ?? []).some((x) => x.startsWith('user:') && matchTyped(pat(x), us))) return false;
+    }
   }
   if (!matchTyped(pat(c.relation), req.action) || (ex.relation ?? []).some((r) => matchTyped(pat(r), req.action))) return false;
   if (!matchTyped(pat(c.object), req.resource) || (ex.object ?? []).some((o) => matchTyped(pat(o), req.resource))) return false;
-  for (const [f, d] of Object.entries(c.region)) {
-    const present = Object.hasOwn(req.context, f);
-    if (!matchesFieldDesc(d, present, present ? req.context[f] : undefined)) return false;
+  const zone = c.timezone ?? 'UTC';
+  for (const [name, d] of Object.entries(c.region)) {
+    if (name === GRANT_KEY.subject) { if (grantIn(req, 'subject', singulars) !== d.holds) return false; continue; }
+    if (name === GRANT_KEY.person) { if (grantIn(req, 'person', singulars) !== d.holds) return false; continue; }
+    if (name === GRANT_KEY.both) {
+      const ok = grantIn(req, 'subject', singulars) && (!delegated || grantIn(req, 'person', singulars));
+      if (ok !== d.holds) return false;
+      continue;
+    }
+    const rel = relationName(name);
+    if (rel) {
+      const a = readName(req, rel.a, zone), b = readName(req, rel.b, zone);
+      if (!matchesRelDesc(d, relationOf(rel.rel, true, a, b))) return false;
+      continue;
+    }
+    const v = readName(req, name, zone);
+    if (!matchesFieldDesc(d, v.present, v.value)) return false;
   }
   return true;
 }
 
+function relationName(name: string): { rel: RelDim['rel']; a: string; b: string } | null {
+  for (const [sep, rel] of [[' vs ', 'cmp'], [' contains any ', 'any'], [' contains all ', 'all'], [' in ', 'member']] as const) {
+    const i = name.indexOf(sep);
+    if (i > 0) return { rel, a: name.slice(0, i), b: name.slice(i + sep.length) };
+  }
+  return null;
+}
+
 // ---- the diff ----------------------------------------------------------------------
 
-const EVAL_MAX = 2_000_000;
+const EVAL_MAX = 500_000;
 
 interface Side { rules: CompiledRule[]; limits: CompiledLimitBlock[] }
 
@@ -293,12 +482,26 @@ function sideOf(set: PolicySet): Side {
   return { rules: set.compiled.rules, limits: [...set.compiled.limits.values()].flat() };
 }
 
+const IDENTITY = new Set(['subject.id', 'person.id', 'resource.id', 'resource.type']);
+
+interface Computed { dims: Dim[]; boxes: { sets: Set<number>[]; point: number[]; before: DecisionValue; after: DecisionValue }[] }
+
 export function diffPolicySets(before: PolicySet, after: PolicySet): DiffResult {
+  try {
+    return diffInner(before, after);
+  } catch (e) {
+    if (e instanceof SpaceTooLarge || e instanceof StringSearchTooLarge) throw new DiffTooLarge(e.message);
+    throw e;
+  }
+}
+
+function diffInner(before: PolicySet, after: PolicySet): DiffResult {
   const notes: string[] = [];
   const sb = sideOf(before), sa = sideOf(after);
   const singB = JSON.stringify(Object.entries(before.compiled.singulars).sort());
   const singA = JSON.stringify(Object.entries(after.compiled.singulars).sort());
   if (singB !== singA) notes.push('declared kind singulars differ: which objects a permission covers changes, also for actions no rule or limit names');
+  const singularsAll = [before.compiled.singulars, after.compiled.singulars];
 
   const allRules = [...sb.rules, ...sa.rules];
   const allLimits = [...sb.limits, ...sa.limits];
@@ -308,9 +511,7 @@ export function diffPolicySets(before: PolicySet, after: PolicySet): DiffResult 
   for (const a of actionPats) {
     if (a.segs === null || a.segs.length !== 1 || a.segs[0] === null) continue;
     const kinds = a.segs[0];
-    for (const sing of [before.compiled.singulars, after.compiled.singulars]) {
-      objectPats.push({ type: (Object.hasOwn(sing, kinds) ? sing[kinds] : undefined) ?? singularOf(kinds), segs: null });
-    }
+    for (const sing of singularsAll) objectPats.push({ type: (Object.hasOwn(sing, kinds) ? sing[kinds] : undefined) ?? singularOf(kinds), segs: null });
   }
   const agentPats = [
     ...allRules.flatMap((r) => r.ast.subjects.filter((s) => s.startsWith('agent:')).map((s) => parseAgentPattern(s.slice(6)))),
@@ -322,14 +523,18 @@ export function diffPolicySets(before: PolicySet, after: PolicySet): DiffResult 
   const actionCells = cells(actionPats, { type: null, segs: null }, (p) => witnessOf(p, actionTaken, 'act', 'things'));
   const objectCells = cells(objectPats, { type: null, segs: null }, (p) => witnessOf(p, objectTaken, 'thing', 'example'));
   const agentCells = cells(agentPats, { type: '', segs: null }, (p) => witnessOf(p, agentTaken, '', 'example-agent'));
-  // People: no cell when no rule names a user (then a person changes nothing).
-  const personCells: (Cell | 'none' | 'any')[] = userPats.length
-    ? ['none', ...cells(userPats, { type: '', segs: null }, (p) => witnessOf(p, userTaken, '', 'example-person'))]
-    : ['any'];
+  const userCells = cells(userPats, { type: '', segs: null }, (p) => witnessOf(p, userTaken, '', 'example-person'));
+  type PCell = { kind: PrincipalKind; agent?: Cell0; person?: Cell0 };
+  const principals: PCell[] = [
+    ...agentCells.map((a) => ({ kind: 'auto' as const, agent: a })),
+    ...agentCells.flatMap((a) => userCells.map((u) => ({ kind: 'deleg' as const, agent: a, person: u }))),
+    ...userCells.map((u) => ({ kind: 'user' as const, person: u })),
+  ];
 
-  const memo = new Map<string, { box: Map<string, Set<number>>; fields: [string, FCell[]][]; before: DecisionValue; after: DecisionValue }[]>();
+  const memo = new Map<string, Computed>();
   const changes: Change[] = [];
   let evaluations = 0;
+  const count = (n: number) => { evaluations += n; if (evaluations > EVAL_MAX) throw new DiffTooLarge('too many request cells to compare'); };
 
   for (const ac of actionCells) {
     const kindsWild = !(ac.pattern.segs && ac.pattern.segs.length === 1 && ac.pattern.segs[0] !== null);
@@ -340,158 +545,363 @@ export function diffPolicySets(before: PolicySet, after: PolicySet): DiffResult 
     for (const oc of objectCells) {
       const rulesO = rulesA.filter((r) => r.object(oc.witness));
       if (!rulesO.length && !limitsA.length) continue;
-      for (const gc of agentCells) {
-        const limitsG = limitsA.filter((l) => l.agent(gc.witness));
-        for (const pc of personCells) {
-          const userSub = typeof pc === 'object' ? 'user:' + pc.witness : null;
-          const rulesG = rulesO.filter((r) => r.subjects('agent:' + gc.witness, userSub));
-          if (!rulesG.length && !limitsG.length) continue;
-          // A cell of actions with any kinds (`create:*`) holds actions of every kind, so the grant is not
-          // constant on it: there diff assumes the grant (and picks an example action that has it).
-          const exampleAction = kindsWild ? coveringAction(ac, oc, [before.compiled.singulars, after.compiled.singulars]) : ac.witness;
-          if (exampleAction === null) continue;
-          const granted = kindsWild ? 'w' : [before, after].map((p) => (permissionCovers('*:*', ac.witness, oc.witness, p.compiled.singulars) ? 'g' : 'n')).join('');
-          if (granted === 'nn') continue; // nobody can be granted this action on this object: deny on both sides
-          const sig = [granted, ...rulesG.map((r) => (sb.rules.includes(r) ? 'b' : 'a') + r.index), '|', ...limitsG.map((l) => allLimits.indexOf(l))].join(',');
-          let boxes = memo.get(sig);
-          if (!boxes) {
-            boxes = contextDiff(before, after, rulesG, limitsG, {
-              agent: gc.witness, person: typeof pc === 'object' ? pc.witness : undefined, action: ac.witness, resource: oc.witness,
-            }, kindsWild, (n) => { evaluations += n; if (evaluations > EVAL_MAX) throw new DiffTooLarge('too many request cells to compare'); });
-            memo.set(sig, boxes);
-          }
-          for (const b of boxes) changes.push(render(b, ac, oc, gc, pc, exampleAction));
+      // A cell of actions with any kinds (`create:*`) holds actions of every kind: for an object of
+      // kind k, an action of the cell whose kinds cover k (others are denied by both sets alike).
+      const actionFor = (kind: string) => (kindsWild ? coveringAction(ac, kind, singularsAll) : ac.witness);
+      const objType = oc.pattern.type;
+      const objectCell: Pick<Principal, 'resourceType' | 'resourceId' | 'objectExceptions'> = {
+        resourceType: {
+          witness: oc.witness.slice(0, oc.witness.indexOf(':')),
+          cons: [
+            ...(objType !== null ? [{ kind: 'exact' as const, pattern: objType, positive: true }] : []),
+            ...oc.except.filter((e) => e.segs === null && e.type !== null).map((e) => ({ kind: 'exact' as const, pattern: e.type!, positive: false })),
+          ],
+        },
+        resourceId: {
+          witness: oc.witness.slice(oc.witness.indexOf(':') + 1),
+          cons: [
+            { kind: 'seg', pattern: valueText(oc.pattern), positive: true },
+            ...oc.except.filter((e) => e.type === null).map((e) => ({ kind: 'seg' as const, pattern: valueText(e), positive: false })),
+          ],
+        },
+        objectExceptions: oc.except.filter((e) => e.type !== null && e.segs !== null).map((e) => ({ type: e.type!, id: valueText(e) })),
+      };
+      for (const pc of principals) {
+        const agentW = pc.agent?.witness, personW = pc.person?.witness;
+        const idMatch = (r: CompiledRule) => {
+          const subs = r.ast.subjects;
+          const a = agentW !== undefined && subs.some((s) => s.startsWith('agent:') && matchTyped(parseTypedPattern(s)!, 'agent:' + agentW));
+          const u = personW !== undefined && subs.some((s) => s.startsWith('user:') && matchTyped(parseTypedPattern(s)!, 'user:' + personW));
+          return (a ? 'a' : '') + (u ? 'u' : '');
+        };
+        const byRole = (r: CompiledRule) => r.ast.subjects.some((s) => s.startsWith('role:') || s.startsWith('group:'));
+        const rulesP = rulesO.filter((r) => idMatch(r) !== '' || byRole(r));
+        const limitsP = pc.kind === 'user' ? [] : limitsA.filter((l) => l.agent(agentW!));
+        if (!rulesP.length && !limitsP.length) continue;
+        const atoms: { atom: Atom; zone: string }[] = [];
+        for (const r of rulesP) if (r.ast.when) for (const atom of atomsOf(r.ast.when)) atoms.push({ atom, zone: r.zone });
+        const roleNames = [...new Set(rulesP.flatMap((r) => r.ast.subjects.filter((s) => s.startsWith('role:')).map((s) => s.slice(5))))].sort();
+        const groupNames = [...new Set(rulesP.flatMap((r) => r.ast.subjects.filter((s) => s.startsWith('group:')).map((s) => s.slice(6))))].sort();
+        // Without a permit rule, only roles grant: a request they do not grant is denied by both sets alike.
+        const hasPermit = rulesP.some((r) => r.effect === 'permit');
+        const principal: Principal = {
+          kind: pc.kind,
+          subjectId: pc.kind === 'user' ? { witness: personW!, cons: idConstraints(pc.person!) } : { witness: agentW!, cons: idConstraints(pc.agent!) },
+          ...(pc.kind === 'deleg' ? { personId: { witness: personW!, cons: idConstraints(pc.person!) } } : {}),
+          ...objectCell,
+          actionFor,
+          check: (req) => {
+            if (!inTypedCell(oc, req.resource) || !matchTyped(ac.pattern, req.action) || ac.except.some((e) => matchTyped(e, req.action))) return false;
+            if (pc.kind === 'user') return inIdCell(pc.person!, req.subject.id);
+            if (!inIdCell(pc.agent!, req.subject.id)) return false;
+            return pc.kind !== 'deleg' || (!!req.person && inIdCell(pc.person!, req.person.id));
+          },
+        };
+        const kindConstants = kindsWild ? [] : [...new Set(singularsAll.map((m) => { const k = ac.witness.slice(ac.witness.indexOf(':') + 1); return (Object.hasOwn(m, k) ? m[k] : undefined) ?? singularOf(k); }))];
+        const space = buildSpace({ atoms, limits: limitsP.flatMap((l) => l.ast.fields), roleNames, groupNames, kindConstants }, principal, { subject: hasPermit, person: hasPermit });
+        const readsIdentity = space.dims.some((d) => d.kind === 'value' && IDENTITY.has(d.key))
+          || space.dims.some((d) => d.kind === 'rel' && (IDENTITY.has(d.a) || IDENTITY.has(d.b)));
+        const coherence = kindsWild ? 'w' : singularsAll.map((s) => (permissionCovers('*:*', ac.witness, oc.witness, s) ? 'g' : 'n')).join('');
+        const sig = [
+          pc.kind, coherence,
+          ...rulesP.map((r) => (sb.rules.includes(r) ? 'b' : 'a') + r.index + idMatch(r)), '|',
+          ...limitsP.map((l) => allLimits.indexOf(l)),
+          ...(readsIdentity ? ['|', agentW, personW, oc.witness, ac.witness] : []),
+        ].join(',');
+        const probes: [Probe, Probe] = [
+          decider(space, { rules: rulesP.filter((r) => sb.rules.includes(r)), limits: limitsP.filter((l) => sb.limits.includes(l)).flatMap((l) => l.ast.fields), singulars: before.compiled.singulars, action: kindsWild ? null : ac.witness, actionFor }, { agent: agentW, person: personW }),
+          decider(space, { rules: rulesP.filter((r) => sa.rules.includes(r)), limits: limitsP.filter((l) => sa.limits.includes(l)).flatMap((l) => l.ast.fields), singulars: after.compiled.singulars, action: kindsWild ? null : ac.witness, actionFor }, { agent: agentW, person: personW }),
+        ];
+        let computed = memo.get(sig);
+        let built = computed?.boxes.map((b) => construct(space, b.point));
+        if (!computed || built!.some((x) => x === null)) {
+          computed = compare(before, after, space, probes, count);
+          memo.set(sig, computed);
+          built = computed.boxes.map((b) => construct(space, b.point));
         }
+        computed.boxes.forEach((b, i) => changes.push(render(space, computed!.dims, b, built![i]!.request, ac, oc, pc)));
       }
     }
   }
-  changes.sort((x, y) => (x.relation + x.object + x.subjects.join()).localeCompare(y.relation + y.object + y.subjects.join()));
-  return { changes, notes };
+  const merged = mergePersonCells(changes, userCells.length);
+  merged.sort((x, y) => (x.relation + x.object + x.subjects.join()).localeCompare(y.relation + y.object + y.subjects.join()));
+  return { changes: merged, notes };
 }
 
-function contextDiff(
-  before: PolicySet, after: PolicySet, rules: CompiledRule[], limits: CompiledLimitBlock[],
-  at: { agent: string; person?: string; action: string; resource: string }, assumeGranted: boolean, count: (n: number) => void,
-) {
-  const consts = new Map<string, FieldConsts>();
-  const get = (f: string) => { let c = consts.get(f); if (!c) consts.set(f, (c = { nums: new Set(), strs: new Set(), bools: false })); return c; };
-  for (const r of rules) if (r.ast.when) exprConsts(r.ast.when, consts, get);
-  for (const l of limits) for (const f of l.ast.fields as LimitField[]) {
-    const c = get(f.field);
-    for (const k of ['max', 'min', 'in', 'not_in', 'eq'] as const) if (f[k] !== undefined) addLiteral(c, f[k]!);
-  }
-  const fields = [...consts.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([f, c]) => [f, fieldCells(c)] as [string, FCell[]]);
-  const total = fields.reduce((n, [, cs]) => n * cs.length, 1);
-  count(total);
-  const reps = fields.map(([, cs]) => cs.map(representative));
-  const groups = new Map<string, number[][]>();
-  const idx = new Array<number>(fields.length).fill(0);
-  const base: DecisionRequest = {
-    agent: { id: at.agent, mode: at.person ? 'delegated' : 'autonomous', permissions: ['*:*'], capabilities: [{ name: at.action }] },
-    action: at.action, resource: at.resource, context: {},
+/**
+ * Walk the space dimension by dimension (those the first rules read first). Where both sets
+ * are decided for every request below a node, stop: the same decision, nothing to report; two
+ * decisions, one box (the node's cells, and every cell of the dimensions not chosen yet), with
+ * an example request built below it and checked with decide().
+ */
+function compare(before: PolicySet, after: PolicySet, space: Space, probes: [Probe, Probe], count: (n: number) => void): Computed {
+  const dims = space.dims;
+  const sizes = dims.map(dimSize);
+  const order = walkOrder(space);
+  const point = new Array<number>(dims.length).fill(0);
+  const chosen = new Uint8Array(dims.length);
+  const groups: { before: DecisionValue; after: DecisionValue; boxes: { sets: Set<number>[]; point: number[] }[] }[] = [];
+  const feasibleMemo = new Map<string, boolean>();
+  const feasible = (p: number[]) => {
+    const n = p.join(',');
+    let f = feasibleMemo.get(n);
+    if (f === undefined) { f = construct(space, p) !== null; if (feasibleMemo.size < 200_000) feasibleMemo.set(n, f); }
+    return f;
   };
-  if (at.person) base.person = { id: at.person, permissions: ['*:*'] };
-  for (let n = 0; n < total; n++) {
-    const context: Record<string, unknown> = {};
-    fields.forEach(([f], i) => { const r = reps[i]![idx[i]!]!; if (r.present) context[f] = r.value; });
-    const req = { ...base, context };
-    const b = decideWith(req, before, { assumeGranted }).decision;
-    const a = decideWith(req, after, { assumeGranted }).decision;
-    if (a !== b) {
-      const k = `${b}>${a}`;
-      let g = groups.get(k);
-      if (!g) groups.set(k, (g = []));
-      g.push([...idx]);
+  /** A point below the node that some request has, or null. */
+  const example = (level: number): number[] | null => {
+    let tries = 0;
+    const walk = (l: number): boolean => {
+      if (l === order.length) { if (++tries > EXAMPLE_TRIES) throw new DiffTooLarge('too many impossible combinations to find an example'); count(1); return feasible(point); }
+      const d = order[l]!;
+      for (let v = 0; v < sizes[d]!; v++) { point[d] = v; if (walk(l + 1)) return true; }
+      return false;
+    };
+    const saved = [...point];
+    const ok = walk(level);
+    const found = ok ? [...point] : null;
+    for (let i = 0; i < point.length; i++) point[i] = saved[i]!;
+    return found;
+  };
+  const visit = (level: number): void => {
+    count(1);
+    const b = probes[0](point, chosen), a = probes[1](point, chosen);
+    if (b !== null && a !== null) {
+      if (a === b) return;
+      const ex = example(level);
+      if (!ex) return;
+      const built = construct(space, ex)!;
+      const db = decide(built.request, before).decision, da = decide(built.request, after).decision;
+      if (db !== b || da !== a) throw new Error(`diff: the cells say ${b} -> ${a}, deciding the example says ${db} -> ${da}`);
+      let g = groups.find((x) => x.before === b && x.after === a);
+      if (!g) groups.push((g = { before: b, after: a, boxes: [] }));
+      g.boxes.push({ sets: dims.map((_, i) => (chosen[i] ? new Set([point[i]!]) : new Set(Array.from({ length: sizes[i]! }, (_, v) => v)))), point: ex });
+      return;
     }
-    for (let i = fields.length - 1; i >= 0; i--) { if (++idx[i]! < fields[i]![1].length) break; idx[i] = 0; }
-  }
-  const out: { box: Map<string, Set<number>>; fields: [string, FCell[]][]; before: DecisionValue; after: DecisionValue }[] = [];
-  for (const [k, points] of groups) {
-    const [b, a] = k.split('>') as [DecisionValue, DecisionValue];
-    for (const box of mergeBoxes(points, fields.length)) {
-      out.push({ box: new Map(fields.map(([f], i) => [f, box[i]!])), fields, before: b, after: a });
+    if (level === order.length) throw new Error('diff: a request whose decision the cells do not settle');
+    const d = order[level]!;
+    chosen[d] = 1;
+    for (let v = 0; v < sizes[d]!; v++) { point[d] = v; visit(level + 1); }
+    chosen[d] = 0;
+    point[d] = 0;
+  };
+  visit(0);
+  const boxes: Computed['boxes'] = [];
+  for (const g of groups) {
+    const decidedAs = (p: number[]) => {
+      const all = new Uint8Array(dims.length).fill(1);
+      return probes[0](p, all) === g.before && probes[1](p, all) === g.after;
+    };
+    for (const sets of mergeBoxes(g.boxes.map((x) => x.sets), sizes, decidedAs, feasible)) {
+      const hit = g.boxes.find((x) => x.point.every((v, i) => sets[i]!.has(v)))!;
+      boxes.push({ sets, point: hit.point, before: g.before, after: g.after });
     }
   }
-  return out;
+  return { dims, boxes };
 }
 
-/** Merge points of a grid into boxes: repeatedly unite boxes equal in every dimension but one. */
-function mergeBoxes(points: number[][], dims: number): Set<number>[][] {
-  let boxes = points.map((p) => p.map((x) => new Set([x])));
-  if (dims === 0) return boxes.slice(0, 1);
+const EXAMPLE_TRIES = 100_000;
+
+/** The dimensions in the order the rules read them: the first rule's first. */
+function walkOrder(space: Space): number[] {
+  const n = space.dims.length;
+  const order: number[] = [];
+  const seen = new Uint8Array(n);
+  const add = (i: number) => { if (i >= 0 && !seen[i]) { seen[i] = 1; order.push(i); } };
+  // Grants first (they decide many requests at once), then values, then relations between them.
+  space.dims.forEach((d, i) => { if (d.kind === 'grant') add(i); });
+  space.dims.forEach((d, i) => { if (d.kind === 'value' && !d.key.startsWith('time.')) add(i); });
+  space.dims.forEach((d, i) => { if (d.kind === 'value') add(i); });
+  space.dims.forEach((_, i) => add(i));
+  return order;
+}
+
+function flat(p: number[], sizes: number[]): number {
+  let n = 0;
+  for (let i = 0; i < p.length; i++) n = n * sizes[i]! + p[i]!;
+  return n;
+}
+
+/** Every point of a box (a product of per-dimension sets); calls f until it returns false. */
+function everyPoint(sets: number[][], f: (p: number[]) => boolean): boolean {
+  const p = sets.map((s) => s[0]!);
+  const at = new Array<number>(sets.length).fill(0);
+  if (sets.some((s) => s.length === 0)) return true;
+  for (;;) {
+    if (!f(p)) return false;
+    let i = sets.length - 1;
+    for (; i >= 0; i--) {
+      if (++at[i]! < sets[i]!.length) { p[i] = sets[i]![at[i]!]!; break; }
+      at[i] = 0; p[i] = sets[i]![0]!;
+    }
+    if (i < 0) return true;
+  }
+}
+
+const SLAB_MAX = 20_000;
+
+/**
+ * Unite the disjoint boxes of one group where they differ in one dimension only; then widen a
+ * box by a cell when every combination that adds is decided the group's way or has no request
+ * (only where that costs little to check), and unite again.
+ */
+function mergeBoxes(
+  start: Set<number>[][], sizes: number[], decidedAs: (p: number[]) => boolean, feasible: (p: number[]) => boolean,
+): Set<number>[][] {
+  const dims = sizes.length;
+  if (dims === 0) return start.slice(0, 1);
   const k = (s: Set<number>) => [...s].sort((a, b) => a - b).join(',');
-  for (let changed = true; changed;) {
-    changed = false;
-    for (let d = 0; d < dims; d++) {
-      const groups = new Map<string, Set<number>[][]>();
-      for (const b of boxes) {
-        const key = b.map((s, i) => (i === d ? '*' : k(s))).join('|');
-        const g = groups.get(key);
-        if (g) g.push(b); else groups.set(key, [b]);
+  let boxes = start;
+  const unite = () => {
+    for (let changed = true; changed;) {
+      changed = false;
+      for (let d = 0; d < dims; d++) {
+        const groups = new Map<string, Set<number>[][]>();
+        for (const b of boxes) {
+          const key = b.map((s, i) => (i === d ? '*' : k(s))).join('|');
+          const g = groups.get(key);
+          if (g) g.push(b); else groups.set(key, [b]);
+        }
+        if (groups.size === boxes.length) continue;
+        changed = true;
+        boxes = [...groups.values()].map((g) => g[0]!.map((s, i) => (i === d ? new Set(g.flatMap((b) => [...b[d]!])) : s)));
       }
-      if (groups.size === boxes.length) continue;
-      changed = true;
-      boxes = [...groups.values()].map((g) => g[0]!.map((s, i) => (i === d ? new Set(g.flatMap((b) => [...b[d]!])) : s)));
+    }
+  };
+  unite();
+  // Widening must keep boxes apart: a cell is taken in only where no other box has it.
+  const overlaps = (b: Set<number>[], d: number, v: number) => boxes.some((o) => o !== b && o.every((s, i) => (i === d ? s.has(v) : [...b[i]!].some((x) => s.has(x)))));
+  let widened = false;
+  for (const b of boxes) {
+    for (let d = 0; d < dims; d++) {
+      for (let v = 0; v < sizes[d]!; v++) {
+        if (b[d]!.has(v)) continue;
+        const sets = b.map((s, i) => (i === d ? [v] : [...s]));
+        if (sets.reduce((n, s) => n * s.length, 1) > SLAB_MAX) continue;
+        if (overlaps(b, d, v)) continue;
+        if (everyPoint(sets, (p) => decidedAs(p) || !feasible(p))) { b[d]!.add(v); widened = true; }
+      }
     }
   }
+  if (widened) unite();
   return boxes;
 }
 
 function render(
-  b: { box: Map<string, Set<number>>; fields: [string, FCell[]][]; before: DecisionValue; after: DecisionValue },
-  ac: Cell, oc: Cell, gc: Cell, pc: Cell | 'none' | 'any', exampleAction: string,
+  space: Space, dims: Dim[], b: Computed['boxes'][number], req: DecisionRequest, ac: Cell0, oc: Cell0,
+  pc: { kind: PrincipalKind; agent?: Cell0; person?: Cell0 },
 ): Change {
+  const byKey = space.valueDims;
+  const zones = new Set<string>();
+  const zoneOfKey = (k: string) => { const v = byKey.get(k); if (v && v.status === 'time' && v.path.segs[0] !== 'epoch') zones.add(v.zone); };
+  dims.forEach((d, i) => {
+    if (b.sets[i]!.size === dimSize(d)) return;
+    if (d.kind === 'value') zoneOfKey(d.key);
+    else if (d.kind === 'rel') { zoneOfKey(d.a); zoneOfKey(d.b); }
+  });
+  const suffix = zones.size > 1;
+  const fixedPath = (k: string) => pathFromText(k.split('@')[0]!);
   const region: Record<string, FieldDesc> = {};
-  const context: Record<string, unknown> = {};
-  for (const [f, all] of b.fields) {
-    const chosen = b.box.get(f)!;
-    const d = describe(all, chosen);
-    if (d) region[f] = d;
-    const order = [...chosen].sort((x, y) => rank(all[x]!) - rank(all[y]!) || x - y);
-    const r = representative(all[order[0]!]!);
-    if (r.present) context[f] = r.value;
+  dims.forEach((d, i) => {
+    const chosen = b.sets[i]!;
+    let desc: FieldDesc | null;
+    if (d.kind === 'value') desc = describe(d.cells, chosen, d.status === 'time');
+    else if (d.kind === 'rel') desc = describeRel(d, chosen);
+    else desc = chosen.size === d.values.length ? null : { holds: d.values[[...chosen][0]!] };
+    if (desc) region[dimName(d, byKey, fixedPath, suffix)] = desc;
+  });
+  if (!dims.some((d) => d.kind === 'grant')) region[GRANT_KEY.both] = { holds: true };
+  const subjects: string[] = [];
+  const exSubjects: string[] = [];
+  if (pc.agent) {
+    subjects.push(`agent:${patternToString(pc.agent.pattern)}`);
+    exSubjects.push(...pc.agent.except.map((p) => `agent:${patternToString(p)}`));
   }
-  const subjects = [`agent:${patternToString(gc.pattern)}`];
+  if (pc.person) {
+    subjects.push(`user:${patternToString(pc.person.pattern)}`);
+    exSubjects.push(...pc.person.except.map((p) => `user:${patternToString(p)}`));
+  }
   const except: NonNullable<Change['except']> = {};
-  const exSubjects = gc.except.map((p) => `agent:${patternToString(p)}`);
-  if (typeof pc === 'object') {
-    subjects.push(`user:${patternToString(pc.pattern)}`);
-    exSubjects.push(...pc.except.map((p) => `user:${patternToString(p)}`));
-  }
   if (exSubjects.length) except.subjects = exSubjects;
   if (ac.except.length) except.relation = ac.except.map(patternToString);
   if (oc.except.length) except.object = oc.except.map(patternToString);
   const c: Change = {
     subjects, relation: patternToString(ac.pattern), object: patternToString(oc.pattern),
-    region, before: b.before, after: b.after,
-    example: { agent_id: gc.witness, action: exampleAction, resource: oc.witness, context },
+    region, before: b.before, after: b.after, example: exampleOf(req, space),
   };
+  if (zones.size === 1) c.timezone = [...zones][0]!;
   if (Object.keys(except).length) c.except = except;
-  if (pc === 'none') c.no_person = true;
-  if (typeof pc === 'object') c.example.person_id = pc.witness;
+  if (pc.kind === 'auto') c.no_person = true;
   return c;
 }
 
+function exampleOf(req: DecisionRequest, space: Space): ExampleRequest {
+  const s = req.subject;
+  const subject: Record<string, unknown> = { type: s.type, id: s.id };
+  if (s.mode) subject.mode = s.mode;
+  if (s.roles.length) subject.roles = s.roles;
+  if (s.groups.length) subject.groups = s.groups;
+  if (s.email !== undefined) subject.email = s.email;
+  if (s.name !== undefined) subject.name = s.name;
+  if (Object.keys(s.attributes).length) subject.attributes = s.attributes;
+  subject.permissions = s.permissions;
+  const ex: ExampleRequest = { subject, action: req.action, resource: req.resource, context: req.context };
+  if (req.person) {
+    const p = req.person;
+    const person: Record<string, unknown> = { id: p.id };
+    if (p.email !== undefined) person.email = p.email;
+    if (p.roles.length) person.roles = p.roles;
+    if (p.groups.length) person.groups = p.groups;
+    if (Object.keys(p.attributes).length) person.attributes = p.attributes;
+    person.permissions = p.permissions;
+    ex.person = person;
+  }
+  if (req.resourceAttributes && Object.keys(req.resourceAttributes).length) ex.resource_attributes = req.resourceAttributes;
+  if (space.timeDims.length) ex.now = Number.isFinite(req.now) ? new Date(req.now).toISOString() : null;
+  return ex;
+}
+
 /**
- * An action of the cell `ac` whose kinds cover the object cell's kind, so that a permission can
- * grant it; null when there is none (no request of the two cells can ever be granted).
+ * An agent acting alone and the same agent acting for any person, with the same region and
+ * decisions, read better as one change about the agent.
  */
-function coveringAction(ac: Cell, oc: Cell, singulars: Record<string, string>[]): string | null {
-  const kind = oc.pattern.type;
-  if (kind === null || kind === '') return ac.witness;
+function mergePersonCells(changes: Change[], personCells: number): Change[] {
+  const keyOf = (c: Change) => JSON.stringify([c.subjects[0], c.except?.subjects?.filter((s) => s.startsWith('agent:')), c.relation, c.except?.relation, c.object, c.except?.object, c.region, c.timezone, c.before, c.after]);
+  const groups = new Map<string, Change[]>();
+  for (const c of changes) {
+    if (!c.subjects[0]!.startsWith('agent:')) continue;
+    const k = keyOf(c);
+    (groups.get(k) ?? groups.set(k, []).get(k)!).push(c);
+  }
+  const drop = new Set<Change>();
+  const out: Change[] = [];
+  for (const g of groups.values()) {
+    const alone = g.find((c) => c.no_person);
+    const withPerson = g.filter((c) => !c.no_person);
+    if (!alone || withPerson.length !== personCells) continue;
+    for (const c of g) drop.add(c);
+    const m: Change = { ...alone };
+    delete m.no_person;
+    out.push(m);
+  }
+  for (const c of changes) if (!drop.has(c)) out.push(c);
+  return out;
+}
+
+/**
+ * An action of the cell `ac` whose kinds cover objects of `kind`, so that a permission can
+ * grant it; null when there is none.
+ */
+function coveringAction(ac: Cell0, kind: string, singulars: Record<string, string>[]): string | null {
   const verb = ac.witness.slice(0, ac.witness.indexOf(':'));
   const plurals = [kind + 's', kind + 'es', ...(kind.endsWith('y') ? [kind.slice(0, -1) + 'ies'] : []), kind,
     ...singulars.flatMap((m) => Object.entries(m).filter(([, v]) => v === kind).map(([k]) => k))];
   for (const kinds of plurals) {
     const action = `${verb}:${kinds}`;
     if (!matchTyped(ac.pattern, action) || ac.except.some((p) => matchTyped(p, action))) continue;
-    if (singulars.some((m) => permissionCovers('*:*', action, oc.witness, m))) return action;
+    if (singulars.some((m) => permissionCovers('*:*', action, `${kind}:x`, m))) return action;
   }
   return null;
-}
-
-function rank(c: FCell): number {
-  return c.t === 'missing' ? 2 : c.t === 'other' ? 3 : 1;
 }
 
 // ---- text --------------------------------------------------------------------------
@@ -499,11 +909,33 @@ function rank(c: FCell): number {
 export function fieldDescText(f: string, d: FieldDesc): string {
   if (d.not !== undefined) return `not (${fieldDescText(f, d.not as FieldDesc)})`;
   if (Array.isArray(d.any_of)) return '(' + (d.any_of as FieldDesc[]).map((x) => fieldDescText(f, x)).join(' or ') + ')';
+  const rel = relationName(f);
+  if (f === GRANT_KEY.subject || f === GRANT_KEY.person) return `${f.split(' ')[0]} ${d.holds ? 'cover' : 'do not cover'} the action`;
+  if (f === GRANT_KEY.both) return d.holds ? 'permissions cover the action' : 'permissions do not cover the action';
+  if (rel) {
+    if (d.comparable === false) return `${rel.a} and ${rel.b} cannot be compared`;
+    if (d.comparable === true) return `${rel.a} and ${rel.b} are comparable`;
+    if (rel.rel === 'cmp') return `${rel.a} ${d.op} ${rel.b}`;
+    const what = rel.rel === 'member' ? 'in' : rel.rel === 'any' ? 'contains any' : 'contains all';
+    return d.holds ? `${rel.a} ${what} ${rel.b}` : `not ${rel.a} ${what} ${rel.b}`;
+  }
   if (d.missing) return `${f} missing`;
-  if (Array.isArray(d.other_than)) return `${f} is not a ${['number', 'string', 'boolean'].filter((t) => (d.other_than as string[]).includes(t)).join('/') || 'scalar'}`;
+  if (Array.isArray(d.missing_or_not)) return `${f} is missing or not a ${(d.missing_or_not as string[]).join('/') || 'value'}`;
+  if (d.empty) return `${f} is an empty list`;
+  if (typeof d.list_of === 'string') {
+    const parts = [`${f} is a ${d.nonempty ? 'non-empty ' : ''}list of ${d.list_of}s`];
+    if (Array.isArray(d.contains)) parts.push(`holding ${fmtLiteral(d.contains as string[])}`);
+    if (Array.isArray(d.not_contains)) parts.push(`without ${fmtLiteral(d.not_contains as string[])}`);
+    return parts.join(' ');
+  }
   if (Array.isArray(d.in)) return (d.in as string[]).length === 1 ? `${f} == ${fmtLiteral((d.in as string[])[0]!)}` : `${f} in ${fmtLiteral(d.in as string[])}`;
-  if (Array.isArray(d.not_in)) return `${f} is a string not in ${fmtLiteral(d.not_in as string[])}`;
-  if ('eq' in d) return `${f} == ${fmtLiteral(d.eq as Literal)}`;
+  if (d.not_in !== undefined || d.like !== undefined || d.not_like !== undefined) {
+    const parts = [Array.isArray(d.not_in) ? `${f} is a string not in ${fmtLiteral(d.not_in as string[])}` : `${f} is a string`];
+    for (const p of (d.like as string[]) ?? []) parts.push(`${f} like ${fmtLiteral(p)}`);
+    for (const p of (d.not_like as string[]) ?? []) parts.push(`${f} not like ${fmtLiteral(p)}`);
+    return parts.join(' and ');
+  }
+  if ('eq' in d) return `${f} == ${fmtLiteral(d.eq as string)}`;
   if (typeof d.type === 'string') return `${f} is a ${d.type}`;
   const parts: string[] = [];
   if (d.gt !== undefined) parts.push(`${f} > ${d.gt}`);
@@ -518,13 +950,14 @@ export function diffText(r: DiffResult): string {
   const out: string[] = [`${r.changes.length} region${r.changes.length === 1 ? '' : 's'} change decision:`];
   for (const c of r.changes) {
     const ex = c.except ?? {};
-    const who = c.subjects.join(' ') + (c.no_person ? ' (no person)' : '') + (ex.subjects?.length ? ` except ${ex.subjects.join(', ')}` : '');
+    const kind = c.subjects[0]!.startsWith('user:') ? ' (acting directly)' : c.no_person ? ' (no person)' : '';
+    const who = c.subjects.join(' ') + kind + (ex.subjects?.length ? ` except ${ex.subjects.join(', ')}` : '');
     const rel = c.relation + (ex.relation?.length ? ` except ${ex.relation.join(', ')}` : '');
     const obj = c.object + (ex.object?.length ? ` except ${ex.object.join(', ')}` : '');
-    const where = Object.entries(c.region).map(([f, d]) => fieldDescText(f, d)).join(' and ') || 'any context';
+    const where = Object.entries(c.region).map(([f, d]) => fieldDescText(f, d)).join(' and ') || 'any request';
     out.push('');
     out.push(`  ${rel} on ${obj} by ${who}`);
-    out.push(`    when ${where}: ${c.before} -> ${c.after}`);
+    out.push(`    when ${where}${c.timezone ? ` (time in ${c.timezone})` : ''}: ${c.before} -> ${c.after}`);
     out.push(`    example: ${JSON.stringify(c.example)}`);
   }
   for (const n of r.notes) out.push(`note: ${n}`);

@@ -1,10 +1,28 @@
-// `explain`: a decision and every check that led to it, as text.
+// `explain`: a decision and every check that led to it. `explainDecision` gives
+// the data (each rule with the values it read and why it applied or not);
+// `explainText` is one way to print it.
 
-import type { Decision, DecisionRequest } from './types.js';
+import type { Decision, DecisionRequest, PersonFacts, SubjectFacts } from './types.js';
+import type { PolicySet } from './compile.js';
+import { decideWith } from './decide.js';
+
+/** The decision with a full trace: every rule of the action and object, what it read, and why it applied or not. */
+export function explainDecision(request: DecisionRequest, set: PolicySet): Decision {
+  return decideWith(request, set, { explain: true });
+}
+
+function fmtValue(v: unknown): string {
+  const s = JSON.stringify(v);
+  return s === undefined ? String(v) : s.length > 80 ? s.slice(0, 77) + '...' : s;
+}
 
 export function explainText(req: DecisionRequest, d: Decision): string {
   const out: string[] = [];
-  out.push(`request: ${req.agent.id} ${req.action} ${req.resource} ${JSON.stringify(req.context ?? {})}`);
+  const s = req.subject;
+  const who = s && typeof s === 'object' ? `${s.type} ${s.id}${req.person ? ` for ${req.person.id}` : ''}` : '?';
+  out.push(`request: ${who} ${req.action} ${req.resource} ${JSON.stringify(req.context ?? {})}`);
+  if (req.resourceAttributes && Object.keys(req.resourceAttributes).length) out.push(`resource attributes: ${JSON.stringify(req.resourceAttributes)}`);
+  if (Number.isFinite(req.now)) out.push(`now: ${new Date(req.now).toISOString()}`);
   out.push(`decision: ${d.decision}`);
   out.push(`reason: ${d.reason}`);
   out.push(`policy version: ${d.policyVersion}`);
@@ -12,33 +30,77 @@ export function explainText(req: DecisionRequest, d: Decision): string {
   const w = Math.max(...d.trace.map((t) => t.step.length));
   d.trace.forEach((t, i) => {
     out.push(`  ${String(i + 1).padStart(2)}. ${t.step.padEnd(w)}  ${t.outcome.padEnd(4)}  ${t.check}${t.source ? `  (${t.source})` : ''}`);
+    const pad = ' '.repeat(w + 14);
+    for (const r of t.reads ?? []) out.push(`${pad}read ${r.path} = ${r.present ? fmtValue(r.value) : '(missing)'}`);
+    if (t.why) out.push(`${pad}${t.why}`);
   });
   return out.join('\n') + '\n';
 }
 
+type Raw = Record<string, any>;
+
+function obj(v: unknown): Raw | null {
+  return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Raw) : null;
+}
+
+function strings(v: unknown): string[] | undefined {
+  return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : undefined;
+}
+
 /**
- * Fill what a hand-written explain request leaves out: autonomous, holding the action's
- * capability, and granted (grants come from roles in the database, which the CLI does not
- * see). This is the assumption `diff` makes too, so every diff example explains to the
- * decision the diff reported for it.
+ * Fill what a hand-written explain request leaves out: an agent, autonomous (delegated when a
+ * person is given), holding the capability of the action, granted (grants come from roles in
+ * the database, which the CLI does not see), and the clock at this moment. This is what `diff`
+ * assumes too, and a diff example names every fact it needs, so every diff example explains
+ * to the decision the diff reported for it.
+ *
+ * Takes a diff example (`subject`, `person`, `action`, `resource`, `resource_attributes`,
+ * `context`, `now`) or the older shape (`agent` or `agent_id`, `person` or `person_id`).
  */
-export function completeRequest(raw: unknown): { request: DecisionRequest; assumed: string[] } {
-  const r = (typeof raw === 'object' && raw !== null ? raw : {}) as Record<string, any>;
-  // a diff example names the person as `person_id`
-  if (r.person === undefined && typeof r.person_id === 'string') r.person = r.person_id;
+export function completeRequest(raw: unknown, clock: () => number = Date.now): { request: DecisionRequest; assumed: string[] } {
+  const r = obj(raw) ?? {};
   const assumed: string[] = [];
   const action = typeof r.action === 'string' ? r.action : '';
-  const agent = typeof r.agent === 'object' && r.agent !== null ? r.agent : { id: typeof r.agent === 'string' ? r.agent : r.agent_id };
-  if (agent.mode === undefined) { agent.mode = r.person ? 'delegated' : 'autonomous'; assumed.push(`mode ${agent.mode}`); }
-  if (!Array.isArray(agent.permissions)) { agent.permissions = ['*:*']; assumed.push(`agent granted ${action} (no permissions given)`); }
-  if (!Array.isArray(agent.capabilities)) { agent.capabilities = [{ name: action }]; assumed.push(`capability ${action}`); }
-  else agent.capabilities = agent.capabilities.map((c: unknown) => (typeof c === 'string' ? { name: c } : c));
-  const request: DecisionRequest = { agent, action, resource: r.resource, context: r.context ?? {} };
-  if (r.person) {
-    const p = typeof r.person === 'string' ? { id: r.person } : r.person;
-    if (!Array.isArray(p.permissions)) { p.permissions = ['*:*']; assumed.push(`person granted ${action} (no permissions given)`); }
+  const rawSubject = obj(r.subject) ?? obj(r.agent) ?? { id: typeof r.agent === 'string' ? r.agent : typeof r.agent_id === 'string' ? r.agent_id : r.user_id };
+  const type: SubjectFacts['type'] = rawSubject.type === 'user' || (!r.subject && !r.agent && !r.agent_id && typeof r.user_id === 'string') ? 'user' : 'agent';
+  let rawPerson = obj(r.person) ?? (typeof r.person === 'string' ? { id: r.person } : typeof r.person_id === 'string' ? { id: r.person_id } : null);
+  if (type === 'user') rawPerson = null;
+  const subject: SubjectFacts = {
+    type,
+    id: typeof rawSubject.id === 'string' ? rawSubject.id : '',
+    roles: strings(rawSubject.roles) ?? [],
+    groups: strings(rawSubject.groups) ?? [],
+    permissions: strings(rawSubject.permissions) ?? [],
+    attributes: obj(rawSubject.attributes) ?? {},
+  };
+  for (const k of ['name', 'email'] as const) if (typeof rawSubject[k] === 'string') subject[k] = rawSubject[k];
+  if (!Array.isArray(rawSubject.permissions)) { subject.permissions = ['*:*']; assumed.push(`${type} granted ${action} (no permissions given)`); }
+  if (type === 'agent') {
+    if (rawSubject.mode === 'delegated' || rawSubject.mode === 'autonomous') subject.mode = rawSubject.mode;
+    else { subject.mode = rawPerson ? 'delegated' : 'autonomous'; assumed.push(`mode ${subject.mode}`); }
+    if (Array.isArray(rawSubject.capabilities)) {
+      subject.capabilities = rawSubject.capabilities.map((c: unknown) => (typeof c === 'string' ? { name: c } : (c as { name: string })));
+    } else { subject.capabilities = [{ name: action }]; assumed.push(`capability ${action}`); }
+  }
+  const request: DecisionRequest = { subject, action, resource: typeof r.resource === 'string' ? r.resource : '', context: obj(r.context) ?? {}, now: 0 };
+  const attrs = obj(r.resource_attributes) ?? obj(r.resourceAttributes);
+  if (attrs) request.resourceAttributes = attrs;
+  if (rawPerson) {
+    const p: PersonFacts = {
+      id: typeof rawPerson.id === 'string' ? rawPerson.id : '',
+      roles: strings(rawPerson.roles) ?? [],
+      groups: strings(rawPerson.groups) ?? [],
+      permissions: strings(rawPerson.permissions) ?? [],
+      attributes: obj(rawPerson.attributes) ?? {},
+    };
+    if (typeof rawPerson.email === 'string') p.email = rawPerson.email;
+    if (!Array.isArray(rawPerson.permissions)) { p.permissions = ['*:*']; assumed.push(`person granted ${action} (no permissions given)`); }
     request.person = p;
   }
+  if (typeof r.now === 'number') request.now = r.now;
+  else if (typeof r.now === 'string') request.now = Date.parse(r.now);
+  else if (r.now === null) request.now = NaN;
+  else { request.now = clock(); assumed.push(Number.isFinite(request.now) ? `now ${new Date(request.now).toISOString()}` : 'no clock'); }
   if (r.approved === true) request.approved = true;
   return { request, assumed };
 }

@@ -1,8 +1,12 @@
 // The canonical layout (`gatehouse policy fmt`). Prints any AST; comments
 // kept by the parser are printed where they were attached.
 
-import type { Comments, Expr, Item, JsonValue, LimitField, LimitsNode, Literal, PolicyFileNode, RuleNode, TestNode } from './ast.js';
-import { FIELD_NAME, RESERVED } from './validate.js';
+import type {
+  Comments, Expr, Item, JsonValue, LimitField, LimitsNode, Literal, Operand, PolicyFileNode, RuleNode, SchemaNode, SchemaType,
+  TestFacts, TestNode,
+} from './ast.js';
+import { pathText } from './ast.js';
+import { FIELD_NAME, RESERVED } from './names.js';
 
 const OP_TEXT = { gte: '>=', gt: '>', lte: '<=', lt: '<', eq: '==', ne: '!=' } as const;
 
@@ -26,15 +30,28 @@ function prec(e: Expr): number {
   }
 }
 
+export function fmtOperand(o: Operand): string {
+  return o.type === 'path' ? pathText(o) : fmtLiteral(o.value);
+}
+
+export const CMP_TEXT = OP_TEXT;
+
 export function fmtExpr(e: Expr): string {
   const sub = (c: Expr, min: number) => (prec(c) < min ? `(${fmtExpr(c)})` : fmtExpr(c));
   switch (e.type) {
     case 'or': return e.items.map((i) => sub(i, 1)).join(' or ');
     case 'and': return e.items.map((i) => sub(i, 2)).join(' and ');
-    case 'not': return 'not ' + sub(e.expr, 2);
-    case 'cmp': return `${e.field} ${e.opText ?? OP_TEXT[e.op]} ${fmtLiteral(e.value)}`;
-    case 'in': return `${e.field} ${e.negated ? 'not in' : 'in'} ${fmtLiteral(e.values)}`;
+    // `not (a == 1)`: the parentheses say what `not` covers.
+    case 'not': return `not (${fmtExpr(e.expr)})`;
+    case 'cmp': return `${fmtOperand(e.left)} ${e.opText ?? OP_TEXT[e.op]} ${fmtOperand(e.right)}`;
+    case 'in': return `${fmtOperand(e.left)} ${e.negated ? 'not in' : 'in'} ${fmtOperand(e.right)}`;
+    case 'contains': return `${fmtOperand(e.left)} contains${e.mode === 'one' ? '' : ' ' + e.mode} ${fmtOperand(e.right)}`;
+    case 'like': return `${fmtOperand(e.left)} ${e.negated ? 'not like' : 'like'} ${fmtOperand(e.right)}`;
   }
+}
+
+export function fmtSchemaType(t: SchemaType): string {
+  return t.list ? `[${t.base}]` : t.base;
 }
 
 export function fmtLimitField(f: LimitField): string {
@@ -91,10 +108,28 @@ function fmtLimits(o: Out, l: LimitsNode): void {
   o.line(0, '}', c.end);
 }
 
+function fmtSchema(o: Out, s: SchemaNode): void {
+  const c = s.comments ?? {};
+  o.line(0, 'schema {', c.item);
+  s.entries.forEach((e, i) => o.line(1, `${pathText(e.path)}: ${fmtSchemaType(e.type)}`, c['entry:' + i]));
+  o.line(0, '}', c.end);
+}
+
+function fmtFacts(o: Out, indent: number, f: TestFacts | undefined, c: Record<string, Comments>): void {
+  if (!f) return;
+  const list = (k: string, v: string[]) => (v.length ? `${k} ${fmtStrings(v)}` : k);
+  if (f.roles) o.line(indent, list('roles', f.roles), c.roles);
+  if (f.groups) o.line(indent, list('groups', f.groups), c.groups);
+  if (f.email !== undefined) o.line(indent, `email ${fmtString(f.email)}`, c.email);
+  if (f.attributes) o.line(indent, `attributes ${fmtJsonValue(f.attributes)}`, c.attributes);
+}
+
 function fmtTest(o: Out, t: TestNode): void {
   const c = t.comments ?? {};
   o.line(0, `test ${fmtString(t.name)} {`, c.item);
   if (t.agent) o.line(1, `agent ${fmtString(t.agent.id)}${t.agent.mode !== undefined ? ' ' + t.agent.mode : ''}`, c.agent);
+  if (t.user) o.line(1, `user ${fmtString(t.user.id)}`, c.user);
+  fmtFacts(o, 1, t.facts, c);
   if (t.permissions) o.line(1, t.permissions.length ? `permissions ${fmtStrings(t.permissions)}` : 'permissions', c.permissions);
   t.capabilities.forEach((cap, i) => {
     const cc = c['capability:' + i];
@@ -103,10 +138,22 @@ function fmtTest(o: Out, t: TestNode): void {
     for (const f of cap.limits) o.line(2, fmtLimitField(f));
     o.line(1, '}');
   });
-  if (t.person) o.line(1, `person ${fmtString(t.person.id)}${t.person.permissions.length ? ' permissions ' + fmtStrings(t.person.permissions) : ''}`, c.person);
+  if (t.person) {
+    const p = t.person;
+    const perms = p.permissions.length ? ' permissions ' + fmtStrings(p.permissions) : '';
+    if (p.roles === undefined && p.groups === undefined && p.email === undefined && p.attributes === undefined) {
+      o.line(1, `person ${fmtString(p.id)}${perms}`, c.person);
+    } else {
+      o.line(1, `person ${fmtString(p.id)} {`, c.person);
+      if (p.permissions.length) o.line(2, `permissions ${fmtStrings(p.permissions)}`);
+      fmtFacts(o, 2, p, {});
+      o.line(1, '}');
+    }
+  }
   if (t.action !== undefined) o.line(1, `action ${fmtString(t.action)}`, c.action);
-  if (t.resource !== undefined) o.line(1, `resource ${fmtString(t.resource)}`, c.resource);
+  if (t.resource !== undefined) o.line(1, `resource ${fmtString(t.resource)}${t.resourceAttributes ? ' ' + fmtJsonValue(t.resourceAttributes) : ''}`, c.resource);
   if (t.context !== undefined) o.line(1, `context ${fmtJsonValue(t.context)}`, c.context);
+  if (t.now !== undefined) o.line(1, `now ${fmtString(t.now)}`, c.now);
   if (t.approved) o.line(1, 'approved', c.approved);
   if (t.expect) o.line(1, `expect ${t.expect.decision}${t.expect.reason !== undefined ? ' ' + fmtString(t.expect.reason) : ''}`, c.expect);
   o.line(0, '}', c.end);
@@ -118,6 +165,8 @@ export function fmtItem(o: Out, item: Item): void {
     case 'limits': fmtLimits(o, item); break;
     case 'kind': o.line(0, `kind ${fmtString(item.plural)} singular ${fmtString(item.singular)}`, item.comments?.item); break;
     case 'test': fmtTest(o, item); break;
+    case 'timezone': o.line(0, `timezone ${fmtString(item.name)}`, item.comments?.item); break;
+    case 'schema': fmtSchema(o, item); break;
   }
 }
 

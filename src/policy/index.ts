@@ -3,12 +3,14 @@
 // rules in, and asks `decide` for each action.
 
 export type {
-  SourceFile, Diagnostic, ConditionOp, JsonRule, JsonLimits, PolicySetSource,
-  DecisionRequest, DecisionValue, TraceStep, Decision,
+  SourceFile, Diagnostic, ConditionOp, JsonRule, JsonFieldCondition, JsonExprCondition, JsonLimits, PolicySetSource,
+  Attributes, SubjectFacts, PersonFacts, DecisionRequest, DecisionValue, DecisionCause, ValueRead, TraceStep, Decision,
 } from './types.js';
 export type { PolicySet } from './compile.js';
 export { formatDiagnostic } from './diagnostics.js';
-export { validateJsonRule, validateJsonLimits } from './json.js';
-export { loadPolicySet, readPolicyDir } from './load.js';
+export { validateJsonRule, validateJsonLimits, ruleToJson } from './json.js';
+export { loadPolicySet, readPolicyDir, parseAndValidate, hasErrors, type CheckOptions } from './load.js';
 export { decide } from './decide.js';
+export { renderReason } from './reason.js';
+export { explainDecision, explainText, completeRequest } from './explain.js';
 export { permissionCovers, singularOf } from './patterns.js';

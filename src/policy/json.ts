@@ -3,7 +3,10 @@
 
 import type { ConditionOp, Diagnostic, JsonRule } from './types.js';
 import type { Expr, LimitField, Literal, Loc, RuleNode } from './ast.js';
-import { checkFieldName, validateLimitFields, validateRule } from './validate.js';
+import { checkFieldName } from './names.js';
+import { validateLimitFields, validateRule } from './validate.js';
+import { parseExpr } from './parser.js';
+import { fmtExpr } from './format.js';
 
 const OPS: ReadonlySet<string> = new Set(['gte', 'gt', 'lte', 'lt', 'eq', 'ne']);
 
@@ -30,7 +33,7 @@ export function jsonRuleToAst(rule: unknown, source?: string): { rule: RuleNode 
   const src = source ?? (isObject(rule) ? ruleSource(rule) : 'api:rule/?');
   const loc: Loc = { file: src, line: 1, col: 1 };
   const out: Diagnostic[] = [];
-  const err = (message: string) => out.push({ ...loc, message });
+  const err = (message: string) => out.push({ ...loc, message, severity: 'error' });
   if (!isObject(rule)) { err('a rule must be a JSON object'); return { rule: null, diagnostics: out }; }
   const str = (k: string): string => {
     const v = rule[k];
@@ -49,8 +52,17 @@ export function jsonRuleToAst(rule: unknown, source?: string): { rule: RuleNode 
   let when: Expr | undefined;
   const c = rule.condition;
   if (c !== undefined && c !== null) {
-    if (!isObject(c)) err('condition must be an object {field, op, value} or null');
-    else {
+    if (!isObject(c)) err('condition must be an object {field, op, value} or {expr}, or null');
+    else if ('expr' in c) {
+      // The file syntax, parsed where it stands: positions are columns of the expr string.
+      if (typeof c.expr !== 'string' || c.expr.trim() === '') err('condition.expr must be a condition in the file syntax, such as "resource.owner == person.email"');
+      else if (Object.keys(c).length > 1) err('condition has either expr or field, op and value');
+      else {
+        const r = parseExpr(c.expr, src);
+        if (!r.expr) for (const d of r.diagnostics) out.push({ ...d, message: `condition.expr: ${d.message}` });
+        else when = r.expr;
+      }
+    } else {
       const field = c.field;
       const op = c.op;
       if (typeof field !== 'string') err('condition.field must be a string');
@@ -59,7 +71,11 @@ export function jsonRuleToAst(rule: unknown, source?: string): { rule: RuleNode 
       const value = toLiteral(c.value);
       if (value === undefined || Array.isArray(value)) err('condition.value must be a number, string or boolean');
       if (typeof field === 'string' && typeof op === 'string' && OPS.has(op) && value !== undefined && !Array.isArray(value)) {
-        when = { type: 'cmp', field, op: op as ConditionOp, value, loc };
+        when = {
+          type: 'cmp', op: op as ConditionOp, loc,
+          left: { type: 'path', root: 'context', segs: [field], bare: true, loc },
+          right: { type: 'lit', value, loc },
+        };
       }
     }
   }
@@ -83,7 +99,7 @@ export function jsonLimitsToAst(limits: unknown, source = 'api:limits'): { field
   const loc: Loc = { file: source, line: 1, col: 1 };
   const out: Diagnostic[] = [];
   if (limits === null || limits === undefined) return { fields: [], diagnostics: [] };
-  if (!isObject(limits)) return { fields: null, diagnostics: [{ ...loc, message: 'limits must be a JSON object {field: value | {max, min, in, not_in}}' }] };
+  if (!isObject(limits)) return { fields: null, diagnostics: [{ ...loc, message: 'limits must be a JSON object {field: value | {max, min, in, not_in}}', severity: 'error' }] };
   const fields: LimitField[] = [];
   for (const [field, v] of Object.entries(limits)) {
     const f: LimitField = { field, loc };
@@ -128,12 +144,16 @@ export function limitFieldsToJson(fields: LimitField[]): Record<string, unknown>
   return out;
 }
 
-/** A rule AST → the JSON shape, when it fits (one comparison or none). */
-export function ruleToJson(rule: RuleNode): JsonRule | null {
+/** A rule AST → the JSON shape: `{field, op, value}` for a context field against a constant, else `{expr}`. */
+export function ruleToJson(rule: RuleNode): JsonRule {
   const base: JsonRule = {
     name: rule.name, effect: rule.effect as JsonRule['effect'], subjects: [...rule.subjects], relation: rule.relation, object: rule.object,
   };
-  if (!rule.when) return { ...base, condition: null };
-  if (rule.when.type !== 'cmp' || Array.isArray(rule.when.value)) return null;
-  return { ...base, condition: { field: rule.when.field, op: rule.when.op, value: rule.when.value } };
+  const w = rule.when;
+  if (!w) return { ...base, condition: null };
+  if (w.type === 'cmp' && w.opText === undefined && w.left.type === 'path' && w.left.root === 'context' && w.left.segs.length === 1
+    && w.right.type === 'lit' && !Array.isArray(w.right.value)) {
+    return { ...base, condition: { field: w.left.segs[0]!, op: w.op, value: w.right.value } };
+  }
+  return { ...base, condition: { expr: fmtExpr(w) } };
 }

@@ -10,6 +10,7 @@ import { compilePolicy } from './compile.js';
 import { jsonRuleToAst, ruleSource } from './json.js';
 import { parsePolicy } from './parser.js';
 import { validateAcross, validateFile } from './validate.js';
+import { analyzePolicy } from './analyze.js';
 import { apiRuleSource, fileSource, policyVersion } from './version.js';
 
 export const POLICY_EXT = '.policy';
@@ -21,8 +22,24 @@ export function isTestsFile(path: string): boolean {
 
 export interface ParsedSet { files: PolicyFileNode[]; apiRules: RuleNode[]; diagnostics: Diagnostic[] }
 
-/** Parse and validate without compiling (used by check, fmt, test and diff). */
-export function parseAndValidate(input: { files: SourceFile[]; rules?: JsonRule[] }): ParsedSet {
+export interface CheckOptions {
+  /** Also analyse the set and report rules that can never apply, as warnings (`policy check`). */
+  warnings?: boolean;
+  /** With `warnings`: report them as errors. */
+  strict?: boolean;
+}
+
+/** Does a list of diagnostics hold an error (warnings alone do not stop a policy set)? */
+export function hasErrors(ds: Diagnostic[]): boolean {
+  return ds.some((d) => d.severity !== 'warning');
+}
+
+/**
+ * Parse and validate without compiling (used by check, fmt, test and diff). The diagnostics
+ * are the errors, in file order then position; with `warnings`, the analysis's warnings follow
+ * (only when there is no error: a broken set is not analysed).
+ */
+export function parseAndValidate(input: { files: SourceFile[]; rules?: JsonRule[] }, opts: CheckOptions = {}): ParsedSet {
   const diagnostics: Diagnostic[] = [];
   const files: PolicyFileNode[] = [];
   for (const f of input.files) {
@@ -41,6 +58,14 @@ export function parseAndValidate(input: { files: SourceFile[]; rules?: JsonRule[
     if (r.rule) apiRules.push(r.rule);
   }
   validateAcross(files, apiRules, diagnostics);
+  const order = new Map<string, number>();
+  input.files.forEach((f, i) => order.set(f.path, i));
+  const rank = (d: Diagnostic) => order.get(d.file) ?? input.files.length;
+  diagnostics.sort((a, b) => rank(a) - rank(b) || (rank(a) === input.files.length ? 0 : a.line - b.line || a.col - b.col));
+  if (opts.warnings && !diagnostics.length) {
+    const policyFiles = files.filter((f) => !isTestsFile(f.path));
+    for (const w of analyzePolicy(policyFiles, apiRules)) diagnostics.push(opts.strict ? { ...w, severity: 'error' } : w);
+  }
   return { files, apiRules, diagnostics };
 }
 
@@ -56,7 +81,7 @@ export function loadPolicySet(input: { files: SourceFile[]; rules?: JsonRule[] }
     if (diagnostics.length) return { policySet: null, diagnostics };
     return { policySet: buildPolicySet(files, apiRules), diagnostics: [] };
   } catch (e) {
-    return { policySet: null, diagnostics: [{ file: '<policy>', line: 1, col: 1, message: `internal error: ${e instanceof Error ? e.message : String(e)}` }] };
+    return { policySet: null, diagnostics: [{ file: '<policy>', line: 1, col: 1, message: `internal error: ${e instanceof Error ? e.message : String(e)}`, severity: 'error' }] };
   }
 }
 

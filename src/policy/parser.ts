@@ -8,8 +8,10 @@ import { join } from 'node:path';
 import * as ohm from 'ohm-js';
 import type { Diagnostic, ConditionOp } from './types.js';
 import type {
-  Comments, Expr, Item, JsonValue, KindNode, LimitField, Literal, LimitsNode, Loc, PolicyFileNode, RuleNode, TestNode,
+  Comments, Expr, Item, JsonValue, KindNode, LimitField, Literal, LimitsNode, Loc, Operand, PathNode, PolicyFileNode, Root,
+  RuleNode, SchemaEntry, SchemaNode, TestFacts, TestNode, TimezoneNode,
 } from './ast.js';
+import { ROOTS } from './ast.js';
 import { projectRoot } from './root.js';
 
 let grammarCache: ohm.Grammar | undefined;
@@ -74,6 +76,17 @@ function unescape(raw: string): string {
 
 type RuleField = { key: 'effect' | 'subjects' | 'relation' | 'object' | 'when'; value: unknown; loc: Loc; node: ohm.Node };
 type TestLine = { key: string; apply: (t: TestNode) => void; loc: Loc; node: ohm.Node };
+type FactLine = { key: 'roles' | 'groups' | 'email' | 'attributes'; apply: (f: TestFacts) => void };
+
+/** `amount` is the context field; `subject.x` starts at a root; `amount.x` is a nested context field. */
+export function pathFromText(text: string, loc?: Loc): PathNode {
+  const parts = text.split('.');
+  const node: PathNode = (ROOTS as readonly string[]).includes(parts[0]!) && parts.length > 1
+    ? { type: 'path', root: parts[0] as Root, segs: parts.slice(1) }
+    : { type: 'path', root: 'context', segs: parts, bare: true };
+  if (loc) node.loc = loc;
+  return node;
+}
 
 function listOf(node: ohm.Node): ohm.Node[] {
   return node.asIteration().children;
@@ -132,14 +145,43 @@ function semantics(): ohm.Semantics {
     },
     NotExpr_not(_n, e) { return { type: 'not', expr: e.ast(), loc: locOf(this) }; },
     Primary_paren(_o, e, _c) { return e.ast(); },
-    Primary_notin(f, _n, _i, lit) { return { type: 'in', field: f.sourceString, negated: true, values: lit.ast(), loc: locOf(this) }; },
-    Primary_in(f, _i, lit) { return { type: 'in', field: f.sourceString, negated: false, values: lit.ast(), loc: locOf(this) }; },
-    Primary_cmp(f, op, lit) {
+    Primary_notin(l, _n, _i, r) { return { type: 'in', left: l.ast(), negated: true, right: r.ast(), loc: locOf(this) }; },
+    Primary_in(l, _i, r) { return { type: 'in', left: l.ast(), negated: false, right: r.ast(), loc: locOf(this) }; },
+    Primary_notlike(l, _n, _k, r) { return { type: 'like', left: l.ast(), negated: true, right: r.ast(), loc: locOf(this) }; },
+    Primary_like(l, _k, r) { return { type: 'like', left: l.ast(), negated: false, right: r.ast(), loc: locOf(this) }; },
+    Primary_containsany(l, _c, _a, r) { return { type: 'contains', left: l.ast(), mode: 'any', right: r.ast(), loc: locOf(this) }; },
+    Primary_containsall(l, _c, _a, r) { return { type: 'contains', left: l.ast(), mode: 'all', right: r.ast(), loc: locOf(this) }; },
+    Primary_contains(l, _c, r) { return { type: 'contains', left: l.ast(), mode: 'one', right: r.ast(), loc: locOf(this) }; },
+    Primary_cmp(l, op, r) {
       const text = op.sourceString;
-      const e: Expr = { type: 'cmp', field: f.sourceString, op: CMP[text] ?? 'eq', value: lit.ast(), loc: locOf(this) };
+      const e: Expr = { type: 'cmp', left: l.ast(), op: CMP[text] ?? 'eq', right: r.ast(), loc: locOf(this) };
       if (!CMP[text]) e.opText = text;
       return e;
     },
+    Operand(o) {
+      if (o.ctorName === 'path') return o.ast();
+      return { type: 'lit', value: o.ast(), loc: locOf(this) } satisfies Operand;
+    },
+    path(_f, _dots, _words) { return pathFromText(this.sourceString, locOf(this)); },
+
+    Timezone(_kw, name) {
+      const node: TimezoneNode = { kind: 'timezone', name: name.ast(), loc: locOf(this) };
+      anchor(node, 'item', this);
+      return node;
+    },
+    Schema(_kw, _open, entries, close) {
+      const node: SchemaNode = { kind: 'schema', entries: [], loc: locOf(this) };
+      anchor(node, 'item', { startIdx: this.source.startIdx, endIdx: _open.source.endIdx });
+      for (const e of entries.children) {
+        node.entries.push(e.ast() as SchemaEntry);
+        anchor(node, 'entry:' + (node.entries.length - 1), e);
+      }
+      if (entries.numChildren) anchor(node, 'end', close);
+      return node;
+    },
+    SchemaEntry(p, _colon, t) { return { path: p.ast(), type: t.ast(), loc: locOf(this) }; },
+    SchemaType_list(_o, w, _c) { return { base: w.sourceString, list: true, loc: locOf(this) }; },
+    SchemaType_scalar(w) { return { base: w.sourceString, list: false, loc: locOf(this) }; },
 
     Limits(_kw, cap, _for, agent, _open, lines_, close) {
       const node: LimitsNode = { kind: 'limits', capability: cap.ast(), forAgent: agent.ast(), fields: [], loc: locOf(this) };
@@ -198,6 +240,9 @@ function semantics(): ohm.Semantics {
     TestLine_agent(_k, id, mode) {
       return { key: 'agent', loc: locOf(this), node: this, apply: (t: TestNode) => { t.agent = { id: id.ast(), ...(mode.numChildren ? { mode: mode.sourceString } : {}) }; } };
     },
+    TestLine_user(_k, id) {
+      return { key: 'user', loc: locOf(this), node: this, apply: (t: TestNode) => { t.user = { id: id.ast() }; } };
+    },
     TestLine_permissions(_k, list) {
       const perms: string[] = list.numChildren ? list.children[0]!.ast() : [];
       return { key: 'permissions', loc: locOf(this), node: this, apply: (t: TestNode) => { t.permissions = perms; } };
@@ -213,8 +258,36 @@ function semantics(): ohm.Semantics {
       if (list.numChildren && list.children[0]!.numChildren) perms = list.children[0]!.children[0]!.ast();
       return { key: 'person', loc: locOf(this), node: this, apply: (t: TestNode) => { t.person = { id: id.ast(), permissions: perms }; } };
     },
+    TestLine_personblock(_k, id, facts) {
+      const person: NonNullable<TestNode['person']> = { id: id.ast(), permissions: [] };
+      for (const line of facts.ast() as (FactLine | { key: 'permissions'; perms: string[] })[]) {
+        if ('perms' in line) person.permissions = line.perms; else line.apply(person);
+      }
+      return { key: 'person', loc: locOf(this), node: this, apply: (t: TestNode) => { t.person = person; } };
+    },
+    PersonFacts(_o, lines_, _c) { return lines_.children.map((c) => c.ast()); },
+    PersonLine_permissions(_k, list) { return { key: 'permissions', perms: list.numChildren ? list.children[0]!.ast() : [] }; },
+    PersonLine_fact(f) { return f.ast(); },
+    TestLine_fact(f) {
+      const line = f.ast() as FactLine;
+      return { key: line.key, loc: locOf(this), node: this, apply: (t: TestNode) => { line.apply((t.facts ??= {})); } };
+    },
+    FactLine_roles(_k, list) {
+      const v: string[] = list.numChildren ? list.children[0]!.ast() : [];
+      return { key: 'roles', apply: (f: TestFacts) => { f.roles = v; } };
+    },
+    FactLine_groups(_k, list) {
+      const v: string[] = list.numChildren ? list.children[0]!.ast() : [];
+      return { key: 'groups', apply: (f: TestFacts) => { f.groups = v; } };
+    },
+    FactLine_email(_k, v) { const e: string = v.ast(); return { key: 'email', apply: (f: TestFacts) => { f.email = e; } }; },
+    FactLine_attributes(_k, obj) { const o = obj.ast(); return { key: 'attributes', apply: (f: TestFacts) => { f.attributes = o; } }; },
     TestLine_action(_k, v) { return { key: 'action', loc: locOf(this), node: this, apply: (t: TestNode) => { t.action = v.ast(); } }; },
-    TestLine_resource(_k, v) { return { key: 'resource', loc: locOf(this), node: this, apply: (t: TestNode) => { t.resource = v.ast(); } }; },
+    TestLine_resource(_k, v, attrs) {
+      const a = attrs.numChildren ? attrs.children[0]!.ast() : undefined;
+      return { key: 'resource', loc: locOf(this), node: this, apply: (t: TestNode) => { t.resource = v.ast(); if (a) t.resourceAttributes = a; } };
+    },
+    TestLine_now(_k, v) { return { key: 'now', loc: locOf(this), node: this, apply: (t: TestNode) => { t.now = v.ast(); } }; },
     TestLine_context(_k, obj) { return { key: 'context', loc: locOf(this), node: this, apply: (t: TestNode) => { t.context = obj.ast(); } }; },
     TestLine_approved(_k) { return { key: 'approved', loc: locOf(this), node: this, apply: (t: TestNode) => { t.approved = true; } }; },
     TestLine_expect(_k, w, reason) {
@@ -310,7 +383,7 @@ export interface ParseResult { file: PolicyFileNode | null; diagnostics: Diagnos
 function failure(m: ohm.FailedMatchResult, file: string, idx: LineIndex, offset: number): Diagnostic {
   const pos = m.getRightmostFailurePosition();
   const loc = idx.loc(offset + pos);
-  return { file, line: loc.line, col: loc.col, message: `expected ${m.getExpectedText()}` };
+  return { file, line: loc.line, col: loc.col, message: `expected ${m.getExpectedText()}`, severity: 'error' };
 }
 
 /** Parse one policy or tests file. The AST is null when the text does not parse. */
@@ -341,7 +414,7 @@ function pruneComments(item: { comments?: Record<string, Comments> }): void {
 /** After a failed match, parse every top-level block on its own to report each broken block. */
 function recover(g: ohm.Grammar, path: string, text: string, idx: LineIndex, first: Diagnostic): Diagnostic[] {
   const starts: number[] = [];
-  const re = /^(policy|rule|limits|kind|test)\b/gm;
+  const re = /^(policy|rule|limits|kind|timezone|schema|test)\b/gm;
   for (let m = re.exec(text); m; m = re.exec(text)) starts.push(m.index);
   const out: Diagnostic[] = [first];
   const seen = new Set([`${first.line}:${first.col}`]);

@@ -6,6 +6,8 @@
 // matches any value. Otherwise the value is split at `/` and a `*` segment
 // matches any one non-empty segment (`agent:spiffe://localhost/agent/*`).
 
+import { ROLE_NAME } from './names.js';
+
 /** `null` is the wildcard. */
 export type Seg = string | null;
 
@@ -78,7 +80,7 @@ export function compileAgentMatcher(pattern: string): (id: string) => boolean {
 // ---- validation of pattern strings ---------------------------------------------
 
 const NAME = /^[A-Za-z0-9_.\-]+$/;
-const SUBJECT_TYPES = new Set(['agent', 'user']);
+const SUBJECT_TYPES = new Set(['agent', 'user', 'role', 'group']);
 
 function checkValue(v: string, what: string): string | null {
   if (v.length === 0) return `${what} has an empty value`;
@@ -102,7 +104,17 @@ export function checkPermissionKey(p: string, what: string, wildcards: boolean):
 export function checkSubjectPattern(p: string): string | null {
   const parts = splitFirstColon(p);
   if (!parts || parts[0] === '') return `subject "${p}" is not a pattern <type>:<id> such as agent:*`;
-  if (!SUBJECT_TYPES.has(parts[0])) return `subject "${p}" has unknown type "${parts[0]}" (use agent: or user:)`;
+  if (!SUBJECT_TYPES.has(parts[0])) return `subject "${p}" has unknown type "${parts[0]}" (use agent:, user:, role: or group:)`;
+  if (parts[0] === 'role') {
+    if (parts[1].includes('*')) return `subject "${p}": a role is named exactly (no *)`;
+    if (!ROLE_NAME.test(parts[1])) return `subject "${p}": a role name is 1 to 100 letters, digits and _ . : -`;
+    return null;
+  }
+  if (parts[0] === 'group') {
+    if (parts[1] === '') return `subject "${p}" has an empty value`;
+    if (parts[1].includes('*')) return `subject "${p}": a group is named exactly (no *)`;
+    return null;
+  }
   return checkValue(parts[1], `subject "${p}"`);
 }
 

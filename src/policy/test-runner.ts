@@ -1,30 +1,15 @@
 // Runs the test blocks kept beside the policies (`test "..." { ... }` in
 // `*.policy` or `*.tests` files) against the policy set of the directory.
 
-import type { Decision, DecisionRequest, JsonLimits } from './types.js';
+import type { Decision } from './types.js';
 import type { PolicyFileNode, TestNode } from './ast.js';
 import type { PolicySet } from './compile.js';
 import { decide } from './decide.js';
-import { limitFieldsToJson } from './json.js';
+import { testRequest } from './test-request.js';
+
+export { testRequest } from './test-request.js';
 
 export interface TestResult { name: string; source: string; passed: boolean; decision: Decision; expected: string }
-
-export function testRequest(t: TestNode): DecisionRequest {
-  const req: DecisionRequest = {
-    agent: {
-      id: t.agent?.id ?? '',
-      mode: t.agent?.mode === 'delegated' ? 'delegated' : 'autonomous',
-      permissions: t.permissions ?? [],
-      capabilities: t.capabilities.map((c) => ({ name: c.name, ...(c.limits ? { limits: limitFieldsToJson(c.limits) as JsonLimits } : {}) })),
-    },
-    action: t.action ?? '',
-    resource: t.resource ?? '',
-    context: (t.context ?? {}) as Record<string, unknown>,
-  };
-  if (t.person) req.person = { id: t.person.id, permissions: t.person.permissions };
-  if (t.approved) req.approved = true;
-  return req;
-}
 
 export function collectTests(files: PolicyFileNode[]): TestNode[] {
   return files.flatMap((f) => f.items.filter((i): i is TestNode => i.kind === 'test'));

@@ -4,20 +4,37 @@
 
 export interface SourceFile { path: string; text: string }
 
-/** One parse or validation error; printed as `file:line:col: message`. */
-export interface Diagnostic { file: string; line: number; col: number; message: string }
+/**
+ * One parse or validation problem; printed as `file:line:col: message`. Errors stop a policy
+ * set from loading; warnings (rules that can never apply, and the like) come only from the
+ * analysis of `policy check` and never stop a load.
+ */
+export interface Diagnostic {
+  file: string;
+  line: number;
+  col: number;
+  message: string;
+  severity: 'error' | 'warning';
+  /** A stable name of the kind of problem, for warnings: `unsatisfiable`, `kind_mismatch`, `unreachable_limits`. */
+  code?: string;
+}
 
 export type ConditionOp = 'gte' | 'gt' | 'lte' | 'lt' | 'eq' | 'ne';
+
+/** The old one-comparison condition of the management API: a context field against a constant. */
+export interface JsonFieldCondition { field: string; op: ConditionOp; value: unknown }
+/** A condition in the file syntax: `{"expr": "resource.owner == person.email"}`. */
+export interface JsonExprCondition { expr: string }
 
 /** The rule shape of the management API (the description's "Rule shape"). */
 export interface JsonRule {
   id?: string;
   name: string;
-  effect: 'deny' | 'require_approval';
+  effect: 'deny' | 'require_approval' | 'permit';
   subjects: string[];
   relation: string;
   object: string;
-  condition?: { field: string; op: ConditionOp; value: unknown } | null;
+  condition?: JsonFieldCondition | JsonExprCondition | null;
 }
 
 /** `{ field: bareValue | { max?, min?, in?, not_in? } }` */
@@ -25,32 +42,91 @@ export type JsonLimits = Record<string, unknown>;
 
 export interface PolicySetSource { path: string; policy?: string; version?: number; hash: string }
 
+/** JSON: nested objects and lists allowed. */
+export type Attributes = Record<string, unknown>;
+
+/** Who acts: an agent (agents' endpoints, MCP, AuthZEN subject type "agent") or a person (AuthZEN type "user"). */
+export interface SubjectFacts {
+  type: 'agent' | 'user';
+  /** The agent ID, or the person's id (sub). */
+  id: string;
+  name?: string;
+  /** Agents only. */
+  mode?: 'delegated' | 'autonomous';
+  /** People only. */
+  email?: string;
+  roles: string[];
+  /** A delegated agent has the groups of the person it acts for (for `group:<name>` subjects). */
+  groups: string[];
+  /** From its roles, `<action>:<kinds>`. */
+  permissions: string[];
+  /** Custom attributes (the management API's `attributes`). */
+  attributes: Attributes;
+  /**
+   * Agents: the capabilities they hold (an action needs one, and it carries limits).
+   * undefined for people and services: no capability gating, no capability limits.
+   */
+  capabilities?: { name: string; limits?: JsonLimits | null }[];
+}
+
+/** The person a delegated agent acts for. For an AuthZEN user subject the person is `subject` itself. */
+export interface PersonFacts {
+  /** '' when a delegated agent acts for nobody: such a person grants nothing. */
+  id: string;
+  email?: string;
+  roles: string[];
+  groups: string[];
+  permissions: string[];
+  attributes: Attributes;
+}
+
 export interface DecisionRequest {
-  agent: {
-    id: string;
-    mode: 'delegated' | 'autonomous';
-    permissions: string[];
-    capabilities: { name: string; limits?: JsonLimits | null }[];
-  };
-  person?: { id: string; permissions: string[] } | null;
+  subject: SubjectFacts;
+  person?: PersonFacts | null;
+  /** The relation, `<action>:<kinds>`. */
   action: string;
+  /** The object, `<kind>:<id>`. */
   resource: string;
+  /** The stored entity's attributes merged with (AuthZEN) request properties; {} when none. */
+  resourceAttributes?: Attributes;
   context: Record<string, unknown>;
+  /** The clock: milliseconds since the Unix epoch. Never read inside decide(). */
+  now: number;
   approved?: boolean;
 }
 
 export type DecisionValue = 'allow' | 'deny' | 'approval_required';
+
+/** Why a decision came out as it did; the reason string is rendered from it, never parsed. */
+export type DecisionCause =
+  | { code: 'allowed'; approvedBy?: string }
+  | { code: 'constraint_violated'; field: string | null; operator: string }
+  | { code: 'rule_denied'; rule: string; ruleId?: string }
+  | { code: 'not_granted'; action: string; missing: 'capability' | 'subject' | 'person' }
+  | { code: 'approval_required'; rule: string; ruleId?: string }
+  | { code: 'error'; message: string };
+
+/** What a check read: the path as written in the rule, the value found, and whether it was there at all. */
+export interface ValueRead { path: string; value: unknown; present: boolean }
 
 export interface TraceStep {
   step: 'limits' | 'deny_rules' | 'grants' | 'approval_rules' | 'allow';
   check: string;
   outcome: 'pass' | 'fail' | 'skip';
   source?: string;
+  /** The rule this step evaluated. */
+  rule?: string;
+  /** The values the check read (for the rule that decided, and for every rule under explain). */
+  reads?: ValueRead[];
+  /** Why the rule applied or did not, in words: `condition holds`, `fails closed: context.amount is missing`, ... */
+  why?: string;
 }
 
 export interface Decision {
   decision: DecisionValue;
+  /** renderReason(cause). */
   reason: string;
+  cause: DecisionCause;
   policyVersion: string;
   rule?: string;
   trace: TraceStep[];

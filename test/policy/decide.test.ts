@@ -1,18 +1,20 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { decide, loadPolicySet, type DecisionRequest } from '../../src/policy/index.js';
-import type { LimitsNode, PolicyFileNode } from '../../src/policy/ast.js';
-import { arbPolicyFile, arbRequest, CONTRACT_EXAMPLE, reference, RUNS, setFromAst, setOf } from './helpers.js';
+import { decide, loadPolicySet, renderReason, type DecisionRequest, type PersonFacts, type SubjectFacts } from '../../src/policy/index.js';
+import type { Item, LimitsNode, PolicyFileNode, RuleNode } from '../../src/policy/ast.js';
+import { arbExpr, arbPolicyFile, arbRequest, CONTRACT_EXAMPLE, reference, RUNS, setFromAst, setOf, SUBJECT_PATTERNS } from './helpers.js';
 
 const BILLING = 'spiffe://localhost/agent/billing';
 const set = setOf(CONTRACT_EXAMPLE, 'refunds.policy');
+const NOW = Date.parse('2026-03-30T10:00:00Z');
 
-function req(context: Record<string, unknown>, over: Partial<DecisionRequest> = {}, agentOver: Partial<DecisionRequest['agent']> = {}): DecisionRequest {
+function req(context: Record<string, unknown>, over: Partial<DecisionRequest> = {}, agentOver: Partial<SubjectFacts> = {}): DecisionRequest {
   return {
-    agent: { id: BILLING, mode: 'autonomous', permissions: ['create:refunds'], capabilities: [{ name: 'create:refunds' }], ...agentOver },
-    action: 'create:refunds', resource: 'refund:r1', context, ...over,
+    subject: { type: 'agent', id: BILLING, mode: 'autonomous', roles: [], groups: [], attributes: {}, permissions: ['create:refunds'], capabilities: [{ name: 'create:refunds' }], ...agentOver },
+    action: 'create:refunds', resource: 'refund:r1', context, now: NOW, ...over,
   };
 }
+const personOf = (id: string, permissions: string[], over: Partial<PersonFacts> = {}): PersonFacts => ({ id, permissions, roles: [], groups: [], attributes: {}, ...over });
 const ok = { amount: 100, currency: 'EUR', channel: 'api' };
 
 describe('decide: the decision order and reasons', () => {
@@ -56,9 +58,12 @@ describe('decide: the decision order and reasons', () => {
     expect(decide(req({ amount: 5 }, {}, { ...o, capabilities: [] }), set).reason).toBe('not_granted: create:refunds (capability)');
     expect(decide(req({ amount: 5 }, {}, { ...o, permissions: ['read:refunds'] }), set).reason).toBe('not_granted: create:refunds');
     expect(decide(req({ amount: 5 }, { resource: 'deployment:1' }, o), set).reason).toBe('not_granted: create:refunds');
-    const person = { id: 'u1', permissions: ['read:refunds'] };
+    const person = personOf('u1', ['read:refunds']);
     expect(decide(req({ amount: 5 }, { person }, { ...o, mode: 'delegated' }), set).reason).toBe('not_granted: create:refunds (person)');
-    expect(decide(req({ amount: 5, currency: 'EUR' }, { person: { id: 'u1', permissions: ['create:refunds'] } }, { ...o, mode: 'delegated' }), set).reason).toBe('allowed');
+    expect(decide(req({ amount: 5, currency: 'EUR' }, { person: personOf('u1', ['create:refunds']) }, { ...o, mode: 'delegated' }), set).reason).toBe('allowed');
+    // a delegated agent acting for nobody (or without a person at all) is not granted
+    expect(decide(req({ amount: 5 }, { person: personOf('', ['*:*']) }, { ...o, mode: 'delegated' }), set).reason).toBe('not_granted: create:refunds (person)');
+    expect(decide(req({ amount: 5 }, { person: null }, { ...o, mode: 'delegated' }), set).reason).toBe('not_granted: create:refunds (person)');
   });
   it('approval rules, and an approved action', () => {
     const o = { id: 'spiffe://localhost/agent/other' };
@@ -75,12 +80,12 @@ describe('decide: the decision order and reasons', () => {
   });
   it('kind singulars declared in a file are used by grants', () => {
     const s = setOf('kind "people" singular "person"\n');
-    const r: DecisionRequest = { agent: { id: 'a', mode: 'autonomous', permissions: ['invite:people'], capabilities: [{ name: 'invite:people' }] }, action: 'invite:people', resource: 'person:p1', context: {} };
+    const r: DecisionRequest = req({}, { action: 'invite:people', resource: 'person:p1' }, { id: 'a', permissions: ['invite:people'], capabilities: [{ name: 'invite:people' }] });
     expect(decide(r, s).decision).toBe('allow');
   });
   it('never throws, on any input', () => {
-    fc.assert(fc.property(fc.anything(), fc.anything(), fc.anything(), (agent, context, resource) => {
-      const d = decide({ agent, action: 'create:refunds', resource, context } as unknown as DecisionRequest, set);
+    fc.assert(fc.property(fc.anything(), fc.anything(), fc.anything(), fc.anything(), (subject, context, resource, now) => {
+      const d = decide({ subject, action: 'create:refunds', resource, context, now } as unknown as DecisionRequest, set);
       expect(['deny', 'allow', 'approval_required']).toContain(d.decision);
       if (d.reason.startsWith('error:')) expect(d.decision).toBe('deny');
     }), RUNS);
@@ -109,7 +114,7 @@ describe('decide: properties', () => {
     const everything = (effect: string, i: number) => ({ kind: 'rule' as const, name: `zz-${effect}-${i}`, effect, subjects: ['agent:*'], relation: '*:*', object: '*:*' });
     fc.assert(fc.property(arbPolicyFile, arbRequest, (file, r) => {
       const d = decide(r, setFromAst(file));
-      const ungranted: DecisionRequest = { ...r, agent: { ...r.agent, permissions: [] } };
+      const ungranted: DecisionRequest = { ...r, subject: { ...r.subject, permissions: [] } };
       const withApproval: PolicyFileNode = { ...file, items: [...file.items, everything('require_approval', 1)] };
       const withDeny: PolicyFileNode = { ...file, items: [...file.items, everything('deny', 2), everything('require_approval', 3)] };
       if (d.reason.startsWith('constraint_violated:')) {
@@ -136,14 +141,67 @@ describe('decide: properties', () => {
           ? ({ ...i, fields: i.fields.map((f) => (typeof f.max === 'number' ? { ...f, max: f.max - by, ...(typeof f.min === 'number' ? { min: Math.min(f.min, f.max - by) } : {}) } : f)) } as LimitsNode)
           : i)),
       };
-      const caps = r.agent.capabilities.map((c) => {
+      const caps = r.subject.capabilities?.map((c) => {
         const l = c.limits as Record<string, { max?: number; min?: number }> | undefined;
         if (!l?.amount || typeof l.amount.max !== 'number') return c;
         return { ...c, limits: { ...l, amount: { ...l.amount, max: l.amount.max - by } } };
       });
-      const after = decide({ ...r, agent: { ...r.agent, capabilities: caps } }, setFromAst(lowered));
+      const after = decide({ ...r, subject: { ...r.subject, ...(caps ? { capabilities: caps } : {}) } }, setFromAst(lowered));
       if (before.decision === 'deny') expect(after.decision).toBe('deny');
       if (after.decision === 'allow') expect(before.decision).toBe('allow');
     }), RUNS);
+  });
+
+  const RANK = { deny: 0, approval_required: 1, allow: 2 } as const;
+  const arbExtraRule = (effect: string) => fc.record({
+    subjects: fc.uniqueArray(fc.constantFrom(...SUBJECT_PATTERNS), { minLength: 1, maxLength: 2 }),
+    relation: fc.constantFrom('create:refunds', 'create:*', '*:*', 'delete:refunds'),
+    object: fc.constantFrom('refund:*', '*:*', 'deployment:*'),
+    when: fc.option(arbExpr, { nil: undefined }),
+  }).map((r): RuleNode => ({ kind: 'rule', name: `extra-${effect}`, effect, subjects: r.subjects, relation: r.relation, object: r.object, ...(r.when ? { when: r.when } : {}) }));
+  const withRule = (file: PolicyFileNode, rule: RuleNode): PolicyFileNode => ({ ...file, items: [...file.items, rule] as Item[] });
+
+  it('a permit rule only widens: what was allowed stays allowed', () => {
+    fc.assert(fc.property(arbPolicyFile, arbExtraRule('permit'), arbRequest, (file, rule, r) => {
+      const before = decide(r, setFromAst(file)), after = decide(r, setFromAst(withRule(file, rule)));
+      expect(RANK[after.decision]).toBeGreaterThanOrEqual(RANK[before.decision]);
+      if (before.decision !== 'deny' || !before.reason.startsWith('not_granted:')) expect(after.reason).toBe(before.reason);
+    }), RUNS);
+  });
+
+  it('a deny rule only narrows: nothing becomes more allowed', () => {
+    fc.assert(fc.property(arbPolicyFile, arbExtraRule('deny'), arbRequest, (file, rule, r) => {
+      const before = decide(r, setFromAst(file)), after = decide(r, setFromAst(withRule(file, rule)));
+      expect(RANK[after.decision]).toBeLessThanOrEqual(RANK[before.decision]);
+      if (after.decision !== before.decision) expect(after.reason).toBe('rule_denied: extra-deny');
+    }), RUNS);
+  });
+
+  it('a missing attribute never turns a deny into an allow (nor anything into something more allowed)', () => {
+    const removals: ((r: DecisionRequest) => DecisionRequest)[] = [
+      (r) => ({ ...r, context: {} }),
+      (r) => ({ ...r, resourceAttributes: {} }),
+      (r) => ({ ...r, subject: { ...r.subject, attributes: {} } }),
+      (r) => { const { email: _e, ...subject } = r.subject; return { ...r, subject }; },
+      (r) => (r.person ? { ...r, person: { ...r.person, email: undefined } } : r),
+      (r) => ({ ...r, now: NaN }),
+      (r) => { const { owner: _o, ...rest } = r.resourceAttributes ?? {}; return { ...r, resourceAttributes: rest }; },
+      (r) => { const { amount: _a, ...rest } = r.context; return { ...r, context: rest }; },
+    ];
+    fc.assert(fc.property(arbPolicyFile, arbRequest, fc.nat(removals.length - 1), (file, r, i) => {
+      const s = setFromAst(file);
+      const before = decide(r, s), after = decide(removals[i]!(r), s);
+      expect(RANK[after.decision]).toBeLessThanOrEqual(RANK[before.decision]);
+    }), { numRuns: 400 });
+  });
+
+  it('the reason is rendered from the cause', () => {
+    fc.assert(fc.property(arbPolicyFile, arbRequest, (file, r) => {
+      const d = decide(r, setFromAst(file));
+      expect(d.reason).toBe(renderReason(d.cause));
+    }), RUNS);
+    expect(renderReason({ code: 'constraint_violated', field: null, operator: 'count' })).toBe('constraint_violated: count');
+    expect(renderReason({ code: 'not_granted', action: 'a:b', missing: 'subject' })).toBe('not_granted: a:b');
+    expect(renderReason({ code: 'error', message: 'x' })).toBe('error: x');
   });
 });

@@ -3,8 +3,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { projectRoot } from '../../src/paths.js';
 import fc from 'fast-check';
-import type { Expr, Item, LimitField, LimitsNode, PolicyFileNode, RuleNode, Scalar } from '../../src/policy/ast.js';
-import type { Decision, DecisionRequest, JsonLimits } from '../../src/policy/types.js';
+import type { Expr, Item, LimitField, LimitsNode, Literal, Operand, PathNode, PolicyFileNode, RuleNode, Scalar } from '../../src/policy/ast.js';
+import type { Decision, DecisionRequest, JsonLimits, PersonFacts, SubjectFacts } from '../../src/policy/types.js';
 import { formatFile } from '../../src/policy/format.js';
 import { loadPolicySet } from '../../src/policy/load.js';
 import type { PolicySet } from '../../src/policy/compile.js';
@@ -16,11 +16,23 @@ export function strip<T>(x: T): T {
 
 export function setOf(text: string, path = 'p.policy'): PolicySet {
   const r = loadPolicySet({ files: [{ path, text }] });
-  if (!r.policySet) throw new Error(r.diagnostics.map((d) => `${d.line}:${d.col} ${d.message}`).join('\n'));
+  if (!r.policySet) throw new Error(r.diagnostics.map((d) => `${d.line}:${d.col} ${d.message}`).join('\n') + '\n' + text);
   return r.policySet;
 }
 
-// ---- a small vocabulary for random policies ------------------------------------------
+// ---- building ASTs by hand -------------------------------------------------------------------
+
+export const P = (text: string): PathNode => {
+  const parts = text.split('.');
+  return ['context', 'subject', 'person', 'resource', 'time'].includes(parts[0]!) && parts.length > 1
+    ? { type: 'path', root: parts[0] as PathNode['root'], segs: parts.slice(1) }
+    : { type: 'path', root: 'context', segs: parts, bare: true };
+};
+export const L = (value: Literal): Operand => ({ type: 'lit', value });
+export const cmp = (l: string, op: 'gte' | 'gt' | 'lte' | 'lt' | 'eq' | 'ne', r: Operand | string): Expr =>
+  ({ type: 'cmp', left: P(l), op, right: typeof r === 'string' ? P(r) : r });
+
+// ---- a small vocabulary for random policies ------------------------------------------------
 
 export const AGENTS = ['spiffe://h/agent/a', 'spiffe://h/agent/b', 'spiffe://g/agent/a', 'spiffe://h/agent/zz', 'lonely'];
 export const ACTIONS = ['create:refunds', 'delete:refunds', 'create:deployments'];
@@ -29,23 +41,63 @@ export const RESOURCE_FOR: Record<string, string[]> = {
   'delete:refunds': ['refund:r1', 'refund:r9'],
   'create:deployments': ['deployment:d1', 'deployment:r1'],
 };
+export const ZONES = ['UTC', 'Europe/Berlin', 'America/New_York'];
 
 const num = fc.constantFrom(0, 10, 100, 5);
 const str = fc.constantFrom('USD', 'EUR');
-export const arbExpr: fc.Arbitrary<Expr> = fc.letrec<{ e: Expr; leaf: Expr }>((tie) => ({
-  leaf: fc.oneof(
-    fc.record({ type: fc.constant('cmp' as const), field: fc.constant('amount'), op: fc.constantFrom('gte', 'gt', 'lte', 'lt', 'eq', 'ne' as const), value: num }),
-    fc.record({ type: fc.constant('cmp' as const), field: fc.constant('currency'), op: fc.constantFrom('eq', 'ne' as const), value: str }),
-    fc.record({ type: fc.constant('cmp' as const), field: fc.constant('flag'), op: fc.constantFrom('eq', 'ne' as const), value: fc.boolean() }),
-    fc.record({ type: fc.constant('in' as const), field: fc.constant('currency'), negated: fc.boolean(), values: fc.uniqueArray(str, { minLength: 1, maxLength: 2 }) }),
-  ) as fc.Arbitrary<Expr>,
+const email = fc.constantFrom('ada@x.com', 'bob@y.com');
+const op = fc.constantFrom('gte', 'gt', 'lte', 'lt', 'eq', 'ne' as const);
+const eqOp = fc.constantFrom('eq', 'ne' as const);
+
+/** Atoms over the vocabulary: context fields, attributes, relations between two values, lists, like, time. */
+export const ATOM_KINDS: fc.Arbitrary<Expr>[] = [
+  fc.tuple(op, num).map(([o, v]) => cmp('amount', o, L(v))),
+  fc.tuple(eqOp, str).map(([o, v]) => cmp('currency', o, L(v))),
+  fc.tuple(eqOp, fc.boolean()).map(([o, v]) => cmp('flag', o, L(v))),
+  fc.tuple(fc.boolean(), fc.uniqueArray(str, { minLength: 1, maxLength: 2 })).map(([n, vs]): Expr => ({ type: 'in', left: P('currency'), negated: n, right: L(vs) })),
+  op.map((o) => cmp('context.amount', o, 'subject.max_amount')),
+  eqOp.map((o) => cmp('resource.owner', o, 'person.email')),
+  fc.tuple(eqOp, email).map(([o, v]) => cmp('resource.owner', o, L(v))),
+  fc.constantFrom('vip', 'gold').map((v): Expr => ({ type: 'contains', left: P('resource.tags'), mode: 'one', right: L(v) })),
+  fc.constantFrom('any' as const, 'all' as const).map((m): Expr => ({ type: 'contains', left: P('resource.tags'), mode: m, right: L(['vip', 'gold']) })),
+  fc.boolean().map((n): Expr => ({ type: 'in', left: L('gold'), negated: n, right: P('resource.tags') })),
+  fc.boolean().map((n): Expr => ({ type: 'in', left: P('person.email'), negated: n, right: P('resource.editors') })),
+  fc.constantFrom('any' as const, 'all' as const).map((m): Expr => ({ type: 'contains', left: P('person.groups'), mode: m, right: P('resource.groups') })),
+  fc.constant<Expr>({ type: 'contains', left: P('subject.roles'), mode: 'one', right: L('vip-support') }),
+  fc.tuple(fc.boolean(), fc.constantFrom('*@x.com', 'ada*', 'b*@*')).map(([n, p]): Expr => ({ type: 'like', left: P('context.to'), negated: n, right: L(p) })),
+  fc.tuple(fc.constantFrom('lt' as const, 'gte' as const), fc.constantFrom(8, 18)).map(([o, v]) => cmp('time.hour', o, L(v))),
+  fc.constant<Expr>({ type: 'in', left: P('time.weekday'), negated: false, right: L(['sat', 'sun']) }),
+];
+export const arbAtom: fc.Arbitrary<Expr> = fc.oneof(...ATOM_KINDS);
+
+export const arbExprOf = (atom: fc.Arbitrary<Expr>): fc.Arbitrary<Expr> => fc.letrec<{ e: Expr }>((tie) => ({
   e: fc.oneof(
     { depthSize: 'small', withCrossShrink: true },
-    tie('leaf'),
+    atom,
     fc.record({ type: fc.constant('not' as const), expr: tie('e') }),
     fc.record({ type: fc.constantFrom('and' as const, 'or' as const), items: fc.array(tie('e'), { minLength: 2, maxLength: 3 }) }),
   ) as fc.Arbitrary<Expr>,
 })).e.map(normalize);
+
+export const arbExpr: fc.Arbitrary<Expr> = arbExprOf(arbAtom);
+
+/**
+ * Two policy files over a few kinds of comparison (a random handful of the vocabulary per
+ * pair), so that a diff stays small enough to check request by request.
+ */
+export const arbPolicyPair: fc.Arbitrary<[PolicyFileNode, PolicyFileNode]> = fc.uniqueArray(fc.nat(ATOM_KINDS.length - 1), { minLength: 1, maxLength: 3 })
+  .chain((kinds) => {
+    const exprs = arbExprOf(fc.oneof(...kinds.map((k) => ATOM_KINDS[k]!)));
+    const file = arbPolicyFileWith({ rules: 3, exprs, limits: 1 });
+    return fc.tuple(file, file);
+  });
+
+/** A policy file over a few kinds of comparison, and one more comparison of the same kinds. */
+export const arbPolicyAndAtom: fc.Arbitrary<[PolicyFileNode, Expr]> = fc.uniqueArray(fc.nat(ATOM_KINDS.length - 1), { minLength: 1, maxLength: 3 })
+  .chain((kinds) => {
+    const atom = fc.oneof(...kinds.map((k) => ATOM_KINDS[k]!));
+    return fc.tuple(arbPolicyFileWith({ rules: 3, exprs: arbExprOf(atom), limits: 1 }), atom);
+  });
 
 /** Flatten nested and/or, as the parser does. */
 export function normalize(e: Expr): Expr {
@@ -59,12 +111,14 @@ export function normalize(e: Expr): Expr {
   }
 }
 
-export const arbRule = (i: number): fc.Arbitrary<RuleNode> => fc.record({
-  effect: fc.constantFrom('deny', 'require_approval'),
-  subjects: fc.uniqueArray(fc.constantFrom('agent:*', 'agent:spiffe://h/agent/a', 'agent:spiffe://h/agent/*', 'agent:spiffe://*/agent/a', 'user:u1', 'user:*'), { minLength: 1, maxLength: 2 }),
+export const SUBJECT_PATTERNS = ['agent:*', 'agent:spiffe://h/agent/a', 'agent:spiffe://h/agent/*', 'agent:spiffe://*/agent/a', 'user:u1', 'user:*', 'role:editor', 'role:vip-support', 'group:eng'];
+
+export const arbRule = (i: number, effects: string[] = ['deny', 'require_approval', 'permit'], exprs: fc.Arbitrary<Expr> = arbExpr): fc.Arbitrary<RuleNode> => fc.record({
+  effect: fc.constantFrom(...effects),
+  subjects: fc.uniqueArray(fc.constantFrom(...SUBJECT_PATTERNS), { minLength: 1, maxLength: 2 }),
   relation: fc.constantFrom('create:refunds', 'create:*', '*:refunds', 'delete:refunds', '*:*'),
   object: fc.constantFrom('refund:*', 'refund:r1', '*:*', '*:r1', 'deployment:*'),
-  when: fc.option(arbExpr, { nil: undefined }),
+  when: fc.option(exprs, { nil: undefined }),
 }).map((r) => {
   const node: RuleNode = { kind: 'rule', name: `rule-${i}`, effect: r.effect, subjects: r.subjects, relation: r.relation, object: r.object };
   if (r.when) node.when = r.when;
@@ -84,10 +138,16 @@ export const arbLimits: fc.Arbitrary<LimitsNode> = fc.record({
   fields: fc.uniqueArray(arbLimitField, { minLength: 1, maxLength: 3, selector: (f) => f.field }),
 }).map((l) => ({ kind: 'limits', ...l }));
 
-export const arbPolicyFile: fc.Arbitrary<PolicyFileNode> = fc.tuple(
-  fc.integer({ min: 0, max: 4 }).chain((n) => (n === 0 ? fc.constant([] as RuleNode[]) : fc.tuple(...Array.from({ length: n }, (_, i) => arbRule(i))))),
-  fc.array(arbLimits, { maxLength: 2 }),
-).map(([rules, limits]) => ({ path: 'r.policy', header: { name: 'r', version: 1 }, items: [...rules, ...limits] as Item[] }));
+export const arbPolicyFileWith = (opts: { rules?: number; effects?: string[]; exprs?: fc.Arbitrary<Expr>; limits?: number } = {}): fc.Arbitrary<PolicyFileNode> => fc.tuple(
+  fc.integer({ min: 0, max: opts.rules ?? 4 }).chain((n) => (n === 0 ? fc.constant([] as RuleNode[]) : fc.tuple(...Array.from({ length: n }, (_, i) => arbRule(i, opts.effects, opts.exprs))))),
+  fc.array(arbLimits, { maxLength: opts.limits ?? 2 }),
+  fc.constantFrom(...ZONES),
+).map(([rules, limits, zone]) => ({
+  path: 'r.policy', header: { name: 'r', version: 1 },
+  items: [...(zone === 'UTC' ? [] : [{ kind: 'timezone' as const, name: zone }]), ...rules, ...limits] as Item[],
+}));
+
+export const arbPolicyFile = arbPolicyFileWith();
 
 export function setFromAst(file: PolicyFileNode): PolicySet {
   return setOf(formatFile(file), file.path);
@@ -97,31 +157,69 @@ export const arbContext: fc.Arbitrary<Record<string, unknown>> = fc.record({
   amount: fc.constantFrom(-5, 0, 5, 7, 10, 50, 100, 150, 'x', null, undefined),
   currency: fc.constantFrom('USD', 'EUR', 'GBP', 5, undefined),
   flag: fc.constantFrom(true, false, 'true', undefined),
+  to: fc.constantFrom('ada@x.com', 'bob@y.com', 'b@x.com', 'ada', 7, undefined),
 }).map((c) => Object.fromEntries(Object.entries(c).filter(([, v]) => v !== undefined)));
 
+const drop = <T extends Record<string, unknown>>(o: T) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
+
+export const arbResourceAttributes: fc.Arbitrary<Record<string, unknown>> = fc.record({
+  owner: fc.constantFrom('ada@x.com', 'bob@y.com', 'carol@z.com', 5, undefined),
+  tags: fc.constantFrom(['vip'], ['gold', 'vip'], ['gold'], [], ['x'], 'vip', [1], undefined),
+  editors: fc.constantFrom(['ada@x.com'], ['bob@y.com', 'ada@x.com'], [], ['z'], undefined, 'ada@x.com'),
+  groups: fc.constantFrom(['eng'], ['ops', 'eng'], [], ['ops'], undefined, [true]),
+}).map(drop);
+
+/** Instants around a daylight-saving change (Europe/Berlin, 2026-03-29) and an ordinary week; NaN is no clock. */
+export const NOWS = [
+  Date.parse('2026-03-29T00:30:00Z'), Date.parse('2026-03-29T01:30:00Z'), Date.parse('2026-03-28T06:59:00Z'),
+  Date.parse('2026-03-30T07:00:00Z'), Date.parse('2026-03-30T16:59:00Z'), Date.parse('2026-03-30T17:00:00Z'),
+  Date.parse('2026-10-25T00:30:00Z'), Date.parse('2026-10-25T01:30:00Z'), Date.parse('2026-01-10T12:00:00Z'), NaN,
+];
+
 export const arbRequest: fc.Arbitrary<DecisionRequest> = fc.record({
+  kind: fc.constantFrom('agent', 'agent', 'user' as const),
   agent: fc.constantFrom(...AGENTS),
   mode: fc.constantFrom('delegated' as const, 'autonomous' as const),
-  person: fc.option(fc.constantFrom('u1', 'u2'), { nil: undefined }),
+  person: fc.option(fc.constantFrom('u1', 'u2', ''), { nil: undefined }),
+  personEmail: fc.constantFrom('ada@x.com', 'bob@y.com', undefined),
+  roles: fc.subarray(['editor', 'vip-support']),
+  personRoles: fc.subarray(['editor', 'vip-support']),
+  groups: fc.subarray(['eng', 'ops']),
+  maxAmount: fc.constantFrom(5, 50, 'lots', undefined),
   action: fc.constantFrom(...ACTIONS),
   r: fc.nat(1),
   context: arbContext,
+  resourceAttributes: arbResourceAttributes,
   permissions: fc.subarray(['create:refunds', 'delete:refunds', 'create:deployments', '*:refunds', 'create:*']),
   personPermissions: fc.subarray(['create:refunds', 'delete:refunds', 'create:deployments', '*:*']),
   caps: fc.subarray(ACTIONS),
   apiLimits: fc.option(fc.constantFrom<JsonLimits>({ amount: { max: 50 } }, { currency: 'USD' }, { currency: { not_in: ['EUR'] } }, { amount: { min: 6, max: 200 } }), { nil: undefined }),
   approved: fc.boolean(),
+  now: fc.constantFrom(...NOWS),
 }).map((g) => {
-  const req: DecisionRequest = {
-    agent: {
-      id: g.agent, mode: g.mode, permissions: g.permissions,
-      capabilities: g.caps.map((name) => ({ name, ...(name === g.action && g.apiLimits ? { limits: g.apiLimits } : {}) })),
-    },
-    action: g.action,
-    resource: RESOURCE_FOR[g.action]![g.r]!,
-    context: g.context,
+  const user = g.kind === 'user';
+  const subject: SubjectFacts = {
+    type: user ? 'user' : 'agent',
+    id: user ? (g.person || 'u1') : g.agent,
+    roles: g.roles,
+    groups: g.groups,
+    permissions: g.permissions,
+    attributes: g.maxAmount === undefined ? {} : { max_amount: g.maxAmount },
   };
-  if (g.person) req.person = { id: g.person, permissions: g.personPermissions };
+  if (user && g.personEmail) subject.email = g.personEmail;
+  if (!user) {
+    subject.mode = g.mode;
+    subject.capabilities = g.caps.map((name) => ({ name, ...(name === g.action && g.apiLimits ? { limits: g.apiLimits } : {}) }));
+  }
+  const req: DecisionRequest = {
+    subject, action: g.action, resource: RESOURCE_FOR[g.action]![g.r]!, context: g.context, now: g.now,
+    resourceAttributes: g.resourceAttributes,
+  };
+  if (g.person !== undefined && !user) {
+    const p: PersonFacts = { id: g.person, roles: g.personRoles, groups: g.groups, permissions: g.personPermissions, attributes: {} };
+    if (g.personEmail) p.email = g.personEmail;
+    req.person = p;
+  }
   if (g.approved) req.approved = true;
   return req;
 });
@@ -141,37 +239,148 @@ function typedMatch(pattern: string, value: string): boolean {
   return (pt === '*' || pt === vt) && globMatch(pattern.slice(pi + 1), value.slice(vi + 1));
 }
 
-function fieldsOf(e: Expr): [string, Scalar][] {
-  switch (e.type) {
-    case 'and': case 'or': return e.items.flatMap(fieldsOf);
-    case 'not': return fieldsOf(e.expr);
-    case 'cmp': return [[e.field, e.value as Scalar]];
-    case 'in': return [[e.field, (e.values as Scalar[])[0]!]];
-  }
+const ERR = Symbol('cannot be evaluated');
+type V = { present: boolean; value?: unknown };
+
+function isObj(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-function evalExpr(e: Expr, c: Record<string, unknown>): boolean {
-  switch (e.type) {
-    case 'and': return e.items.every((i) => evalExpr(i, c));
-    case 'or': return e.items.some((i) => evalExpr(i, c));
-    case 'not': return !evalExpr(e.expr, c);
-    case 'in': return (e.values as Scalar[]).includes(c[e.field] as Scalar) !== e.negated;
-    case 'cmp': {
-      const a = c[e.field] as number, b = e.value as number;
-      return { gte: a >= b, gt: a > b, lte: a <= b, lt: a < b, eq: a === b, ne: a !== b }[e.op];
+function walk(v: unknown, segs: string[]): V {
+  let cur = v;
+  for (const s of segs) {
+    if (!isObj(cur) || !Object.prototype.hasOwnProperty.call(cur, s)) return { present: false };
+    cur = cur[s];
+  }
+  return cur === undefined ? { present: false } : { present: true, value: cur };
+}
+
+function personOf(req: DecisionRequest): PersonFacts | SubjectFacts | null {
+  if (req.subject.type === 'user') return req.subject;
+  if (req.subject.mode === 'delegated' && req.person) return req.person;
+  return null;
+}
+
+const DAYS = ['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'];
+
+/** time.* computed from scratch: the offset of the zone at that instant, then plain UTC arithmetic. */
+export function refTime(now: number, zone: string, field: string): V {
+  if (!Number.isFinite(now)) return { present: false };
+  if (field === 'epoch') return { present: true, value: Math.floor(now / 1000) };
+  const parts = Object.fromEntries(new Intl.DateTimeFormat('en-GB', { timeZone: zone, hourCycle: 'h23', year: 'numeric', month: 'numeric', day: 'numeric', hour: 'numeric', minute: 'numeric', second: 'numeric' })
+    .formatToParts(new Date(now)).map((p) => [p.type, p.value]));
+  const local = Date.UTC(+parts.year!, +parts.month! - 1, +parts.day!, +parts.hour! % 24, +parts.minute!, +parts.second!);
+  const d = new Date(local);
+  switch (field) {
+    case 'hour': return { present: true, value: d.getUTCHours() };
+    case 'minute': return { present: true, value: d.getUTCMinutes() };
+    case 'weekday': return { present: true, value: DAYS[d.getUTCDay()] };
+    case 'date': return { present: true, value: d.toISOString().slice(0, 10) };
+  }
+  return { present: false };
+}
+
+export function refRead(req: DecisionRequest, p: PathNode, zone: string): V {
+  const [first, ...rest] = p.segs;
+  switch (p.root) {
+    case 'context': return walk(req.context, p.segs);
+    case 'time': return rest.length ? { present: false } : refTime(req.now, zone, first!);
+    case 'resource': {
+      if (first === 'id' || first === 'type') {
+        const i = req.resource.indexOf(':');
+        if (rest.length || i < 0) return { present: false };
+        return { present: true, value: first === 'id' ? req.resource.slice(i + 1) : req.resource.slice(0, i) };
+      }
+      return walk(req.resourceAttributes ?? {}, p.segs);
+    }
+    case 'subject': case 'person': {
+      const who = p.root === 'subject' ? req.subject : personOf(req);
+      if (!who) return { present: false };
+      const builtins = p.root === 'subject' ? ['id', 'type', 'name', 'mode', 'email', 'roles', 'groups'] : ['id', 'email', 'roles', 'groups'];
+      if (builtins.includes(first!)) {
+        if (rest.length) return { present: false };
+        const v = (who as unknown as Record<string, unknown>)[first!];
+        return v === undefined ? { present: false } : { present: true, value: v };
+      }
+      return walk(who.attributes, p.segs);
     }
   }
 }
 
-function ruleApplies(r: RuleNode, req: DecisionRequest): boolean {
-  const subjects = ['agent:' + req.agent.id, ...(req.person ? ['user:' + req.person.id] : [])];
-  if (!r.subjects.some((p) => subjects.some((s) => s.startsWith(p.split(':')[0] + ':') && typedMatch(p, s)))) return false;
-  if (!typedMatch(r.relation, req.action) || !typedMatch(r.object, req.resource)) return false;
-  if (!r.when) return true;
-  for (const [f, lit] of fieldsOf(r.when)) {
-    if (!(f in req.context) || typeof req.context[f] !== typeof lit) return true;
+function scalarType(v: unknown): string | null {
+  if (typeof v === 'number') return Number.isFinite(v) ? 'number' : null;
+  return typeof v === 'string' || typeof v === 'boolean' ? typeof v : null;
+}
+
+function likeRef(pattern: string, s: string): boolean {
+  const re = new RegExp('^' + pattern.split('*').map((x) => x.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('[\\s\\S]*') + '$');
+  return re.test(s);
+}
+
+function refAtom(e: Expr, req: DecisionRequest, zone: string): boolean | typeof ERR {
+  const val = (o: Operand): V => (o.type === 'lit' ? { present: true, value: o.value } : refRead(req, o, zone));
+  const a = val((e as { left: Operand }).left), b = val((e as { right: Operand }).right);
+  if (!a.present || !b.present) return ERR;
+  const x = a.value, y = b.value;
+  switch (e.type) {
+    case 'cmp': {
+      if (e.op === 'eq' || e.op === 'ne') {
+        if (scalarType(x) === null || scalarType(x) !== scalarType(y)) return ERR;
+        return e.op === 'eq' ? x === y : x !== y;
+      }
+      if (scalarType(x) !== 'number' || scalarType(y) !== 'number') return ERR;
+      const [n, m] = [x as number, y as number];
+      return { gt: n > m, gte: n >= m, lt: n < m, lte: n <= m }[e.op];
+    }
+    case 'in': {
+      const t = scalarType(x);
+      if (t === null || !Array.isArray(y) || !y.every((i) => scalarType(i) === t)) return ERR;
+      return y.includes(x) !== e.negated;
+    }
+    case 'contains': {
+      if (e.mode === 'one') {
+        const t = scalarType(y);
+        if (t === null || !Array.isArray(x) || !x.every((i) => scalarType(i) === t)) return ERR;
+        return x.includes(y);
+      }
+      if (!Array.isArray(x) || !Array.isArray(y)) return ERR;
+      const types = new Set([...x, ...y].map(scalarType));
+      if (types.has(null) || types.size > 1) return ERR;
+      return e.mode === 'any' ? y.some((i) => x.includes(i)) : y.every((i) => x.includes(i));
+    }
+    case 'like':
+      if (typeof x !== 'string') return ERR;
+      return likeRef(y as string, x) !== e.negated;
+    default: throw new Error('not an atom');
   }
-  return evalExpr(r.when, req.context);
+}
+
+/** true, false, or ERR when any comparison in it cannot be evaluated. */
+export function refCondition(e: Expr, req: DecisionRequest, zone: string): boolean | typeof ERR {
+  const atoms: Expr[] = [];
+  const collect = (x: Expr) => { if (x.type === 'and' || x.type === 'or') x.items.forEach(collect); else if (x.type === 'not') collect(x.expr); else atoms.push(x); };
+  collect(e);
+  const results = new Map<Expr, boolean>();
+  for (const a of atoms) { const r = refAtom(a, req, zone); if (r === ERR) return ERR; results.set(a, r); }
+  const ev = (x: Expr): boolean => x.type === 'and' ? x.items.every(ev) : x.type === 'or' ? x.items.some(ev) : x.type === 'not' ? !ev(x.expr) : results.get(x)!;
+  return ev(e);
+}
+
+function roleMatch(pattern: string, facts: { roles: string[]; groups: string[] }): boolean {
+  if (pattern.startsWith('role:')) return facts.roles.includes(pattern.slice(5));
+  if (pattern.startsWith('group:')) return facts.groups.includes(pattern.slice(6));
+  return false;
+}
+
+/** Does a pattern name this agent (as the one acting or granted)? */
+function namesAgent(pattern: string, s: SubjectFacts): boolean {
+  if (s.type !== 'agent') return false;
+  return pattern.startsWith('agent:') ? typedMatch(pattern, 'agent:' + s.id) : roleMatch(pattern, s);
+}
+
+/** Does a pattern name this person (or user subject)? */
+function namesPerson(pattern: string, p: PersonFacts | SubjectFacts): boolean {
+  return pattern.startsWith('user:') ? typedMatch(pattern, 'user:' + p.id) : roleMatch(pattern, p);
 }
 
 function limitViolation(f: { field: string; max?: unknown; min?: unknown; in?: unknown; not_in?: unknown; eq?: unknown }, c: Record<string, unknown>): string | null {
@@ -185,31 +394,47 @@ function limitViolation(f: { field: string; max?: unknown; min?: unknown; in?: u
   return null;
 }
 
+const singularRef = (kinds: string) => (kinds.endsWith('s') ? kinds.slice(0, -1) : kinds);
+
 function covers(p: string, action: string, resource: string): boolean {
   const [pv, pk] = p.split(':') as [string, string];
   const [av, ak] = action.split(':') as [string, string];
-  const singular = ak.endsWith('s') ? ak.slice(0, -1) : ak;
-  return (pv === '*' || pv === av) && (pk === '*' || pk === ak) && resource.split(':')[0] === singular;
+  return (pv === '*' || pv === av) && (pk === '*' || pk === ak) && resource.split(':')[0] === singularRef(ak);
 }
 
 export function reference(file: PolicyFileNode, req: DecisionRequest): Pick<Decision, 'decision' | 'reason'> {
-  const cap = req.agent.capabilities.find((c) => c.name === req.action);
-  const apiFields = Object.entries(cap?.limits ?? {}).map(([field, spec]) =>
-    typeof spec === 'object' && spec !== null ? { field, ...(spec as object) } : { field, eq: spec });
-  const fileFields = file.items.filter((i): i is LimitsNode => i.kind === 'limits' && i.capability === req.action && globMatch(i.forAgent, req.agent.id)).flatMap((l) => l.fields);
-  for (const f of [...apiFields, ...fileFields]) {
-    const v = limitViolation(f, req.context);
-    if (v) return { decision: 'deny', reason: `constraint_violated: ${f.field} ${v}` };
+  const zone = (file.items.find((i) => i.kind === 'timezone') as { name: string } | undefined)?.name ?? 'UTC';
+  const s = req.subject;
+  const isAgent = s.type === 'agent';
+  const person = personOf(req);
+  const cap = isAgent ? (s.capabilities ?? []).find((c) => c.name === req.action) : undefined;
+  if (isAgent) {
+    const apiFields = Object.entries(cap?.limits ?? {}).map(([field, spec]) =>
+      typeof spec === 'object' && spec !== null ? { field, ...(spec as object) } : { field, eq: spec });
+    const fileFields = file.items.filter((i): i is LimitsNode => i.kind === 'limits' && i.capability === req.action && globMatch(i.forAgent, s.id)).flatMap((l) => l.fields);
+    for (const f of [...apiFields, ...fileFields]) {
+      const v = limitViolation(f, req.context);
+      if (v) return { decision: 'deny', reason: `constraint_violated: ${f.field} ${v}` };
+    }
   }
   const rules = file.items.filter((i): i is RuleNode => i.kind === 'rule');
-  const d = rules.find((r) => r.effect === 'deny' && ruleApplies(r, req));
+  const targets = (r: RuleNode) => typedMatch(r.relation, req.action) && typedMatch(r.object, req.resource);
+  const matchesAny = (r: RuleNode) => r.subjects.some((p) => namesAgent(p, s) || (person !== null && namesPerson(p, person)));
+  const applies = (r: RuleNode) => !r.when || refCondition(r.when, req, zone) !== false;
+  const d = rules.find((r) => r.effect === 'deny' && targets(r) && matchesAny(r) && applies(r));
   if (d) return { decision: 'deny', reason: `rule_denied: ${d.name}` };
-  if (!cap) return { decision: 'deny', reason: `not_granted: ${req.action} (capability)` };
-  if (!req.agent.permissions.some((p) => covers(p, req.action, req.resource))) return { decision: 'deny', reason: `not_granted: ${req.action}` };
-  if (req.agent.mode === 'delegated' && req.person && !req.person.permissions.some((p) => covers(p, req.action, req.resource))) {
-    return { decision: 'deny', reason: `not_granted: ${req.action} (person)` };
+  if (isAgent && !cap) return { decision: 'deny', reason: `not_granted: ${req.action} (capability)` };
+  const coherent = req.resource.split(':')[0] === singularRef(req.action.split(':')[1]!);
+  const permits = (names: (p: string) => boolean) => coherent && rules.some((r) => r.effect === 'permit' && targets(r) && r.subjects.some(names) && (!r.when || refCondition(r.when, req, zone) === true));
+  const subjectGranted = s.permissions.some((p) => covers(p, req.action, req.resource))
+    || permits((p) => (isAgent ? namesAgent(p, s) : namesPerson(p, s)));
+  if (!subjectGranted) return { decision: 'deny', reason: `not_granted: ${req.action}` };
+  if (isAgent && s.mode === 'delegated') {
+    const p = req.person;
+    const ok = !!p && p.id !== '' && (p.permissions.some((x) => covers(x, req.action, req.resource)) || permits((x) => namesPerson(x, p)));
+    if (!ok) return { decision: 'deny', reason: `not_granted: ${req.action} (person)` };
   }
-  const approvals = rules.filter((r) => r.effect === 'require_approval' && ruleApplies(r, req));
+  const approvals = rules.filter((r) => r.effect === 'require_approval' && targets(r) && matchesAny(r) && applies(r));
   if (approvals.length && !req.approved) return { decision: 'approval_required', reason: `approval_required: ${approvals[0]!.name}` };
   if (approvals.length) return { decision: 'allow', reason: `allowed: approved ${approvals[0]!.name}` };
   return { decision: 'allow', reason: 'allowed' };
@@ -219,3 +444,6 @@ export const RUNS = { numRuns: 200 };
 
 /** CONTRACT.md section 5's example, verbatim (test/fixtures/contract-example.policy). */
 export const CONTRACT_EXAMPLE = readFileSync(join(projectRoot, 'test', 'fixtures', 'contract-example.policy'), 'utf8');
+
+/** The literal of a scalar list, for building ASTs. */
+export const scalars = (xs: Scalar[]): Literal => xs;

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { parsePolicy, parseExpr } from '../../src/policy/parser.js';
 import { formatFile } from '../../src/policy/format.js';
 import { formatDiagnostic } from '../../src/policy/index.js';
-import { CONTRACT_EXAMPLE, strip } from './helpers.js';
+import { CONTRACT_EXAMPLE, L, P, strip } from './helpers.js';
 
 
 describe('parser', () => {
@@ -16,8 +16,8 @@ describe('parser', () => {
     expect(rule).toMatchObject({ kind: 'rule', name: 'approve-medium-refunds', effect: 'require_approval', subjects: ['agent:*'], loc: { file: 'refunds.policy', line: 11, col: 1 } });
     expect(strip(rule.kind === 'rule' && rule.when)).toEqual({
       type: 'and', items: [
-        { type: 'cmp', field: 'amount', op: 'gte', value: 1000 },
-        { type: 'cmp', field: 'currency', op: 'eq', value: 'USD' },
+        { type: 'cmp', left: P('amount'), op: 'gte', right: L(1000) },
+        { type: 'cmp', left: P('currency'), op: 'eq', right: L('USD') },
       ],
     });
     const lim = f.items[2]!;
@@ -36,16 +36,16 @@ describe('parser', () => {
   it('gives or lower precedence than and, and not the highest', () => {
     const e = parseExpr('a == 1 or b == 2 and not c == 3').expr!;
     expect(strip(e)).toEqual({ type: 'or', items: [
-      { type: 'cmp', field: 'a', op: 'eq', value: 1 },
-      { type: 'and', items: [{ type: 'cmp', field: 'b', op: 'eq', value: 2 }, { type: 'not', expr: { type: 'cmp', field: 'c', op: 'eq', value: 3 } }] },
+      { type: 'cmp', left: P('a'), op: 'eq', right: L(1) },
+      { type: 'and', items: [{ type: 'cmp', left: P('b'), op: 'eq', right: L(2) }, { type: 'not', expr: { type: 'cmp', left: P('c'), op: 'eq', right: L(3) } }] },
     ] });
-    expect(strip(parseExpr('(a == 1 or b == 2) and x not in ["q"]').expr)).toMatchObject({ type: 'and', items: [{ type: 'or' }, { type: 'in', negated: true, values: ['q'] }] });
+    expect(strip(parseExpr('(a == 1 or b == 2) and x not in ["q"]').expr)).toMatchObject({ type: 'and', items: [{ type: 'or' }, { type: 'in', negated: true, right: L(['q']) }] });
   });
 
   it('decodes literals: negative and decimal numbers, escapes, booleans, lists', () => {
-    expect(strip(parseExpr('x in [-1.5, 2e3]').expr)).toMatchObject({ values: [-1.5, 2000] });
-    expect(strip(parseExpr('x == "a\\"b\\n\\u0041"').expr)).toMatchObject({ value: 'a"b\nA' });
-    expect(strip(parseExpr('x != false').expr)).toMatchObject({ op: 'ne', value: false });
+    expect(strip(parseExpr('x in [-1.5, 2e3]').expr)).toMatchObject({ right: L([-1.5, 2000]) });
+    expect(strip(parseExpr('x == "a\\"b\\n\\u0041"').expr)).toMatchObject({ right: L('a"b\nA') });
+    expect(strip(parseExpr('x != false').expr)).toMatchObject({ op: 'ne', right: L(false) });
   });
 
   it('parses kind declarations and tests', () => {
@@ -130,5 +130,41 @@ limits "a:b" for "*" {
 # the end
 `);
     expect(formatFile(parsePolicy('c.policy', out).file!)).toBe(out);
+  });
+
+  it('parses paths, comparisons of two paths, lists, like, and literals on either side', () => {
+    const x = (t: string) => strip(parseExpr(t).expr);
+    expect(x('resource.owner == person.email')).toEqual({ type: 'cmp', left: P('resource.owner'), op: 'eq', right: P('person.email') });
+    expect(x('context.amount > subject.max_amount')).toEqual({ type: 'cmp', left: P('context.amount'), op: 'gt', right: P('subject.max_amount') });
+    expect(x('resource.owner.team == "ops"')).toEqual({ type: 'cmp', left: { type: 'path', root: 'resource', segs: ['owner', 'team'] }, op: 'eq', right: L('ops') });
+    expect(x('10 < amount')).toEqual({ type: 'cmp', left: L(10), op: 'lt', right: P('amount') });
+    expect(x('resource.tags contains "vip"')).toEqual({ type: 'contains', left: P('resource.tags'), mode: 'one', right: L('vip') });
+    expect(x('resource.tags contains any ["a", "b"]')).toEqual({ type: 'contains', left: P('resource.tags'), mode: 'any', right: L(['a', 'b']) });
+    expect(x('subject.groups contains all resource.groups')).toEqual({ type: 'contains', left: P('subject.groups'), mode: 'all', right: P('resource.groups') });
+    expect(x('"vip" in resource.tags')).toEqual({ type: 'in', left: L('vip'), negated: false, right: P('resource.tags') });
+    expect(x('subject.id not in resource.editors')).toEqual({ type: 'in', left: P('subject.id'), negated: true, right: P('resource.editors') });
+    expect(x('context.to not like "*@example.com"')).toEqual({ type: 'like', left: P('context.to'), negated: true, right: L('*@example.com') });
+    expect(x('time.weekday in ["sat", "sun"]')).toEqual({ type: 'in', left: P('time.weekday'), negated: false, right: L(['sat', 'sun']) });
+    // `any` and `all` are words only after contains: a context field may be named so
+    expect(x('tags contains any')).toEqual({ type: 'contains', left: P('tags'), mode: 'one', right: P('any') });
+    expect(parseExpr('x like').expr).toBeNull();
+    expect(parseExpr('resource . owner == 1').expr).toBeNull();
+  });
+
+  it('every node carries its location', () => {
+    const r = parsePolicy('l.policy', 'timezone "UTC"\nschema {\n  resource.tags: [string]\n}\nrule "r" {\n  effect permit\n  subjects "role:a"\n  relation "a:bs"\n  object "b:*"\n  when resource.tags contains "x" and  not (1 < amount)\n}\n');
+    expect(r.diagnostics).toEqual([]);
+    const [tz, schema, rule] = r.file!.items as any[];
+    expect(tz.loc).toEqual({ file: 'l.policy', line: 1, col: 1 });
+    expect(schema.entries[0].loc).toEqual({ file: 'l.policy', line: 3, col: 3 });
+    expect(schema.entries[0].path.loc).toEqual({ file: 'l.policy', line: 3, col: 3 });
+    expect(schema.entries[0].type.loc).toEqual({ file: 'l.policy', line: 3, col: 18 });
+    const when = rule.when;
+    expect(when.loc).toEqual({ file: 'l.policy', line: 10, col: 8 });
+    expect(when.items[0].left.loc).toEqual({ file: 'l.policy', line: 10, col: 8 });
+    expect(when.items[0].right.loc).toEqual({ file: 'l.policy', line: 10, col: 31 });
+    expect(when.items[1].loc).toEqual({ file: 'l.policy', line: 10, col: 40 });
+    expect(when.items[1].expr.left.loc).toEqual({ file: 'l.policy', line: 10, col: 45 });
+    expect(when.items[1].expr.right.loc).toEqual({ file: 'l.policy', line: 10, col: 49 });
   });
 });

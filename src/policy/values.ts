@@ -1,0 +1,146 @@
+// Reading a path from a request, and the value types the language compares.
+// One definition for the compiled evaluator, explain and diff.
+//
+//   context.<f>    the request's context (bare `<f>` is the same)
+//   subject.<a>    id, type, name, mode, email, roles, groups; else attributes.<a>
+//   person.<a>     id, email, roles, groups; else attributes.<a>. The person a delegated
+//                  agent acts for; for a person acting directly (subject type user), the subject.
+//   resource.<a>   id and type from `<type>:<id>`; else the resource's attributes
+//   time.<p>       hour, minute, weekday, date (in the rule's time zone), epoch
+//
+// Deeper segments read nested objects. A value is missing when any step is absent, or
+// is not an object to step into.
+
+import type { PathNode, Root } from './ast.js';
+import type { Attributes, DecisionRequest, PersonFacts, SubjectFacts } from './types.js';
+import { epochSeconds, timeFacts, type TimeField } from './time.js';
+
+/** The value of a path that is not there. */
+export const MISSING: unique symbol = Symbol('missing');
+export type Read = unknown;
+
+const hasOwn = Object.hasOwn;
+const EMPTY: Record<string, unknown> = Object.freeze({}) as Record<string, unknown>;
+
+/** Everything a decision reads, gathered once per decision. */
+export interface Env {
+  ctx: Record<string, unknown>;
+  subject: SubjectFacts;
+  /** The person a delegated agent acts for; the subject itself for a user; else null. */
+  person: PersonFacts | SubjectFacts | null;
+  resource: string;
+  attrs: Attributes;
+  now: number;
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+export function envOf(req: DecisionRequest): Env {
+  const subject = req.subject;
+  // Only a delegated agent acts for a person; an agent acting alone has none, whatever the request carries.
+  const person = subject.type === 'user' ? subject : subject.mode === 'delegated' && isRecord(req.person) ? req.person : null;
+  return {
+    ctx: isRecord(req.context) ? req.context : EMPTY,
+    subject,
+    person,
+    resource: req.resource,
+    attrs: isRecord(req.resourceAttributes) ? req.resourceAttributes : EMPTY,
+    now: req.now,
+  };
+}
+
+/** The built-in facts of each root, with their types; any other name is a custom attribute. */
+export const BUILTINS: Record<Exclude<Root, 'context'>, Record<string, ValueType>> = {
+  subject: { id: 'string', type: 'string', name: 'string', mode: 'string', email: 'string', roles: '[string]', groups: '[string]' },
+  person: { id: 'string', email: 'string', roles: '[string]', groups: '[string]' },
+  resource: { id: 'string', type: 'string' },
+  time: { hour: 'number', minute: 'number', weekday: 'string', date: 'string', epoch: 'number' },
+};
+
+/** The types a value can have for the language: a scalar, or a list of one scalar type. */
+export type ValueType = 'number' | 'string' | 'boolean' | '[number]' | '[string]' | '[boolean]';
+export const VALUE_TYPES: readonly ValueType[] = ['number', 'string', 'boolean', '[number]', '[string]', '[boolean]'];
+
+export function scalarTypeOf(v: unknown): 'number' | 'string' | 'boolean' | null {
+  switch (typeof v) {
+    case 'number': return Number.isFinite(v) ? 'number' : null;
+    case 'string': return 'string';
+    case 'boolean': return 'boolean';
+    default: return null;
+  }
+}
+
+/** Does a value have this type? A list has it when every item has the item type (an empty list has every list type). */
+export function hasType(v: unknown, t: ValueType): boolean {
+  if (t.charCodeAt(0) !== 91 /* [ */) return scalarTypeOf(v) === t;
+  if (!Array.isArray(v)) return false;
+  const item = t.slice(1, -1);
+  for (let i = 0; i < v.length; i++) if (scalarTypeOf(v[i]) !== item) return false;
+  return true;
+}
+
+function step(v: unknown, segs: string[], from: number): Read {
+  let cur = v;
+  for (let i = from; i < segs.length; i++) {
+    if (!isRecord(cur) || !hasOwn(cur, segs[i]!)) return MISSING;
+    cur = cur[segs[i]!];
+  }
+  return cur === undefined ? MISSING : cur;
+}
+
+function builtin(facts: object, name: string): Read {
+  const v = (facts as Record<string, unknown>)[name];
+  return v === undefined ? MISSING : v;
+}
+
+/** A reader of one path, compiled once. `zone` is the time zone of `time.*` for the rule. */
+export function compileReader(p: PathNode, zone: string): (env: Env) => Read {
+  const segs = p.segs;
+  const first = segs[0]!;
+  const deep = segs.length > 1;
+  switch (p.root) {
+    case 'context':
+      if (!deep) return (env) => (hasOwn(env.ctx, first) && env.ctx[first] !== undefined ? env.ctx[first] : MISSING);
+      return (env) => step(env.ctx, segs, 0);
+    case 'subject':
+      if (hasOwn(BUILTINS.subject, first)) {
+        return deep ? () => MISSING : (env) => builtin(env.subject, first);
+      }
+      return (env) => step(env.subject.attributes, segs, 0);
+    case 'person':
+      if (hasOwn(BUILTINS.person, first)) {
+        return deep ? () => MISSING : (env) => (env.person ? builtin(env.person, first) : MISSING);
+      }
+      return (env) => (env.person ? step(env.person.attributes, segs, 0) : MISSING);
+    case 'resource':
+      if (first === 'id' || first === 'type') {
+        if (deep) return () => MISSING;
+        const wantId = first === 'id';
+        return (env) => {
+          const r = env.resource;
+          const i = typeof r === 'string' ? r.indexOf(':') : -1;
+          if (i < 0) return MISSING;
+          return wantId ? r.slice(i + 1) : r.slice(0, i);
+        };
+      }
+      return (env) => step(env.attrs, segs, 0);
+    case 'time': {
+      if (deep) return () => MISSING;
+      const f = first as TimeField;
+      if (f === 'epoch') return (env) => epochSeconds(env.now) ?? MISSING;
+      if (f !== 'hour' && f !== 'minute' && f !== 'weekday' && f !== 'date') return () => MISSING;
+      return (env) => {
+        const t = timeFacts(env.now, zone);
+        return t ? t[f] : MISSING;
+      };
+    }
+  }
+}
+
+/** Read one path of a request (slow path: explain, diff, tools). */
+export function readPath(req: DecisionRequest, p: PathNode, zone = 'UTC'): { present: boolean; value: unknown } {
+  const v = compileReader(p, zone)(envOf(req));
+  return v === MISSING ? { present: false, value: undefined } : { present: true, value: v };
+}
