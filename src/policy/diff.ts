@@ -32,7 +32,7 @@ import { matchTyped, matchValue, parseAgentPattern, parseTypedPattern, permissio
 import { fmtLiteral } from './format.js';
 import { pathFromText } from './parser.js';
 import {
-  buildSpace, cellHolds, construct, dimSize, grantIn, isOther, relationOf, SpaceTooLarge,
+  buildSpace, cellHolds, construct, dimSize, grantIn, isOther, keyOfPath, partialFeasible, relationOf, relKey, SpaceTooLarge,
   type Cell, type Dim, type Principal, type PrincipalKind, type RelDim, type RelValue, type Space, type ValueDim,
 } from './space.js';
 import type { StrConstraint } from './strings.js';
@@ -402,9 +402,18 @@ function pathOfName(name: string): { path: PathNode; zone?: string } {
   return { path: pathFromText(text), ...(at < 0 ? {} : { zone: name.slice(at + 1) }) };
 }
 
+const readers = new Map<string, (env: ReturnType<typeof envOf>) => unknown>();
+
 function readName(req: DecisionRequest, name: string, zone: string): { present: boolean; value?: unknown } {
-  const { path, zone: z } = pathOfName(name);
-  const v = compileReader(path, z ?? zone)(envOf(req));
+  const k = name + '\u0000' + zone;
+  let r = readers.get(k);
+  if (!r) {
+    const { path, zone: z } = pathOfName(name);
+    r = compileReader(path, z ?? zone);
+    if (readers.size > 1000) readers.clear();
+    readers.set(k, r);
+  }
+  const v = r(envOf(req));
   return v === MISSING ? { present: false } : { present: true, value: v };
 }
 
@@ -615,7 +624,7 @@ function diffInner(before: PolicySet, after: PolicySet): DiffResult {
         let computed = memo.get(sig);
         let built = computed?.boxes.map((b) => construct(space, b.point));
         if (!computed || built!.some((x) => x === null)) {
-          computed = compare(before, after, space, probes, count);
+          computed = compare(before, after, space, probes, rulesP, count);
           memo.set(sig, computed);
           built = computed.boxes.map((b) => construct(space, b.point));
         }
@@ -634,10 +643,10 @@ function diffInner(before: PolicySet, after: PolicySet): DiffResult {
  * decisions, one box (the node's cells, and every cell of the dimensions not chosen yet), with
  * an example request built below it and checked with decide().
  */
-function compare(before: PolicySet, after: PolicySet, space: Space, probes: [Probe, Probe], count: (n: number) => void): Computed {
+function compare(before: PolicySet, after: PolicySet, space: Space, probes: [Probe, Probe], rules: CompiledRule[], count: (n: number) => void): Computed {
   const dims = space.dims;
   const sizes = dims.map(dimSize);
-  const order = walkOrder(space);
+  const order = walkOrder(space, rules);
   const point = new Array<number>(dims.length).fill(0);
   const chosen = new Uint8Array(dims.length);
   const groups: { before: DecisionValue; after: DecisionValue; boxes: { sets: Set<number>[]; point: number[] }[] }[] = [];
@@ -651,10 +660,16 @@ function compare(before: PolicySet, after: PolicySet, space: Space, probes: [Pro
   /** A point below the node that some request has, or null. */
   const example = (level: number): number[] | null => {
     let tries = 0;
+    const picked = Uint8Array.from(chosen);
     const walk = (l: number): boolean => {
       if (l === order.length) { if (++tries > EXAMPLE_TRIES) throw new DiffTooLarge('too many impossible combinations to find an example'); count(1); return feasible(point); }
       const d = order[l]!;
-      for (let v = 0; v < sizes[d]!; v++) { point[d] = v; if (walk(l + 1)) return true; }
+      picked[d] = 1;
+      for (let v = 0; v < sizes[d]!; v++) {
+        point[d] = v;
+        if (partialFeasible(space, point, picked) && walk(l + 1)) return true;
+      }
+      picked[d] = 0;
       return false;
     };
     const saved = [...point];
@@ -681,7 +696,10 @@ function compare(before: PolicySet, after: PolicySet, space: Space, probes: [Pro
     if (level === order.length) throw new Error('diff: a request whose decision the cells do not settle');
     const d = order[level]!;
     chosen[d] = 1;
-    for (let v = 0; v < sizes[d]!; v++) { point[d] = v; visit(level + 1); }
+    for (let v = 0; v < sizes[d]!; v++) {
+      point[d] = v;
+      if (partialFeasible(space, point, chosen)) visit(level + 1);
+    }
     chosen[d] = 0;
     point[d] = 0;
   };
@@ -702,16 +720,37 @@ function compare(before: PolicySet, after: PolicySet, space: Space, probes: [Pro
 
 const EXAMPLE_TRIES = 100_000;
 
-/** The dimensions in the order the rules read them: the first rule's first. */
-function walkOrder(space: Space): number[] {
+/**
+ * The dimensions in the order the rules read them, deny rules first: a comparison of two
+ * values hangs on the relation between them, a comparison with constants on the value's
+ * cell, so each comparison is settled as early as the walk can settle it.
+ */
+function walkOrder(space: Space, rules: CompiledRule[]): number[] {
   const n = space.dims.length;
+  const index = new Map<string, number>();
+  space.dims.forEach((d, i) => index.set(d.key, i));
   const order: number[] = [];
   const seen = new Uint8Array(n);
-  const add = (i: number) => { if (i >= 0 && !seen[i]) { seen[i] = 1; order.push(i); } };
-  // Grants first (they decide many requests at once), then values, then relations between them.
+  const add = (i: number | undefined) => { if (i !== undefined && i >= 0 && !seen[i]) { seen[i] = 1; order.push(i); } };
+  const kind = space.principal.kind;
+  const rank = { deny: 0, permit: 1, require_approval: 2 } as const;
+  for (const r of [...rules].sort((x, y) => rank[x.effect] - rank[y.effect] || x.index - y.index)) {
+    if (!r.ast.when) continue;
+    for (const a of atomsOf(r.ast.when)) {
+      const lk = a.left.type === 'path' ? keyOfPath(a.left, r.zone, kind) : null;
+      const rk = a.right.type === 'path' ? keyOfPath(a.right, r.zone, kind) : null;
+      if (lk !== null && rk !== null) {
+        for (const rel of ['cmp', 'member', 'any', 'all'] as const) {
+          add(index.get(relKey(rel, lk, rk)));
+          add(index.get(relKey(rel, rk, lk)));
+        }
+        if (a.type === 'cmp' && a.op !== 'eq' && a.op !== 'ne') add(index.get(lk));
+      } else add(index.get((lk ?? rk)!));
+    }
+  }
+  space.dims.forEach((d, i) => { if (d.kind === 'value' && d.key.startsWith('context.')) add(i); });
   space.dims.forEach((d, i) => { if (d.kind === 'grant') add(i); });
-  space.dims.forEach((d, i) => { if (d.kind === 'value' && !d.key.startsWith('time.')) add(i); });
-  space.dims.forEach((d, i) => { if (d.kind === 'value') add(i); });
+  space.dims.forEach((d, i) => { if (d.kind === 'value' && (d.key.endsWith('.roles') || d.key.endsWith('.groups'))) add(i); });
   space.dims.forEach((_, i) => add(i));
   return order;
 }

