@@ -20,6 +20,8 @@ import { checkpointWal, disableAutoCheckpoint, migrate, openDatabase } from './s
 import { createStore } from './store/index.js';
 import { endpointUrls } from './urls.js';
 import { applyProjectFile } from './admin/project-file.js';
+import { ensureApiApplication } from './authzen/api-application.js';
+import { authzenFastPath } from './authzen/router.js';
 
 export type ProcessRole = 'primary' | 'worker';
 
@@ -81,6 +83,7 @@ export async function openContext(config: Config, logger: Logger, role: ProcessR
       }
       throw err;
     }
+    await ensureApiApplication(ctx);
     if (config.projectFile) await applyProjectFile(ctx, config.projectFile);
   }
   return ctx;
@@ -121,9 +124,10 @@ export function attach(server: Server, ctx: AppContext): void {
     { path: '/oauth/token', body: 'form', headers: OAUTH_CORS_HEADERS, handle: (body, req) => tokenResponse(ctx, req, body) },
     { path: '/apis/regional/v1/agents/authorize', body: 'json', handle: (body, req) => decisionAnswer(ctx, body, req.log) },
   ]);
+  const authzen = authzenFastPath(ctx);
   server.removeAllListeners('request');
   server.on('request', (req, res) => {
-    if (!fast(req, res)) app(req, res);
+    if (!fast(req, res) && !authzen(req, res)) app(req, res);
   });
 }
 

@@ -15,6 +15,7 @@ import { samlAdminRouter } from '../saml/admin-router.js';
 import { agentsRouter } from '../agents/router.js';
 import { adminApprovalsRouter } from '../agents/admin-approvals.js';
 import { badPathEncoding, bareNotFound } from './error-shapes.js';
+import { authzenRouter } from '../authzen/router.js';
 
 declare module 'express-serve-static-core' {
   interface Request {
@@ -48,6 +49,7 @@ export function createApp(ctx: AppContext): Express {
   app.set('etag', false);
   app.set('query parser', 'simple');
   app.use(requestContext(ctx));
+  app.use(authzenRouter(ctx)); // before the body parsers: it reads its own JSON and echoes X-Request-ID
   app.use(express.json({ limit: '256kb', type: ['application/json', 'application/*+json'] }));
   app.use(express.urlencoded({ extended: false, limit: '64kb', parameterLimit: 100 }));
   app.use(cookieParser());

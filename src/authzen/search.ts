@@ -1,0 +1,109 @@
+// The Search APIs: which subjects, resources or actions the policy allows for the rest of the
+// request, over the stored people, agents and entities. The compiled policy first says which
+// candidates can be granted at all (a role permission or a rule indexed under the relation and
+// the object's kind); only those are then decided one by one, without recording anything or
+// touching approvals and counters (a search asks, it does not act).
+
+import type { AppContext } from '../context.js';
+import { currentPolicy } from '../agents/agent-cache.js';
+import { permissionCovers, type PolicySet } from '../policy/index.js';
+import type { Caller } from './caller.js';
+import { decideDry, type Question } from './decide.js';
+import { FactsMemo, mergeAttributes, type SubjectFacts } from './facts.js';
+import { actionOfRelation, objectOf, pluralOf, relationOf } from './names.js';
+import { collectPage, sortedIds, type Paged } from './paging.js';
+import { readSearchRequest, type SearchKind, type SearchRequest } from './request.js';
+import { grantingRules, relationsForKind } from './policy-index.js';
+
+type Entity = { type: string; id: string };
+
+/** POST /access/v1/search/{subject|resource|action} */
+export async function searchAnswer(ctx: AppContext, caller: Caller, kind: SearchKind, body: unknown): Promise<Paged<unknown>> {
+  void caller;
+  const req = readSearchRequest(kind, body);
+  const policy = currentPolicy(ctx);
+  const memo = new FactsMemo(ctx);
+  switch (kind) {
+    case 'subject':
+      return searchSubjects(ctx, policy, memo, req);
+    case 'resource':
+      return searchResources(ctx, policy, memo, req);
+    case 'action':
+      return searchActions(ctx, policy, memo, req);
+  }
+}
+
+const context = (req: SearchRequest): Record<string, unknown> =>
+  req.action?.properties ? { ...req.action.properties, ...req.context } : req.context;
+
+const allows = (policy: PolicySet, q: Question): boolean => decideDry(policy, q).decision === 'allow';
+
+/** Could this subject be granted `relation` on objects of `kind` at all (a role permission, or a rule naming it)? */
+function mayBeGranted(policy: PolicySet, subject: SubjectFacts, relation: string, kind: string): boolean {
+  if (subject.capabilities && !subject.capabilities.some((c) => c.name === relation)) return false;
+  const probe = `${kind}:\u0000`;
+  if (subject.permissions.some((p) => permissionCovers(p, relation, probe, policy.compiled.singulars))) return true;
+  return grantingRules(policy, relation, kind).some((r) => r.matchesSubject(subject));
+}
+
+async function searchSubjects(ctx: AppContext, policy: PolicySet, memo: FactsMemo, req: SearchRequest): Promise<Paged<unknown>> {
+  const type = req.subject.type;
+  const { resource } = req;
+  const relation = relationOf(req.action!.name, resource.type, policy.compiled.singulars);
+  const object = objectOf(resource.type, resource.id!);
+  const resourceAttributes = mergeAttributes(await memo.entity(resource.type, resource.id!), resource.properties);
+  let ids: string[];
+  if (type === 'user') ids = sortedIds((await ctx.store.users.list(1_000_000, 0)).map((u) => u.id));
+  else if (type === 'agent') ids = sortedIds((await ctx.store.agents.list()).filter((a) => !a.revoked).map((a) => a.agent_id));
+  else return { results: [] };
+  return collectPage('subject', req, ids, async (id) => {
+    const subject = await memo.subject({ type, id, ...(req.subject.properties ? { properties: req.subject.properties } : {}) });
+    if (!subject.found || !mayBeGranted(policy, subject.subject, relation, resource.type)) return undefined;
+    return allows(policy, { subject, relation, object, resourceAttributes, context: context(req) }) ? { type, id } : undefined;
+  });
+}
+
+async function searchResources(ctx: AppContext, policy: PolicySet, memo: FactsMemo, req: SearchRequest): Promise<Paged<unknown>> {
+  const type = req.resource.type;
+  const subject = await memo.subject(req.subject as { type: string; id: string });
+  if (!subject.found) return collectPage<Entity>('resource', req, [], () => undefined);
+  const relation = relationOf(req.action!.name, type, policy.compiled.singulars);
+  if (!mayBeGranted(policy, subject.subject, relation, type)) return collectPage<Entity>('resource', req, [], () => undefined);
+  const ids = sortedIds(await storedEntityIds(ctx, type));
+  return collectPage('resource', req, ids, async (id) => {
+    const resourceAttributes = mergeAttributes(await memo.entity(type, id), req.resource.properties);
+    return allows(policy, { subject, relation, object: objectOf(type, id), resourceAttributes, context: context(req) }) ? { type, id } : undefined;
+  });
+}
+
+async function searchActions(ctx: AppContext, policy: PolicySet, memo: FactsMemo, req: SearchRequest): Promise<Paged<unknown>> {
+  void ctx;
+  const { resource } = req;
+  const subject = await memo.subject(req.subject as { type: string; id: string });
+  if (!subject.found) return collectPage('action', req, [], () => undefined);
+  const plural = pluralOf(resource.type, policy.compiled.singulars);
+  // The candidate actions: those the subject's permissions and the policy's rules name for this kind.
+  const names = new Set<string>();
+  for (const p of subject.subject.permissions) {
+    const i = p.indexOf(':');
+    const verb = p.slice(0, i);
+    if (verb !== '*' && (p.slice(i + 1) === plural || p.slice(i + 1) === '*')) names.add(verb);
+  }
+  for (const relation of relationsForKind(policy, resource.type)) names.add(actionOfRelation(relation));
+  for (const c of subject.subject.capabilities ?? []) if (c.name.endsWith(`:${plural}`)) names.add(actionOfRelation(c.name));
+  const object = objectOf(resource.type, resource.id!);
+  const resourceAttributes = mergeAttributes(await memo.entity(resource.type, resource.id!), resource.properties);
+  return collectPage('action', req, sortedIds(names), (name) => {
+    const relation = `${name}:${plural}`;
+    if (!mayBeGranted(policy, subject.subject, relation, resource.type)) return undefined;
+    return allows(policy, { subject, relation, object, resourceAttributes, context: context(req) }) ? { name } : undefined;
+  });
+}
+
+/** The identifiers of the stored entities of one type (none when the store keeps no entities). */
+async function storedEntityIds(ctx: AppContext, type: string): Promise<string[]> {
+  const entities = (ctx.store as { entities?: { list(type: string): unknown } }).entities;
+  if (!entities) return [];
+  const list = (await entities.list(type)) as { id: string }[];
+  return list.map((e) => e.id);
+}
