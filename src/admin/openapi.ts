@@ -24,6 +24,8 @@ export interface OperationDef {
   request?: z.ZodType;
   /** query parameters, an object schema */
   query?: z.ZodObject;
+  /** path parameters, an object schema (documents their form; plain strings when absent) */
+  params?: z.ZodObject;
   responses: Record<number | string, ResponseDef | string>;
   /** false: no bearer token needed (the document itself) */
   auth?: boolean;
@@ -76,7 +78,7 @@ function operationObject(op: OperationDef): Record<string, unknown> {
     name: m[1],
     in: 'path',
     required: true,
-    schema: { type: 'string' },
+    schema: op.params?.shape[m[1]!] ? jsonSchema(op.params.shape[m[1]!] as z.ZodType, 'input') : { type: 'string' },
     ...(m[1] === 'agent_id' ? { description: 'URL-encoded' } : {}),
   }));
   const query = op.query
