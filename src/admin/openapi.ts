@@ -128,7 +128,7 @@ export function openApiDocument(issuer: string): Record<string, unknown> {
     info: {
       title: 'Gatehouse management API',
       version: '1',
-      description: 'Applications, people, roles, agents, rules, policy, keys and the audit trail. JSON in and out; `Authorization: Bearer <GATEHOUSE_ADMIN_TOKEN>`.',
+      description: 'Applications, people, roles, agents, entities, rules, policy, keys and the audit trail. JSON in and out; `Authorization: Bearer <GATEHOUSE_ADMIN_TOKEN>`.',
     },
     servers: [{ url: `${issuer}${ADMIN_BASE}` }],
     security: [{ adminToken: [] }],
