@@ -83,18 +83,12 @@ function withProperties(r: Extract<ResolvedSubject, { found: true }>, properties
   return { found: true, subject, person };
 }
 
-/** A stored record's custom attributes, when the store keeps them. */
-const attributesOf = (record: object): Attributes => {
-  const a = (record as { attributes?: unknown }).attributes;
-  return typeof a === 'object' && a !== null && !Array.isArray(a) ? (a as Attributes) : {};
-};
-
 async function resolveStored(ctx: AppContext, type: string, id: string, memo: FactsMemo): Promise<ResolvedSubject> {
   if (type === 'user') {
     const user = await ctx.store.users.get(id);
     if (!user) return { found: false, why: `unknown subject user ${id}` };
     const permissions = await memo.permissionsOf(user.roles);
-    const attributes = attributesOf(user);
+    const attributes = user.attributes;
     const facts = { id: user.id, email: user.email, roles: user.roles, groups: user.groups, permissions, attributes };
     return { found: true, subject: { type: 'user', name: user.name, ...facts }, person: facts };
   }
@@ -112,7 +106,7 @@ async function resolveStored(ctx: AppContext, type: string, id: string, memo: Fa
         roles: agent.roles,
         groups: [],
         permissions: state.permissions,
-        attributes: attributesOf(agent),
+        attributes: agent.attributes,
         capabilities: agent.capabilities.map((c) => ({ name: c.name, limits: c.limits })),
       },
       // A delegated agent asked about through AuthZEN acts for nobody: the person grants nothing.
@@ -124,8 +118,5 @@ async function resolveStored(ctx: AppContext, type: string, id: string, memo: Fa
 
 /** The stored entity's attributes, or undefined when there is none. */
 async function storedEntity(ctx: AppContext, type: string, id: string): Promise<Attributes | undefined> {
-  const entities = (ctx.store as { entities?: { get(type: string, id: string): unknown } }).entities;
-  if (!entities) return undefined;
-  const e = (await entities.get(type, id)) as { attributes?: Attributes } | undefined;
-  return e ? attributesOf(e) : undefined;
+  return (await ctx.store.entities.get(type, id))?.attributes;
 }

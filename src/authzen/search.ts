@@ -100,10 +100,13 @@ async function searchActions(ctx: AppContext, policy: PolicySet, memo: FactsMemo
   });
 }
 
-/** The identifiers of the stored entities of one type (none when the store keeps no entities). */
+/** The identifiers of the stored entities of one type, read page by page. */
 async function storedEntityIds(ctx: AppContext, type: string): Promise<string[]> {
-  const entities = (ctx.store as { entities?: { list(type: string): unknown } }).entities;
-  if (!entities) return [];
-  const list = (await entities.list(type)) as { id: string }[];
-  return list.map((e) => e.id);
+  const ids: string[] = [];
+  for (let offset = 0; ; offset += ENTITY_PAGE) {
+    const page = await ctx.store.entities.list(type, ENTITY_PAGE, offset);
+    for (const e of page) ids.push(e.id);
+    if (page.length < ENTITY_PAGE) return ids;
+  }
 }
+const ENTITY_PAGE = 1000;
