@@ -275,7 +275,15 @@ export const applicationCreated = applicationView.extend({
 
 /** The project file's application: the API's fields plus its grants and assignments. */
 export const projectApplication = applicationCreate.extend({
-  grants: z.array(z.object({ api_client_id: clientIdSchema, scopes: grantBody.shape.scopes })).optional(),
+  grants: z
+    .array(
+      z.object({
+        // An API's client ID, or a URL one such as the AuthZEN API's `{issuer}/access/v1`.
+        api_client_id: clientIdSchema.or(z.url({ protocol: /^https?$/ }).max(2000)),
+        scopes: grantBody.shape.scopes,
+      }),
+    )
+    .optional(),
   assignments: z.array(z.string().min(1)).optional().meta({ description: 'user ids or emails' }),
 });
 

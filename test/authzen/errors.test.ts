@@ -3,7 +3,11 @@
 import { SignJWT, generateKeyPair } from 'jose';
 import * as client from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { putRole } from '../agents/helpers.js';
+import { startTestServer } from '../helpers/server.js';
 import { createApp, newCaller, pdpPost, putUser, startAuthzen, tokenFor, type AuthzenFixture } from './helpers.js';
 
 let f: AuthzenFixture;
@@ -25,6 +29,35 @@ describe('the built-in api application', () => {
     expect(res.body.grants).toEqual([]);
     const list = await f.server.admin('GET', '/applications');
     expect(list.body.data.filter((a: { client_id: string }) => a.client_id === f.api)).toHaveLength(1);
+  });
+});
+
+describe('a project file may grant on the AuthZEN API', () => {
+  it('the api application exists before the project file applies; its grant gives a working token', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gatehouse-authzen-'));
+    const issuer = 'https://pdp.example.com';
+    const project = join(dir, 'project.json');
+    writeFileSync(project, JSON.stringify({
+      roles: [{ name: 'reader', permissions: ['read:documents'] }],
+      users: [{ id: 'ada', email: 'ada@example.com', password: 'pw', name: 'Ada', roles: ['reader'] }],
+      applications: [{ client_id: 'gateway', name: 'Gateway', type: 'm2m', client_secret: 'gateway-secret-0123456789abcdef-0123456789', grants: [{ api_client_id: `${issuer}/access/v1`, scopes: [] }] }],
+    }));
+    const s = await startTestServer({ dir, env: { GATEHOUSE_ISSUER: issuer, GATEHOUSE_PROJECT_FILE: project } });
+    try {
+      const app = await s.admin('GET', '/applications/gateway');
+      expect(app.body.grants).toEqual([{ api_client_id: `${issuer}/access/v1`, scopes: [] }]);
+      const tokenRes = await fetch(`${s.url}/oauth/token`, {
+        method: 'POST',
+        headers: { authorization: `Basic ${Buffer.from('gateway:gateway-secret-0123456789abcdef-0123456789').toString('base64')}`, 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ grant_type: 'client_credentials', resource: `${issuer}/access/v1` }),
+      });
+      const { access_token } = (await tokenRes.json()) as { access_token: string };
+      const res = await pdpPost(s.url, '/access/v1/evaluation', q, { authorization: `Bearer ${access_token}` });
+      expect([res.status, res.body]).toEqual([200, { decision: true }]);
+    } finally {
+      await s.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 
