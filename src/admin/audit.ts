@@ -16,6 +16,7 @@ const auditJson = (r: AuditRecord) => ({
   decision: r.decision,
   reason: r.reason,
   policy_version: r.policy_version,
+  caller: r.caller,
 });
 
 export function auditRoutes(router: Router, ctx: AppContext): void {

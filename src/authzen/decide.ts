@@ -41,11 +41,10 @@ const safeVersion = (ctx: AppContext): string => {
  * unexpected is a deny.
  */
 export async function decideAndRecord(ctx: AppContext, caller: Caller, q: Question): Promise<Answer> {
-  void caller;
   try {
     if (!q.subject.found) {
       const answer: Answer = { decision: 'deny', reason: `not_granted: ${q.relation} (${q.subject.why})`, policyVersion: safeVersion(ctx) };
-      await appendAudit(ctx, { kind: 'decision', agent_id: null, user_id: null, action: q.relation, resource: q.object, context: q.context, decision: answer.decision, reason: answer.reason, policy_version: answer.policyVersion });
+      await appendAudit(ctx, { kind: 'decision', agent_id: null, user_id: null, action: q.relation, resource: q.object, context: q.context, decision: answer.decision, reason: answer.reason, policy_version: answer.policyVersion, caller: caller.clientId });
       return answer;
     }
     const { subject } = q.subject;
@@ -72,6 +71,7 @@ export async function decideAndRecord(ctx: AppContext, caller: Caller, q: Questi
       decision: answer.decision,
       reason: answer.reason,
       policy_version: answer.policyVersion,
+      caller: caller.clientId,
     });
     return answer;
   } catch (err) {

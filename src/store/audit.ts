@@ -13,6 +13,8 @@ export interface AuditInput {
   decision?: string | null;
   reason?: string | null;
   policy_version?: string | null;
+  /** the application that asked (an AuthZEN caller's client ID); absent for an agent's own request */
+  caller?: string | null;
 }
 export interface AuditRecord {
   seq: number;
@@ -26,6 +28,7 @@ export interface AuditRecord {
   decision: string | null;
   reason: string | null;
   policy_version: string | null;
+  caller: string | null;
   prev_hash: string;
   hash: string;
 }
@@ -35,25 +38,28 @@ export const GENESIS_HASH = '0'.repeat(64);
 
 /** The hash of one record: its content and the hash before it, so any change breaks the chain from there. */
 export function auditHash(r: Omit<Row, 'hash'>): string {
-  const content = JSON.stringify([
+  const fields: unknown[] = [
     r.seq, r.time, r.kind, r.agent_id, r.user_id, r.action, r.resource, r.context, r.decision, r.reason, r.policy_version, r.prev_hash,
-  ]);
+  ];
+  // The caller joined the record later: hashed only when set, so older records keep their hashes.
+  if (r.caller != null) fields.push(r.caller);
+  const content = JSON.stringify(fields);
   return createHash('sha256').update(content).digest('hex');
 }
 
 const toRecord = (r: Row): AuditRecord => ({ ...r, context: parseJson(r.context, null) });
 
-export interface AuditFilter { agent_id?: string; user_id?: string; decision?: string; kind?: string; before?: number; limit?: number }
+export interface AuditFilter { agent_id?: string; user_id?: string; caller?: string; decision?: string; kind?: string; before?: number; limit?: number }
 
 export function auditStore(db: Db) {
   const last = db.prepare<[], { seq: number; hash: string }>('SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1');
   const insert = db.prepare(
-    `INSERT INTO audit_log (seq, time, kind, agent_id, user_id, action, resource, context, decision, reason, policy_version, prev_hash, hash)
-     VALUES (@seq, @time, @kind, @agent_id, @user_id, @action, @resource, @context, @decision, @reason, @policy_version, @prev_hash, @hash)`,
+    `INSERT INTO audit_log (seq, time, kind, agent_id, user_id, action, resource, context, decision, reason, policy_version, caller, prev_hash, hash)
+     VALUES (@seq, @time, @kind, @agent_id, @user_id, @action, @resource, @context, @decision, @reason, @policy_version, @caller, @prev_hash, @hash)`,
   );
   const page = db.prepare<Record<string, unknown>, Row>(
     `SELECT * FROM audit_log
-     WHERE (@agent_id IS NULL OR agent_id = @agent_id) AND (@user_id IS NULL OR user_id = @user_id)
+     WHERE (@agent_id IS NULL OR agent_id = @agent_id) AND (@user_id IS NULL OR user_id = @user_id) AND (@caller IS NULL OR caller = @caller)
        AND (@decision IS NULL OR decision = @decision) AND (@kind IS NULL OR kind = @kind) AND seq < @before
      ORDER BY seq DESC LIMIT @limit`,
   );
@@ -73,6 +79,7 @@ export function auditStore(db: Db) {
       decision: input.decision ?? null,
       reason: input.reason ?? null,
       policy_version: input.policy_version ?? null,
+      caller: input.caller ?? null,
       prev_hash: prev?.hash ?? GENESIS_HASH,
     };
     const full = { ...row, hash: auditHash(row) };
@@ -88,6 +95,7 @@ export function auditStore(db: Db) {
         .all({
           agent_id: f.agent_id ?? null,
           user_id: f.user_id ?? null,
+          caller: f.caller ?? null,
           decision: f.decision ?? null,
           kind: f.kind ?? null,
           before: f.before ?? Number.MAX_SAFE_INTEGER,
