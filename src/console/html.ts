@@ -1,5 +1,5 @@
 import type { Response } from 'express';
-import { escapeHtml, sendPage } from '../pages/layout.js';
+import { escapeHtml } from '../pages/layout.js';
 import type { Person } from './session.js';
 
 export { escapeHtml };
@@ -13,8 +13,21 @@ const e = escapeHtml;
 export const CONSOLE_CSP =
   "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
+/**
+ * Sends a console page: never cached or framed. The referrer policy is same-origin (not
+ * no-referrer as on the sign-in pages): with no-referrer a browser sends `Origin: null` on a
+ * form POST, and the console checks that its POSTs come from the issuer's own origin.
+ */
 export function sendConsolePage(res: Response, status: number, html: string): void {
-  sendPage(res, status, html, CONSOLE_CSP);
+  res.status(status);
+  res.setHeader('Content-Type', 'text/html; charset=utf-8');
+  res.setHeader('Cache-Control', 'no-store');
+  res.setHeader('Pragma', 'no-cache');
+  res.setHeader('X-Frame-Options', 'DENY');
+  res.setHeader('X-Content-Type-Options', 'nosniff');
+  res.setHeader('Referrer-Policy', 'same-origin');
+  res.setHeader('Content-Security-Policy', CONSOLE_CSP);
+  res.send(html);
 }
 
 /** Markup that is already safe: built by these helpers from escaped values. */
@@ -60,7 +73,7 @@ ${SECTIONS.map(([key, label]) => `<li><a href="/console/${key}"${p.section === k
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
+<meta name="referrer" content="same-origin">
 <title>${e(p.title)} · Gatehouse console</title>
 <link rel="stylesheet" href="/console/static/console.css">
 <script src="/console/static/console.js" defer></script>

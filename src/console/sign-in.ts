@@ -32,6 +32,8 @@ export function startSignIn(ctx: AppContext, req: Request, res: Response): void 
     nonce: flow.nonce,
     code_challenge: s256(flow.verifier),
     code_challenge_method: 'S256',
+    // "Sign in as someone else": Gatehouse asks for the password even with a live session.
+    ...(req.query.switch === '1' ? { prompt: 'login' } : {}),
   };
   for (const [k, v] of Object.entries(params)) url.searchParams.set(k, v);
   res.setHeader('Cache-Control', 'no-store');
@@ -52,7 +54,7 @@ export function refusedPage(email: string | undefined): string {
     title: 'No access to the console',
     body: `${notice(`The console is open to people holding the role ${CONSOLE_ROLE}.${email ? ` ${email} does not hold it.` : ''}`)}
 <p>Ask an administrator to add the role to your account, then ${link('/console/login', 'sign in again')}.</p>
-<p>${link('/oauth/logout', 'Sign out of Gatehouse')}</p>`,
+<p>${link('/console/login?switch=1', 'Sign in as someone else')}</p>`,
   });
 }
 

@@ -109,7 +109,7 @@ async function detailPage(ctx: AppContext, req: Request, res: Response, id: stri
         `${base}/capabilities`,
         person,
         `${hidden('capability', c.name)}${errorList(st.general)}
-${textarea({ name: 'limits', id: `limits-${i}`, label: `Limits of ${c.name}`, value: st.values.limits, rows: 3, errors: st.errors.limits, mono: true })}
+${textarea({ name: 'limits', id: `limits-${i}`, label: `Limits of ${c.name}`, value: st.values.limits, rows: Math.min(Math.max((st.values.limits ?? '').split('\n').length, 2), 14), errors: st.errors.limits, mono: true })}
 <div class="actions">${button('Save limits', { kind: 'plain' })}</div>`,
       )}`,
       postForm(`${base}/capabilities/remove`, person, `${hidden('capability', c.name)}${button('Remove', { kind: 'plain' })}`, {

@@ -94,7 +94,7 @@ ${filterState.general.length ? notice(filterState.general.join(' ')) : ''}
 ${table(['Time', 'Kind', 'Who', 'What', 'Decision', 'Reason', 'Policy version'], rows, { empty: 'No records match.', cls: 'audit' })}
 <p class="pager">${older}</p>
 ${section('Verify the chain', `${verified}<p>Walks the whole trail as ${code('gatehouse audit verify')} does: each record’s hash covers its content and the hash before it.</p>
-${postForm('/console/audit/verify', personOf(res), button('Verify the chain', { kind: 'plain', id: 'audit-verify' }))}`, { id: 'verify' })}`,
+${postForm(`/console/audit/verify${qs.toString() ? `?${qs.toString()}` : ''}`, personOf(res), button('Verify the chain', { kind: 'plain', id: 'audit-verify' }))}`, { id: 'verify' })}`,
   });
 }
 

@@ -22,6 +22,7 @@ import {
   postForm,
   pre,
   section,
+  seg,
   select,
   table,
   textarea,
@@ -48,9 +49,14 @@ async function policyPage(ctx: AppContext, req: Request, res: Response, st: Poli
   const person = personOf(res);
   const set = ctx.policy.current();
   const files = ctx.policy.files();
+  const live = new Map((await ctx.store.rules.live()).map((r) => [`api:rule/${r.id}`, r]));
+  const sourceName = (path: string): Html => {
+    const rule = live.get(path);
+    return rule ? `${link(`/console/rules/${seg(rule.id)}`, rule.name)} <small>(live rule)</small>` : code(fileName(path));
+  };
   const sources = table(
     ['Source', 'Policy', 'Version', 'Content hash'],
-    set.sources.map((s) => [code(fileName(s.path)), e(s.policy ?? ''), s.version === undefined ? '' : e(s.version), code(s.hash.slice(0, 16))]),
+    set.sources.map((s) => [sourceName(s.path), e(s.policy ?? ''), s.version === undefined ? '' : e(s.version), code(s.hash.slice(0, 16))]),
     { empty: 'No policy files and no live rules: every granted action is allowed within its limits.' },
   );
   const fileList = files.map((f) => details(fileName(f.path), pre(f.text, 'policy-text'))).join('\n');

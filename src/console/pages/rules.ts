@@ -42,7 +42,7 @@ const OPS: readonly (readonly [string, string])[] = [
   ...CONDITION_OPS.map((op) => [op, { gte: '≥ at least', gt: '> more than', lte: '≤ at most', lt: '< less than', eq: '= equals', ne: '≠ differs from' }[op]] as const),
 ];
 const VALUE_TYPES = [
-  ['auto', 'number, true/false, else text'],
+  ['auto', 'guess'],
   ['number', 'number'],
   ['string', 'text'],
   ['boolean', 'true or false'],
@@ -239,8 +239,8 @@ ${postForm(`${base}/enable`, person, button('Enable', { id: 'rule-enable' }))}`;
     title: r.name,
     section: 'rules',
     lead: `${badge(effectLabel(r.effect), r.effect === 'deny' ? 'bad' : 'warn')} ${badge(r.state, STATE_KIND[r.state] ?? '')} ${r.validated ? badge('validated', 'ok') : badge('not validated')}`,
-    body: `${section('State', `${lifecycle}
-<dl class="facts"><dt>ID</dt><dd>${code(found.id)}</dd><dt>Created</dt><dd>${when(r.created_at)}</dd><dt>Updated</dt><dd>${when(r.updated_at)}</dd></dl>`)}
+    body: `${section('State', `<dl class="facts"><dt>ID</dt><dd>${code(found.id)}</dd><dt>Created</dt><dd>${when(r.created_at)}</dd><dt>Updated</dt><dd>${when(r.updated_at)}</dd></dl>
+${lifecycle}`)}
 ${section('Rule', editor(res, base, state))}
 ${text ? section('In the policy language', pre(text, 'policy-text')) : ''}
 ${section('Delete', `${errorList(d.general)}${dangerForm(`${base}/delete`, person, 'Delete rule', 'Yes, delete this rule', 'delete-rule')}`, { cls: 'danger' })}`,

@@ -91,7 +91,7 @@ export function streamPages(router: Router, ctx: AppContext): void {
       requireConfirmation(v);
     } catch (err) {
       const state = refusal(err, v);
-      return streamsPage(ctx, req, res, emptyForm(), { id, state: { ...state, general: Object.values(state.errors).flat() } });
+      return streamsPage(ctx, req, res, { ...emptyForm(), status: state.status }, { id, state: { ...state, general: Object.values(state.errors).flat() } });
     }
     deleteStream(ctx, id);
     await recordChange(ctx, personOf(res), 'streams.delete', `stream:${id}`);

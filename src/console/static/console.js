@@ -25,6 +25,9 @@
     }, 0);
   });
 
+  // On a narrow screen the sections scroll sideways: bring the current one into view.
+  document.querySelector('nav.sections [aria-current="page"]')?.scrollIntoView({ block: 'nearest', inline: 'center' });
+
   // Filters that apply as soon as they change.
   for (const select of document.querySelectorAll('select[data-autosubmit]')) {
     select.addEventListener('change', () => select.form?.requestSubmit());
