@@ -88,7 +88,8 @@ export class PolicyService {
   private remember(set: PolicySet, files: SourceFile[], rules: JsonRule[]): void {
     if (set.version === this.lastRemembered) return;
     try {
-      this.store.policyVersions.record(set.version, files, rules.filter((r) => set.sources.some((s) => s.path === `api:rule/${r.id}`)));
+      const inForce = new Set(set.sources.map((s) => s.path));
+      this.store.policyVersions.record(set.version, files, rules.filter((r) => inForce.has(`api:rule/${r.id}`)));
       this.lastRemembered = set.version;
     } catch {
       // a read-only moment (or a busy database) only costs this version's entry in the history

@@ -8,14 +8,17 @@ export interface PolicyVersionRecord<F = unknown, R = unknown> {
   rules: R[];
   first_seen: number;
 }
-interface Row { version: string; files: string; rules: string; first_seen: number }
+interface Row { version: string; seq: number; files: string; rules: string; first_seen: number }
 
 export function policyVersionsStore(db: Db) {
+  // `WHERE true` lets SQLite read ON CONFLICT as the upsert clause, not as part of the SELECT.
   const insert = db.prepare(
-    'INSERT INTO policy_versions (version, files, rules, first_seen) VALUES (?, ?, ?, ?) ON CONFLICT (version) DO NOTHING',
+    `INSERT INTO policy_versions (version, seq, files, rules, first_seen)
+     SELECT ?, COALESCE(MAX(seq), 0) + 1, ?, ?, ? FROM policy_versions WHERE true
+     ON CONFLICT (version) DO NOTHING`,
   );
   const list = db.prepare<[number], { version: string; first_seen: number }>(
-    'SELECT version, first_seen FROM policy_versions ORDER BY first_seen DESC, version LIMIT ?',
+    'SELECT version, first_seen FROM policy_versions ORDER BY seq DESC LIMIT ?',
   );
   const get = db.prepare<[string], Row>('SELECT * FROM policy_versions WHERE version = ?');
   return {
