@@ -234,6 +234,24 @@ describe('console pages and actions', () => {
     expect(html).toContain('value="bad name!"');
   });
 
+  it('sets a person’s attributes (replaced whole), naming a bad value at its field', async () => {
+    const kim = await makePerson(server, 'kim@example.com', []);
+    const path = `/console/people/${encodeURIComponent(kim.id)}`;
+    const form = await page(path);
+    const fields = { csrf: csrfOf(form.html), email: kim.email, name: 'Kim', roles: 'support', groups: 'eu, night' };
+    const bad = await browser.post(path, { ...fields, attributes: '{"clearance": ' });
+    expect(bad.status).toBe(400);
+    expect(await bad.text()).toMatch(/id="f-attributes-error">is not JSON/);
+    const good = await browser.post(path, { ...fields, attributes: '{"department": "finance", "limits": {"daily": 3}}' });
+    expect(good.status).toBe(303);
+    expect((await server.admin('GET', `/users/${kim.id}`)).body).toMatchObject({
+      roles: ['support'],
+      groups: ['eu', 'night'],
+      attributes: { department: 'finance', limits: { daily: 3 } },
+    });
+    expect((await page(path)).html).toContain('&quot;department&quot;: &quot;finance&quot;');
+  });
+
   it('keeps every policy version in force, and compares any two', async () => {
     const { writeFileSync } = await import('node:fs');
     writeFileSync(`${server.policyDir}/a.policy`, 'policy "a" version 2\n\nrule "no-exports" {\n  effect deny\n  subjects "agent:*"\n  relation "create:exports"\n  object "export:*"\n}\n');

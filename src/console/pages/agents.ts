@@ -43,7 +43,9 @@ function agentField(path: string): string {
   return path.split('.')[0]!;
 }
 
+const ATTRIBUTES_HINT = 'JSON object for rule conditions, such as {"department": "finance", "clearance": 3}. Empty: none.';
 const pretty = (v: unknown) => JSON.stringify(v, null, 2);
+const rowsFor = (text: string | undefined) => Math.min(Math.max((text ?? '').split('\n').length, 2), 14);
 const limitsText = (l: Record<string, unknown>) => (Object.keys(l).length ? pretty(l) : '');
 
 function createForm(res: Response, f: FormState): Html {
@@ -62,6 +64,7 @@ ${input({ name: 'roles', label: 'Roles', hint: 'Comma-separated; the agent takes
 ${input({ name: 'capability', label: 'Capability', hint: 'A permission key such as create:refunds (optional).', value: v.capability, errors: f.errors.capability })}
 ${textarea({ name: 'limits', label: 'Its limits', hint: LIMITS_HINT, value: v.limits, rows: 3, errors: f.errors.limits, mono: true })}
 </div>
+${textarea({ name: 'attributes', label: 'Attributes', hint: ATTRIBUTES_HINT, value: v.attributes, rows: 2, errors: f.errors.attributes, mono: true })}
 ${input({ name: 'agent_id', label: 'Agent ID (optional)', hint: 'A SPIFFE ID; by default spiffe://<issuer host>/agent/<name>.', value: v.agent_id, errors: f.errors.agent_id })}
 ${button('Register agent')}`,
   );
@@ -109,7 +112,7 @@ async function detailPage(ctx: AppContext, req: Request, res: Response, id: stri
         `${base}/capabilities`,
         person,
         `${hidden('capability', c.name)}${errorList(st.general)}
-${textarea({ name: 'limits', id: `limits-${i}`, label: `Limits of ${c.name}`, value: st.values.limits, rows: Math.min(Math.max((st.values.limits ?? '').split('\n').length, 2), 14), errors: st.errors.limits, mono: true })}
+${textarea({ name: 'limits', id: `limits-${i}`, label: `Limits of ${c.name}`, value: st.values.limits, rows: rowsFor(st.values.limits), errors: st.errors.limits, mono: true })}
 <div class="actions">${button('Save limits', { kind: 'plain' })}</div>`,
       )}`,
       postForm(`${base}/capabilities/remove`, person, `${hidden('capability', c.name)}${button('Remove', { kind: 'plain' })}`, {
@@ -130,7 +133,7 @@ ${textarea({ name: 'limits', id: 'new-limits', label: 'Limits', hint: LIMITS_HIN
 ${button('Add capability')}`,
   );
 
-  const s = forms.settings ?? emptyForm({ name: a.name, mode: a.mode, roles: a.roles.join(', ') });
+  const s = forms.settings ?? emptyForm({ name: a.name, mode: a.mode, roles: a.roles.join(', '), attributes: limitsText(a.attributes) });
   const settingsForm = postForm(
     base,
     person,
@@ -140,6 +143,7 @@ ${input({ name: 'name', label: 'Name', value: s.values.name, required: true, err
 ${select({ name: 'mode', label: 'Mode', value: s.values.mode, options: MODES, errors: s.errors.mode })}
 </div>
 ${input({ name: 'roles', label: 'Roles', hint: 'Comma-separated.', value: s.values.roles, errors: s.errors.roles })}
+${textarea({ name: 'attributes', label: 'Attributes', hint: ATTRIBUTES_HINT, value: s.values.attributes, rows: rowsFor(s.values.attributes), errors: s.errors.attributes, mono: true })}
 ${button('Save changes')}`,
   );
   const k = forms.key ?? emptyForm();
@@ -158,6 +162,7 @@ ${button('Replace the key', { kind: 'plain' })}`,
     body: `<dl class="facts">
 <dt>Agent ID</dt><dd>${code(a.agent_id)}</dd>
 <dt>Roles</dt><dd>${e(a.roles.join(', ') || '—')}</dd>
+<dt>Attributes</dt><dd>${Object.keys(a.attributes).length ? pre(JSON.stringify(a.attributes), 'inline-json') : '—'}</dd>
 <dt>Public key</dt><dd>${pre(JSON.stringify(a.public_jwk), 'inline-json')}</dd>
 <dt>Registered</dt><dd>${when(a.created_at)}</dd>
 ${a.revoked ? `<dt>Revoked</dt><dd>${when(a.revoked_at)}</dd>` : ''}
@@ -184,6 +189,7 @@ export function agentPages(router: Router, ctx: AppContext): void {
         mode: v.mode,
         public_jwk: jsonField(v, 'public_jwk', undefined),
         roles: list(v.roles),
+        attributes: jsonField(v, 'attributes', {}),
         capabilities: capability ? [{ name: capability, ...(limits !== undefined ? { limits } : {}) }] : [],
         ...(v.agent_id?.trim() ? { agent_id: v.agent_id.trim() } : {}),
       });
@@ -201,9 +207,9 @@ export function agentPages(router: Router, ctx: AppContext): void {
     const id = pathParam(req, 'id');
     const v = formValues(req);
     try {
-      const patch = parseWith(agentPatch, { name: (v.name ?? '').trim(), mode: v.mode, roles: list(v.roles) });
+      const patch = parseWith(agentPatch, { name: (v.name ?? '').trim(), mode: v.mode, roles: list(v.roles), attributes: jsonField(v, 'attributes', {}) });
       const agent = updateAgent(ctx, id, patch);
-      await recordChange(ctx, personOf(res), 'agents.update', `agent:${id}`, { name: agent.name, mode: agent.mode, roles: agent.roles }, { agent_id: id });
+      await recordChange(ctx, personOf(res), 'agents.update', `agent:${id}`, { name: agent.name, mode: agent.mode, roles: agent.roles, attributes: agent.attributes }, { agent_id: id });
       done(ctx, res, `Agent ${agent.name} saved.`, `/console/agents/${seg(id)}`);
     } catch (err) {
       const state = refusal(err, v, agentField);

@@ -7,7 +7,7 @@ import type { AppContext } from '../../context.js';
 import { errors } from '../../errors.js';
 import { recordChange } from '../audit.js';
 import { CONSOLE_CLIENT_ID, CONSOLE_ROLE } from '../built-in.js';
-import { emptyForm, formValues, list, refusal, ticked, type FormState, type Values } from '../forms.js';
+import { emptyForm, formValues, jsonField, list, refusal, ticked, type FormState, type Values } from '../forms.js';
 import {
   badge,
   button,
@@ -25,12 +25,15 @@ import {
   seg,
   select,
   table,
+  textarea,
   when,
   type Html,
 } from '../html.js';
 import { done, pathParam, personOf, render, requireConfirmation } from './common.js';
 
+const ATTRIBUTES_HINT = 'JSON object for rule conditions, such as {"department": "finance", "clearance": 3}. Empty: none.';
 const PAGE = 50;
+const attributesText = (a: Record<string, unknown>) => (Object.keys(a).length ? JSON.stringify(a, null, 2) : '');
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 
 async function roleNames(ctx: AppContext): Promise<string[]> {
@@ -54,6 +57,7 @@ ${input({ name: 'password', label: 'Password', type: 'password', value: '', requ
 ${input({ name: 'roles', label: 'Roles', hint: `Comma-separated; ${CONSOLE_ROLE} opens the console.`, value: v.roles, errors: f.errors.roles, extra: ' list="known-roles"' })}
 </div>
 ${input({ name: 'groups', label: 'Groups', hint: 'Comma-separated.', value: v.groups, errors: f.errors.groups })}
+${textarea({ name: 'attributes', label: 'Attributes', hint: ATTRIBUTES_HINT, value: v.attributes, rows: 2, errors: f.errors.attributes, mono: true })}
 ${checkbox({ name: 'email_verified', label: 'Email verified', checked: ticked(v, 'email_verified') })}
 ${roleList('known-roles', roles)}
 ${button('Create person')}`,
@@ -115,6 +119,7 @@ async function detailPage(ctx: AppContext, req: Request, res: Response, id: stri
     name: u.name,
     roles: u.roles.join(', '),
     groups: u.groups.join(', '),
+    attributes: attributesText(u.attributes),
     ...(u.email_verified ? { email_verified: 'on' } : {}),
   });
   const ev = edit.values;
@@ -128,6 +133,7 @@ ${input({ name: 'name', label: 'Name', value: ev.name, required: true, errors: e
 </div>
 ${input({ name: 'roles', label: 'Roles', hint: `Comma-separated; ${CONSOLE_ROLE} opens the console.`, value: ev.roles, errors: edit.errors.roles, extra: ' list="known-roles"' })}
 ${input({ name: 'groups', label: 'Groups', hint: 'Comma-separated.', value: ev.groups, errors: edit.errors.groups })}
+${textarea({ name: 'attributes', label: 'Attributes', hint: ATTRIBUTES_HINT, value: ev.attributes, rows: Math.min(Math.max((ev.attributes ?? '').split('\n').length, 2), 14), errors: edit.errors.attributes, mono: true })}
 ${checkbox({ name: 'email_verified', label: 'Email verified', checked: ticked(ev, 'email_verified') })}
 ${roleList('known-roles', await roleNames(ctx))}
 ${button('Save changes')}`,
@@ -183,7 +189,7 @@ ${postForm(`${base}/revoke-sessions`, person, button('Revoke every session', { k
 <dt>Password</dt><dd>${u.password_compromised ? badge('marked compromised', 'bad') : 'in use'}</dd>
 <dt>Created</dt><dd>${when(u.created_at)}</dd><dt>Updated</dt><dd>${when(u.updated_at)}</dd>
 </dl>
-${section('Profile, roles and groups', editForm)}
+${section('Profile, roles, groups and attributes', editForm)}
 ${section('Applications', `${consoleNote}${appsTable}${assignForm}`)}
 ${section('Sessions', sessionsPart)}
 ${section('Password', `${passwordForm}
@@ -197,6 +203,7 @@ const profile = (v: Values) => ({
   name: v.name,
   roles: list(v.roles),
   groups: list(v.groups),
+  attributes: jsonField(v, 'attributes', {}),
   email_verified: ticked(v, 'email_verified'),
 });
 
@@ -222,7 +229,7 @@ export function peoplePages(router: Router, ctx: AppContext): void {
     try {
       const patch = parseWith(userPatch, profile(v));
       const user = await updateUser(ctx, id, patch);
-      await recordChange(ctx, personOf(res), 'people.update', `user:${id}`, { email: user.email, roles: user.roles, groups: user.groups, email_verified: user.email_verified }, { user_id: id });
+      await recordChange(ctx, personOf(res), 'people.update', `user:${id}`, { email: user.email, roles: user.roles, groups: user.groups, attributes: user.attributes, email_verified: user.email_verified }, { user_id: id });
       done(ctx, res, `${user.email} saved.`, `/console/people/${seg(id)}`);
     } catch (err) {
       const state = refusal(err, v);
