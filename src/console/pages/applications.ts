@@ -53,7 +53,7 @@ async function mustGet(ctx: AppContext, id: string): Promise<AppView> {
   return applicationJson(ctx, app);
 }
 
-function createForm(ctx: AppContext, res: Response, f: FormState): Html {
+function createForm(res: Response, f: FormState): Html {
   const v = f.values;
   const err = (k: string) => f.errors[k];
   return postForm(
@@ -90,7 +90,7 @@ async function listPage(ctx: AppContext, req: Request, res: Response, f: FormSta
     section: 'applications',
     lead: 'The project’s applications: where people sign in, and the services that get tokens.',
     body: `${table(['Name', 'Client ID', 'Type', 'Secret', 'Redirect URIs', 'Assigned people'], rows, { empty: 'No applications yet.' })}
-${details('Create an application', createForm(ctx, res, f), f.status !== 200 || apps.length <= 1, 'create')}`,
+${details('Create an application', createForm(res, f), f.status !== 200 || apps.length <= 1, 'create')}`,
   });
 }
 
