@@ -19,11 +19,11 @@ export async function ensureConsoleApplication(ctx: AppContext): Promise<void> {
       ctx.store.settings.bump('applications');
     });
   } else if (cur) {
-    if (builtInApplicationProblem(ctx, CONSOLE_CLIENT_ID, cur)) updateApplication(ctx, CONSOLE_CLIENT_ID, shape);
+    if (builtInApplicationProblem(ctx, CONSOLE_CLIENT_ID, cur)) await updateApplication(ctx, CONSOLE_CLIENT_ID, shape);
     return;
   }
   try {
-    createApplication(ctx, { name: 'Gatehouse console', client_id: CONSOLE_CLIENT_ID, ...shape });
+    await createApplication(ctx, { name: 'Gatehouse console', client_id: CONSOLE_CLIENT_ID, ...shape });
   } catch (err) {
     // Another instance made it between our read and our write: theirs has the same shape.
     if (!(err instanceof ProtocolError && err.status === 409)) throw err;

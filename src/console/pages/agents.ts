@@ -193,7 +193,7 @@ export function agentPages(router: Router, ctx: AppContext): void {
         capabilities: capability ? [{ name: capability, ...(limits !== undefined ? { limits } : {}) }] : [],
         ...(v.agent_id?.trim() ? { agent_id: v.agent_id.trim() } : {}),
       });
-      const agent = createAgent(ctx, body);
+      const agent = await createAgent(ctx, body);
       await recordChange(ctx, personOf(res), 'agents.create', `agent:${agent.agent_id}`, { name: agent.name, mode: agent.mode, roles: agent.roles, capabilities: agent.capabilities }, { agent_id: agent.agent_id });
       done(ctx, res, `Agent ${agent.name} registered.`, `/console/agents/${seg(agent.agent_id)}`);
     } catch (err) {
@@ -208,7 +208,7 @@ export function agentPages(router: Router, ctx: AppContext): void {
     const v = formValues(req);
     try {
       const patch = parseWith(agentPatch, { name: (v.name ?? '').trim(), mode: v.mode, roles: list(v.roles), attributes: jsonField(v, 'attributes', {}) });
-      const agent = updateAgent(ctx, id, patch);
+      const agent = await updateAgent(ctx, id, patch);
       await recordChange(ctx, personOf(res), 'agents.update', `agent:${id}`, { name: agent.name, mode: agent.mode, roles: agent.roles, attributes: agent.attributes }, { agent_id: id });
       done(ctx, res, `Agent ${agent.name} saved.`, `/console/agents/${seg(id)}`);
     } catch (err) {
@@ -222,7 +222,7 @@ export function agentPages(router: Router, ctx: AppContext): void {
     const v = formValues(req);
     try {
       const patch = parseWith(agentPatch, { public_jwk: jsonField(v, 'public_jwk', undefined) });
-      updateAgent(ctx, id, patch);
+      await updateAgent(ctx, id, patch);
       await recordChange(ctx, personOf(res), 'agents.rotate_key', `agent:${id}`, { public_jwk: patch.public_jwk }, { agent_id: id });
       done(ctx, res, 'The key was replaced.', `/console/agents/${seg(id)}`);
     } catch (err) {
@@ -239,7 +239,7 @@ export function agentPages(router: Router, ctx: AppContext): void {
     try {
       parseWith(capabilityName, name, 'capability');
       const { limits } = parseWith(capabilityPut, { limits: jsonField(v, 'limits', {}) });
-      const cap = putCapability(ctx, id, name, limits ?? {});
+      const cap = await putCapability(ctx, id, name, limits ?? {});
       await recordChange(ctx, personOf(res), existing ? 'agents.update_capability' : 'agents.add_capability', `agent:${id}`, { capability: cap.name, limits: cap.limits }, { agent_id: id });
       done(ctx, res, `Capability ${cap.name} saved.`, `/console/agents/${seg(id)}`);
     } catch (err) {
@@ -251,7 +251,7 @@ export function agentPages(router: Router, ctx: AppContext): void {
   router.post('/agents/:id/capabilities/remove', async (req, res) => {
     const id = pathParam(req, 'id');
     const name = formValues(req).capability ?? '';
-    deleteCapability(ctx, id, name);
+    await deleteCapability(ctx, id, name);
     await recordChange(ctx, personOf(res), 'agents.remove_capability', `agent:${id}`, { capability: name }, { agent_id: id });
     done(ctx, res, `Capability ${name} removed.`, `/console/agents/${seg(id)}`);
   });
@@ -265,7 +265,7 @@ export function agentPages(router: Router, ctx: AppContext): void {
       const state = refusal(err, v);
       return detailPage(ctx, req, res, id, { danger: { ...state, general: Object.values(state.errors).flat() } }, state.status);
     }
-    revokeAgent(ctx, id);
+    await revokeAgent(ctx, id);
     await recordChange(ctx, personOf(res), 'agents.revoke', `agent:${id}`, {}, { agent_id: id });
     done(ctx, res, 'The agent is revoked.', `/console/agents/${seg(id)}`);
   });
@@ -275,7 +275,7 @@ export function agentPages(router: Router, ctx: AppContext): void {
     const v = formValues(req);
     try {
       requireConfirmation(v);
-      deleteAgent(ctx, id);
+      await deleteAgent(ctx, id);
     } catch (err) {
       const state = refusal(err, v);
       return detailPage(ctx, req, res, id, { danger: { ...state, general: [...state.general, ...Object.values(state.errors).flat()] } }, state.status);

@@ -195,7 +195,7 @@ export function applicationPages(router: Router, ctx: AppContext): void {
   router.post('/applications', async (req, res) => {
     const v = formValues(req);
     try {
-      const { app, client_secret } = createApplication(ctx, parseWith(applicationCreate, appInput(v)));
+      const { app, client_secret } = await createApplication(ctx, parseWith(applicationCreate, appInput(v)));
       await recordChange(ctx, personOf(res), 'applications.create', `application:${app.client_id}`, { name: app.name, type: app.type, redirect_uris: app.redirect_uris });
       const view = applicationJson(ctx, app);
       if (client_secret) return secretPage(ctx, req, res, view, client_secret, `Application ${app.name} created.`);
@@ -221,7 +221,7 @@ export function applicationPages(router: Router, ctx: AppContext): void {
               refresh_tokens: ticked(v, 'refresh_tokens'),
               first_party: ticked(v, 'first_party'),
             };
-      const { app } = updateApplication(ctx, id, parseWith(applicationPatch, patch));
+      const { app } = await updateApplication(ctx, id, parseWith(applicationPatch, patch));
       await recordChange(ctx, personOf(res), 'applications.update', `application:${id}`, patch);
       done(ctx, res, `Application ${app.name} saved.`, `/console/applications/${seg(id)}`);
     } catch (err) {
@@ -232,7 +232,7 @@ export function applicationPages(router: Router, ctx: AppContext): void {
 
   router.post('/applications/:id/rotate-secret', async (req, res) => {
     const id = pathParam(req, 'id');
-    const { app, client_secret } = updateApplication(ctx, id, { rotate_secret: true });
+    const { app, client_secret } = await updateApplication(ctx, id, { rotate_secret: true });
     await recordChange(ctx, personOf(res), 'applications.rotate_secret', `application:${id}`);
     if (!client_secret) throw errors.conflict('no new secret was made');
     secretPage(ctx, req, res, applicationJson(ctx, app), client_secret, 'The secret was replaced.');
@@ -245,7 +245,7 @@ export function applicationPages(router: Router, ctx: AppContext): void {
       const who = (v.person ?? '').trim();
       const user = (await ctx.store.users.getByEmail(who)) ?? (await ctx.store.users.get(who));
       if (!user) throw errors.invalidRequest('person: no one has this email or id', { issues: [{ path: 'person', message: 'no one has this email or id', code: 'custom' }] });
-      assignUser(ctx, id, user.id);
+      await assignUser(ctx, id, user.id);
       await recordChange(ctx, personOf(res), 'applications.assign', `application:${id}`, { user_id: user.id }, { user_id: user.id });
       done(ctx, res, `${user.email} is assigned.`, `/console/applications/${seg(id)}`);
     } catch (err) {
@@ -257,7 +257,7 @@ export function applicationPages(router: Router, ctx: AppContext): void {
   router.post('/applications/:id/unassign', async (req, res) => {
     const id = pathParam(req, 'id');
     const userId = formValues(req).user_id ?? '';
-    unassignUser(ctx, id, userId);
+    await unassignUser(ctx, id, userId);
     await recordChange(ctx, personOf(res), 'applications.unassign', `application:${id}`, { user_id: userId }, { user_id: userId });
     done(ctx, res, 'Unassigned.', `/console/applications/${seg(id)}`);
   });
@@ -267,7 +267,7 @@ export function applicationPages(router: Router, ctx: AppContext): void {
     const v = formValues(req);
     try {
       requireConfirmation(v);
-      deleteApplication(ctx, id);
+      await deleteApplication(ctx, id);
     } catch (err) {
       const state = refusal(err, v);
       return detailPage(ctx, req, res, id, { danger: { ...state, general: [...state.general, ...Object.values(state.errors).flat()] } }, state.status);

@@ -63,7 +63,7 @@ export function approvalPages(router: Router, ctx: AppContext): void {
     const answer = v.decision === 'approve' || v.decision === 'deny' ? (v.decision as Answer) : undefined;
     if (!answer || !v.id) return done(ctx, res, 'The form needs an approval and decision=approve or decision=deny.', '/console/approvals');
     try {
-      const a = answerApproval(ctx, v.id, answer, { admin: true });
+      const a = await answerApproval(ctx, v.id, answer, { admin: true });
       await recordChange(ctx, personOf(res), `approvals.${answer}`, `approval:${a.id}`, { action: a.action, resource: a.resource }, { agent_id: a.agent_id, ...(a.user_id ? { user_id: a.user_id } : {}) });
       done(ctx, res, answer === 'approve' ? 'Approved.' : 'Denied.', '/console/approvals');
     } catch (err) {

@@ -48,7 +48,7 @@ async function auditPage(ctx: AppContext, req: Request, res: Response, verificat
   } catch (err) {
     filterState = refusal(err, v);
   }
-  const page = query ? listAudit(ctx, query) : { data: [], next_before: null };
+  const page = query ? await listAudit(ctx, query) : { data: [], next_before: null };
   const agents = await ctx.store.agents.list();
   const actors = new Map<string, string>();
   for (const r of page.data) if (r.actor && !actors.has(r.actor)) actors.set(r.actor, (await ctx.store.users.get(r.actor))?.email ?? r.actor);

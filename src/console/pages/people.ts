@@ -252,14 +252,14 @@ export function peoplePages(router: Router, ctx: AppContext): void {
 
   router.post('/people/:id/compromised', async (req, res) => {
     const id = pathParam(req, 'id');
-    markCredentialCompromised(ctx, id, 'password', 'marked in the console');
+    await markCredentialCompromised(ctx, id, 'password', 'marked in the console');
     await recordChange(ctx, personOf(res), 'people.credential_compromise', `user:${id}`, { credential_type: 'password' }, { user_id: id });
     done(ctx, res, 'The password is marked compromised.', `/console/people/${seg(id)}`);
   });
 
   router.post('/people/:id/revoke-sessions', async (req, res) => {
     const id = pathParam(req, 'id');
-    const ended = revokeSessions(ctx, id);
+    const ended = await revokeSessions(ctx, id);
     await recordChange(ctx, personOf(res), 'people.revoke_sessions', `user:${id}`, { ended }, { user_id: id });
     done(ctx, res, `${ended} session${ended === 1 ? '' : 's'} ended.`, id === personOf(res).user.id ? '/console' : `/console/people/${seg(id)}`);
   });
@@ -268,7 +268,7 @@ export function peoplePages(router: Router, ctx: AppContext): void {
     const id = pathParam(req, 'id');
     const v = formValues(req);
     try {
-      assignUser(ctx, v.client_id ?? '', id);
+      await assignUser(ctx, v.client_id ?? '', id);
       await recordChange(ctx, personOf(res), 'applications.assign', `application:${v.client_id}`, { user_id: id }, { user_id: id });
       done(ctx, res, 'Assigned.', `/console/people/${seg(id)}`);
     } catch (err) {
@@ -280,7 +280,7 @@ export function peoplePages(router: Router, ctx: AppContext): void {
   router.post('/people/:id/unassign', async (req, res) => {
     const id = pathParam(req, 'id');
     const clientId = formValues(req).client_id ?? '';
-    unassignUser(ctx, clientId, id);
+    await unassignUser(ctx, clientId, id);
     await recordChange(ctx, personOf(res), 'applications.unassign', `application:${clientId}`, { user_id: id }, { user_id: id });
     done(ctx, res, 'Unassigned.', `/console/people/${seg(id)}`);
   });
@@ -291,7 +291,7 @@ export function peoplePages(router: Router, ctx: AppContext): void {
     try {
       requireConfirmation(v);
       if (id === personOf(res).user.id) throw errors.conflict('you cannot delete yourself while signed in to the console');
-      deleteUser(ctx, id);
+      await deleteUser(ctx, id);
     } catch (err) {
       const state = refusal(err, v);
       return detailPage(ctx, req, res, id, { danger: { ...state, general: [...state.general, ...Object.values(state.errors).flat()] } }, state.status);

@@ -62,7 +62,7 @@ export function rolePages(router: Router, ctx: AppContext): void {
     const v = formValues(req);
     try {
       const body = parseWith(roleCreate, { name: (v.name ?? '').trim(), permissions: list(v.permissions) });
-      const role = createRole(ctx, body.name, body.permissions);
+      const role = await createRole(ctx, body.name, body.permissions);
       await recordChange(ctx, personOf(res), 'roles.create', `role:${role.name}`, { permissions: role.permissions });
       done(ctx, res, `Role ${role.name} created.`, '/console/roles');
     } catch (err) {
@@ -77,7 +77,7 @@ export function rolePages(router: Router, ctx: AppContext): void {
     try {
       parseWith(roleName, name, 'name');
       const body = parseWith(rolePut, { permissions: list(v.permissions) });
-      const { role } = putRole(ctx, name, body.permissions);
+      const { role } = await putRole(ctx, name, body.permissions);
       await recordChange(ctx, personOf(res), 'roles.update', `role:${role.name}`, { permissions: role.permissions });
       done(ctx, res, `Role ${role.name} saved.`, '/console/roles');
     } catch (err) {
@@ -89,7 +89,7 @@ export function rolePages(router: Router, ctx: AppContext): void {
   router.post('/roles/delete', async (req, res) => {
     const v = formValues(req);
     requireConfirmation(v);
-    deleteRole(ctx, v.name ?? '');
+    await deleteRole(ctx, v.name ?? '');
     await recordChange(ctx, personOf(res), 'roles.delete', `role:${v.name}`);
     done(ctx, res, `Role ${v.name} deleted.`, '/console/roles');
   });

@@ -265,7 +265,7 @@ async function dryRun(ctx: AppContext, v: Values, id: string, existing?: Rule): 
     created_at: existing?.created_at ?? t,
     updated_at: t,
   };
-  const problems = validateRule(ctx, candidate);
+  const problems = await validateRule(ctx, candidate);
   const placed = placeValidation(problems, id);
   return { values: v, ...placed, status: problems.length ? 400 : 200, valid: problems.length === 0 };
 }
@@ -280,11 +280,11 @@ export function rulePages(router: Router, ctx: AppContext): void {
     if (v.step === 'validate') return newPage(ctx, req, res, await dryRun(ctx, v, id));
     let rule: Rule;
     try {
-      rule = createRule(ctx, parseWith(ruleCreate, ruleInput(v)), id);
+      rule = await createRule(ctx, parseWith(ruleCreate, ruleInput(v)), id);
     } catch (err) {
       return newPage(ctx, req, res, { ...refusal(err, v, ruleField), valid: false });
     }
-    const check = validateAndRecord(ctx, rule.id);
+    const check = await validateAndRecord(ctx, rule.id);
     await recordChange(ctx, personOf(res), 'rules.create', `rule:${rule.id}`, { ...ruleJson(rule), valid: check.valid });
     done(ctx, res, check.valid ? `Rule ${rule.name} saved as a draft. Enable it to put it in force.` : `Rule ${rule.name} saved as a draft; it does not validate yet.`, `/console/rules/${seg(rule.id)}`);
   });
@@ -299,11 +299,11 @@ export function rulePages(router: Router, ctx: AppContext): void {
     if (v.step === 'validate') return rulePage(ctx, req, res, id, await dryRun(ctx, v, id, existing));
     let rule: Rule;
     try {
-      rule = updateRule(ctx, id, parseWith(ruleCreate, ruleInput(v)));
+      rule = await updateRule(ctx, id, parseWith(ruleCreate, ruleInput(v)));
     } catch (err) {
       return rulePage(ctx, req, res, id, { ...refusal(err, v, ruleField), valid: false });
     }
-    const check = validateAndRecord(ctx, id);
+    const check = await validateAndRecord(ctx, id);
     await recordChange(ctx, personOf(res), 'rules.update', `rule:${id}`, { ...ruleJson(rule), valid: check.valid });
     if (!check.valid) {
       return rulePage(ctx, req, res, id, { values: v, ...placeValidation(check.errors, id), status: 400, valid: false });
@@ -316,7 +316,7 @@ export function rulePages(router: Router, ctx: AppContext): void {
     const id = pathParam(req, 'id');
     let rule: Rule;
     try {
-      rule = enableRule(ctx, id);
+      rule = await enableRule(ctx, id);
     } catch (err) {
       const found = await ctx.store.rules.get(id);
       const st = refusal(err, found ? valuesOf(found) : {});
@@ -328,7 +328,7 @@ export function rulePages(router: Router, ctx: AppContext): void {
 
   router.post('/rules/:id/disable', async (req, res) => {
     const id = pathParam(req, 'id');
-    const rule = disableRule(ctx, id);
+    const rule = await disableRule(ctx, id);
     await recordChange(ctx, personOf(res), 'rules.disable', `rule:${id}`, { name: rule.name });
     done(ctx, res, `Rule ${rule.name} is disabled.`, `/console/rules/${seg(id)}`);
   });
@@ -343,7 +343,7 @@ export function rulePages(router: Router, ctx: AppContext): void {
       return rulePage(ctx, req, res, id, undefined, { ...st, general: Object.values(st.errors).flat() });
     }
     const found = await ctx.store.rules.get(id);
-    deleteRule(ctx, id);
+    await deleteRule(ctx, id);
     await recordChange(ctx, personOf(res), 'rules.delete', `rule:${id}`, { name: found?.name });
     done(ctx, res, `Rule ${found?.name ?? id} deleted.`, '/console/rules');
   });

@@ -71,7 +71,7 @@ export function streamPages(router: Router, ctx: AppContext): void {
     const events = all(req, 'events');
     try {
       const header = (v.authorization_header ?? '').trim();
-      const stream = createStream(ctx, {
+      const stream = await createStream(ctx, {
         delivery: { method: PUSH_DELIVERY, endpoint_url: (v.endpoint_url ?? '').trim(), ...(header ? { authorization_header: header } : {}) },
         events_requested: events,
         description: (v.description ?? '').trim() || null,
@@ -93,7 +93,7 @@ export function streamPages(router: Router, ctx: AppContext): void {
       const state = refusal(err, v);
       return streamsPage(ctx, req, res, { ...emptyForm(), status: state.status }, { id, state: { ...state, general: Object.values(state.errors).flat() } });
     }
-    deleteStream(ctx, id);
+    await deleteStream(ctx, id);
     await recordChange(ctx, personOf(res), 'streams.delete', `stream:${id}`);
     done(ctx, res, `Stream ${id} deleted.`, '/console/streams');
   });
