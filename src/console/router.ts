@@ -102,6 +102,10 @@ function errorPage(ctx: AppContext): ErrorRequestHandler {
     } else if ((err as { type?: string })?.type === 'entity.too.large') {
       status = 413;
       text = 'The form is too large.';
+    } else if (typeof (err as { status?: unknown })?.status === 'number' && (err as { status: number }).status >= 400 && (err as { status: number }).status < 500) {
+      // The request's own fault (a path with broken percent-encoding, a body that cannot be read).
+      status = 400;
+      text = 'The request could not be read.';
     } else {
       (req.log ?? ctx.logger).error({ err }, 'console page failed');
     }

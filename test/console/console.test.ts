@@ -209,6 +209,14 @@ describe('console pages and actions', () => {
     expect(stdout).toMatch(/^ok: \d+ records\n$/);
   });
 
+  it('answers bad addresses with a page, never a 500', async () => {
+    expect((await page('/console/agents/%E0%A4%A')).status).toBe(400);
+    expect((await page('/console/agents/nope')).status).toBe(404);
+    expect((await page('/console/rules/nope')).status).toBe(404);
+    expect((await page('/console/nowhere')).status).toBe(404);
+    expect((await page('/console/audit?since=never')).status).toBe(400);
+  });
+
   it('a POST without a console session changes nothing', async () => {
     const stranger = new Browser(server.url);
     const res = await stranger.post('/console/roles', { name: 'sneaky', permissions: 'read:x' });
