@@ -24,7 +24,7 @@ export type AuditQuery = z.output<typeof auditQuery>;
 
 /** One page of the trail, newest first; `next_before` is the `before` of the next page (null on the last). */
 export function listAudit(ctx: AppContext, q: AuditQuery): { data: ReturnType<typeof auditJson>[]; next_before: number | null } {
-  // CONTRACT 3 lists decisions; token issues, approval answers and console changes are there with `kind=all` or by kind.
+  // Decisions by default; token issues, approval answers and console changes with `kind=all` or by kind.
   const kind = q.kind === undefined ? 'decision' : q.kind === 'all' ? undefined : q.kind;
   const { reason, ...filter } = q;
   const rows = ctx.store.audit.list({ ...filter, reason_code: reason, kind, limit: q.limit + 1 });

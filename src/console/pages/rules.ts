@@ -32,7 +32,7 @@ import {
 } from '../html.js';
 import { done, pathParam, personOf, render, requireConfirmation } from './common.js';
 
-/** The description's names: the console calls require_approval "Require step-up". */
+/** The console's names of the effects: require_approval is "Require step-up". */
 const EFFECTS = [
   ['deny', 'Deny the action'],
   ['require_approval', 'Require step-up (a person approves)'],
