@@ -22,6 +22,7 @@ import { endpointUrls } from './urls.js';
 import { applyProjectFile } from './admin/project-file.js';
 import { ensureApiApplication } from './authzen/api-application.js';
 import { authzenFastPath } from './authzen/router.js';
+import { ensureConsoleApplication } from './console/application.js';
 
 export type ProcessRole = 'primary' | 'worker';
 
@@ -72,6 +73,7 @@ export async function openContext(config: Config, logger: Logger, role: ProcessR
 
   if (role === 'primary') {
     await keys.ensureKeys();
+    await ensureConsoleApplication(ctx);
     try {
       await policy.reloadFromDisk();
     } catch (err) {

@@ -61,6 +61,28 @@ describe('a project file may grant on the AuthZEN API', () => {
   });
 });
 
+describe('the built-in api application follows the issuer', () => {
+  it('a restart under another issuer moves it, grants included', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gatehouse-authzen-'));
+    try {
+      const first = await startTestServer({ dir, env: { GATEHOUSE_ISSUER: 'https://old.example.com' } });
+      const pep = (await createApp(first, { type: 'm2m' })) as { client_id: string };
+      expect((await first.admin('PUT', `/applications/${pep.client_id}/grants/${encodeURIComponent('https://old.example.com/access/v1')}`, { scopes: ['x'] })).status).toBe(204);
+      await first.stop();
+      const second = await startTestServer({ dir, env: { GATEHOUSE_ISSUER: 'https://new.example.com' } });
+      try {
+        const apis = (await second.admin('GET', '/applications')).body.data.filter((a: { type: string }) => a.type === 'api');
+        expect(apis.map((a: { client_id: string }) => a.client_id)).toEqual(['https://new.example.com/access/v1']);
+        expect((await second.admin('GET', `/applications/${pep.client_id}`)).body.grants).toEqual([{ api_client_id: 'https://new.example.com/access/v1', scopes: ['x'] }]);
+      } finally {
+        await second.stop();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('authentication', () => {
   it('without a token: 401 with a Bearer challenge, on every endpoint', async () => {
     for (const path of ENDPOINTS) {
