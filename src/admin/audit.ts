@@ -26,11 +26,11 @@ export function auditRoutes(router: Router, ctx: AppContext): void {
       query: auditQuery,
       responses: { 200: { description: 'a page; pass `next_before` as `before` for the next (null on the last)', schema: auditPage } },
     },
-    (req, res) => {
+    async (req, res) => {
       const q = parseWith(auditQuery, req.query, 'query');
       // CONTRACT 3 lists decisions; token issues and approval answers are there with `kind=all` or by kind.
       const kind = q.kind === undefined ? 'decision' : q.kind === 'all' ? undefined : q.kind;
-      const rows = ctx.store.audit.list({ ...q, kind, limit: q.limit + 1 });
+      const rows = await ctx.store.audit.list({ ...q, kind, limit: q.limit + 1 });
       const page = rows.slice(0, q.limit);
       res.json({ data: page.map(auditJson), next_before: rows.length > q.limit ? page[page.length - 1]!.seq : null });
     },
