@@ -41,15 +41,15 @@ export async function ensureApiApplication(ctx: AppContext): Promise<void> {
   const apps = await ctx.store.applications.list();
   const stale = apps.filter((a) => isBuiltIn(a) && a.client_id !== clientId);
   if (!stale.length) return;
-  ctx.store.transaction(() => {
+  await ctx.store.transaction(async (tx) => {
     for (const old of stale) {
       for (const app of apps) {
-        const grant = ctx.store.applications.getGrant(app.client_id, old.client_id);
-        if (grant && !ctx.store.applications.getGrant(app.client_id, clientId)) ctx.store.applications.putGrant(app.client_id, clientId, grant.scopes);
+        const grant = await tx.applications.getGrant(app.client_id, old.client_id);
+        if (grant && !(await tx.applications.getGrant(app.client_id, clientId))) await tx.applications.putGrant(app.client_id, clientId, grant.scopes);
       }
-      ctx.store.applications.delete(old.client_id);
+      await tx.applications.delete(old.client_id);
     }
-    ctx.store.settings.bump('applications');
+    await tx.settings.bump('applications');
   });
   ctx.logger.info({ replaced: stale.map((a) => a.client_id), client_id: clientId }, 'the issuer changed: the AuthZEN API application and its grants moved to the new one');
 }

@@ -27,9 +27,9 @@ export interface Answer {
   approvalId?: string;
 }
 
-const safeVersion = (ctx: AppContext): string => {
+const safeVersion = async (ctx: AppContext): Promise<string> => {
   try {
-    return currentPolicy(ctx).version;
+    return (await currentPolicy(ctx)).version;
   } catch {
     return '';
   }
@@ -43,14 +43,14 @@ const safeVersion = (ctx: AppContext): string => {
 export async function decideAndRecord(ctx: AppContext, caller: Caller, q: Question): Promise<Answer> {
   try {
     if (!q.subject.found) {
-      const answer: Answer = { decision: 'deny', reason: `not_granted: ${q.relation} (${q.subject.why})`, policyVersion: safeVersion(ctx) };
+      const answer: Answer = { decision: 'deny', reason: `not_granted: ${q.relation} (${q.subject.why})`, policyVersion: await safeVersion(ctx) };
       await appendAudit(ctx, { kind: 'decision', agent_id: null, user_id: null, action: q.relation, resource: q.object, context: q.context, decision: answer.decision, reason: answer.reason, policy_version: answer.policyVersion, caller: caller.clientId });
       return answer;
     }
     const { subject } = q.subject;
     if (subject.type === 'agent') {
       const state = await ctx.store.agents.get(subject.id);
-      if (!state) return { decision: 'deny', reason: `not_granted: ${q.relation} (unknown subject)`, policyVersion: safeVersion(ctx) };
+      if (!state) return { decision: 'deny', reason: `not_granted: ${q.relation} (unknown subject)`, policyVersion: await safeVersion(ctx) };
       const d = await decideActionBatched(ctx, {
         principal: { agent: state, userId: null, capabilities: [q.relation], claims: {} },
         action: q.relation,
@@ -60,7 +60,7 @@ export async function decideAndRecord(ctx: AppContext, caller: Caller, q: Questi
       });
       return { decision: d.decision, reason: d.reason, policyVersion: d.policy_version, ...(d.approval_id ? { approvalId: d.approval_id } : {}) };
     }
-    const answer = decideDry(currentPolicy(ctx), q);
+    const answer = decideDry(await currentPolicy(ctx), q);
     await appendAudit(ctx, {
       kind: 'decision',
       agent_id: null,
@@ -76,7 +76,7 @@ export async function decideAndRecord(ctx: AppContext, caller: Caller, q: Questi
     return answer;
   } catch (err) {
     ctx.logger.error({ err, action: q.relation }, 'authzen decision failed');
-    return { decision: 'deny', reason: 'error: the decision could not be made', policyVersion: safeVersion(ctx) };
+    return { decision: 'deny', reason: 'error: the decision could not be made', policyVersion: await safeVersion(ctx) };
   }
 }
 

@@ -20,7 +20,7 @@ export interface WireDecision {
  * request's `context` wins a name clash): policies read both as context fields.
  */
 export async function toQuestion(ctx: AppContext, memo: FactsMemo, e: Evaluation): Promise<Question> {
-  const singulars = currentPolicy(ctx).compiled.singulars;
+  const singulars = (await currentPolicy(ctx)).compiled.singulars;
   const [subject, stored] = await Promise.all([memo.subject(e.subject), memo.entity(e.resource.type, e.resource.id)]);
   const actionProps = e.action.properties;
   return {

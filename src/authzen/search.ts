@@ -21,7 +21,7 @@ type Entity = { type: string; id: string };
 export async function searchAnswer(ctx: AppContext, caller: Caller, kind: SearchKind, body: unknown): Promise<Paged<unknown>> {
   void caller;
   const req = readSearchRequest(kind, body);
-  const policy = currentPolicy(ctx);
+  const policy = await currentPolicy(ctx);
   const memo = new FactsMemo(ctx);
   switch (kind) {
     case 'subject':

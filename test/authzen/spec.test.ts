@@ -240,6 +240,6 @@ describe('the audit trail', () => {
       ['document:2', 'deny', f.caller.client_id, 'alice@example.com', 'read:documents', { channel: 'audit-test' }],
       ['document:1', 'allow', f.caller.client_id, 'alice@example.com', 'read:documents', { channel: 'audit-test' }],
     ]);
-    expect(f.server.ctx.store.audit.verify().broken).toBeNull();
+    expect((await f.server.ctx.store.audit.verify()).broken).toBeNull();
   });
 });
