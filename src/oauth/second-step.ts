@@ -5,7 +5,7 @@ import { sendPage } from '../pages/layout.js';
 import { secondStepPage } from '../pages/second-step.js';
 import type { PendingRequest } from '../store/oauth.js';
 import type { UserCredentials } from '../store/users.js';
-import { continueAuthorization, STRENGTH } from './authorize.js';
+import { continueAuthorization, withOneTimeCode } from './authorize.js';
 import { csrfToken, verifyCsrf } from './csrf.js';
 import { formBody } from './params.js';
 import { loadPending } from './pending.js';
@@ -25,8 +25,11 @@ function personOf(ctx: AppContext, req: Request, pending: PendingRequest): { acc
   return account ? { account, signedIn } : undefined;
 }
 
-/** The accepted time step of a 6-digit, 30-second TOTP code (RFC 6238), one step of clock skew allowed. */
-function totpStep(ctx: AppContext, sealedSecret: string, otp: string): number | undefined {
+/**
+ * The accepted time step of a 6-digit, 30-second TOTP code (RFC 6238), one step of clock skew
+ * allowed. Exported for the account page, which confirms a new secret the same way.
+ */
+export function totpStep(ctx: AppContext, sealedSecret: string, otp: string): number | undefined {
   if (!/^\d{6}$/.test(otp)) return undefined;
   try {
     const secret = Secret.fromBase32(ctx.box.open(sealedSecret).replace(/\s+/g, '').toUpperCase());
@@ -55,7 +58,7 @@ export function secondStepForm(ctx: AppContext): RequestHandler {
 
 /** POST /login/otp: the code, checked once (a used time step is refused), then the authorization moves on. */
 export function secondStepSubmit(ctx: AppContext): RequestHandler {
-  return (req, res) => {
+  return async (req, res) => {
     const body = formBody(req);
     const pending = loadPending(ctx, res, body.request);
     if (!pending) return;
@@ -78,18 +81,20 @@ export function secondStepSubmit(ctx: AppContext): RequestHandler {
     }
     limiter.succeed(account.email);
 
-    // Both factors passed: a new session (after the password step) or a stronger one (step-up).
-    const amr = [...STRENGTH.mfa.amr];
+    // Both factors passed: a new session (after the password step) or a stronger one (a step-up
+    // of this person's session: password + code is mfa, passkey + code is passkey_mfa).
     let session;
     if (pending.user_id || !signedIn || signedIn.user.id !== account.id) {
-      session = startSession(ctx, res, account.id, amr, STRENGTH.mfa.acr, signedIn?.session);
-      ctx.store.oauth.setRequestUser(pending.id, null);
+      const strength = withOneTimeCode(undefined);
+      session = startSession(ctx, res, account.id, strength.amr, strength.acr, signedIn?.session);
+      await ctx.store.oauth.setRequestUser(pending.id, null);
     } else {
+      const strength = withOneTimeCode(signedIn.session);
       const authTime = Math.floor(Date.now() / 1000);
-      ctx.store.sessions.update(signedIn.session.sid, authTime, amr, STRENGTH.mfa.acr);
-      session = { ...signedIn.session, auth_time: authTime, amr, acr: STRENGTH.mfa.acr };
+      await ctx.store.sessions.update(signedIn.session.sid, authTime, strength.amr, strength.acr);
+      session = { ...signedIn.session, auth_time: authTime, ...strength };
     }
-    ctx.store.oauth.markRequestFresh(pending.id);
-    continueAuthorization(ctx, req, res, { ...pending, user_id: null, fresh: true }, { session, user: account });
+    await ctx.store.oauth.markRequestFresh(pending.id);
+    await continueAuthorization(ctx, req, res, { ...pending, user_id: null, fresh: true }, { session, user: account });
   };
 }

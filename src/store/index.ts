@@ -14,6 +14,7 @@ import { sessionsStore } from './sessions.js';
 import { settingsStore } from './settings.js';
 import { ssfStore } from './ssf.js';
 import { usersStore } from './users.js';
+import { webauthnStore } from './webauthn.js';
 
 /**
  * Every table is reached through one of these modules; the rest of the code writes no SQL.
@@ -41,6 +42,7 @@ export function createStore(db: Db) {
     oauth: oauthStore(db),
     rateLimits: rateLimitsStore(db),
     saml: samlStore(db),
+    webauthn: webauthnStore(db),
   };
 }
 export type Store = ReturnType<typeof createStore>;

@@ -11,7 +11,9 @@ export interface AuthorizationParams {
   code_challenge?: string;
   prompt: string[];
   max_age?: number;
-  /** the strength the request needs: `urn:service:acr:1fa` or `urn:service:acr:mfa` */
+  /** the sign-in strengths (acr values) the request accepts, ours only, in the order asked */
+  acr_values?: string[];
+  /** the single strength a request kept before `acr_values` existed */
   acr_required?: string;
   login_hint?: string;
   resource?: string;
@@ -117,6 +119,13 @@ export function oauthStore(db: Db) {
   const getConsent = db.prepare<[string, string], { scopes: string }>('SELECT scopes FROM oauth_consents WHERE user_id = ? AND client_id = ?');
   const putConsent = db.prepare(
     'INSERT INTO oauth_consents (user_id, client_id, scopes, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (user_id, client_id) DO UPDATE SET scopes = excluded.scopes, updated_at = excluded.updated_at',
+  );
+  const consentsOfUser = db.prepare<[string], { client_id: string; scopes: string; updated_at: number }>(
+    'SELECT client_id, scopes, updated_at FROM oauth_consents WHERE user_id = ? ORDER BY updated_at DESC, client_id',
+  );
+  const deleteConsent = db.prepare('DELETE FROM oauth_consents WHERE user_id = ? AND client_id = ?');
+  const revokeFamiliesOfUserClient = db.prepare(
+    'UPDATE refresh_families SET revoked_at = ? WHERE user_id = ? AND client_id = ? AND revoked_at IS NULL',
   );
   const getTotpStep = db.prepare<[string], { step: number }>('SELECT step FROM totp_used WHERE user_id = ?');
   const putTotpStep = db.prepare(
@@ -247,6 +256,15 @@ export function oauthStore(db: Db) {
         putConsent.run(userId, clientId, JSON.stringify(merged), now());
       });
     },
+
+    /** Every application the person allowed, newest first. */
+    consentsOfUser: (userId: string): { client_id: string; scopes: string[]; updated_at: number }[] =>
+      consentsOfUser.all(userId).map((r) => ({ client_id: r.client_id, scopes: parseJson<string[]>(r.scopes, []), updated_at: r.updated_at })),
+    /** Forgets what the person allowed the application; true when there was a consent. */
+    withdrawConsent: (userId: string, clientId: string): boolean => deleteConsent.run(userId, clientId).changes === 1,
+    /** Every refresh family of one person at one application. */
+    revokeFamiliesOfUserClient: (userId: string, clientId: string): number =>
+      revokeFamiliesOfUserClient.run(now(), userId, clientId).changes,
 
     /** Records a TOTP time step as used; false when it (or a later one) was used already. */
     useTotpStep(userId: string, step: number): boolean {

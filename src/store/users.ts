@@ -27,6 +27,8 @@ interface Row {
   groups: string;
   roles: string;
   totp_secret_enc: string | null;
+  totp_pending_enc: string | null;
+  totp_pending_expires_at: number | null;
   password_compromised: number;
   created_at: number;
   updated_at: number;
@@ -77,6 +79,12 @@ export function usersStore(db: Db) {
   );
   const setPassword = db.prepare('UPDATE users SET password_hash = ?, password_compromised = 0, updated_at = ? WHERE id = ?');
   const setTotp = db.prepare('UPDATE users SET totp_secret_enc = ?, updated_at = ? WHERE id = ?');
+  const setPendingTotp = db.prepare('UPDATE users SET totp_pending_enc = ?, totp_pending_expires_at = ? WHERE id = ?');
+  // Only the secret the person confirmed a code from takes effect, even if another setup started since.
+  const confirmTotp = db.prepare(
+    `UPDATE users SET totp_secret_enc = totp_pending_enc, totp_pending_enc = NULL, totp_pending_expires_at = NULL, updated_at = ?
+     WHERE id = ? AND totp_pending_enc = ? AND totp_pending_expires_at > ?`,
+  );
   const markCompromised = db.prepare('UPDATE users SET password_compromised = 1, updated_at = ? WHERE id = ?');
   const del = db.prepare('DELETE FROM users WHERE id = ?');
 
@@ -119,6 +127,16 @@ export function usersStore(db: Db) {
     },
     setPasswordHash: (id: string, hash: string | null): boolean => setPassword.run(hash, now(), id).changes === 1,
     setTotpSecret: (id: string, sealed: string | null): boolean => setTotp.run(sealed, now(), id).changes === 1,
+    /** A TOTP secret being set up (sealed); it takes effect on `confirmPendingTotp`. `null` forgets it. */
+    setPendingTotp: (id: string, sealed: string | null, expiresAt: number | null): boolean =>
+      setPendingTotp.run(sealed, expiresAt, id).changes === 1,
+    /** The sealed secret being set up, while it has not expired. */
+    pendingTotp(id: string): string | undefined {
+      const r = byId.get(id);
+      return r?.totp_pending_enc && (r.totp_pending_expires_at ?? 0) > now() ? r.totp_pending_enc : undefined;
+    },
+    /** Makes the pending secret (exactly `sealed`) the person's TOTP secret; false when it changed or expired. */
+    confirmPendingTotp: (id: string, sealed: string): boolean => confirmTotp.run(now(), id, sealed, now()).changes === 1,
     markPasswordCompromised: (id: string): boolean => markCompromised.run(now(), id).changes === 1,
     delete: (id: string): boolean => del.run(id).changes === 1,
   };
