@@ -23,7 +23,7 @@ export function otpauthUri(ctx: AppContext, user: Pick<User, 'email'>, secretBas
 
 /** The URI as a QR code, an SVG `data:` URI for an `<img>` (the pages' CSP allows `img-src data:`). */
 export async function qrCodeDataUri(text: string): Promise<string> {
-  const svg = await QRCode.toString(text, { type: 'svg', margin: 2, errorCorrectionLevel: 'M' });
+  const svg = await QRCode.toString(text, { type: 'svg', margin: 4, errorCorrectionLevel: 'M' });
   return `data:image/svg+xml;base64,${Buffer.from(svg, 'utf8').toString('base64')}`;
 }
 

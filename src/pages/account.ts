@@ -80,8 +80,8 @@ function passkeyItem(p: AccountPageInput, c: PasskeyCredential): string {
 <button type="submit">Rename</button>`, 'inline');
   const remove = p.fresh
     ? form('/account/passkeys/remove', p.csrf, `${hiddenInput('id', c.id)}
-<label><input type="checkbox" name="lost" value="1"> It was lost or someone else may have it</label>
-<button type="submit">Remove</button>`, 'inline')
+<label class="check"><input type="checkbox" name="lost" value="1"> It was lost or someone else may have it</label>
+<button type="submit">Remove</button>`, 'inline block')
     : '';
   return `<li class="passkey-item" data-id="${escapeHtml(c.id)}">
 <strong class="passkey-name">${escapeHtml(c.name)}</strong>${tags}
@@ -121,8 +121,8 @@ function totpSection(p: AccountPageInput): string {
     : '<p id="totp-status">No authenticator app is set up.</p>';
   const actions = p.fresh
     ? `${form('/account/totp/setup', p.csrf, `<button type="submit">${on ? 'Replace the authenticator app' : 'Set up an authenticator app'}</button>`, 'inline')}
-${on ? form('/account/totp/remove', p.csrf, `<label><input type="checkbox" name="lost" value="1"> It was lost or someone else may have it</label>
-<button type="submit">Turn off one-time codes</button>`, 'inline') : ''}`
+${on ? form('/account/totp/remove', p.csrf, `<label class="check"><input type="checkbox" name="lost" value="1"> It was lost or someone else may have it</label>
+<button type="submit">Turn off one-time codes</button>`, 'inline block') : ''}`
     : '';
   return `<section id="totp" aria-labelledby="totp-h">
 <h2 id="totp-h">Authenticator app (one-time codes)</h2>

@@ -43,6 +43,8 @@ ul.items>li{border:1px solid #e3e5ea;border-radius:6px;padding:.8rem;margin:.6re
 ul.items form{display:inline-block;margin:0 .4rem 0 0}
 ul.items button,.inline button{margin-top:.5rem;padding:.35rem .8rem;font-size:.92rem}
 .inline input[type=text]{width:auto;max-width:100%}
+ul.items form.block,form.block{display:block;margin-top:.3rem}
+label.check{display:inline-block;margin:.5rem .8rem 0 0;font-size:.92rem}
 .tag{display:inline-block;font-size:.8rem;padding:.05rem .45rem;border-radius:9px;background:#e8f0fd;margin-left:.3rem}
 .tag.warn{background:#fde8e8;color:#8a1c1c}
 .qr{display:block;width:12rem;height:12rem;margin:.8rem 0;image-rendering:pixelated}
