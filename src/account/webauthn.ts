@@ -76,7 +76,7 @@ async function decoyKey(ctx: AppContext): Promise<Buffer> {
  */
 async function decoyCredential(ctx: AppContext, email: string): Promise<{ id: string; transports: string[] }> {
   const mac = createHmac('sha256', await decoyKey(ctx)).update(email.trim().toLowerCase()).digest();
-  return { id: isoBase64URL.fromBuffer(mac), transports: ['internal', 'hybrid'] };
+  return { id: isoBase64URL.fromBuffer(mac), transports: ['internal'] };
 }
 
 export type AllowList =

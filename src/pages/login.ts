@@ -27,7 +27,7 @@ ${p.lead ? `<p>${escapeHtml(p.lead)}</p>` : ''}<button type="button" id="passkey
 }
 
 /**
- * The sign-in form of CONTRACT 2: one POST form with `email`, `password` and hidden inputs.
+ * The sign-in form: one POST form with `email`, `password` and hidden inputs.
  * Beside it (outside the form) a passkey button; the email field also offers passkeys in the
  * browser's autofill (`autocomplete="username webauthn"`). A typed email narrows the passkey
  * prompt to that account's passkeys.
