@@ -43,6 +43,18 @@ export async function endSessions(ctx: AppContext, user: User, sids: string[]): 
   return ctx.store.transaction(() => endSessionsNow(ctx, user, sids, 'ended by the person from their account page'));
 }
 
+/** The person's display name (`name` in tokens; not one of the claims token-claims-change reports). */
+export async function changeName(ctx: AppContext, userId: string, name: string): Promise<boolean> {
+  return ctx.store.transaction(() => {
+    const cur = ctx.store.users.get(userId);
+    if (!cur) return false;
+    const { email, email_verified, picture, locale, groups, roles } = cur;
+    ctx.store.users.update(userId, { email, name, email_verified, picture, locale, groups, roles });
+    recordAccountEvent(ctx, userId, 'profile.update', null, { name });
+    return true;
+  });
+}
+
 export async function renamePasskey(ctx: AppContext, user: User, id: string, name: string): Promise<boolean> {
   return ctx.store.transaction(() => {
     const before = ctx.store.webauthn.get(id);

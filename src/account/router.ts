@@ -1,5 +1,4 @@
 import { Router, type Request, type RequestHandler, type Response } from 'express';
-import { updateUser } from '../admin/users.js';
 import type { AppContext } from '../context.js';
 import { totpStep } from '../oauth/second-step.js';
 import { csrfToken, verifyCsrf } from '../oauth/csrf.js';
@@ -8,8 +7,7 @@ import { currentSession, endSession, loginUrl, type SignedIn } from '../oauth/se
 import { accountPage, totpSetupPage, type AccountPageInput } from '../pages/account.js';
 import { notice, renderPage, sendPage, SCRIPT_PAGE_CSP } from '../pages/layout.js';
 import { signedOutPage } from '../pages/signed-out.js';
-import { endSessions, enableTotp, removePasskey, removeTotp, renamePasskey, withdrawConsent } from './actions.js';
-import { recordAccountEvent } from './audit.js';
+import { changeName, endSessions, enableTotp, removePasskey, removeTotp, renamePasskey, withdrawConsent } from './actions.js';
 import { groupedSecret, newTotpSecret, otpauthUri, qrCodeDataUri, TOTP_SETUP_TTL_SECONDS } from './totp.js';
 import { registrationOptions, verifyRegistration } from './webauthn.js';
 
@@ -117,10 +115,7 @@ export function accountRouter(ctx: AppContext): Router {
   router.post('/account/profile', accountPost(ctx, { fresh: false }, async ({ user, ...rest }, body, req, res) => {
     const name = text(body.name, 200);
     if (!name) return showAccount(ctx, req, res, { user, ...rest }, 400, { text: 'Enter a name of 1 to 200 characters.', kind: 'error' });
-    if (name !== user.name) {
-      await updateUser(ctx, user.id, { name });
-      await ctx.store.transaction(() => recordAccountEvent(ctx, user.id, 'profile.update', null, { name }));
-    }
+    if (name !== user.name) await changeName(ctx, user.id, name);
     done(res, 'profile-saved', '#profile');
   }));
 
