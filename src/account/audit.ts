@@ -1,4 +1,4 @@
-import type { AppContext } from '../context.js';
+import type { Store } from '../store/index.js';
 
 /** What a person did to their own account, as the audit trail's `action` (kind `account`). */
 export type AccountAction =
@@ -13,17 +13,21 @@ export type AccountAction =
   | 'consent.withdraw';
 
 /**
- * Writes one record of a person's security change to the audit trail (kind `account`), inside
- * the caller's transaction so the record exists exactly when the change does. Names and ids
- * only: never a secret.
+ * Writes one record of a person's security change to the audit trail (kind `account`; the
+ * person is `user_id` and, when they made the change, `actor`), inside the caller's
+ * transaction `tx` so the record exists exactly when the change does. Names and ids only:
+ * never a secret.
  */
-export function recordAccountEvent(
-  ctx: AppContext,
+export async function recordAccountEvent(
+  tx: Store,
   userId: string,
   action: AccountAction,
   resource: string | null,
   context?: Record<string, unknown>,
   reason?: string,
-): void {
-  ctx.store.audit.append({ kind: 'account', user_id: userId, action, resource, context, reason: reason ?? null, decision: null });
+  byPerson = true,
+): Promise<void> {
+  await tx.audit.append({
+    kind: 'account', user_id: userId, action, resource, context, reason: reason ?? null, decision: null, actor: byPerson ? userId : null,
+  });
 }

@@ -17,6 +17,7 @@ import { cookieOptions } from '../oauth/session.js';
 import { passkeyStrength, type PasskeyMethod, type Strength } from '../oauth/authorize.js';
 import { EVENT_TYPES } from '../signals.js';
 import type { User } from '../store/users.js';
+import { isUniqueViolation } from '../store/sql.js';
 import type { PasskeyCredential } from '../store/webauthn.js';
 import { recordAccountEvent } from './audit.js';
 
@@ -234,9 +235,9 @@ export async function verifySignIn(ctx: AppContext, req: Request, raw: unknown, 
 
 /** A cloned authenticator: the passkey stops working and receivers hear of the compromise. */
 async function suspendCloned(ctx: AppContext, user: User, credential: PasskeyCredential): Promise<void> {
-  await ctx.store.transaction(() => {
-    if (!ctx.store.webauthn.suspend(credential.id)) return;
-    ctx.signals.emit({
+  await ctx.store.transaction(async (tx) => {
+    if (!(await tx.webauthn.suspend(credential.id))) return;
+    await ctx.signals.emit(tx, {
       type: EVENT_TYPES.credentialCompromise,
       subject: { user_id: user.id, email: user.email },
       payload: {
@@ -245,7 +246,7 @@ async function suspendCloned(ctx: AppContext, user: User, credential: PasskeyCre
       },
       initiatingEntity: 'system',
     });
-    recordAccountEvent(ctx, user.id, 'passkey.suspended', credential.id, { name: credential.name }, 'signature counter went backwards');
+    await recordAccountEvent(tx, user.id, 'passkey.suspended', credential.id, { name: credential.name }, 'signature counter went backwards', false);
   });
 }
 
@@ -280,8 +281,9 @@ export async function verifyRegistration(ctx: AppContext, req: Request, raw: unk
   const info = verified.registrationInfo;
   if (await ctx.store.webauthn.get(info.credential.id)) return { ok: false, reason: 'duplicate' };
   const transports = (response.response.transports ?? []).filter((t): t is string => typeof t === 'string').slice(0, 8);
-  const credential = await ctx.store.transaction(() => {
-    const added = ctx.store.webauthn.add({
+  // Two registrations of one authenticator racing: the second meets the primary key.
+  const credential = await ctx.store.transaction(async (tx) => {
+    const added = await tx.webauthn.add({
       id: info.credential.id,
       user_id: user.id,
       public_key: isoBase64URL.fromBuffer(info.credential.publicKey),
@@ -292,8 +294,12 @@ export async function verifyRegistration(ctx: AppContext, req: Request, raw: unk
       aaguid: info.aaguid,
       name,
     });
-    recordAccountEvent(ctx, user.id, 'passkey.register', added.id, { name, device_type: added.device_type });
+    await recordAccountEvent(tx, user.id, 'passkey.register', added.id, { name, device_type: added.device_type });
     return added;
+  }).catch((err: unknown) => {
+    if (isUniqueViolation(err)) return undefined;
+    throw err;
   });
+  if (!credential) return { ok: false, reason: 'duplicate' };
   return { ok: true, credential };
 }

@@ -146,16 +146,16 @@ function acceptedStrengths(acrValues: string | undefined): string[] | undefined 
 }
 
 /** A `resource` (RFC 8707) a person's token may be for: the MCP gateway or an API application. */
-function checkResource(ctx: AppContext, resource: string | undefined): string | undefined {
+async function checkResource(ctx: AppContext, resource: string | undefined): Promise<string | undefined> {
   if (resource === undefined) return undefined;
   if (resource === ctx.urls.mcp) return resource;
-  const api = ctx.store.applications.get(resource);
+  const api = await ctx.store.applications.get(resource);
   if (api && api.type === 'api') return resource;
   throw errors.invalidTarget('resource is not an API of this project');
 }
 
 /** Everything after client and redirect URI: errors from here on go to the redirect URI. */
-function validateRequest(ctx: AppContext, app: Application, q: Params, redirectUri: string): AuthorizationParams {
+async function validateRequest(ctx: AppContext, app: Application, q: Params, redirectUri: string): Promise<AuthorizationParams> {
   const responseType = single(q, 'response_type');
   if (responseType !== undefined && responseType !== 'code') throw unsupportedResponseType('response_type must be code');
   if (app.type === 'm2m' || app.type === 'api') throw errors.unauthorizedClient('this application may not use the authorization code flow');
@@ -201,7 +201,7 @@ function validateRequest(ctx: AppContext, app: Application, q: Params, redirectU
     max_age: maxAgeRaw !== undefined ? Number(maxAgeRaw) : undefined,
     acr_values: acceptedStrengths(single(q, 'acr_values')),
     login_hint: loginHint,
-    resource: checkResource(ctx, single(q, 'resource')),
+    resource: await checkResource(ctx, single(q, 'resource')),
   };
 }
 
@@ -220,7 +220,7 @@ export function authorizeEndpoint(ctx: AppContext): RequestHandler {
       return showErrorPage(res, errors.invalidRequest('client_id and redirect_uri must be given once'));
     }
     if (clientId === undefined) return showErrorPage(res, errors.invalidRequest('client_id is required'));
-    const app = ctx.store.applications.get(clientId);
+    const app = await ctx.store.applications.get(clientId);
     if (!app) return showErrorPage(res, errors.invalidClient('unknown client_id'));
 
     // 2. The redirect URI: missing or not registered → a 400 page; never a redirect there
@@ -230,7 +230,7 @@ export function authorizeEndpoint(ctx: AppContext): RequestHandler {
     // 3. The rest of the request: errors go back to the redirect URI with state
     let params: AuthorizationParams;
     try {
-      params = validateRequest(ctx, app, q, redirectUri);
+      params = await validateRequest(ctx, app, q, redirectUri);
     } catch (err) {
       if (!(err instanceof ProtocolError)) throw err;
       const state = typeof q.state === 'string' ? q.state : undefined;
@@ -260,9 +260,9 @@ export async function continueAuthorization(
   req: Request,
   res: Response,
   pending: PendingRequest,
-  known?: SignedIn,
+  signedInGiven?: SignedIn,
 ): Promise<void> {
-  const signedIn = known ?? (await currentSession(ctx, req));
+  const signedIn = signedInGiven ?? (await currentSession(ctx, req));
   const p = pending.params;
   const app = await ctx.store.applications.get(pending.client_id);
   if (!app || !app.redirect_uris.includes(p.redirect_uri)) {

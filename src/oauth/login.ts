@@ -101,7 +101,7 @@ export function loginSubmit(ctx: AppContext): RequestHandler {
     // 5. Sign in: a session now, or first the second step or a passkey
     const previous = (await currentSession(ctx, req))?.session;
     if (!pending) {
-      startSession(ctx, res, account.id, [...STRENGTH.oneFactor.amr], STRENGTH.oneFactor.acr, previous);
+      await startSession(ctx, res, account.id, [...STRENGTH.oneFactor.amr], STRENGTH.oneFactor.acr, previous);
       return res.redirect(302, returnTo!);
     }
     const accepted = acceptedAcr(pending.params);
@@ -116,7 +116,7 @@ export function loginSubmit(ctx: AppContext): RequestHandler {
       await ctx.store.oauth.setRequestUser(pending.id, account.id);
       return res.redirect(302, `${step === 'otp' ? '/login/otp' : '/login/passkey'}?request=${encodeURIComponent(pending.id)}`);
     }
-    const session = startSession(ctx, res, account.id, [...STRENGTH.oneFactor.amr], STRENGTH.oneFactor.acr, previous);
+    const session = await startSession(ctx, res, account.id, [...STRENGTH.oneFactor.amr], STRENGTH.oneFactor.acr, previous);
     await ctx.store.oauth.markRequestFresh(pending.id);
     await continueAuthorization(ctx, req, res, { ...pending, fresh: true }, { session, user: account });
   };
