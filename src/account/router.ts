@@ -222,7 +222,7 @@ export function accountRouter(ctx: AppContext): Router {
 }
 
 /** This browser's session has ended: clear its cookie and say so. */
-function signedOut(ctx: AppContext, req: Request, res: Response): void {
-  endSession(ctx, req, res);
+async function signedOut(ctx: AppContext, req: Request, res: Response): Promise<void> {
+  await endSession(ctx, req, res);
   sendPage(res, 200, signedOutPage());
 }
