@@ -1,7 +1,7 @@
 import { createPublicKey, type KeyObject } from 'node:crypto';
 import type { AppContext } from '../context.js';
 import type { Agent } from '../store/agents.js';
-import type { PolicySet } from '../policy/index.js';
+import type { Attributes, SubjectFacts } from '../authz/policy-interface.js';
 
 /** An agent as the hot path needs it: its record, its permissions through roles, its public key. */
 export interface AgentState {
@@ -9,6 +9,8 @@ export interface AgentState {
   permissions: string[];
   /** null when the registered JWK cannot be imported (then every assertion fails) */
   publicKey: KeyObject | null;
+  /** the agent as a decision's subject (a delegated agent's groups are its person's, added per decision) */
+  subject: SubjectFacts;
 }
 
 /**
@@ -70,7 +72,25 @@ function load(ctx: AppContext, agent: Agent): AgentState {
   } catch {
     publicKey = null;
   }
-  return { agent, permissions: ctx.store.roles.permissionsOf(agent.roles), publicKey };
+  const permissions = ctx.store.roles.permissionsOf(agent.roles);
+  const subject: SubjectFacts = Object.freeze({
+    type: 'agent',
+    id: agent.agent_id,
+    name: agent.name,
+    mode: agent.mode,
+    roles: agent.roles,
+    groups: [],
+    permissions,
+    attributes: attributesOf(agent),
+    capabilities: agent.capabilities.map((c) => ({ name: c.name, limits: c.limits })),
+  });
+  return { agent, permissions, publicKey, subject };
+}
+
+/** Custom attributes of an agent or a person (`{}` when the record has none). */
+export function attributesOf(record: object): Attributes {
+  const a = (record as { attributes?: unknown }).attributes;
+  return a && typeof a === 'object' && !Array.isArray(a) ? (a as Attributes) : {};
 }
 
 const caches = new WeakMap<AppContext, AgentCache>();
@@ -80,29 +100,4 @@ export function agentCache(ctx: AppContext): AgentCache {
   let c = caches.get(ctx);
   if (!c) caches.set(ctx, (c = new AgentCache(ctx)));
   return c;
-}
-
-/** A person's permissions through their roles: one indexed read of the person, roles from the store. */
-export function personPermissions(ctx: AppContext, userId: string): string[] {
-  const user = ctx.store.users.get(userId);
-  return user ? ctx.store.roles.permissionsOf(user.roles) : [];
-}
-
-const policies = new WeakMap<AppContext, { set: PolicySet | undefined }>();
-
-/**
- * The policy in force (`ctx.policy.current()`, which reads the `policy` counter), looked up at
- * most once per event-loop turn, like the agent cache.
- */
-export function currentPolicy(ctx: AppContext): PolicySet {
-  let memo = policies.get(ctx);
-  if (!memo) policies.set(ctx, (memo = { set: undefined }));
-  if (memo.set) return memo.set;
-  const set = ctx.policy.current();
-  memo.set = set;
-  const m = memo;
-  setImmediate(() => {
-    m.set = undefined;
-  });
-  return set;
 }

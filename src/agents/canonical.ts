@@ -1,19 +1,55 @@
 import { createHash } from 'node:crypto';
 
-/** JSON with object keys sorted at every depth: two contexts are the same action iff these match. */
-export function canonicalJson(value: unknown): string {
-  return JSON.stringify(sortKeys(value));
-}
+type Frame =
+  | { items: unknown[]; i: number }
+  | { obj: Record<string, unknown>; keys: string[]; i: number; first: boolean };
 
-function sortKeys(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(sortKeys);
-  if (value && typeof value === 'object') {
-    // No prototype: a key named `__proto__` stays a key instead of changing the object.
-    const out = Object.create(null) as Record<string, unknown>;
-    for (const k of Object.keys(value).sort()) out[k] = sortKeys((value as Record<string, unknown>)[k]);
-    return out;
+const skipped = (v: unknown) => v === undefined || typeof v === 'function' || typeof v === 'symbol';
+
+/**
+ * JSON with object keys sorted at every depth: two contexts are the same action iff these match.
+ * Iterative (an explicit stack), so no input nests deep enough to exhaust the call stack.
+ */
+export function canonicalJson(value: unknown): string {
+  let out = '';
+  const stack: Frame[] = [];
+  const write = (raw: unknown): void => {
+    const v = raw !== null && typeof raw === 'object' && typeof (raw as { toJSON?: unknown }).toJSON === 'function' ? (raw as { toJSON(): unknown }).toJSON() : raw;
+    if (Array.isArray(v)) {
+      out += '[';
+      stack.push({ items: v, i: 0 });
+    } else if (v !== null && typeof v === 'object') {
+      out += '{';
+      stack.push({ obj: v as Record<string, unknown>, keys: Object.keys(v).sort(), i: 0, first: true });
+    } else {
+      out += JSON.stringify(v) ?? 'null';
+    }
+  };
+  write(value);
+  while (stack.length > 0) {
+    const f = stack[stack.length - 1]!;
+    if ('items' in f) {
+      if (f.i >= f.items.length) {
+        out += ']';
+        stack.pop();
+        continue;
+      }
+      if (f.i > 0) out += ',';
+      write(f.items[f.i++]);
+    } else {
+      while (f.i < f.keys.length && skipped(f.obj[f.keys[f.i]!])) f.i++;
+      if (f.i >= f.keys.length) {
+        out += '}';
+        stack.pop();
+        continue;
+      }
+      const k = f.keys[f.i++]!;
+      out += `${f.first ? '' : ','}${JSON.stringify(k)}:`;
+      f.first = false;
+      write(f.obj[k]);
+    }
   }
-  return value;
+  return out;
 }
 
 /** Identifies one action of one agent: the key an approval is granted for. */

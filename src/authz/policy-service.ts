@@ -1,4 +1,5 @@
 import {
+  formatDiagnostic,
   loadPolicySet,
   readPolicyDir,
   type Diagnostic,
@@ -6,6 +7,7 @@ import {
   type PolicySet,
   type SourceFile,
 } from '../policy/index.js';
+import type { Logger } from '../logger.js';
 import type { Store } from '../store/index.js';
 import type { Rule } from '../store/rules.js';
 
@@ -27,60 +29,140 @@ export class PolicyLoadError extends Error {
   }
 }
 
+/** No policy has compiled in this process yet: every decision is a deny. */
+export class PolicyUnavailableError extends Error {
+  constructor() {
+    super('no policy has compiled');
+  }
+}
+
 /**
- * The policy in force: the policy files (as last loaded, kept in SQLite so every worker
- * process compiles the same set) plus the live rules of the management API. Compiled once
- * per change; `current()` costs one cheap counter read.
+ * `ok`: the stored files and the live rules compile together and are in force.
+ * `stale`: they do not (any more); the last set that compiled is still in force.
+ * `unavailable`: nothing has compiled in this process; every decision is `deny` (`policy_unavailable`).
+ */
+export type PolicyStatus = 'ok' | 'stale' | 'unavailable';
+
+export interface PolicyState {
+  status: PolicyStatus;
+  /** the set in force; null only when unavailable */
+  set: PolicySet | null;
+  /** why the stored set does not compile (stale or unavailable) */
+  problems: string[];
+}
+
+/**
+ * The policy in force: the policy files (as last loaded, kept in the database so every worker
+ * process compiles the same set) plus the live rules of the management API. Compiled once per
+ * change of the `policy` counter, which is read at most once per event-loop turn.
+ *
+ * Never fails open: when the stored files and live rules stop compiling together, the last set
+ * that compiled stays in force and the state says `stale` (in /healthz, the log and a metric);
+ * rules are never silently left out.
  */
 export class PolicyService {
-  private cached: { version: number; set: PolicySet } | undefined;
+  private compiled: { version: number; state: PolicyState } | undefined;
+  private lastGood: PolicySet | null = null;
+  private turn: Promise<PolicyState> | undefined;
 
   constructor(
     private readonly store: Store,
     private readonly policyDir: string,
+    private readonly logger?: Logger,
   ) {}
 
   /** Reads the policy directory, compiles it with the live rules and, if valid, makes it the one in force. */
   async reloadFromDisk(): Promise<PolicySet> {
     const files = await readPolicyDir(this.policyDir);
-    const { policySet, diagnostics } = loadPolicySet({ files, rules: this.store.rules.live().map(toJsonRule) });
+    const rules = (await this.store.rules.live()).map(toJsonRule);
+    const { policySet, diagnostics } = loadPolicySet({ files, rules });
     if (!policySet) throw new PolicyLoadError(diagnostics);
-    this.store.transaction(() => {
+    await this.store.transaction(() => {
       this.store.settings.set(FILES_KEY, JSON.stringify(files));
       this.store.settings.bump('policy');
     });
-    this.cached = undefined;
-    return this.current();
+    this.compiled = undefined;
+    this.turn = undefined;
+    return policySet;
   }
 
-  private files(): SourceFile[] {
-    const raw = this.store.settings.get(FILES_KEY);
+  private async files(): Promise<SourceFile[]> {
+    const raw = await this.store.settings.get(FILES_KEY);
     return raw ? (JSON.parse(raw) as SourceFile[]) : [];
   }
 
   /** Would the policy still compile with these live rules? Used before a rule goes live. */
   check(rules: JsonRule[]): Diagnostic[] {
-    return loadPolicySet({ files: this.files(), rules }).diagnostics;
+    const raw = this.store.settings.get(FILES_KEY);
+    const files = raw ? (JSON.parse(raw) as SourceFile[]) : [];
+    return loadPolicySet({ files, rules }).diagnostics;
   }
 
-  /** The compiled policy in force. Live rules that no longer compile are left out rather than failing every decision. */
-  current(): PolicySet {
-    const version = this.store.settings.version('policy');
-    if (this.cached?.version === version) return this.cached.set;
-    const files = this.files();
-    const rules = this.store.rules.live().map(toJsonRule);
-    let { policySet } = loadPolicySet({ files, rules });
-    if (!policySet) {
-      // A live rule is always validated first, so this is unexpected; fall back to the files alone.
-      policySet = loadPolicySet({ files, rules: [] }).policySet;
-      if (!policySet) throw new Error('the stored policy files do not compile');
-    }
-    this.cached = { version, set: policySet };
-    return policySet;
+  /** The policy state for this event-loop turn (one counter read per turn, a compile per change). */
+  state(): Promise<PolicyState> {
+    if (this.turn) return this.turn;
+    const turn = this.load();
+    this.turn = turn;
+    setImmediate(() => {
+      if (this.turn === turn) this.turn = undefined;
+    });
+    return turn;
+  }
+
+  /** The compiled set in force (stale or not); throws PolicyUnavailableError when there is none. */
+  async current(): Promise<PolicySet> {
+    const { set } = await this.state();
+    if (!set) throw new PolicyUnavailableError();
+    return set;
+  }
+
+  /** The state last computed, without reading the database (for logs and scrapes in between). */
+  peek(): PolicyState | undefined {
+    return this.compiled?.state;
   }
 
   /** Marks the policy as changed (a rule went live or stopped being live). */
   invalidate(): void {
     this.store.settings.bump('policy');
+    this.turn = undefined;
+  }
+
+  private async load(): Promise<PolicyState> {
+    let version: number;
+    try {
+      version = await this.store.settings.version('policy');
+    } catch (err) {
+      // The database cannot be read: keep deciding with what compiled last (or deny when nothing did).
+      this.logger?.error({ err }, 'policy counter could not be read');
+      return this.compiled?.state ?? { status: 'unavailable', set: null, problems: ['the database could not be read'] };
+    }
+    if (this.compiled?.version === version) return this.compiled.state;
+
+    let problems: string[];
+    try {
+      const [files, live] = await Promise.all([this.files(), this.store.rules.live()]);
+      const { policySet, diagnostics } = loadPolicySet({ files, rules: live.map(toJsonRule) });
+      if (policySet) {
+        const state: PolicyState = { status: 'ok', set: policySet, problems: [] };
+        if (this.compiled && this.compiled.state.status !== 'ok') this.logger?.info({ policy_version: policySet.version }, 'policy compiles again');
+        this.lastGood = policySet;
+        this.compiled = { version, state };
+        return state;
+      }
+      problems = diagnostics.map(formatDiagnostic);
+    } catch (err) {
+      problems = [`the stored policy could not be read: ${err instanceof Error ? err.message : String(err)}`];
+    }
+    const state: PolicyState = this.lastGood
+      ? { status: 'stale', set: this.lastGood, problems }
+      : { status: 'unavailable', set: null, problems };
+    this.logger?.error(
+      { policy_status: state.status, policy_version: state.set?.version ?? null, problems: problems.slice(0, 20) },
+      state.status === 'stale'
+        ? 'the stored policy files and live rules do not compile together; the last policy that compiled stays in force'
+        : 'the stored policy files and live rules do not compile together and no earlier policy compiled; every decision is denied',
+    );
+    this.compiled = { version, state };
+    return state;
   }
 }

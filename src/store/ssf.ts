@@ -112,6 +112,7 @@ export function ssfStore(db: Db) {
     `SELECT MIN(o.next_attempt_at) AS at FROM ssf_outbox o JOIN ssf_streams s ON s.stream_id = o.stream_id
      WHERE o.state = 'pending' AND s.status = 'enabled'`,
   );
+  const backlog = db.prepare<[], number>("SELECT COUNT(*) FROM ssf_outbox WHERE state = 'pending'").pluck();
   const markDelivered = db.prepare(
     "UPDATE ssf_outbox SET state = 'delivered', attempts = attempts + 1, delivered_at = ?, last_error = NULL WHERE id = ? AND state = 'pending'",
   );
@@ -188,6 +189,8 @@ export function ssfStore(db: Db) {
       due.all(nowMs, perStream, limit).map(({ rn: _rn, ...r }: OutboxRow & { rn?: number }) => toOutbox(r)),
     /** When the next pending row of an enabled stream comes due (ms), if any. */
     nextDueAt: (): number | null => nextDueAt.get()?.at ?? null,
+    /** Events waiting for delivery, over every stream (the metrics' backlog). */
+    backlog: (): number => backlog.get() ?? 0,
     markDelivered: (id: number): boolean => markDelivered.run(now(), id).changes === 1,
     /**
      * Counts a failed attempt and schedules the next. The stream's other pending rows wait as

@@ -12,7 +12,7 @@ import { basic, discover, postForm, signInAndExchange, type Fixture } from '../o
 // SQLite file. Requests land on either worker, so every flow here crosses processes.
 const dir = mkdtempSync(join(tmpdir(), 'gatehouse-cluster-'));
 mkdirSync(join(dir, 'policies'));
-const ADMIN = 'cluster-admin-token';
+const ADMIN = 'cluster-admin-token-0123456789abcdef';
 let child: ChildProcess;
 let base: string;
 
