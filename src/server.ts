@@ -133,8 +133,8 @@ function databaseError(file: string, err: unknown): ConfigError {
       ? 'is not a SQLite database'
       : code === 'SQLITE_READONLY' || code.startsWith('SQLITE_READONLY') || code === 'EACCES' || code === 'EROFS' || code === 'SQLITE_PERM'
         ? 'is not writable'
-        : code === 'SQLITE_CANTOPEN' || code === 'ENOTDIR' || code === 'EISDIR'
-          ? 'cannot be opened as a database file'
+        : code === 'SQLITE_CANTOPEN' || code === 'ENOTDIR' || code === 'EISDIR' || code === 'EEXIST'
+          ? 'cannot be opened for reading and writing'
           : 'cannot be used';
   return new ConfigError('GATEHOUSE_DB', `${file} ${why} (${e.message ?? String(err)})`);
 }

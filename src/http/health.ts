@@ -24,7 +24,8 @@ export async function health(ctx: AppContext): Promise<Health> {
 }
 
 /**
- * GET /healthz: 200 `{"status":"ok", ...}` when healthy, 200 `degraded` on a stale policy (still
+ * GET /healthz: 200 `{"status":"ok"}` when the database answers and the policy in force is the
+ * stored one; otherwise the body names what is wrong: 200 `degraded` on a stale policy (still
  * deciding, with the last policy that compiled), 503 `unavailable` when the database cannot be
  * read or no policy is in force (every decision would be a deny).
  * GET /metrics: the Prometheus exposition format.
@@ -33,7 +34,7 @@ export function mountOperations(ctx: AppContext, app: Express): void {
   app.get('/healthz', async (_req, res) => {
     const h = await health(ctx);
     res.setHeader('Cache-Control', 'no-store');
-    res.status(h.status === 'unavailable' ? 503 : 200).json(h);
+    res.status(h.status === 'unavailable' ? 503 : 200).json(h.status === 'ok' ? { status: 'ok' } : h);
   });
   app.get('/metrics', async (_req, res) => {
     const text = await ctx.metrics.text();
