@@ -72,6 +72,14 @@ export function createMetrics(opts: { defaults?: boolean } = {}): Metrics {
     text: () => registry.metrics(),
     attach(ctx) {
       new Gauge({
+        name: 'gatehouse_processes',
+        help: 'Processes whose metrics this answer adds up (the primary and every worker that answered in time)',
+        registers,
+        collect() {
+          this.set(1);
+        },
+      });
+      new Gauge({
         name: 'gatehouse_audit_backlog',
         help: 'Audit records waiting for their commit',
         registers,
@@ -93,14 +101,18 @@ export function createMetrics(opts: { defaults?: boolean } = {}): Metrics {
           }
         },
       });
-      const status = new Gauge({
+      new Gauge({
         name: 'gatehouse_policy_status',
-        help: 'The policy in force: ok (1 on ok), stale (the stored set does not compile; the last one that did is in force), unavailable (none compiled; everything is denied)',
+        help: 'The policy in force (1 on its status): ok; stale (the stored set does not compile, the last one that did is in force); unavailable (none compiled, everything is denied)',
         labelNames: ['status'],
         aggregator: 'max',
         registers,
+        async collect() {
+          const state = await ctx.policy.state();
+          for (const s of ['ok', 'stale', 'unavailable']) this.set({ status: s }, state.status === s ? 1 : 0);
+        },
       });
-      const info = new Gauge({
+      new Gauge({
         name: 'gatehouse_policy_info',
         help: 'The version of the policy in force (value 1)',
         labelNames: ['version'],
@@ -110,11 +122,8 @@ export function createMetrics(opts: { defaults?: boolean } = {}): Metrics {
           const state = await ctx.policy.state();
           this.reset();
           if (state.set) this.set({ version: state.set.version }, 1);
-          status.reset();
-          for (const s of ['ok', 'stale', 'unavailable']) status.set({ status: s }, state.status === s ? 1 : 0);
         },
       });
-      void info;
     },
   };
   return metrics;
