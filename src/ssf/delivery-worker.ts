@@ -101,11 +101,11 @@ export function startDeliveryWorker(ctx: AppContext, opts: DeliveryOptions = DEF
   let running: Promise<void> = Promise.resolve();
   let lastPrune = 0;
 
-  async function deliver(row: OutboxEvent): Promise<boolean> {
+  async function deliver(row: OutboxEvent, signed: Promise<string>): Promise<boolean> {
     const stream = ctx.store.ssf.getStream(row.stream_id);
     if (!stream || stream.status !== 'enabled') return false;
     const authorization = stream.authorization_header_enc ? ctx.box.open(stream.authorization_header_enc) : undefined;
-    const jwt = await signSet(ctx.keys, row.claims as SetClaims);
+    const jwt = await signed;
     const signal = AbortSignal.any([AbortSignal.timeout(opts.requestTimeoutMs), stopping.signal]);
     const result = await push(stream.endpoint_url, authorization, jwt, signal);
     if (result.delivered) {
@@ -140,9 +140,12 @@ export function startDeliveryWorker(ctx: AppContext, opts: DeliveryOptions = DEF
     let delivered = 0;
     await Promise.all(
       [...byStream.values()].map(async (streamRows) => {
-        for (const row of streamRows) {
+        // Pushes go one at a time, in order; their signatures are made ahead, side by side.
+        const signed = streamRows.map((row) => signSet(ctx.keys, row.claims as SetClaims));
+        for (const p of signed) p.catch(() => undefined);
+        for (const [i, row] of streamRows.entries()) {
           if (stopping.signal.aborted) return;
-          if (!(await deliver(row))) return;
+          if (!(await deliver(row, signed[i]!))) return;
           delivered++;
         }
       }),
