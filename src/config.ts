@@ -61,7 +61,7 @@ function parseVar<T>(name: keyof typeof fields, raw: string | undefined, fallbac
 }
 
 /**
- * Reads the configuration of CONTRACT section 1 from an environment. Pure apart from
+ * Reads the configuration (the variables the README lists) from an environment. Pure apart from
  * the checks on the policy directory and project file, which must be readable.
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): Config {

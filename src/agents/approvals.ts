@@ -3,7 +3,7 @@ import { errors } from '../errors.js';
 import { displayState, type Approval } from '../store/agent-auth.js';
 import { APPROVAL_WINDOW_SECONDS } from '../authz/authorize.js';
 
-/** An approval as the management API and the approvals page show it (CONTRACT 3). */
+/** An approval as the management API and the approvals page show it. */
 export interface ApprovalView {
   id: string;
   kind: 'ciba' | 'action';

@@ -49,7 +49,7 @@ export function discoveryDocuments(ctx: AppContext) {
     },
     'oauth-authorization-server': {
       issuer: u.issuer,
-      // CONTRACT 6: RFC 8414 allows leaving it out, but the MCP SDK refuses metadata without it.
+      // RFC 8414 allows leaving it out, but the MCP SDK refuses metadata without it.
       authorization_endpoint: u.authorize,
       token_endpoint: u.agentToken,
       jwks_uri: u.jwks,

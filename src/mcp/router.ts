@@ -51,7 +51,7 @@ const cors: RequestHandler = (req, res, next) => {
 
 /** Steps: a bearer token → an agent access token of ours for this resource, of an agent not revoked; else 401 with the challenge. */
 function requireAgentToken(ctx: AppContext): RequestHandler {
-  // CONTRACT 6: exactly this challenge, so MCP clients find the protected-resource metadata.
+  // Exactly this challenge, so MCP clients find the protected-resource metadata.
   const challenge = `Bearer resource_metadata="${ctx.urls.protectedResource}"`;
   const unauthorized = (description: string) =>
     new ProtocolError(401, 'invalid_token', description, {}, { 'WWW-Authenticate': challenge });

@@ -119,9 +119,9 @@ export class UpstreamPool {
   /** The upstream's tools, from the cache when fresh. Throws UpstreamError. */
   async tools(upstream: UpstreamConfig): Promise<Tool[]> {
     const failed = this.unreachable.get(upstream.name);
-    if (failed && Date.now() - failed.at < UNREACHABLE_TTL_MS) throw failed.error;
+    if (failed && this.ctx.clock.now() - failed.at < UNREACHABLE_TTL_MS) throw failed.error;
     const conn = this.connection(upstream);
-    if (conn.tools && Date.now() - conn.tools.at < TOOL_LIST_TTL_MS) return conn.tools.list;
+    if (conn.tools && this.ctx.clock.now() - conn.tools.at < TOOL_LIST_TTL_MS) return conn.tools.list;
     let client: Client;
     try {
       client = await conn.client;
@@ -129,7 +129,7 @@ export class UpstreamPool {
       // A connection that never came up is never reused.
       this.drop(upstream.name, conn);
       const { error } = classify(upstream, err);
-      this.unreachable.set(upstream.name, { at: Date.now(), error });
+      this.unreachable.set(upstream.name, { at: this.ctx.clock.now(), error });
       throw error;
     }
     try {
@@ -140,14 +140,14 @@ export class UpstreamPool {
         list.push(...page.tools);
         cursor = page.nextCursor;
       } while (cursor && list.length < 10_000);
-      if (this.conns.get(upstream.name) === conn) conn.tools = { at: Date.now(), list };
+      if (this.conns.get(upstream.name) === conn) conn.tools = { at: this.ctx.clock.now(), list };
       this.unreachable.delete(upstream.name);
       return list;
     } catch (err) {
       const { error, stale } = classify(upstream, err);
       if (stale) this.drop(upstream.name, conn);
       // Remember the failure briefly so a down upstream does not slow every tools/list.
-      this.unreachable.set(upstream.name, { at: Date.now(), error });
+      this.unreachable.set(upstream.name, { at: this.ctx.clock.now(), error });
       throw error;
     }
   }
