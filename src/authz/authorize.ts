@@ -4,7 +4,7 @@ import type { AgentPrincipal } from '../agents/access-token.js';
 import { agentCache } from '../agents/agent-cache.js';
 import { actionKey, canonicalJson } from '../agents/canonical.js';
 import { recordAudit } from './audit.js';
-import { auditRecord, denial, evaluate, type PipelineDecision, type Via } from './core.js';
+import { auditRecord, decideOn, denial, type PipelineDecision, type Via } from './core.js';
 import { loadFacts } from './facts.js';
 import type { DecisionRequest, PolicySet } from './policy-interface.js';
 import { checkTransactionToken } from './transaction-tokens.js';
@@ -59,44 +59,48 @@ export async function authorize(ctx: AppContext, req: AuthorizeRequest): Promise
   return result;
 }
 
+/** Facts known before the agent's are loaded: enough for the record of an early refusal. */
+function early(agentId: string, userId: string | null, req: Action, now: number): Parameters<typeof auditRecord>[1] {
+  return {
+    subject: { type: 'agent', id: agentId, roles: [], groups: [], permissions: [], attributes: {} },
+    person: userId !== null ? { id: userId, roles: [], groups: [], permissions: [], attributes: {} } : null,
+    action: req.action,
+    resource: req.resource,
+    context: req.context,
+    now,
+  };
+}
+
 async function run(ctx: AppContext, req: AuthorizeRequest, agentId: string): Promise<AuthorizeResult> {
   const { action, resource, context } = req;
   const now = ctx.clock.now();
-  const [state, policy] = await Promise.all([agentCache(ctx).active(agentId), ctx.policy.state()]);
+  const state = await agentCache(ctx).active(agentId);
+  const policy = await ctx.policy.state();
   const version = policy.set?.version ?? '';
-  // Facts known before the agent's are loaded: enough for the records of early refusals.
-  const early = (userId: string | null) => ({
-    subject: { type: 'agent' as const, id: agentId, roles: [], groups: [], permissions: [], attributes: {} },
-    person: userId !== null ? { id: userId, roles: [], groups: [], permissions: [], attributes: {} } : null,
-    action,
-    resource,
-    context,
-    now,
-  });
 
   // 1. The agent, and the credential of this door.
   if (!state) {
     if (req.via === 'decision') return { outcome: 'unknown_agent' };
     // The access token was verified a moment ago: the agent was revoked in between.
-    return record(ctx, req.via, early(req.principal.userId), denial({ code: 'agent_revoked' }, version));
+    return record(ctx, req.via, early(agentId, req.principal.userId, req, now), denial({ code: 'agent_revoked' }, version));
   }
   let userId: string | null;
   if (req.via === 'decision') {
     const checked = await checkTransactionToken(ctx, req.transactionToken, { agentId, action, resource, context });
-    if ('why' in checked) return record(ctx, req.via, early(null), denial({ code: 'invalid_transaction_token', why: checked.why }, version));
+    if ('why' in checked) return record(ctx, req.via, early(agentId, null, req, now), denial({ code: 'invalid_transaction_token', why: checked.why }, version));
     userId = checked.userId;
   } else {
     userId = req.principal.userId;
     // The token's capabilities bound what this sign-in may do, whatever the agent holds now.
     if (!req.principal.capabilities.includes(action)) {
-      return record(ctx, req.via, early(userId), denial({ code: 'not_granted', action, missing: 'capability' }, version));
+      return record(ctx, req.via, early(agentId, userId, req, now), denial({ code: 'not_granted', action, missing: 'capability' }, version));
     }
   }
 
   // 2–6. The decision order on the current facts.
   const facts = await loadFacts(ctx, state, userId, resource);
   const request: DecisionRequest = { ...facts, action, resource, context, now };
-  let { decision } = evaluate(request, policy.set);
+  let decision = decideOn(request, policy.set);
 
   if (req.via === 'bind') {
     // A binding checks the limits only; rules and grants are the decision's.
@@ -150,7 +154,7 @@ async function approvals(
   return ctx.store.transaction(() => {
     const latest = store.latestForAction(key);
     if (latest?.state === 'approved') {
-      const approved = evaluate({ ...request, approved: true }, policy).decision;
+      const approved = decideOn({ ...request, approved: true }, policy);
       if (approved.decision !== 'allow') return { decision: approved };
       // Allowed once: only the caller that consumes the approval gets the allow.
       if (store.consume(latest.id)) return { decision: approved };

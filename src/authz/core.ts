@@ -26,15 +26,14 @@ export function denial(cause: PipelineCause, policyVersion: string): PipelineDec
  * policy has compiled, which denies. Never throws.
  */
 export function evaluate(request: DecisionRequest, policy: PolicySet | null): { decision: PipelineDecision; audit: AuditInput } {
-  const decision = policy ? fromDecide(request, policy) : denial({ code: 'policy_unavailable' }, '');
+  const decision = decideOn(request, policy);
   return { decision, audit: auditRecord('decision', request, decision) };
 }
 
-function fromDecide(request: DecisionRequest, policy: PolicySet): PipelineDecision {
-  const d = decide(request, policy);
-  const out: PipelineDecision = { decision: d.decision, cause: d.cause, reason: d.reason, policyVersion: d.policyVersion, trace: d.trace };
-  if (d.rule !== undefined) out.rule = d.rule;
-  return out;
+/** `evaluate` without the record, for the pipeline, which records once the approvals step is done. */
+export function decideOn(request: DecisionRequest, policy: PolicySet | null): PipelineDecision {
+  // The policy's decision already has the pipeline's shape (its causes are a subset).
+  return policy ? decide(request, policy) : denial({ code: 'policy_unavailable' }, '');
 }
 
 /** The one audit record of a decision (a refused or issued binding has kind `token`). */

@@ -17,10 +17,8 @@ const NOBODY: PersonFacts = Object.freeze({ id: '', roles: [], groups: [], permi
  * `agents` counter; people and entities by primary key), so a change applies to the next one.
  */
 export async function loadFacts(ctx: AppContext, agent: AgentState, userId: string | null, resource: string): Promise<Facts> {
-  const [person, resourceAttributes] = await Promise.all([
-    userId !== null ? personFacts(ctx, userId) : agent.agent.mode === 'delegated' ? NOBODY : null,
-    entityAttributes(ctx, resource),
-  ]);
+  const person = userId !== null ? await personFacts(ctx, userId) : agent.agent.mode === 'delegated' ? NOBODY : null;
+  const resourceAttributes = await entityAttributes(ctx, resource);
   // A delegated agent is in the groups of the person it acts for (for `group:<name>` subjects).
   const subject = person && agent.agent.mode === 'delegated' ? { ...agent.subject, groups: person.groups } : agent.subject;
   return { subject, person, resourceAttributes };

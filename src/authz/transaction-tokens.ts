@@ -1,6 +1,6 @@
 import { errors as joseErrors, type JWTPayload } from 'jose';
 import type { AppContext } from '../context.js';
-import { canonicalJson } from '../agents/canonical.js';
+import { sameJson } from '../agents/canonical.js';
 import { verifiedTokens } from '../agents/verified-tokens.js';
 
 export const TRANSACTION_TOKEN_TTL = 60;
@@ -46,7 +46,7 @@ export async function checkTransactionToken(
   if (!tctx || typeof tctx !== 'object') return { why: 'no transaction context' };
   if (tctx.action !== bound.action || claims.scope !== bound.action) return { why: 'bound to another action' };
   if (tctx.resource !== bound.resource) return { why: 'bound to another resource' };
-  if (canonicalJson(tctx.context ?? {}) !== canonicalJson(bound.context)) return { why: 'bound to other details (context)' };
+  if (!sameJson(tctx.context ?? {}, bound.context)) return { why: 'bound to other details (context)' };
   const sub = typeof claims.sub === 'string' ? claims.sub : bound.agentId;
   return { userId: sub !== bound.agentId ? sub : null };
 }
