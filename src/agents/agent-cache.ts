@@ -1,7 +1,7 @@
 import { createPublicKey, type KeyObject } from 'node:crypto';
 import type { AppContext } from '../context.js';
 import type { Agent } from '../store/agents.js';
-import type { Attributes, SubjectFacts } from '../authz/policy-interface.js';
+import type { SubjectFacts } from '../authz/policy-interface.js';
 
 /** An agent as the hot path needs it: its record, its permissions through roles, its public key. */
 export interface AgentState {
@@ -81,16 +81,10 @@ function load(ctx: AppContext, agent: Agent): AgentState {
     roles: agent.roles,
     groups: [],
     permissions,
-    attributes: attributesOf(agent),
+    attributes: agent.attributes,
     capabilities: agent.capabilities.map((c) => ({ name: c.name, limits: c.limits })),
   });
   return { agent, permissions, publicKey, subject };
-}
-
-/** Custom attributes of an agent or a person (`{}` when the record has none). */
-export function attributesOf(record: object): Attributes {
-  const a = (record as { attributes?: unknown }).attributes;
-  return a && typeof a === 'object' && !Array.isArray(a) ? (a as Attributes) : {};
 }
 
 const caches = new WeakMap<AppContext, AgentCache>();

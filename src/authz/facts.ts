@@ -1,5 +1,6 @@
 import type { AppContext } from '../context.js';
-import { attributesOf, type AgentState } from '../agents/agent-cache.js';
+import { ENTITIES_DOMAIN } from '../store/entities.js';
+import type { AgentState } from '../agents/agent-cache.js';
 import type { Attributes, PersonFacts, SubjectFacts } from './policy-interface.js';
 
 /** What a decision knows besides the request itself: who acts, for whom, and what the thing is. */
@@ -34,19 +35,56 @@ export async function personFacts(ctx: AppContext, userId: string): Promise<Pers
     roles: user.roles,
     groups: user.groups,
     permissions: await ctx.store.roles.permissionsOf(user.roles),
-    attributes: attributesOf(user),
+    attributes: user.attributes,
   };
 }
 
-interface EntityReader {
-  get(type: string, id: string): { attributes?: unknown } | undefined | Promise<{ attributes?: unknown } | undefined>;
+/**
+ * The stored entities' attributes, cached per process and dropped whenever the `entities` change
+ * counter moves (every write moves it, in its own transaction), which is read at most once per
+ * event-loop turn: a change applies to the next decision, and a decision on a known resource
+ * costs no read.
+ */
+class EntityCache {
+  private version = -1;
+  private byKey = new Map<string, Attributes>();
+  private checkedThisTurn = false;
+
+  constructor(private readonly ctx: AppContext) {}
+
+  async attributes(type: string, id: string): Promise<Attributes> {
+    if (!this.checkedThisTurn) {
+      this.checkedThisTurn = true;
+      setImmediate(() => {
+        this.checkedThisTurn = false;
+      });
+      const v = await this.ctx.store.agentAuth.changeCounter(ENTITIES_DOMAIN);
+      if (v !== this.version) {
+        this.byKey.clear();
+        this.version = v;
+      }
+    }
+    const key = `${type}:${id}`;
+    let attributes = this.byKey.get(key);
+    if (attributes === undefined) {
+      const entity = await this.ctx.store.entities.get(type, id);
+      attributes = entity ? entity.attributes : EMPTY;
+      // Bounded: a flood of distinct resources must not grow memory without limit.
+      if (this.byKey.size >= 10_000) this.byKey.clear();
+      this.byKey.set(key, attributes);
+    }
+    return attributes;
+  }
 }
 
-/** The stored entity `<type>:<id>`'s attributes; `{}` when there is none (or no entity store). */
-export async function entityAttributes(ctx: AppContext, resource: string): Promise<Attributes> {
-  const entities = (ctx.store as { entities?: EntityReader }).entities;
+const EMPTY: Attributes = Object.freeze({});
+const entityCaches = new WeakMap<AppContext, EntityCache>();
+
+/** The stored entity `<type>:<id>`'s attributes; `{}` when there is none. */
+export function entityAttributes(ctx: AppContext, resource: string): Promise<Attributes> | Attributes {
   const i = resource.indexOf(':');
-  if (!entities || i <= 0) return {};
-  const entity = await entities.get(resource.slice(0, i), resource.slice(i + 1));
-  return entity ? attributesOf(entity) : {};
+  if (i <= 0) return EMPTY;
+  let cache = entityCaches.get(ctx);
+  if (!cache) entityCaches.set(ctx, (cache = new EntityCache(ctx)));
+  return cache.attributes(resource.slice(0, i), resource.slice(i + 1));
 }
