@@ -77,8 +77,8 @@ const quoted = (s: string) => s.replace(/[^\x20-\x7e]|["\\]/g, '');
 
 /**
  * A tools/call whose tool needs a capability the agent holds but its token does not carry: 403
- * with `WWW-Authenticate: Bearer error="insufficient_scope", scope="..."` (the token's
- * capabilities plus the one needed) and the protected-resource metadata, so an MCP client can
+ * with `WWW-Authenticate: Bearer error="insufficient_scope", scope="<the capability>"` and the
+ * protected-resource metadata, so an MCP client can
  * get a token with that capability and try again (step-up). The refusal is a decision like any
  * other (a deny in the audit trail). A capability the agent does not hold at all cannot be
  * stepped up to: that call goes on to the decision order and its tool error says why.
@@ -98,7 +98,8 @@ function stepUp(ctx: AppContext, pool: UpstreamPool): RequestHandler {
         const call = 'error' in resolved.mapped ? { ...resolved.target, context: {} } : resolved.mapped;
         const result = await authorize(ctx, { via: 'mcp', principal, ...call });
         const reason = result.outcome === 'decided' ? result.decision.reason : `not_granted: ${action} (capability)`;
-        const scope = [...new Set([...principal.capabilities, action])].map(quoted).join(' ');
+        // RFC 6750 section 3.1: the scope this request needs; the client keeps what it holds besides.
+        const scope = quoted(action);
         const description = `the access token does not carry the capability ${action}`;
         return next(
           new ProtocolError(403, 'insufficient_scope', description, { reason }, {

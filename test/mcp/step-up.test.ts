@@ -83,7 +83,7 @@ describe('a token without the capability a tool needs', () => {
     expect(res.status).toBe(403);
     const challenge = res.headers.get('www-authenticate')!;
     expect(challenge).toMatch(/^Bearer error="insufficient_scope", /);
-    expect(challenge).toContain('scope="invoke:tools run:jobs"');
+    expect(challenge).toContain(', scope="run:jobs", ');
     expect(challenge).toContain(`resource_metadata="${gh.ctx.urls.issuer}/.well-known/oauth-protected-resource"`);
     expect(res.headers.get('access-control-expose-headers')).toContain('WWW-Authenticate');
     expect(await res.json()).toMatchObject({ error: 'insufficient_scope', reason: 'not_granted: run:jobs (capability)' });
