@@ -112,7 +112,7 @@ async function run(ctx: AppContext, req: AuthorizeRequest, agentId: string): Pro
 
   let approvalId: string | undefined;
   if (decision.decision === 'approval_required' && policy.set) {
-    ({ decision, approvalId } = await approvals(ctx, policy.set, request, decision, req.via === 'mcp' ? req.principal.agent.name : state.agent.name));
+    ({ decision, approvalId } = await approvals(ctx, policy.set, request, decision, state.agent.name));
   }
   return record(ctx, req.via, request, decision, undefined, approvalId);
 }
