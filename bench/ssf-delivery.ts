@@ -27,8 +27,8 @@ try {
     });
   await status('paused');
   for (let i = 0; i < events; i++) {
-    server.ctx.store.transaction(() =>
-      server.ctx.signals.emit({
+    await server.ctx.store.transaction(async (tx) =>
+      server.ctx.signals.emit(tx, {
         type: EVENT_TYPES.tokenClaimsChange,
         subject: { user_id: `u${i}`, email: `u${i}@example.com` },
         payload: { claims: { roles: ['r'] } },

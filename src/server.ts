@@ -18,10 +18,11 @@ import { createLogger, type Logger } from './logger.js';
 import { formatDiagnostic } from './policy/index.js';
 import { createSignalSink } from './ssf/sink.js';
 import { deliveryOptionsFromEnv, startDeliveryWorker } from './ssf/delivery-worker.js';
-import { checkpointWal, disableAutoCheckpoint, migrate, openDatabase, type Db } from './store/db.js';
+import { migrate, openDatabase } from './store/db.js';
 import { createStore, type Store } from './store/index.js';
 import { endpointUrls } from './urls.js';
 import { applyProjectFile } from './admin/project-file.js';
+import { ensureConsoleApplication } from './console/application.js';
 
 export type ProcessRole = 'primary' | 'worker';
 
@@ -42,9 +43,9 @@ export interface OpenOptions {
  * the primary prepared.
  */
 export async function openContext(config: Config, logger: Logger, role: ProcessRole = 'primary', opts: OpenOptions = {}): Promise<AppContext> {
-  const { db, store, lease } = openStore(config, logger, role);
+  const { store, lease } = await openStore(config, logger, role);
   try {
-    const box = openSecretBox(config, store, role, logger);
+    const box = await openSecretBox(config, store, role, logger);
     const keys = new SigningKeys(store.keys, store.settings, box);
     const policy = new PolicyService(store, config.policyDir, logger);
     const metrics = createMetrics();
@@ -73,7 +74,7 @@ export async function openContext(config: Config, logger: Logger, role: ProcessR
       keys,
       box,
       urls: endpointUrls(config.issuer),
-      signals: createSignalSink(store, { issuer: config.issuer }),
+      signals: createSignalSink({ issuer: config.issuer }),
       policy,
       clock: opts.clock ?? systemClock,
       metrics,
@@ -84,6 +85,7 @@ export async function openContext(config: Config, logger: Logger, role: ProcessR
 
     if (role === 'primary') {
       await keys.ensureKeys();
+      await ensureConsoleApplication(ctx);
       try {
         await policy.reloadFromDisk();
       } catch (err) {
@@ -96,31 +98,31 @@ export async function openContext(config: Config, logger: Logger, role: ProcessR
     }
     return ctx;
   } catch (err) {
-    lease?.release();
-    db.close();
+    await lease?.release();
+    await store.close();
     throw err;
   }
 }
 
 // ---- The database: a real, writable SQLite file, used by one instance at a time. ----
 
-function openStore(config: Config, logger: Logger, role: ProcessRole): { db: Db; store: Store; lease: InstanceLease | null } {
+async function openStore(config: Config, logger: Logger, role: ProcessRole): Promise<{ store: Store; lease: InstanceLease | null }> {
   const file = config.dbFile;
-  let db: Db;
+  let db: Awaited<ReturnType<typeof openDatabase>>;
   try {
-    db = openDatabase(file);
+    db = await openDatabase({ file, worker: role === 'worker', warn: (msg) => logger.warn(msg) });
   } catch (err) {
     throw databaseError(file, err);
   }
+  let store: Store | undefined;
   try {
-    const applied = role === 'primary' ? migrate(db) : [];
-    if (role === 'worker') disableAutoCheckpoint(db);
+    const applied = role === 'primary' ? await migrate(db) : [];
     if (applied.length) logger.info({ migrations: applied }, 'database migrated');
-    const store = createStore(db);
-    const lease = role === 'primary' ? InstanceLease.acquire(store, file) : null;
-    return { db, store, lease };
+    store = createStore(db);
+    const lease = role === 'primary' ? await InstanceLease.acquire(store, file) : null;
+    return { store, lease };
   } catch (err) {
-    db.close();
+    await (store ? store.close() : db.close()).catch(() => undefined);
     throw err instanceof ConfigError ? err : databaseError(file, err);
   }
 }
@@ -168,11 +170,11 @@ class InstanceLease {
     private readonly record: LeaseRecord,
   ) {}
 
-  static acquire(store: Store, file: string): InstanceLease {
+  static async acquire(store: Store, file: string): Promise<InstanceLease> {
     const now = Math.floor(Date.now() / 1000);
     const mine: LeaseRecord = { id: randomUUID(), pid: process.pid, host: hostname(), expires_at: now + LEASE_TTL_SECONDS };
-    store.transaction(() => {
-      const raw = store.settings.get(LEASE_KEY);
+    await store.transaction(async (tx) => {
+      const raw = await tx.settings.get(LEASE_KEY);
       const held = raw ? (JSON.parse(raw) as LeaseRecord) : null;
       const live = held && held.expires_at > now && (held.host !== mine.host || processAlive(held.pid));
       if (live) {
@@ -181,29 +183,29 @@ class InstanceLease {
           `${file} is in use by another Gatehouse instance (pid ${held.pid} on ${held.host}); stop it first, or give this one its own database`,
         );
       }
-      store.settings.set(LEASE_KEY, JSON.stringify(mine));
+      await tx.settings.set(LEASE_KEY, JSON.stringify(mine));
     });
     const lease = new InstanceLease(store, mine);
-    lease.timer = setInterval(() => lease.renew(), LEASE_RENEW_MS);
+    lease.timer = setInterval(() => void lease.renew(), LEASE_RENEW_MS);
     lease.timer.unref();
     return lease;
   }
 
-  private renew(): void {
+  private async renew(): Promise<void> {
     try {
       this.record.expires_at = Math.floor(Date.now() / 1000) + LEASE_TTL_SECONDS;
-      this.store.settings.set(LEASE_KEY, JSON.stringify(this.record));
+      await this.store.settings.set(LEASE_KEY, JSON.stringify(this.record));
     } catch {
       /* the database is busy or gone: the next renewal tries again, /healthz reports the database */
     }
   }
 
-  release(): void {
+  async release(): Promise<void> {
     clearInterval(this.timer);
     try {
-      this.store.transaction(() => {
-        const raw = this.store.settings.get(LEASE_KEY);
-        if (raw && (JSON.parse(raw) as LeaseRecord).id === this.record.id) this.store.settings.set(LEASE_KEY, JSON.stringify({ ...this.record, expires_at: 0 }));
+      await this.store.transaction(async (tx) => {
+        const raw = await tx.settings.get(LEASE_KEY);
+        if (raw && (JSON.parse(raw) as LeaseRecord).id === this.record.id) await tx.settings.set(LEASE_KEY, JSON.stringify({ ...this.record, expires_at: 0 }));
       });
     } catch {
       /* closing anyway */
@@ -214,20 +216,21 @@ class InstanceLease {
 const leases = new WeakMap<AppContext, InstanceLease>();
 
 /** Closes the database, giving up this instance's lease first. */
-export function closeContext(ctx: AppContext): void {
-  leases.get(ctx)?.release();
+export async function closeContext(ctx: AppContext): Promise<void> {
+  const lease = leases.get(ctx);
   leases.delete(ctx);
-  ctx.store.db.close();
+  await lease?.release();
+  await ctx.store.close();
 }
 
 /**
  * The secret box, checked against the stored signing keys: a GATEHOUSE_SECRET (or key file)
  * that does not open them would start a healthy-looking server whose every token fails.
  */
-function openSecretBox(config: Config, store: Store, role: ProcessRole, logger: Logger): SecretBox {
+async function openSecretBox(config: Config, store: Store, role: ProcessRole, logger: Logger): Promise<SecretBox> {
   const keyFile = `${config.dbFile}.key`;
   const box = createSecretBox(resolveSecretKey(config.secret, keyFile, (msg) => role === 'primary' && logger.warn(msg)));
-  const sample = store.keys.active()[0];
+  const sample = (await store.keys.active())[0];
   if (sample) {
     try {
       box.open(sample.private_enc);
@@ -296,7 +299,9 @@ export function startBackground(ctx: AppContext, opts: { walCheckpoints?: boolea
   const stops: (() => Promise<void> | void)[] = [];
   stops.push(startDeliveryWorker(ctx, deliveryOptionsFromEnv()));
   if (opts.walCheckpoints) {
-    const timer = setInterval(() => checkpointWal(ctx.store.db), 1000);
+    const timer = setInterval(() => {
+      ctx.store.database.maintenance().catch((err: unknown) => ctx.logger.warn({ err }, 'database maintenance failed'));
+    }, 1000);
     timer.unref();
     stops.push(() => clearInterval(timer));
   }
@@ -330,7 +335,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       stopBackground = startBackground(ctx);
     } catch (err) {
       server.close();
-      closeContext(ctx);
+      await closeContext(ctx);
       throw err;
     }
   }
@@ -346,7 +351,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
         server.closeAllConnections();
       });
       await stopBackground();
-      closeContext(ctx);
+      await closeContext(ctx);
     },
   };
 }
@@ -420,10 +425,9 @@ async function runPrimary(config: Config, logger: Logger): Promise<void> {
       if (m?.type === FATAL && typeof m.message === 'string' && !stopping) {
         stopping = true;
         for (const other of Object.values(cluster.workers ?? {})) other?.process.kill('SIGTERM');
-        void stopBackground().finally(() => {
-          closeContext(ctx);
-          fatal(m.message);
-        });
+        void stopBackground()
+          .then(() => closeContext(ctx))
+          .finally(() => fatal(m.message));
       }
     });
   };
@@ -438,10 +442,10 @@ async function runPrimary(config: Config, logger: Logger): Promise<void> {
     if (quickDeaths >= MAX_QUICK_DEATHS) {
       stopping = true;
       for (const other of Object.values(cluster.workers ?? {})) other?.process.kill('SIGTERM');
-      void stopBackground().finally(() => {
-        closeContext(ctx);
-        fatal(`workers exit right after they start (${quickDeaths} in a row, the last with ${signal ? `signal ${signal}` : `code ${code}`}); giving up`);
-      });
+      const line = `workers exit right after they start (${quickDeaths} in a row, the last with ${signal ? `signal ${signal}` : `code ${code}`}); giving up`;
+      void stopBackground()
+        .then(() => closeContext(ctx))
+        .finally(() => fatal(line));
       return;
     }
     const delay = quick ? Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** (quickDeaths - 1)) : 0;
@@ -458,7 +462,7 @@ async function runPrimary(config: Config, logger: Logger): Promise<void> {
       check();
     });
     await stopBackground();
-    closeContext(ctx);
+    await closeContext(ctx);
     process.exit(0);
   };
   process.once('SIGTERM', stop);
@@ -486,8 +490,7 @@ async function runWorker(config: Config, logger: Logger): Promise<void> {
   logger.info({ port, issuer: ctx.urls.issuer }, 'listening');
   process.once('SIGTERM', () => {
     server.close(() => {
-      closeContext(ctx);
-      process.exit(0);
+      void closeContext(ctx).finally(() => process.exit(0));
     });
     server.closeIdleConnections();
     setTimeout(() => process.exit(0), 5000).unref();

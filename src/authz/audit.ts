@@ -33,8 +33,8 @@ class AuditWriter {
     this.queue = [];
     this.scheduled = false;
     try {
-      await this.ctx.store.transaction(() => {
-        for (const p of batch) this.ctx.store.audit.append(p.input);
+      await this.ctx.store.transaction(async (tx) => {
+        for (const p of batch) await tx.audit.append(p.input);
       });
     } catch (err) {
       for (const p of batch) p.reject(err);

@@ -149,21 +149,23 @@ async function approvals(
 ): Promise<{ decision: PipelineDecision; approvalId?: string }> {
   const rule = first.rule ?? (first.cause.code === 'approval_required' ? first.cause.rule : '');
   const key = actionKey(request.subject.id, request.action, request.resource, request.context);
-  const store = ctx.store.agentAuth;
   const nowSeconds = Math.floor(request.now / 1000);
-  return ctx.store.transaction(() => {
-    const latest = store.latestForAction(key);
+  return ctx.store.transaction(async (tx): Promise<{ decision: PipelineDecision; approvalId?: string }> => {
+    const store = tx.agentAuth;
+    // Decisions about one action take turns, on every instance: one of them creates the approval request.
+    await store.lockAction(key);
+    const latest = await store.latestForAction(key);
     if (latest?.state === 'approved') {
       const approved = decideOn({ ...request, approved: true }, policy);
       if (approved.decision !== 'allow') return { decision: approved };
       // Allowed once: only the caller that consumes the approval gets the allow.
-      if (store.consume(latest.id)) return { decision: approved };
+      if (await store.consume(latest.id)) return { decision: approved };
     } else if (latest?.state === 'denied') {
       return { decision: { ...denial({ code: 'approval_denied', rule }, first.policyVersion), trace: first.trace } };
     } else if (latest?.state === 'pending') {
       return { decision: first, approvalId: latest.id };
     }
-    const created = store.createAction({
+    const created = await store.createAction({
       id: randomUUID(),
       agent_id: request.subject.id,
       user_id: request.person && request.person.id !== '' ? request.person.id : null,

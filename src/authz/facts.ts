@@ -40,29 +40,21 @@ export async function personFacts(ctx: AppContext, userId: string): Promise<Pers
 }
 
 /**
- * The stored entities' attributes, cached per process and dropped whenever the `entities` change
- * counter moves (every write moves it, in its own transaction), which is read at most once per
- * event-loop turn: a change applies to the next decision, and a decision on a known resource
- * costs no read.
+ * The stored entities' attributes, cached per process and dropped whenever the `entities`
+ * change stamp moves (every write moves it), so a change applies to the next decision and a
+ * decision on a known resource costs no read.
  */
 class EntityCache {
   private version = -1;
   private byKey = new Map<string, Attributes>();
-  private checkedThisTurn = false;
 
   constructor(private readonly ctx: AppContext) {}
 
   async attributes(type: string, id: string): Promise<Attributes> {
-    if (!this.checkedThisTurn) {
-      this.checkedThisTurn = true;
-      setImmediate(() => {
-        this.checkedThisTurn = false;
-      });
-      const v = await this.ctx.store.agentAuth.changeCounter(ENTITIES_DOMAIN);
-      if (v !== this.version) {
-        this.byKey.clear();
-        this.version = v;
-      }
+    const v = await this.ctx.store.changes.version(ENTITIES_DOMAIN);
+    if (v !== this.version) {
+      this.byKey.clear();
+      this.version = v;
     }
     const key = `${type}:${id}`;
     let attributes = this.byKey.get(key);

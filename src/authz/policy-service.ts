@@ -52,9 +52,9 @@ export interface PolicyState {
 }
 
 /**
- * The policy in force: the policy files (as last loaded, kept in the database so every worker
- * process compiles the same set) plus the live rules of the management API. Compiled once per
- * change of the `policy` counter, which is read at most once per event-loop turn.
+ * The policy in force: the policy files (as last loaded, kept in the database so every process
+ * and instance compiles the same set) plus the live rules of the management API. Compiled once
+ * per change of the `policy` stamp (once however many requests ask meanwhile).
  *
  * Never fails open: when the stored files and live rules stop compiling together, the last set
  * that compiled stays in force and the state says `stale` (in /healthz, the log and a metric);
@@ -62,8 +62,8 @@ export interface PolicyState {
  */
 export class PolicyService {
   private compiled: { version: number; state: PolicyState } | undefined;
+  private compiling: { version: number; state: Promise<PolicyState> } | undefined;
   private lastGood: PolicySet | null = null;
-  private turn: Promise<PolicyState> | undefined;
 
   constructor(
     private readonly store: Store,
@@ -74,39 +74,24 @@ export class PolicyService {
   /** Reads the policy directory, compiles it with the live rules and, if valid, makes it the one in force. */
   async reloadFromDisk(): Promise<PolicySet> {
     const files = await readPolicyDir(this.policyDir);
-    const rules = (await this.store.rules.live()).map(toJsonRule);
-    const { policySet, diagnostics } = loadPolicySet({ files, rules });
+    const { policySet, diagnostics } = loadPolicySet({ files, rules: (await this.store.rules.live()).map(toJsonRule) });
     if (!policySet) throw new PolicyLoadError(diagnostics);
-    await this.store.transaction(() => {
-      this.store.settings.set(FILES_KEY, JSON.stringify(files));
-      this.store.settings.bump('policy');
+    await this.store.transaction(async (tx) => {
+      await tx.settings.set(FILES_KEY, JSON.stringify(files));
+      await tx.settings.bump('policy');
     });
-    this.compiled = undefined;
-    this.turn = undefined;
-    return policySet;
+    return this.current();
   }
 
-  private async files(): Promise<SourceFile[]> {
-    const raw = await this.store.settings.get(FILES_KEY);
+  /** The policy files in force (path and text), as last loaded. */
+  async files(store: Store = this.store): Promise<SourceFile[]> {
+    const raw = await store.settings.get(FILES_KEY);
     return raw ? (JSON.parse(raw) as SourceFile[]) : [];
   }
 
-  /** Would the policy still compile with these live rules? Used before a rule goes live. */
-  check(rules: JsonRule[]): Diagnostic[] {
-    const raw = this.store.settings.get(FILES_KEY);
-    const files = raw ? (JSON.parse(raw) as SourceFile[]) : [];
-    return loadPolicySet({ files, rules }).diagnostics;
-  }
-
-  /** The policy state for this event-loop turn (one counter read per turn, a compile per change). */
-  state(): Promise<PolicyState> {
-    if (this.turn) return this.turn;
-    const turn = this.load();
-    this.turn = turn;
-    setImmediate(() => {
-      if (this.turn === turn) this.turn = undefined;
-    });
-    return turn;
+  /** Would the policy still compile with these live rules? Used before a rule goes live (`store`: the caller's transaction). */
+  async check(rules: JsonRule[], store: Store = this.store): Promise<Diagnostic[]> {
+    return loadPolicySet({ files: await this.files(store), rules }).diagnostics;
   }
 
   /** The compiled set in force (stale or not); throws PolicyUnavailableError when there is none. */
@@ -116,37 +101,49 @@ export class PolicyService {
     return set;
   }
 
-  /** The state last computed, without reading the database (for logs and scrapes in between). */
+  /** The state last computed, without reading the database (for logs in between). */
   peek(): PolicyState | undefined {
     return this.compiled?.state;
   }
 
   /** Marks the policy as changed (a rule went live or stopped being live). */
-  invalidate(): void {
-    this.store.settings.bump('policy');
-    this.turn = undefined;
+  async invalidate(tx: Store = this.store): Promise<void> {
+    await tx.settings.bump('policy');
   }
 
-  private async load(): Promise<PolicyState> {
+  /** The policy state now: one change-stamp read, a compile only after a change. */
+  async state(): Promise<PolicyState> {
     let version: number;
     try {
       version = await this.store.settings.version('policy');
     } catch (err) {
       // The database cannot be read: keep deciding with what compiled last (or deny when nothing did).
-      this.logger?.error({ err }, 'policy counter could not be read');
+      this.logger?.error({ err }, 'the policy stamp could not be read');
       return this.compiled?.state ?? { status: 'unavailable', set: null, problems: ['the database could not be read'] };
     }
     if (this.compiled?.version === version) return this.compiled.state;
+    if (this.compiling?.version !== version) {
+      const compiling = { version, state: this.compile(version) };
+      this.compiling = compiling;
+      void compiling.state.finally(() => {
+        if (this.compiling === compiling) this.compiling = undefined;
+      });
+    }
+    return this.compiling!.state;
+  }
 
+  private async compile(version: number): Promise<PolicyState> {
     let problems: string[];
     try {
-      const [files, live] = await Promise.all([this.files(), this.store.rules.live()]);
-      const { policySet, diagnostics } = loadPolicySet({ files, rules: live.map(toJsonRule) });
+      const files = await this.files();
+      const rules = (await this.store.rules.live()).map(toJsonRule);
+      const { policySet, diagnostics } = loadPolicySet({ files, rules });
       if (policySet) {
         const state: PolicyState = { status: 'ok', set: policySet, problems: [] };
         if (this.compiled && this.compiled.state.status !== 'ok') this.logger?.info({ policy_version: policySet.version }, 'policy compiles again');
         this.lastGood = policySet;
-        this.compiled = { version, state };
+        this.settle(version, state);
+        await this.remember(policySet, files, rules);
         return state;
       }
       problems = diagnostics.map(formatDiagnostic);
@@ -162,7 +159,28 @@ export class PolicyService {
         ? 'the stored policy files and live rules do not compile together; the last policy that compiled stays in force'
         : 'the stored policy files and live rules do not compile together and no earlier policy compiled; every decision is denied',
     );
-    this.compiled = { version, state };
+    this.settle(version, state);
     return state;
   }
+
+  /** Keeps the newest state only (compiles of two versions may finish out of order). */
+  private settle(version: number, state: PolicyState): void {
+    if (!this.compiled || this.compiled.version <= version) this.compiled = { version, state };
+  }
+
+  /**
+   * Keeps each version that comes into force with what it was compiled from, so any two can
+   * be compared later. History is a convenience: failing to write it never fails a decision.
+   */
+  private async remember(set: PolicySet, files: SourceFile[], rules: JsonRule[]): Promise<void> {
+    if (set.version === this.lastRemembered) return;
+    try {
+      const inForce = new Set(set.sources.map((s) => s.path));
+      await this.store.policyVersions.record(set.version, files, rules.filter((r) => inForce.has(`api:rule/${r.id}`)));
+      this.lastRemembered = set.version;
+    } catch {
+      // a read-only moment (or a busy database) only costs this version's entry in the history
+    }
+  }
+  private lastRemembered: string | undefined;
 }

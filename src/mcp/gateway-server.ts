@@ -59,7 +59,7 @@ export function createGatewayServer(
 
 /** Steps: read the upstreams → fetch each one's tools (cached; a down upstream is left out) → keep the permitted ones, renamed. */
 async function listTools(ctx: AppContext, pool: UpstreamPool, principal: AgentPrincipal): Promise<Tool[]> {
-  const upstreams = [...pool.upstreams().values()];
+  const upstreams = [...(await pool.upstreams()).values()];
   const mayUse = await toolAccess(ctx, principal);
   const lists = await Promise.allSettled(upstreams.map((u) => pool.tools(u)));
   const out: Tool[] = [];
@@ -88,7 +88,7 @@ export interface ResolvedCall {
 
 /** Resolves `<upstream>.<tool>` (or a bare name only one upstream has) and maps its arguments; undefined when no such tool. */
 export async function resolveToolCall(pool: UpstreamPool, name: string, args: unknown): Promise<ResolvedCall | undefined> {
-  const upstreams = pool.upstreams();
+  const upstreams = await pool.upstreams();
   const target = parseGatewayToolName(name, upstreams.keys()) ?? (await ownerOfBareName(pool, [...upstreams.values()], name));
   if (!target) return undefined;
   const upstream = upstreams.get(target.upstream)!;

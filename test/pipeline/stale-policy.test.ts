@@ -120,9 +120,11 @@ const policyStatus = async (r: RunningServer) => {
 };
 
 /** What another process (an instance of another version, say) may leave in the database: files that no longer compile. */
-function breakStoredPolicy(): void {
-  primary.ctx.store.settings.set('policy_files', JSON.stringify([{ path: join(dir, 'policies', 'refunds.policy'), text: 'policy "refunds" version 2\nrule "half {' }]));
-  primary.ctx.store.settings.bump('policy');
+async function breakStoredPolicy(): Promise<void> {
+  await primary.ctx.store.transaction(async (tx) => {
+    await tx.settings.set('policy_files', JSON.stringify([{ path: join(dir, 'policies', 'refunds.policy'), text: 'policy "refunds" version 2\nrule "half {' }]));
+    await tx.settings.bump('policy');
+  });
 }
 
 describe('a stored policy that no longer compiles', () => {
@@ -136,7 +138,7 @@ describe('a stored policy that no longer compiles', () => {
     v1 = before.policy_version;
     expect(await healthz(primary)).toEqual({ status: 200, body: { status: 'ok' } });
 
-    breakStoredPolicy();
+    await breakStoredPolicy();
     // The deny rule still applies: nothing was silently left out.
     expect(await decide(primary, { amount: 2000 })).toEqual({ decision: 'deny', reason: 'rule_denied: no-big-refunds', policy_version: v1 });
     expect(await decide(primary, { amount: 20 })).toMatchObject({ decision: 'allow', policy_version: v1 });
