@@ -119,7 +119,8 @@ async function openStore(config: Config, logger: Logger, role: ProcessRole): Pro
     const applied = role === 'primary' ? await migrate(db) : [];
     if (applied.length) logger.info({ migrations: applied }, 'database migrated');
     store = createStore(db);
-    const lease = role === 'primary' ? await InstanceLease.acquire(store, file) : null;
+    // One instance per SQLite file; PostgreSQL is shared by many instances by design.
+    const lease = role === 'primary' && db.dialect === 'sqlite' ? await InstanceLease.acquire(store, file) : null;
     return { store, lease };
   } catch (err) {
     await (store ? store.close() : db.close()).catch(() => undefined);
