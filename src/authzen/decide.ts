@@ -2,21 +2,22 @@
 // questions and reads answers; only this module knows how a decision is made and recorded.
 
 import type { AppContext } from '../context.js';
-import { decide, type DecisionRequest, type PolicySet } from '../policy/index.js';
-import { currentPolicy } from '../agents/agent-cache.js';
-import { decideActionBatched } from '../agents/decision.js';
-import { appendAudit } from '../agents/audit-batch.js';
+import { authorize } from '../authz/authorize.js';
+import { decideOn } from '../authz/core.js';
+import type { PolicySet } from '../authz/policy-interface.js';
 import type { Caller } from './caller.js';
-import type { Attributes, PersonFacts, ResolvedSubject, SubjectFacts } from './facts.js';
+import type { FactsMemo } from './facts.js';
+import type { Properties, Subject } from './request.js';
 
 /** One question in Gatehouse's terms. */
 export interface Question {
-  subject: ResolvedSubject;
+  subject: Subject;
   /** `<action>:<kinds>` */
   relation: string;
   /** `<kind>:<id>` */
   object: string;
-  resourceAttributes: Attributes;
+  /** the resource's request properties (its stored entity's attributes are the pipeline's to read) */
+  resourceProperties: Properties | undefined;
   context: Record<string, unknown>;
 }
 
@@ -27,78 +28,46 @@ export interface Answer {
   approvalId?: string;
 }
 
-const safeVersion = async (ctx: AppContext): Promise<string> => {
-  try {
-    return (await currentPolicy(ctx)).version;
-  } catch {
-    return '';
-  }
-};
-
 /**
- * Decides through the same pipeline as the agents' decisions (approvals created and consumed,
- * limits checked) and writes the answer to the audit trail. Never throws: anything
- * unexpected is a deny.
+ * Decides through the decision pipeline, the same as the agents' decisions: the facts read
+ * fresh, approvals created and consumed, limits counted, and one audit record naming the
+ * caller. Never throws: the pipeline answers anything unexpected with a deny.
  */
 export async function decideAndRecord(ctx: AppContext, caller: Caller, q: Question): Promise<Answer> {
-  try {
-    if (!q.subject.found) {
-      const answer: Answer = { decision: 'deny', reason: `not_granted: ${q.relation} (${q.subject.why})`, policyVersion: await safeVersion(ctx) };
-      await appendAudit(ctx, { kind: 'decision', agent_id: null, user_id: null, action: q.relation, resource: q.object, context: q.context, decision: answer.decision, reason: answer.reason, policy_version: answer.policyVersion, caller: caller.clientId });
-      return answer;
-    }
-    const { subject } = q.subject;
-    if (subject.type === 'agent') {
-      const state = await ctx.store.agents.get(subject.id);
-      if (!state) return { decision: 'deny', reason: `not_granted: ${q.relation} (unknown subject)`, policyVersion: await safeVersion(ctx) };
-      const d = await decideActionBatched(ctx, {
-        principal: { agent: state, userId: null, capabilities: [q.relation], claims: {} },
-        action: q.relation,
-        resource: q.object,
-        context: q.context,
-        via: 'api',
-      });
-      return { decision: d.decision, reason: d.reason, policyVersion: d.policy_version, ...(d.approval_id ? { approvalId: d.approval_id } : {}) };
-    }
-    const answer = decideDry(await currentPolicy(ctx), q);
-    await appendAudit(ctx, {
-      kind: 'decision',
-      agent_id: null,
-      user_id: subject.id,
-      action: q.relation,
-      resource: q.object,
-      context: q.context,
-      decision: answer.decision,
-      reason: answer.reason,
-      policy_version: answer.policyVersion,
-      caller: caller.clientId,
-    });
-    return answer;
-  } catch (err) {
-    ctx.logger.error({ err, action: q.relation }, 'authzen decision failed');
-    return { decision: 'deny', reason: 'error: the decision could not be made', policyVersion: await safeVersion(ctx) };
-  }
-}
-
-/** The policy's answer alone: no approval is created or consumed, nothing is recorded (for searches). */
-export function decideDry(policy: PolicySet, q: Question): Answer {
-  if (!q.subject.found) return { decision: 'deny', reason: `not_granted: ${q.relation} (${q.subject.why})`, policyVersion: policy.version };
-  const d = decide(toCoreRequest(q.subject.subject, q.subject.person, q), policy);
-  return { decision: d.decision, reason: d.reason, policyVersion: d.policyVersion };
-}
-
-/** The current core's request: a person is asked about as a principal holding their own permissions. */
-function toCoreRequest(subject: SubjectFacts, person: PersonFacts | null, q: Question): DecisionRequest {
-  return {
-    agent: {
-      id: subject.type === 'agent' ? subject.id : '',
-      mode: subject.mode ?? 'autonomous',
-      permissions: subject.permissions,
-      capabilities: subject.capabilities ?? [{ name: q.relation }],
-    },
-    person: person ? { id: person.id, permissions: person.permissions } : null,
+  const result = await authorize(ctx, {
+    via: 'authzen',
+    caller: caller.clientId,
+    subject: q.subject,
+    ...(q.resourceProperties ? { resourceProperties: q.resourceProperties } : {}),
     action: q.relation,
     resource: q.object,
     context: q.context,
+  });
+  // The AuthZEN door has no step 1 of its own: an unknown subject is decided (a deny).
+  if (result.outcome !== 'decided') return { decision: 'deny', reason: 'unknown_subject', policyVersion: '' };
+  const { decision } = result;
+  return {
+    decision: decision.decision,
+    reason: decision.reason,
+    policyVersion: decision.policyVersion,
+    ...(result.approvalId ? { approvalId: result.approvalId } : {}),
   };
 }
+
+/**
+ * The policy's answer alone, on the same facts: no approval is created or consumed, no limit
+ * counted, nothing recorded (for searches, which ask rather than act).
+ */
+export async function decideDry(ctx: AppContext, policy: PolicySet, memo: FactsMemo, q: Question): Promise<Answer['decision']> {
+  const [named, resourceAttributes] = await Promise.all([memo.subject(q.subject), memo.resource(...splitObject(q.object), q.resourceProperties)]);
+  if (!named.found) return 'deny';
+  return decideOn(
+    { subject: named.subject, person: named.person, action: q.relation, resource: q.object, resourceAttributes, context: q.context, now: ctx.clock.now() },
+    policy,
+  ).decision;
+}
+
+const splitObject = (object: string): [string, string] => {
+  const i = object.indexOf(':');
+  return [object.slice(0, i), object.slice(i + 1)];
+};

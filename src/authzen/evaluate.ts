@@ -2,10 +2,8 @@
 // caller in, the response body out (or a thrown 400).
 
 import type { AppContext } from '../context.js';
-import { currentPolicy } from '../agents/agent-cache.js';
 import type { Caller } from './caller.js';
 import { decideAndRecord, type Answer, type Question } from './decide.js';
-import { FactsMemo, mergeAttributes } from './facts.js';
 import { objectOf, relationOf } from './names.js';
 import { readEvaluationRequest, readEvaluationsRequest, type Evaluation, type Semantic } from './request.js';
 
@@ -19,15 +17,13 @@ export interface WireDecision {
  * An evaluation in Gatehouse's terms. The action's `properties` join the context (the
  * request's `context` wins a name clash): policies read both as context fields.
  */
-export async function toQuestion(ctx: AppContext, memo: FactsMemo, e: Evaluation): Promise<Question> {
-  const singulars = (await currentPolicy(ctx)).compiled.singulars;
-  const [subject, stored] = await Promise.all([memo.subject(e.subject), memo.entity(e.resource.type, e.resource.id)]);
+export function toQuestion(singulars: Record<string, string>, e: Evaluation): Question {
   const actionProps = e.action.properties;
   return {
-    subject,
+    subject: e.subject,
     relation: relationOf(e.action.name, e.resource.type, singulars),
     object: objectOf(e.resource.type, e.resource.id),
-    resourceAttributes: mergeAttributes(stored, e.resource.properties),
+    resourceProperties: e.resource.properties,
     context: actionProps ? { ...actionProps, ...e.context } : e.context,
   };
 }
@@ -39,13 +35,19 @@ export function toWire(a: Answer): WireDecision {
   return { decision: false, context };
 }
 
-async function evaluateOne(ctx: AppContext, caller: Caller, memo: FactsMemo, e: Evaluation): Promise<WireDecision> {
-  return toWire(await decideAndRecord(ctx, caller, await toQuestion(ctx, memo, e)));
+/** The kind declarations of the policy in force (none while no policy is available: every answer is then a deny). */
+async function singularsOf(ctx: AppContext): Promise<Record<string, string>> {
+  return (await ctx.policy.state()).set?.compiled.singulars ?? {};
+}
+
+async function evaluateOne(ctx: AppContext, caller: Caller, singulars: Record<string, string>, e: Evaluation): Promise<WireDecision> {
+  return toWire(await decideAndRecord(ctx, caller, toQuestion(singulars, e)));
 }
 
 /** POST /access/v1/evaluation */
 export async function evaluationAnswer(ctx: AppContext, caller: Caller, body: unknown): Promise<WireDecision> {
-  return evaluateOne(ctx, caller, new FactsMemo(ctx), readEvaluationRequest(body));
+  const evaluation = readEvaluationRequest(body);
+  return evaluateOne(ctx, caller, await singularsOf(ctx), evaluation);
 }
 
 const itemError = (message: string): WireDecision => ({ decision: false, context: { error: { status: 400, message } } });
@@ -63,11 +65,11 @@ export async function evaluationsAnswer(
   body: unknown,
 ): Promise<WireDecision | { evaluations: WireDecision[] }> {
   const req = readEvaluationsRequest(body);
-  const memo = new FactsMemo(ctx);
-  if (req.kind === 'single') return evaluateOne(ctx, caller, memo, req.evaluation);
+  const singulars = await singularsOf(ctx);
+  if (req.kind === 'single') return evaluateOne(ctx, caller, singulars, req.evaluation);
   const ask = (i: number): Promise<WireDecision> => {
     const item = req.items[i]!;
-    return item.ok ? evaluateOne(ctx, caller, memo, item.evaluation) : Promise.resolve(itemError(item.error));
+    return item.ok ? evaluateOne(ctx, caller, singulars, item.evaluation) : Promise.resolve(itemError(item.error));
   };
   if (req.semantic === 'execute_all') return { evaluations: await Promise.all(req.items.map((_, i) => ask(i))) };
   const out: WireDecision[] = [];

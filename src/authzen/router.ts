@@ -3,6 +3,7 @@ import express, { Router, type NextFunction, type Request, type Response } from 
 import type { AppContext } from '../context.js';
 import { errors } from '../errors.js';
 import { fastPaths } from '../http/fast-path.js';
+import { checkJsonDepth, NO_STORE_HEADERS, writeJson } from '../http/edge.js';
 import { authenticateCaller } from './caller.js';
 import { evaluationAnswer, evaluationsAnswer } from './evaluate.js';
 import { AUTHZEN_PATHS, pdpMetadata } from './metadata.js';
@@ -38,7 +39,7 @@ export function authzenRouter(ctx: AppContext): Router {
     res.json(pdpMetadata(ctx));
   });
 
-  const json = express.json({ limit: '1mb', type: () => true });
+  const json = express.json({ limit: '1mb', type: () => true, verify: (_req, _res, buf) => checkJsonDepth(buf) });
   const routes: [string, Core][] = [
     [AUTHZEN_PATHS.evaluation, withCaller(evaluationAnswer)],
     [AUTHZEN_PATHS.evaluations, withCaller(evaluationsAnswer)],
@@ -57,8 +58,8 @@ export function authzenRouter(ctx: AppContext): Router {
       else next();
     }, (req: Request, res: Response, next: NextFunction) => {
       core(ctx, req).then((body) => {
-        res.setHeader('Cache-Control', 'no-store');
-        res.status(200).json(body);
+        for (const [k, v] of Object.entries(NO_STORE_HEADERS)) res.setHeader(k, v);
+        writeJson(res, 200, body);
       }, next);
     });
   }
@@ -81,12 +82,12 @@ export function authzenFastPath(ctx: AppContext): (req: IncomingMessage, res: Se
     {
       path: AUTHZEN_PATHS.evaluation,
       body: 'json',
-      handle: async (body, req) => evaluationAnswer(ctx, await authenticateCaller(ctx, req.get('authorization')), body),
+      handle: async (ctx, body, req) => evaluationAnswer(ctx, await authenticateCaller(ctx, req.get('authorization')), body),
     },
     {
       path: AUTHZEN_PATHS.evaluations,
       body: 'json',
-      handle: async (body, req) => evaluationsAnswer(ctx, await authenticateCaller(ctx, req.get('authorization')), body),
+      handle: async (ctx, body, req) => evaluationsAnswer(ctx, await authenticateCaller(ctx, req.get('authorization')), body),
     },
   ]);
   return (req, res) => {

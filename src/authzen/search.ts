@@ -5,14 +5,14 @@
 // touching approvals and counters (a search asks, it does not act).
 
 import type { AppContext } from '../context.js';
-import { currentPolicy } from '../agents/agent-cache.js';
-import { permissionCovers, type PolicySet } from '../policy/index.js';
+import { permissionCovers } from '../policy/index.js';
+import type { PolicySet } from '../authz/policy-interface.js';
 import type { Caller } from './caller.js';
 import { decideDry, type Question } from './decide.js';
-import { FactsMemo, mergeAttributes, type SubjectFacts } from './facts.js';
+import { FactsMemo, type SubjectFacts } from './facts.js';
 import { actionOfRelation, objectOf, pluralOf, relationOf } from './names.js';
 import { collectPage, sortedIds, type Paged } from './paging.js';
-import { readSearchRequest, type SearchKind, type SearchRequest } from './request.js';
+import { readSearchRequest, type SearchKind, type SearchRequest, type Subject } from './request.js';
 import { grantingRules, relationsForKind } from './policy-index.js';
 
 type Entity = { type: string; id: string };
@@ -21,7 +21,9 @@ type Entity = { type: string; id: string };
 export async function searchAnswer(ctx: AppContext, caller: Caller, kind: SearchKind, body: unknown): Promise<Paged<unknown>> {
   void caller;
   const req = readSearchRequest(kind, body);
-  const policy = await currentPolicy(ctx);
+  // No policy in force: nothing can be shown to be allowed.
+  const policy = (await ctx.policy.state()).set;
+  if (!policy) return { results: [] };
   const memo = new FactsMemo(ctx);
   switch (kind) {
     case 'subject':
@@ -36,7 +38,8 @@ export async function searchAnswer(ctx: AppContext, caller: Caller, kind: Search
 const context = (req: SearchRequest): Record<string, unknown> =>
   req.action?.properties ? { ...req.action.properties, ...req.context } : req.context;
 
-const allows = (policy: PolicySet, q: Question): boolean => decideDry(policy, q).decision === 'allow';
+const allows = async (ctx: AppContext, policy: PolicySet, memo: FactsMemo, q: Question): Promise<boolean> =>
+  (await decideDry(ctx, policy, memo, q)) === 'allow';
 
 /** Could this subject be granted `relation` on objects of `kind` at all (a role permission, or a rule naming it)? */
 function mayBeGranted(policy: PolicySet, subject: SubjectFacts, relation: string, kind: string): boolean {
@@ -51,35 +54,37 @@ async function searchSubjects(ctx: AppContext, policy: PolicySet, memo: FactsMem
   const { resource } = req;
   const relation = relationOf(req.action!.name, resource.type, policy.compiled.singulars);
   const object = objectOf(resource.type, resource.id!);
-  const resourceAttributes = mergeAttributes(await memo.entity(resource.type, resource.id!), resource.properties);
   let ids: string[];
   if (type === 'user') ids = sortedIds((await ctx.store.users.list(1_000_000, 0)).map((u) => u.id));
   else if (type === 'agent') ids = sortedIds((await ctx.store.agents.list()).filter((a) => !a.revoked).map((a) => a.agent_id));
   else return { results: [] };
   return collectPage('subject', req, ids, async (id) => {
-    const subject = await memo.subject({ type, id, ...(req.subject.properties ? { properties: req.subject.properties } : {}) });
-    if (!subject.found || !mayBeGranted(policy, subject.subject, relation, resource.type)) return undefined;
-    return allows(policy, { subject, relation, object, resourceAttributes, context: context(req) }) ? { type, id } : undefined;
+    const subject = { type, id, ...(req.subject.properties ? { properties: req.subject.properties } : {}) };
+    const facts = await memo.subject(subject);
+    if (!facts.found || !mayBeGranted(policy, facts.subject, relation, resource.type)) return undefined;
+    const q = { subject, relation, object, resourceProperties: resource.properties, context: context(req) };
+    return (await allows(ctx, policy, memo, q)) ? { type, id } : undefined;
   });
 }
 
 async function searchResources(ctx: AppContext, policy: PolicySet, memo: FactsMemo, req: SearchRequest): Promise<Paged<unknown>> {
   const type = req.resource.type;
-  const subject = await memo.subject(req.subject as { type: string; id: string });
-  if (!subject.found) return collectPage<Entity>('resource', req, [], () => undefined);
+  const subject = req.subject as Subject;
+  const facts = await memo.subject(subject);
+  if (!facts.found) return collectPage<Entity>('resource', req, [], () => undefined);
   const relation = relationOf(req.action!.name, type, policy.compiled.singulars);
-  if (!mayBeGranted(policy, subject.subject, relation, type)) return collectPage<Entity>('resource', req, [], () => undefined);
+  if (!mayBeGranted(policy, facts.subject, relation, type)) return collectPage<Entity>('resource', req, [], () => undefined);
   const ids = sortedIds(await storedEntityIds(ctx, type));
   return collectPage('resource', req, ids, async (id) => {
-    const resourceAttributes = mergeAttributes(await memo.entity(type, id), req.resource.properties);
-    return allows(policy, { subject, relation, object: objectOf(type, id), resourceAttributes, context: context(req) }) ? { type, id } : undefined;
+    const q = { subject, relation, object: objectOf(type, id), resourceProperties: req.resource.properties, context: context(req) };
+    return (await allows(ctx, policy, memo, q)) ? { type, id } : undefined;
   });
 }
 
 async function searchActions(ctx: AppContext, policy: PolicySet, memo: FactsMemo, req: SearchRequest): Promise<Paged<unknown>> {
-  void ctx;
   const { resource } = req;
-  const subject = await memo.subject(req.subject as { type: string; id: string });
+  const named = req.subject as Subject;
+  const subject = await memo.subject(named);
   if (!subject.found) return collectPage('action', req, [], () => undefined);
   const plural = pluralOf(resource.type, policy.compiled.singulars);
   // The candidate actions: those the subject's permissions and the policy's rules name for this kind.
@@ -92,11 +97,11 @@ async function searchActions(ctx: AppContext, policy: PolicySet, memo: FactsMemo
   for (const relation of relationsForKind(policy, resource.type)) names.add(actionOfRelation(relation));
   for (const c of subject.subject.capabilities ?? []) if (c.name.endsWith(`:${plural}`)) names.add(actionOfRelation(c.name));
   const object = objectOf(resource.type, resource.id!);
-  const resourceAttributes = mergeAttributes(await memo.entity(resource.type, resource.id!), resource.properties);
-  return collectPage('action', req, sortedIds(names), (name) => {
+  return collectPage('action', req, sortedIds(names), async (name) => {
     const relation = `${name}:${plural}`;
     if (!mayBeGranted(policy, subject.subject, relation, resource.type)) return undefined;
-    return allows(policy, { subject, relation, object, resourceAttributes, context: context(req) }) ? { name } : undefined;
+    const q = { subject: named, relation, object, resourceProperties: resource.properties, context: context(req) };
+    return (await allows(ctx, policy, memo, q)) ? { name } : undefined;
   });
 }
 

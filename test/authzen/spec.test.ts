@@ -13,6 +13,13 @@ rule "document-2-is-closed" {
   object "document:2"
 }
 
+rule "closing-accounts-needs-a-second-person" {
+  effect require_approval
+  subjects "user:*"
+  relation "close:accounts"
+  object "account:*"
+}
+
 rule "resource-search-is-a-draft" {
   effect deny
   subjects "user:*"
@@ -25,7 +32,7 @@ let f: AuthzenFixture;
 
 beforeAll(async () => {
   f = await startAuthzen({ policies: { 'spec.policy': POLICY } });
-  await putRole(f.server, 'reader', ['can_read:accounts', 'can_read:documents', 'read:documents']);
+  await putRole(f.server, 'reader', ['can_read:accounts', 'can_read:documents', 'read:documents', 'close:accounts']);
   await putRole(f.server, 'writer', ['can_edit:documents']);
   await putUser(f.server, { id: 'alice@acmecorp.com', email: 'alice@acmecorp.com', roles: ['reader', 'writer'] });
   await putUser(f.server, { id: 'alice@example.com', email: 'alice@example.com', roles: ['reader'] });
@@ -95,7 +102,7 @@ describe('Access Evaluation API', () => {
       resource: { type: 'account', id: '123' },
     });
     expect(res.status).toBe(200);
-    expect(res.body.decision).toBe(false);
+    expect(res.body).toEqual({ decision: false, context: { reason: 'unknown_subject: user nobody@acmecorp.com' } });
     const other = await f.post('/access/v1/evaluation', {
       subject: { type: 'spaceship', id: 'x' },
       action: { name: 'can_read' },
@@ -241,5 +248,27 @@ describe('the audit trail', () => {
       ['document:1', 'allow', f.caller.client_id, 'alice@example.com', 'read:documents', { channel: 'audit-test' }],
     ]);
     expect((await f.server.ctx.store.audit.verify()).broken).toBeNull();
+  });
+});
+
+describe('approval_required', () => {
+  it('is decision false with the reason and the approval to wait for; once approved, the same question is allowed once', async () => {
+    const q = { subject: { type: 'user', id: 'alice@acmecorp.com' }, action: { name: 'close' }, resource: { type: 'account', id: '9' }, context: { why: 'moving' } };
+    const first = await f.post('/access/v1/evaluation', q);
+    expect(first.body.decision).toBe(false);
+    expect(first.body.context.reason).toBe('approval_required: closing-accounts-needs-a-second-person');
+    const approvalId = first.body.context.approval_id;
+    expect(approvalId).toEqual(expect.any(String));
+    // Asked again while pending: the same approval.
+    expect((await f.post('/access/v1/evaluation', q)).body.context.approval_id).toBe(approvalId);
+    // The person's pending approvals list it; an administrator answers it.
+    const pending = await f.server.admin('GET', '/approvals?state=pending');
+    expect(pending.body.data.map((a: { id: string }) => a.id)).toContain(approvalId);
+    expect((await f.server.admin('POST', `/approvals/${approvalId}/approve`, {})).status).toBeLessThan(300);
+    expect((await f.post('/access/v1/evaluation', q)).body).toEqual({ decision: true });
+    // Allowed once: the next time it waits again.
+    const again = await f.post('/access/v1/evaluation', q);
+    expect(again.body.decision).toBe(false);
+    expect(again.body.context.approval_id).not.toBe(approvalId);
   });
 });
