@@ -33,9 +33,7 @@ class AuditWriter {
     this.queue = [];
     this.scheduled = false;
     try {
-      await this.ctx.store.transaction(async (tx) => {
-        for (const p of batch) await tx.audit.append(p.input);
-      });
+      await this.ctx.store.audit.appendAll(batch.map((p) => p.input));
     } catch (err) {
       for (const p of batch) p.reject(err);
       return;

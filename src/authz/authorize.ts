@@ -31,7 +31,10 @@ export type AuthorizeRequest =
   | ({ via: 'decision'; agentId: string; transactionToken: string | undefined } & Action)
   | ({ via: 'mcp'; principal: AgentPrincipal } & Action)
   | ({ via: 'bind'; principal: AgentPrincipal; txn: string } & Action)
-  | ({ via: 'authzen'; caller: string; subject: NamedSubject; resourceProperties?: Attributes } & Action);
+  | ({ via: 'authzen'; caller: string; subject: NamedSubject; resourceProperties?: Attributes; facts?: SubjectLoader } & Action);
+
+/** How the AuthZEN door reads a named subject's facts (a batch passes one that reads each subject once). */
+export type SubjectLoader = typeof namedSubjectFacts;
 
 /** A subject by type (`user` or `agent`) and id, with attributes the request adds (a stored attribute wins a clash). */
 export interface NamedSubject {
@@ -85,7 +88,8 @@ function early(agentId: string, userId: string | null, req: Action, now: number)
 async function runNamed(ctx: AppContext, req: Extract<AuthorizeRequest, { via: 'authzen' }>): Promise<AuthorizeResult> {
   const { action, resource, context, caller } = req;
   const now = ctx.clock.now();
-  const [named, policy, stored] = await Promise.all([namedSubjectFacts(ctx, req.subject.type, req.subject.id), ctx.policy.state(), entityAttributes(ctx, resource)]);
+  const load = req.facts ?? namedSubjectFacts;
+  const [named, policy, stored] = await Promise.all([load(ctx, req.subject.type, req.subject.id), ctx.policy.state(), entityAttributes(ctx, resource)]);
   const version = policy.set?.version ?? '';
   if (!named) {
     const subject: SubjectFacts = { type: req.subject.type === 'agent' ? 'agent' : 'user', id: req.subject.id, roles: [], groups: [], permissions: [], attributes: {} };

@@ -33,11 +33,12 @@ export interface Answer {
  * fresh, approvals created and consumed, limits counted, and one audit record naming the
  * caller. Never throws: the pipeline answers anything unexpected with a deny.
  */
-export async function decideAndRecord(ctx: AppContext, caller: Caller, q: Question): Promise<Answer> {
+export async function decideAndRecord(ctx: AppContext, caller: Caller, memo: FactsMemo, q: Question): Promise<Answer> {
   const result = await authorize(ctx, {
     via: 'authzen',
     caller: caller.clientId,
     subject: q.subject,
+    facts: memo.load,
     ...(q.resourceProperties ? { resourceProperties: q.resourceProperties } : {}),
     action: q.relation,
     resource: q.object,

@@ -4,6 +4,7 @@
 import type { AppContext } from '../context.js';
 import type { Caller } from './caller.js';
 import { decideAndRecord, type Answer, type Question } from './decide.js';
+import { FactsMemo } from './facts.js';
 import { objectOf, relationOf } from './names.js';
 import { readEvaluationRequest, readEvaluationsRequest, type Evaluation, type Semantic } from './request.js';
 
@@ -40,14 +41,14 @@ async function singularsOf(ctx: AppContext): Promise<Record<string, string>> {
   return (await ctx.policy.state()).set?.compiled.singulars ?? {};
 }
 
-async function evaluateOne(ctx: AppContext, caller: Caller, singulars: Record<string, string>, e: Evaluation): Promise<WireDecision> {
-  return toWire(await decideAndRecord(ctx, caller, toQuestion(singulars, e)));
+async function evaluateOne(ctx: AppContext, caller: Caller, memo: FactsMemo, singulars: Record<string, string>, e: Evaluation): Promise<WireDecision> {
+  return toWire(await decideAndRecord(ctx, caller, memo, toQuestion(singulars, e)));
 }
 
 /** POST /access/v1/evaluation */
 export async function evaluationAnswer(ctx: AppContext, caller: Caller, body: unknown): Promise<WireDecision> {
   const evaluation = readEvaluationRequest(body);
-  return evaluateOne(ctx, caller, await singularsOf(ctx), evaluation);
+  return evaluateOne(ctx, caller, new FactsMemo(ctx), await singularsOf(ctx), evaluation);
 }
 
 const itemError = (message: string): WireDecision => ({ decision: false, context: { error: { status: 400, message } } });
@@ -66,10 +67,11 @@ export async function evaluationsAnswer(
 ): Promise<WireDecision | { evaluations: WireDecision[] }> {
   const req = readEvaluationsRequest(body);
   const singulars = await singularsOf(ctx);
-  if (req.kind === 'single') return evaluateOne(ctx, caller, singulars, req.evaluation);
+  const memo = new FactsMemo(ctx);
+  if (req.kind === 'single') return evaluateOne(ctx, caller, memo, singulars, req.evaluation);
   const ask = (i: number): Promise<WireDecision> => {
     const item = req.items[i]!;
-    return item.ok ? evaluateOne(ctx, caller, singulars, item.evaluation) : Promise.resolve(itemError(item.error));
+    return item.ok ? evaluateOne(ctx, caller, memo, singulars, item.evaluation) : Promise.resolve(itemError(item.error));
   };
   if (req.semantic === 'execute_all') return { evaluations: await Promise.all(req.items.map((_, i) => ask(i))) };
   const out: WireDecision[] = [];

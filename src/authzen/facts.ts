@@ -4,6 +4,7 @@
 // the request's `properties` filling in what the store does not hold.
 
 import type { AppContext } from '../context.js';
+import type { SubjectLoader } from '../authz/authorize.js';
 import { entityAttributes, namedSubjectFacts, withProperties } from '../authz/facts.js';
 import type { Attributes, PersonFacts, SubjectFacts } from '../authz/policy-interface.js';
 import type { Properties, Subject } from './request.js';
@@ -12,22 +13,26 @@ export type { Attributes, PersonFacts, SubjectFacts };
 
 export type ResolvedSubject = { found: true; subject: SubjectFacts; person: PersonFacts | null } | { found: false };
 
-/** Lookups shared by the candidates of one search. */
+/** Lookups shared by the evaluations of one request (a batch, a search): each subject and resource read once. */
 export class FactsMemo {
-  private subjects = new Map<string, Promise<ResolvedSubject>>();
+  private named = new Map<string, ReturnType<typeof namedSubjectFacts>>();
   private entities = new Map<string, Promise<Attributes>>();
 
   constructor(private readonly ctx: AppContext) {}
 
+  /** The stored facts of a named subject, read once per request (the pipeline's loader, memoised). */
+  readonly load: SubjectLoader = (ctx, type, id) => {
+    const key = `${type}\u0000${id}`;
+    let p = this.named.get(key);
+    if (!p) this.named.set(key, (p = namedSubjectFacts(ctx, type, id)));
+    return p;
+  };
+
   /** The subject's facts with the request's properties (the stored attributes win a clash). */
-  subject(s: Subject): Promise<ResolvedSubject> {
-    const key = `${s.type}\u0000${s.id}`;
-    let p = this.subjects.get(key);
-    if (!p) {
-      p = namedSubjectFacts(this.ctx, s.type, s.id).then((f) => (f ? { found: true, ...f } : { found: false }));
-      this.subjects.set(key, p);
-    }
-    return p.then((r) => (r.found && s.properties ? withSubjectProperties(r, s.properties) : r));
+  async subject(s: Subject): Promise<ResolvedSubject> {
+    const f = await this.load(this.ctx, s.type, s.id);
+    if (!f) return { found: false };
+    return s.properties ? withSubjectProperties({ found: true, ...f }, s.properties) : { found: true, ...f };
   }
 
   /** The resource's attributes: its stored entity's, then the request's properties. */

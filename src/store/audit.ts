@@ -82,32 +82,44 @@ export function auditStore(sql: Sql) {
      * writers, on every instance.
      */
     append(input: AuditInput): Promise<AuditRecord> {
+      return this.appendAll([input]).then((records) => records[0]!);
+    },
+    /**
+     * Appends records in order, in one transaction (or inside the caller's), reading the end of
+     * the chain once: what a group commit of many decisions costs is their inserts.
+     */
+    appendAll(inputs: AuditInput[]): Promise<AuditRecord[]> {
       return sql.transaction(async (tx) => {
         await tx.lock('audit_log');
-        const prev = await tx.get<{ seq: number; hash: string }>('SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1');
-        const row: Omit<Row, 'hash'> = {
-          seq: (prev ? Number(prev.seq) : 0) + 1,
-          time: input.time ?? now(),
-          kind: input.kind ?? 'decision',
-          agent_id: input.agent_id ?? null,
-          user_id: input.user_id ?? null,
-          action: input.action ?? null,
-          resource: input.resource ?? null,
-          context: input.context === undefined ? null : JSON.stringify(input.context),
-          decision: input.decision ?? null,
-          reason: input.reason ?? null,
-          policy_version: input.policy_version ?? null,
-          actor: input.actor ?? null,
-          caller: input.caller ?? null,
-          prev_hash: prev?.hash ?? GENESIS_HASH,
-        };
-        const full = { ...row, hash: auditHash(row) };
-        await tx.run(
-          `INSERT INTO audit_log (seq, time, kind, agent_id, user_id, action, resource, context, decision, reason, policy_version, actor, caller, prev_hash, hash)
-           VALUES (@seq, @time, @kind, @agent_id, @user_id, @action, @resource, @context, @decision, @reason, @policy_version, @actor, @caller, @prev_hash, @hash)`,
-          full,
-        );
-        return toRecord(full);
+        let prev = await tx.get<{ seq: number; hash: string }>('SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1');
+        const out: AuditRecord[] = [];
+        for (const input of inputs) {
+          const row: Omit<Row, 'hash'> = {
+            seq: (prev ? Number(prev.seq) : 0) + 1,
+            time: input.time ?? now(),
+            kind: input.kind ?? 'decision',
+            agent_id: input.agent_id ?? null,
+            user_id: input.user_id ?? null,
+            action: input.action ?? null,
+            resource: input.resource ?? null,
+            context: input.context === undefined ? null : JSON.stringify(input.context),
+            decision: input.decision ?? null,
+            reason: input.reason ?? null,
+            policy_version: input.policy_version ?? null,
+            actor: input.actor ?? null,
+            caller: input.caller ?? null,
+            prev_hash: prev?.hash ?? GENESIS_HASH,
+          };
+          const full = { ...row, hash: auditHash(row) };
+          await tx.run(
+            `INSERT INTO audit_log (seq, time, kind, agent_id, user_id, action, resource, context, decision, reason, policy_version, actor, caller, prev_hash, hash)
+             VALUES (@seq, @time, @kind, @agent_id, @user_id, @action, @resource, @context, @decision, @reason, @policy_version, @actor, @caller, @prev_hash, @hash)`,
+            full,
+          );
+          out.push(toRecord(full));
+          prev = { seq: full.seq, hash: full.hash };
+        }
+        return out;
       });
     },
     async list(f: AuditFilter = {}): Promise<AuditRecord[]> {
