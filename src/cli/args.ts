@@ -31,7 +31,10 @@ export interface CommandSpec {
   path: string[];
   /** Positional arguments as shown in help: `[dir|file...]`. */
   args: string;
+  /** One line for the list of commands. */
   summary: string;
+  /** The paragraph of `<command> --help`. */
+  description: string;
   positionals: { min: number; max: number };
   options: OptionSpec[];
   /** Lines printed under the options in `<command> --help`. */
@@ -51,7 +54,6 @@ export function parseArgs(spec: CommandSpec, argv: string[]): ParsedArgs {
   const positionals: string[] = [];
   const all = [...spec.options, HELP_OPTION];
   const byName = (word: string) => all.find((o) => o.name === word || o.short === word);
-  const cmd = spec.path.join(' ');
   for (let i = 0; i < argv.length; i++) {
     const word = argv[i]!;
     if (word === '--') { positionals.push(...argv.slice(i + 1)); break; }
@@ -59,7 +61,7 @@ export function parseArgs(spec: CommandSpec, argv: string[]): ParsedArgs {
     const eq = word.startsWith('--') ? word.indexOf('=') : -1;
     const name = eq > 0 ? word.slice(0, eq) : word;
     const opt = byName(name);
-    if (!opt) throw new UsageError(`unknown option '${name}' for '${cmd}'`);
+    if (!opt) throw new UsageError(`unknown option '${name}'`);
     if (opt.value === undefined) {
       if (eq > 0) throw new UsageError(`option '${opt.name}' takes no value`);
       options.set(opt.name, true);
@@ -76,9 +78,9 @@ export function parseArgs(spec: CommandSpec, argv: string[]): ParsedArgs {
   }
   if (options.has('--help')) return { positionals, options };
   const { min, max } = spec.positionals;
-  if (positionals.length < min) throw new UsageError(`'${cmd}' needs ${spec.args}`);
+  if (positionals.length < min) throw new UsageError(`needs ${spec.args}`);
   if (positionals.length > max) {
-    throw new UsageError(max === 0 ? `'${cmd}' takes no arguments (got '${positionals[0]}')` : `'${cmd}' takes at most ${max} argument${max === 1 ? '' : 's'} (${spec.args}), got ${positionals.length}`);
+    throw new UsageError(max === 0 ? `takes no arguments (got '${positionals[0]}')` : `takes at most ${max} argument${max === 1 ? '' : 's'} (${spec.args}), got ${positionals.length}`);
   }
   return { positionals, options };
 }
@@ -99,11 +101,21 @@ export function commandHelp(spec: CommandSpec): string {
   const lines = [
     `usage: gatehouse ${spec.path.join(' ')}${spec.args ? ' ' + spec.args : ''}${spec.options.length ? ' [options]' : ''}`,
     '',
-    spec.summary,
+    ...wrap(spec.description, 90),
     '',
     'options:',
     ...opts.map((o) => `  ${optionLabel(o).padEnd(w)}  ${o.help}`),
   ];
-  if (spec.details?.length) lines.push('', ...spec.details);
+  if (spec.details?.length) lines.push('', ...spec.details.flatMap((d) => wrap(d, 90)));
   return lines.join('\n') + '\n';
+}
+
+function wrap(text: string, width: number): string[] {
+  const lines: string[] = [];
+  let line = '';
+  for (const word of text.split(' ')) {
+    if (line && line.length + 1 + word.length > width) { lines.push(line); line = word; } else line = line ? `${line} ${word}` : word;
+  }
+  if (line) lines.push(line);
+  return lines;
 }

@@ -39,7 +39,7 @@ export function topHelp(): string {
     'commands:',
   ];
   for (const c of COMMANDS) {
-    lines.push(`  ${commandLine(c).padEnd(w)}  ${firstSentence(c.summary)}`);
+    lines.push(`  ${commandLine(c).padEnd(w)}  ${c.summary}`);
     for (const o of c.options) lines.push(`    ${optionLabel(o).padEnd(w - 2)}  ${o.help}`);
   }
   lines.push('', 'options:');
@@ -49,15 +49,10 @@ export function topHelp(): string {
   return lines.join('\n') + '\n';
 }
 
-function firstSentence(s: string): string {
-  const i = s.indexOf('. ');
-  return i < 0 ? s.replace(/\.$/, '') : s.slice(0, i);
-}
-
 function groupHelp(group: string): string {
   const cs = COMMANDS.filter((c) => c.path[0] === group);
   const w = Math.max(...cs.map((c) => commandLine(c).length));
-  return [`usage: gatehouse ${group} <command> [options]`, '', 'commands:', ...cs.map((c) => `  ${commandLine(c).padEnd(w)}  ${firstSentence(c.summary)}`), '', `\`gatehouse ${group} <command> --help\` lists a command's options.`].join('\n') + '\n';
+  return [`usage: gatehouse ${group} <command> [options]`, '', 'commands:', ...cs.map((c) => `  ${commandLine(c).padEnd(w)}  ${c.summary}`), '', `\`gatehouse ${group} <command> --help\` lists a command's options.`].join('\n') + '\n';
 }
 
 /** The command named by the leading words of argv, if any. */
@@ -69,7 +64,7 @@ export async function runCli(argv: string[], io: CliIO): Promise<number | undefi
   const [first, second] = argv;
   if (first === undefined) { io.stderr(topHelp()); return 2; }
   if (first === '--version' || first === '-V' || first === 'version') {
-    if (argv.length > 1) return usage(io, `'${first}' takes no arguments`, 'gatehouse --help');
+    if (argv.length > 1) return usage(io, `${first} takes no arguments`, 'gatehouse --help');
     io.stdout(`gatehouse ${version()}\n`);
     return 0;
   }
@@ -88,7 +83,7 @@ export async function runCli(argv: string[], io: CliIO): Promise<number | undefi
   try {
     args = parseArgs(spec, argv.slice(spec.path.length));
   } catch (e) {
-    if (e instanceof UsageError) return usage(io, e.message, `gatehouse ${spec.path.join(' ')} --help`);
+    if (e instanceof UsageError) return usage(io, e.message, `gatehouse ${spec.path.join(' ')} --help`, spec);
     throw e;
   }
   if (args.options.has('--help')) { io.stdout(commandHelp(spec)); return 0; }
@@ -96,7 +91,7 @@ export async function runCli(argv: string[], io: CliIO): Promise<number | undefi
     return await spec.run(args, io);
   } catch (e) {
     // A command may find a usage mistake only once it reads its input (a --request that is not JSON).
-    if (e instanceof UsageError) return usage(io, e.message, `gatehouse ${spec.path.join(' ')} --help`);
+    if (e instanceof UsageError) return usage(io, e.message, `gatehouse ${spec.path.join(' ')} --help`, spec);
     throw e;
   }
 }
@@ -110,7 +105,7 @@ function help(words: string[], io: CliIO): number {
 }
 
 /** One line on stderr, exit 2. */
-function usage(io: CliIO, message: string, see: string): number {
-  io.stderr(`gatehouse: ${message} (see '${see}')\n`);
+function usage(io: CliIO, message: string, see: string, spec?: CommandSpec): number {
+  io.stderr(`gatehouse${spec ? ' ' + spec.path.join(' ') : ''}: ${message} (see '${see}')\n`);
   return 2;
 }
