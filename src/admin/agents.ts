@@ -26,6 +26,7 @@ export function agentJson(a: Agent) {
     public_jwk: a.public_jwk,
     roles: a.roles,
     capabilities: a.capabilities,
+    attributes: a.attributes,
     revoked: a.revoked,
     revoked_at: iso(a.revoked_at),
     created_at: iso(a.created_at),
@@ -60,7 +61,7 @@ export function createAgent(ctx: AppContext, input: AgentCreate): Agent {
       if (ctx.store.agents.get(agentId)) throw errors.conflict(`an agent ${agentId} exists`);
       const agent = ctx.store.agents.create(
         agentId,
-        { name: input.name, mode: input.mode, public_jwk: publicJwk(input.public_jwk), roles: input.roles },
+        { name: input.name, mode: input.mode, public_jwk: publicJwk(input.public_jwk), roles: input.roles, attributes: input.attributes },
         capabilities(input.capabilities),
       );
       ctx.store.settings.bump('agents');
@@ -79,6 +80,7 @@ export function updateAgent(ctx: AppContext, agentId: string, patch: AgentPatch)
         mode: patch.mode ?? cur.mode,
         public_jwk: patch.public_jwk ? publicJwk(patch.public_jwk) : cur.public_jwk,
         roles: patch.roles ?? cur.roles,
+        attributes: patch.attributes ?? cur.attributes,
       },
       patch.capabilities ? capabilities(patch.capabilities) : undefined,
     )!;
@@ -173,7 +175,7 @@ export function agentRoutes(router: Router, ctx: AppContext): void {
     router,
     {
       method: 'patch', path: '/agents/{agent_id}', expressPath: idPath, tags,
-      summary: 'Change an agent: name, mode, roles, capabilities (replaced whole), public_jwk (key rotation)',
+      summary: 'Change an agent: name, mode, roles, capabilities and attributes (each replaced whole), public_jwk (key rotation)',
       request: agentPatch,
       responses: { 200: { description: 'the agent', schema: agentView } },
     },

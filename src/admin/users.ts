@@ -28,6 +28,7 @@ export function userJson(u: User) {
     locale: u.locale,
     groups: u.groups,
     roles: u.roles,
+    attributes: u.attributes,
     totp_enabled: u.has_totp,
     password_compromised: u.password_compromised,
     created_at: iso(u.created_at),
@@ -43,6 +44,14 @@ function mustGet(ctx: AppContext, id: string): User {
 
 const normalizeTotp = (s: string): string => s.replace(/[\s=]/g, '').toUpperCase();
 const sameList = (a: string[], b: string[]) => a.length === b.length && a.every((v, i) => v === b[i]);
+const sameJson = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+
+/**
+ * A person's email, groups, roles and attributes are facts of the decisions a delegated agent
+ * (or the person) asks for: a change moves the counter the agent cache follows, in the same
+ * transaction, so every worker's next decision sees it.
+ */
+const PERSON_FACTS_DOMAIN = 'agents';
 const emailTaken = (email: string) => `a user with email ${email} exists`;
 
 export async function createUser(ctx: AppContext, input: UserCreate): Promise<User> {
@@ -58,12 +67,15 @@ export async function createUser(ctx: AppContext, input: UserCreate): Promise<Us
     locale: input.locale ?? null,
     groups: input.groups,
     roles: input.roles,
+    attributes: input.attributes,
   };
   return onDuplicate(emailTaken(fields.email), () =>
     ctx.store.transaction(() => {
       if (ctx.store.users.get(id)) throw errors.conflict(`a user with id ${id} exists`);
       if (ctx.store.users.getByEmail(fields.email)) throw errors.conflict(emailTaken(fields.email));
-      return ctx.store.users.create(id, fields, passwordHash, totp);
+      const user = ctx.store.users.create(id, fields, passwordHash, totp);
+      ctx.store.settings.bump(PERSON_FACTS_DOMAIN);
+      return user;
     }),
   );
 }
@@ -93,6 +105,7 @@ export async function updateUser(ctx: AppContext, id: string, patch: UserPatch):
         locale: patch.locale !== undefined ? patch.locale : cur.locale,
         groups: patch.groups ?? cur.groups,
         roles: patch.roles ?? cur.roles,
+        attributes: patch.attributes ?? cur.attributes,
       };
       ctx.store.users.update(id, next);
       if (passwordHash !== undefined) ctx.store.users.setPasswordHash(id, passwordHash);
@@ -102,6 +115,7 @@ export async function updateUser(ctx: AppContext, id: string, patch: UserPatch):
       if (next.email !== cur.email) claims.email = next.email;
       if (!sameList(next.groups, cur.groups)) claims.groups = next.groups;
       if (!sameList(next.roles, cur.roles)) claims.roles = next.roles;
+      if (Object.keys(claims).length || !sameJson(next.attributes, cur.attributes)) ctx.store.settings.bump(PERSON_FACTS_DOMAIN);
       if (Object.keys(claims).length) {
         ctx.signals.emit({
           type: EVENT_TYPES.tokenClaimsChange,
@@ -121,6 +135,7 @@ export function deleteUser(ctx: AppContext, id: string): void {
     ctx.store.transaction(() => {
       const u = mustGet(ctx, id);
       ctx.store.users.delete(id);
+      ctx.store.settings.bump(PERSON_FACTS_DOMAIN);
       ctx.signals.emit({ type: EVENT_TYPES.accountPurged, subject: { user_id: u.id, email: u.email }, payload: {}, initiatingEntity: 'admin' });
     }),
   );
@@ -206,7 +221,7 @@ export function userRoutes(router: Router, ctx: AppContext): void {
   adminRoute(
     router,
     {
-      method: 'patch', path: '/users/{id}', tags, summary: 'Change a person; groups, roles or email emit token-claims-change',
+      method: 'patch', path: '/users/{id}', tags, summary: 'Change a person (attributes are replaced whole); groups, roles or email emit token-claims-change',
       request: userPatch,
       responses: { 200: { description: 'the person', schema: userView }, 409: 'the email is taken' },
     },

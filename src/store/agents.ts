@@ -1,4 +1,5 @@
 import type { Db } from './db.js';
+import { attributesOf, type Attributes } from './entities.js';
 import { now, parseJson } from './util.js';
 
 export type AgentMode = 'delegated' | 'autonomous';
@@ -10,6 +11,8 @@ export interface Agent {
   public_jwk: Record<string, unknown>;
   roles: string[];
   capabilities: Capability[];
+  /** custom attributes for policy conditions (`subject.<name>`); `{}` when none */
+  attributes: Attributes;
   revoked: boolean;
   revoked_at: number | null;
   created_at: number;
@@ -21,19 +24,29 @@ interface Row {
   mode: AgentMode;
   public_jwk: string;
   roles: string;
+  attributes: string;
   revoked_at: number | null;
   created_at: number;
   updated_at: number;
 }
 
-export interface AgentFields { name: string; mode: AgentMode; public_jwk: Record<string, unknown>; roles: string[] }
+export interface AgentFields {
+  name: string;
+  mode: AgentMode;
+  public_jwk: Record<string, unknown>;
+  roles: string[];
+  /** absent: `{}` on create, unchanged on update */
+  attributes?: Attributes;
+}
 
 export function agentsStore(db: Db) {
   const insert = db.prepare(
-    'INSERT INTO agents (agent_id, name, mode, public_jwk, roles, created_at, updated_at) VALUES (@agent_id, @name, @mode, @public_jwk, @roles, @t, @t)',
+    `INSERT INTO agents (agent_id, name, mode, public_jwk, roles, attributes, created_at, updated_at)
+     VALUES (@agent_id, @name, @mode, @public_jwk, @roles, COALESCE(@attributes, '{}'), @t, @t)`,
   );
   const update = db.prepare(
-    'UPDATE agents SET name = @name, mode = @mode, public_jwk = @public_jwk, roles = @roles, updated_at = @t WHERE agent_id = @agent_id',
+    `UPDATE agents SET name = @name, mode = @mode, public_jwk = @public_jwk, roles = @roles,
+       attributes = COALESCE(@attributes, attributes), updated_at = @t WHERE agent_id = @agent_id`,
   );
   const byId = db.prepare<[string], Row>('SELECT * FROM agents WHERE agent_id = ?');
   const list = db.prepare<[], Row>('SELECT * FROM agents ORDER BY created_at, agent_id');
@@ -55,6 +68,7 @@ export function agentsStore(db: Db) {
     public_jwk: parseJson(r.public_jwk, {}),
     roles: parseJson(r.roles, []),
     capabilities: caps.all(r.agent_id).map((c) => ({ name: c.name, limits: parseJson(c.limits, {}) })),
+    attributes: attributesOf(r.attributes),
     revoked: r.revoked_at != null,
     revoked_at: r.revoked_at,
     created_at: r.created_at,
@@ -66,6 +80,7 @@ export function agentsStore(db: Db) {
     mode: f.mode,
     public_jwk: JSON.stringify(f.public_jwk),
     roles: JSON.stringify(f.roles),
+    attributes: f.attributes === undefined ? null : JSON.stringify(f.attributes),
     t: now(),
   });
 

@@ -3,6 +3,7 @@ import { agentsStore } from './agents.js';
 import { agentAuthStore } from './agent-auth.js';
 import { applicationsStore } from './applications.js';
 import { auditStore } from './audit.js';
+import { entitiesStore } from './entities.js';
 import { keysStore } from './keys.js';
 import { mcpStore } from './mcp.js';
 import { oauthStore } from './oauth.js';
@@ -33,6 +34,7 @@ export function createStore(db: Db) {
     roles: rolesStore(db),
     agents: agentsStore(db),
     agentAuth: agentAuthStore(db),
+    entities: entitiesStore(db),
     rules: rulesStore(db),
     sessions: sessionsStore(db),
     audit: auditStore(db),
