@@ -11,6 +11,12 @@ function readsOf(t: TraceStep): Read[] {
   return Array.isArray(reads) ? (reads as Read[]) : [];
 }
 
+/** Why a rule applied or did not, in words, when the trace says. */
+function whyOf(t: TraceStep): string | undefined {
+  const why = (t as TraceStep & { why?: unknown }).why;
+  return typeof why === 'string' && why ? why : undefined;
+}
+
 export function formatValue(v: unknown): string {
   if (v === undefined) return 'undefined';
   const s = JSON.stringify(v);
@@ -29,11 +35,11 @@ export function explainText(req: DecisionRequest, d: Decision, assumed: string[]
   d.trace.forEach((t, i) => {
     const lead = `  ${String(i + 1).padStart(2)}. ${t.step.padEnd(w)}  ${t.outcome.padEnd(4)}  `;
     out.push(`${lead}${t.check}${t.source ? `  (${t.source})` : ''}`);
+    const indent = ' '.repeat(lead.length);
+    const why = whyOf(t);
+    if (why) out.push(`${indent}why: ${why}`);
     const reads = readsOf(t);
-    if (reads.length) {
-      const indent = ' '.repeat(lead.length);
-      out.push(`${indent}read ${reads.map((r) => `${r.path} = ${r.present ? formatValue(r.value) : '(missing)'}`).join(', ')}`);
-    }
+    if (reads.length) out.push(`${indent}read: ${reads.map((r) => `${r.path} = ${r.present ? formatValue(r.value) : '(missing)'}`).join(', ')}`);
   });
   return out.join('\n') + '\n';
 }
