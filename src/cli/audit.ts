@@ -25,7 +25,7 @@ export async function verify(args: ParsedArgs, io: CliIO): Promise<number> {
     io.stderr(`gatehouse: GATEHOUSE_DB: no database at ${file}\n`);
     return 2;
   }
-  const db = openDatabase(file);
+  const db = await openDatabase({ file });
   try {
     const { checked, broken } = await auditStore(db).verify();
     if (broken) {
@@ -38,6 +38,6 @@ export async function verify(args: ParsedArgs, io: CliIO): Promise<number> {
     io.stderr(`gatehouse: cannot read the audit trail: ${err instanceof Error ? err.message : String(err)}\n`);
     return 2;
   } finally {
-    db.close();
+    await db.close();
   }
 }

@@ -49,7 +49,7 @@ export async function serve(): Promise<void> {
         check();
       });
       await stopBackground();
-      ctx.store.db.close();
+      await ctx.store.close();
       process.exit(0);
     };
     process.once('SIGTERM', stop);
@@ -64,8 +64,7 @@ export async function serve(): Promise<void> {
   logger.info({ port, issuer: ctx.urls.issuer }, 'listening');
   process.once('SIGTERM', () => {
     server.close(() => {
-      ctx.store.db.close();
-      process.exit(0);
+      void ctx.store.close().finally(() => process.exit(0));
     });
     server.closeIdleConnections();
     setTimeout(() => process.exit(0), 5000).unref();
