@@ -1,0 +1,184 @@
+import type { Db } from './db.js';
+
+/**
+ * Counters of limits over time (rates and budgets). A counter keeps a running total (`used`)
+ * of its events after `horizon`; reading it at a time `t` moves the horizon to the start of
+ * the window `t - per_seconds`, subtracting the events that left the window (or adding back
+ * ones a clock that went backwards brings in again), so a check costs a few primary-key reads
+ * however much the window holds. The events themselves are kept a little past their window
+ * (for the transaction-token check), then pruned, a few at a time, as counters move on.
+ *
+ * Every method that reads or changes a counter belongs inside a store transaction: the caller
+ * locks each counter first (`lock`), so concurrent decisions on it, in any process, run one
+ * after another and never together pass its window.
+ */
+
+/** The calls this module makes, as the store's executor offers them. */
+export interface UsageSql {
+  get<T>(sql: string, params?: readonly unknown[]): Promise<T | undefined>;
+  all<T>(sql: string, params?: readonly unknown[]): Promise<T[]>;
+  run(sql: string, params?: readonly unknown[]): Promise<{ changes: number }>;
+  /** Inside a transaction: holds the named lock until it ends (a PostgreSQL advisory lock; SQLite's write lock is already held). */
+  lock(name: string): Promise<void>;
+}
+
+/** What a counter counts, as the decision names it. */
+export interface CounterDef {
+  id: string;
+  agent_id: string;
+  capability: string;
+  usage_key: string;
+  kind: 'count' | 'sum';
+  field: string | null;
+  per_seconds: number;
+  scope: 'agent' | 'resource' | 'person';
+  scope_key: string;
+}
+
+export interface CounterRow extends CounterDef {
+  used: number;
+  horizon: number;
+  next_seq: number;
+  updated_at: number;
+}
+
+/** A counter as a decision reads it. */
+export interface CounterReading {
+  /** the usage in the window ending now */
+  used: number;
+  /** what the given transaction token already consumed here and is still in the window; null when it consumed nothing here */
+  own: number | null;
+}
+
+/**
+ * How long an event outlives its window: a transaction token lives 60 seconds, and asking
+ * again with it must still find what it consumed; the rest is slack for clocks that disagree.
+ */
+export const EVENT_GRACE_SECONDS = 300;
+
+/** Every this many events on one counter, its events long out of the window are pruned. */
+const PRUNE_EVERY = 32;
+
+const add = (a: number, b: number): number => Number((a + b).toPrecision(15));
+
+const SELECT_ROW = 'SELECT * FROM usage_counters WHERE id = ?';
+const SUM_BETWEEN = 'SELECT COALESCE(SUM(amount), 0) AS total, COUNT(*) AS n FROM usage_events WHERE counter_id = ? AND at > ? AND at <= ?';
+const MOVE_HORIZON = 'UPDATE usage_counters SET used = ?, horizon = ? WHERE id = ?';
+const OWN_EVENT = 'SELECT amount, at FROM usage_events WHERE counter_id = ? AND txn = ?';
+const INSERT_COUNTER = `INSERT INTO usage_counters
+  (id, agent_id, capability, usage_key, kind, field, per_seconds, scope, scope_key, used, horizon, next_seq, updated_at)
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 2, ?)`;
+const ADD_TO_COUNTER = 'UPDATE usage_counters SET used = ?, horizon = ?, next_seq = next_seq + 1, updated_at = ? WHERE id = ?';
+const INSERT_EVENT = 'INSERT INTO usage_events (counter_id, at, seq, amount, txn) VALUES (?, ?, ?, ?, ?)';
+const PRUNE_EVENTS = 'DELETE FROM usage_events WHERE counter_id = ? AND at <= ?';
+
+/** The counter's used amount with its horizon at `target`, from a row whose horizon is elsewhere. */
+async function usedAt(sql: UsageSql, row: CounterRow, target: number): Promise<{ used: number; moved: boolean }> {
+  if (target === row.horizon) return { used: row.used, moved: false };
+  if (target > row.horizon) {
+    const r = (await sql.get<{ total: number; n: number }>(SUM_BETWEEN, [row.id, row.horizon, target]))!;
+    // Totals are kept to fifteen significant digits, so taking away what left gives the exact rest.
+    return { used: r.n > 0 ? Math.max(0, add(row.used, -Number(r.total))) : row.used, moved: r.n > 0 };
+  }
+  const r = (await sql.get<{ total: number; n: number }>(SUM_BETWEEN, [row.id, target, row.horizon]))!;
+  return { used: r.n > 0 ? add(row.used, Number(r.total)) : row.used, moved: r.n > 0 };
+}
+
+export function usageStore(sql: UsageSql) {
+  return {
+    /** Serializes the transactions that touch this counter until this one ends. */
+    lock: (id: string): Promise<void> => sql.lock(`usage:${id}`),
+
+    /**
+     * The counter's usage in the window (t - per_seconds, t], and what `txn` consumed of it.
+     * Moves the stored horizon when something left the window (so the next reader need not).
+     */
+    async read(def: Pick<CounterDef, 'id' | 'per_seconds'>, t: number, txn: string | null): Promise<CounterReading> {
+      const row = await sql.get<CounterRow>(SELECT_ROW, [def.id]);
+      if (!row) return { used: 0, own: null };
+      const target = t - row.per_seconds;
+      const { used, moved } = await usedAt(sql, row, target);
+      if (moved) await sql.run(MOVE_HORIZON, [used, target, row.id]);
+      let own: number | null = null;
+      if (txn !== null) {
+        const e = await sql.get<{ amount: number; at: number }>(OWN_EVENT, [row.id, txn]);
+        if (e) own = e.at > target ? Number(e.amount) : 0;
+      }
+      return { used: Number(used), own };
+    },
+
+    /** Adds one allowed action's amount at time `t` (under transaction token `txn`, when there is one). */
+    async consume(def: CounterDef, t: number, amount: number, txn: string | null): Promise<{ before: number; after: number }> {
+      const row = await sql.get<CounterRow>(SELECT_ROW, [def.id]);
+      const target = t - def.per_seconds;
+      if (!row) {
+        await sql.run(INSERT_COUNTER, [
+          def.id, def.agent_id, def.capability, def.usage_key, def.kind, def.field, def.per_seconds, def.scope, def.scope_key, amount, target, t,
+        ]);
+        await sql.run(INSERT_EVENT, [def.id, t, 1, amount, txn]);
+        return { before: 0, after: amount };
+      }
+      const { used } = await usedAt(sql, row, target);
+      const after = add(used, amount);
+      await sql.run(ADD_TO_COUNTER, [after, target, t, def.id]);
+      await sql.run(INSERT_EVENT, [def.id, t, row.next_seq, amount, txn]);
+      if (row.next_seq % PRUNE_EVERY === 0) await sql.run(PRUNE_EVENTS, [def.id, target - EVENT_GRACE_SECONDS]);
+      return { before: used, after };
+    },
+
+    /** One counter as stored, or undefined. */
+    get: (id: string): Promise<CounterRow | undefined> => sql.get<CounterRow>(SELECT_ROW, [id]),
+
+    /** The agent's stored counters, each with its usage at time `t` (read only). */
+    async listForAgent(agentId: string, t: number): Promise<CounterRow[]> {
+      const rows = await sql.all<CounterRow>('SELECT * FROM usage_counters WHERE agent_id = ? ORDER BY capability, usage_key, scope_key', [agentId]);
+      const out: CounterRow[] = [];
+      for (const row of rows) out.push({ ...row, used: (await usedAt(sql, row, t - row.per_seconds)).used });
+      return out;
+    },
+
+    /** Forgets a counter's usage (its events and its total); false when there was none. */
+    async reset(id: string): Promise<boolean> {
+      await sql.run('DELETE FROM usage_events WHERE counter_id = ?', [id]);
+      return (await sql.run('DELETE FROM usage_counters WHERE id = ?', [id])).changes === 1;
+    },
+
+    /**
+     * Counters idle long enough that nothing of them is in their window any more, oldest first
+     * (at most `limit`): the candidates for `dropIdle`.
+     */
+    idle: (t: number, limit: number): Promise<{ id: string }[]> =>
+      sql.all<{ id: string }>('SELECT id FROM usage_counters WHERE updated_at + per_seconds + ? <= ? ORDER BY updated_at LIMIT ?', [
+        EVENT_GRACE_SECONDS, t, limit,
+      ]),
+
+    /** Drops one counter if it is still idle at `t` (the caller holds its lock); true when dropped. */
+    async dropIdle(id: string, t: number): Promise<boolean> {
+      const row = await sql.get<CounterRow>(SELECT_ROW, [id]);
+      if (!row || row.updated_at + row.per_seconds + EVENT_GRACE_SECONDS > t) return false;
+      return this.reset(id);
+    },
+  };
+}
+export type UsageStore = ReturnType<typeof usageStore>;
+
+/**
+ * The executor for the synchronous better-sqlite3 connection: the statements of this module,
+ * prepared once, run in the caller's (immediate, so write-locked) transaction.
+ */
+export function sqliteUsageSql(db: Db): UsageSql {
+  const cache = new Map<string, ReturnType<Db['prepare']>>();
+  const stmt = (s: string) => {
+    let p = cache.get(s);
+    if (!p) cache.set(s, (p = db.prepare(s)));
+    return p;
+  };
+  return {
+    get: async <T>(s: string, params: readonly unknown[] = []) => stmt(s).get(params as unknown[]) as T | undefined,
+    all: async <T>(s: string, params: readonly unknown[] = []) => stmt(s).all(params as unknown[]) as T[],
+    run: async (s: string, params: readonly unknown[] = []) => ({ changes: stmt(s).run(params as unknown[]).changes }),
+    lock: async () => {
+      if (!db.inTransaction) throw new Error('lock() needs a transaction');
+    },
+  };
+}
