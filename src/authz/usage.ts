@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { usageKey, type UsageCheck, type UsageFacts, type UsageLimit } from '../policy/usage.js';
+import { addAmounts, usageKey, type UsageCheck, type UsageFacts, type UsageLimit } from '../policy/usage.js';
+import type { Db } from '../store/db.js';
 import type { CounterDef, CounterReading, UsageStore } from '../store/usage.js';
 
 /**
@@ -82,11 +83,11 @@ export interface UsageTx {
  * A request repeated under the same transaction token is judged without its own earlier
  * consumption, so asking again gives the answer the first ask had.
  */
-export async function readUsage(tx: UsageTx, counters: CounterDef[], t: number, txn: string | null): Promise<UsageRead> {
+export async function readUsage(tx: UsageTx, counters: CounterDef[], t: number, txn: string | null, locked = false): Promise<UsageRead> {
   const readings: CounterReading[] = [];
   const facts: UsageFacts = {};
   for (const c of counters) {
-    await tx.usage.lock(c.id);
+    if (!locked) await tx.usage.lock(c.id);
     const r = await tx.usage.read(c, t, txn);
     readings.push(r);
     facts[c.usage_key] = r.own !== null ? Math.max(0, r.used - r.own) : r.used;
@@ -139,3 +140,230 @@ export async function settleUsage(
   }
   return changes;
 }
+
+/**
+ * The usage a request would be judged with, read without a transaction and changing nothing:
+ * for a check that consumes nothing (the transaction-token call).
+ */
+export async function peekUsage(store: UsageTx, counters: CounterDef[], t: number): Promise<UsageFacts> {
+  const facts: UsageFacts = {};
+  for (const c of counters) facts[c.usage_key] = await store.usage.peek(c, t);
+  return facts;
+}
+
+// ---- decisions on counters, a turn's worth in one transaction ----------------------------
+
+/** One decision on counters. */
+export interface UsageJob<Tx extends UsageTx, O extends { decision: { decision: string; usage?: readonly UsageCheck[] } }> {
+  counters: CounterDef[];
+  /** the time of the decision, Unix seconds */
+  t: number;
+  /** the transaction token's `txn`, when the request came with one */
+  txn: string | null;
+  /**
+   * Decides with the usage read, and may keep its own state through `tx` (approvals). Runs
+   * inside the transaction, so it awaits only `tx`; it runs again if the transaction is retried.
+   */
+  judge(facts: UsageFacts, tx: Tx): Promise<O>;
+  /** After the counters moved, in the same transaction (the decision's audit record). */
+  settled?(tx: Tx, outcome: O, changes: CounterChange[]): Promise<void>;
+}
+
+export interface UsageHost<Tx extends UsageTx> {
+  transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
+}
+
+interface QueuedJob<Tx extends UsageTx> {
+  job: UsageJob<Tx, any>;
+  resolve(r: { outcome: any; changes: CounterChange[] }): void;
+  reject(err: unknown): void;
+}
+
+const PRUNE_INTERVAL_MS = 60_000;
+
+/** A turn's worth of jobs in one transaction at most; more wait for the next. */
+const BATCH_MAX = 256;
+
+/**
+ * Group commit for decisions on counters: the jobs of every request handled in one event-loop
+ * turn run one after another in one transaction just after the turn (one write lock, one
+ * commit), each reading what the ones before it consumed, so the result is that of running
+ * them one at a time. All the batch's counters are locked first, in id order, so batches of
+ * two processes or instances never wait on each other in a cycle.
+ */
+export class UsageBatch<Tx extends UsageTx> {
+  private queue: QueuedJob<Tx>[] = [];
+  private scheduled = false;
+  private pruner: NodeJS.Timeout | null = null;
+
+  /**
+   * `prune` (optional): where idle counters are pruned from, every minute while the process
+   * makes decisions on counters, with the time from `now` (milliseconds).
+   */
+  constructor(
+    private readonly host: UsageHost<Tx>,
+    private readonly prune?: { root: UsageTx; now: () => number; onError: (err: unknown) => void },
+  ) {}
+
+  /** Stops the pruning timer. */
+  close(): void {
+    if (this.pruner) clearInterval(this.pruner);
+    this.pruner = null;
+  }
+
+  run<O extends { decision: { decision: string; usage?: readonly UsageCheck[] } }>(job: UsageJob<Tx, O>): Promise<{ outcome: O; changes: CounterChange[] }> {
+    if (this.prune && !this.pruner) {
+      const { root, now, onError } = this.prune;
+      this.pruner = setInterval(() => {
+        pruneIdleCounters(this.host, root, Math.floor(now() / 1000)).catch(onError);
+      }, PRUNE_INTERVAL_MS);
+      this.pruner.unref();
+    }
+    return new Promise((resolve, reject) => {
+      this.queue.push({ job, resolve, reject });
+      if (!this.scheduled) {
+        this.scheduled = true;
+        setImmediate(() => void this.flush());
+      }
+    });
+  }
+
+  private async flush(): Promise<void> {
+    const batch = this.queue.splice(0, BATCH_MAX);
+    this.scheduled = false;
+    if (this.queue.length) {
+      this.scheduled = true;
+      setImmediate(() => void this.flush());
+    }
+    let results: { outcome: unknown; changes: CounterChange[] }[];
+    try {
+      results = await this.host.transaction(async (tx) => {
+        const ids = [...new Set(batch.flatMap((q) => q.job.counters.map((c) => c.id)))].sort();
+        for (const id of ids) await tx.usage.lock(id);
+        const out: { outcome: unknown; changes: CounterChange[] }[] = [];
+        for (const { job } of batch) {
+          const read = await readUsage(tx, job.counters, job.t, job.txn, true);
+          const outcome = await job.judge(read.facts, tx);
+          const changes = await settleUsage(tx, read, outcome.decision, job.t, job.txn);
+          if (job.settled) await job.settled(tx, outcome, changes);
+          out.push({ outcome, changes });
+        }
+        return out;
+      });
+    } catch (err) {
+      for (const q of batch) q.reject(err);
+      return;
+    }
+    batch.forEach((q, i) => q.resolve(results[i]! as { outcome: any; changes: CounterChange[] }));
+  }
+}
+
+/** How many idle counters one pass of pruning drops at most (each in its own short transaction). */
+const PRUNE_BATCH = 100;
+
+/**
+ * Drops counters with nothing left in their window (and their events), a few at a time and
+ * each in its own short transaction, so pruning never holds the counters up for long. Counters
+ * in use prune their own old events as they go; this is for the ones nobody uses any more.
+ */
+export async function pruneIdleCounters<Tx extends UsageTx>(host: UsageHost<Tx>, root: UsageTx, t: number): Promise<number> {
+  let dropped = 0;
+  for (const { id } of await root.usage.idle(t, PRUNE_BATCH)) {
+    const gone = await host.transaction(async (tx) => {
+      await tx.usage.lock(id);
+      return tx.usage.dropIdle(id, t);
+    });
+    if (gone) dropped++;
+  }
+  return dropped;
+}
+
+// ---- the counters of one agent, as the management API shows them ----------------------
+
+/** One counter in the management API's listing. */
+export interface CounterView {
+  id: string;
+  capability: string;
+  kind: 'count' | 'sum';
+  field?: string;
+  per: string;
+  scope: 'agent' | 'resource' | 'person';
+  key?: string;
+  max: number;
+  used: number;
+  remaining: number;
+}
+
+/** A capability's limits over time, as the agent holds it now, with the policy's. */
+export interface CapabilityLimits {
+  capability: string;
+  limits: UsageLimit[];
+}
+
+/**
+ * The agent's counters at time `t`: every limit over time of its capabilities (one entry per
+ * thing counted, with the tightest maximum), the agent's own counters even when nothing is
+ * used yet, and each object's or person's counter that holds usage. Counters of limits that
+ * no longer exist are left out: nothing reads them, and they are pruned once idle.
+ */
+export async function listCounters(
+  store: { usage: UsageStore },
+  agentId: string,
+  capabilities: CapabilityLimits[],
+  t: number,
+): Promise<CounterView[]> {
+  const stored = await store.usage.listForAgent(agentId, t);
+  const out: CounterView[] = [];
+  for (const { capability, limits } of capabilities) {
+    const byKey = new Map<string, UsageLimit & { tightest: number }>();
+    for (const l of limits) {
+      const key = usageKey(l);
+      const cur = byKey.get(key);
+      if (!cur) byKey.set(key, { ...l, tightest: l.max });
+      else cur.tightest = Math.min(cur.tightest, l.max);
+    }
+    for (const [key, l] of byKey) {
+      const view = (id: string, used: number, scopeKey?: string): CounterView => {
+        const v: CounterView = { id, capability, kind: l.kind, per: l.per, scope: l.scope, max: l.tightest, used, remaining: Math.max(0, addAmounts(l.tightest, -used)) };
+        if (l.kind === 'sum') v.field = l.field!;
+        if (scopeKey !== undefined) v.key = scopeKey;
+        return v;
+      };
+      const rows = stored.filter((r) => r.capability === capability && r.usage_key === key);
+      if (l.scope === 'agent') {
+        const id = counterId(agentId, capability, key, '');
+        out.push(view(id, rows.find((r) => r.id === id)?.used ?? 0));
+      } else {
+        for (const r of rows) if (r.used > 0) out.push(view(r.id, r.used, r.scope_key));
+      }
+    }
+  }
+  return out;
+}
+
+/**
+ * One store transaction for the counters. The store is synchronous for now: this opens an
+ * immediate (write-locking) transaction on the connection and lets the body's store calls,
+ * which complete at once, run in it; one body at a time in the process.
+ */
+export async function usageTransaction<T>(ctx: { store: { db: Db; usage: UsageStore } }, fn: (tx: UsageTx) => Promise<T>): Promise<T> {
+  const db = ctx.store.db;
+  while (gates.get(db)) await gates.get(db);
+  let release!: () => void;
+  gates.set(db, new Promise<void>((r) => (release = r)));
+  try {
+    db.exec('BEGIN IMMEDIATE');
+    try {
+      const result = await fn({ usage: ctx.store.usage });
+      db.exec('COMMIT');
+      return result;
+    } catch (err) {
+      if (db.inTransaction) db.exec('ROLLBACK');
+      throw err;
+    }
+  } finally {
+    gates.delete(db);
+    release();
+  }
+}
+const gates = new WeakMap<Db, Promise<void>>();

@@ -15,6 +15,7 @@ import { sessionsStore } from './sessions.js';
 import { settingsStore } from './settings.js';
 import { ssfStore } from './ssf.js';
 import { usersStore } from './users.js';
+import { sqliteUsageSql, usageStore } from './usage.js';
 
 /**
  * Every table is reached through one of these modules; the rest of the code writes no SQL.
@@ -43,6 +44,7 @@ export function createStore(db: Db) {
     oauth: oauthStore(db),
     rateLimits: rateLimitsStore(db),
     saml: samlStore(db),
+    usage: usageStore(sqliteUsageSql(db)),
   };
 }
 export type Store = ReturnType<typeof createStore>;

@@ -107,6 +107,12 @@ export function usageStore(sql: UsageSql) {
       return { used: Number(used), own };
     },
 
+    /** The counter's usage in the window (t - per_seconds, t], changing nothing (no lock needed). */
+    async peek(def: Pick<CounterDef, 'id'>, t: number): Promise<number> {
+      const row = await sql.get<CounterRow>(SELECT_ROW, [def.id]);
+      return row ? Number((await usedAt(sql, row, t - row.per_seconds)).used) : 0;
+    },
+
     /** Adds one allowed action's amount at time `t` (under transaction token `txn`, when there is one). */
     async consume(def: CounterDef, t: number, amount: number, txn: string | null): Promise<{ before: number; after: number }> {
       const row = await sql.get<CounterRow>(SELECT_ROW, [def.id]);

@@ -1,0 +1,103 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { countersFor, pruneIdleCounters, UsageBatch, type UsageTx } from '../../src/authz/usage.js';
+import { checkUsageLimit, usageKey, type UsageLimit } from '../../src/policy/usage.js';
+import { migrate, openDatabase, type Db } from '../../src/store/db.js';
+import { EVENT_GRACE_SECONDS, sqliteUsageSql, usageStore } from '../../src/store/usage.js';
+
+let db: Db;
+let root: UsageTx;
+let transactions: number;
+const host = {
+  async transaction<T>(fn: (tx: UsageTx) => Promise<T>): Promise<T> {
+    transactions++;
+    db.exec('BEGIN IMMEDIATE');
+    try {
+      const r = await fn(root);
+      db.exec('COMMIT');
+      return r;
+    } catch (err) {
+      db.exec('ROLLBACK');
+      throw err;
+    }
+  },
+};
+
+beforeEach(() => {
+  db = openDatabase(':memory:');
+  migrate(db);
+  db.prepare("INSERT INTO agents (agent_id, name, mode, public_jwk, created_at, updated_at) VALUES ('a1', 'a1', 'autonomous', '{}', 0, 0)").run();
+  root = { usage: usageStore(sqliteUsageSql(db)) };
+  transactions = 0;
+});
+afterEach(() => db.close());
+
+const rate: UsageLimit = { kind: 'count', field: null, max: 10, per: '1h', seconds: 3600, scope: 'agent', source: 't' };
+const budget: UsageLimit = { kind: 'sum', field: 'amount', max: 100, per: '1d', seconds: 86400, scope: 'agent', source: 't' };
+const subject = { agentId: 'a1', capability: 'create:refunds', resource: 'refund:1', personId: null };
+
+function job(limits: UsageLimit[], context: Record<string, unknown>, t: number, txn: string | null = null) {
+  return {
+    counters: countersFor(subject, limits),
+    t,
+    txn,
+    async judge(facts: Record<string, number>) {
+      const usage = limits.map((l) => checkUsageLimit(l, usageKey(l), context, facts[usageKey(l)] ?? 0));
+      return { decision: { decision: usage.some((u) => u.violated) ? 'deny' : 'allow', usage } };
+    },
+  };
+}
+
+describe('a turn of decisions on counters in one transaction', () => {
+  it('50 at once against a rate of 10: exactly 10 allowed, in one commit', async () => {
+    const batch = new UsageBatch(host);
+    const results = await Promise.all(Array.from({ length: 50 }, () => batch.run(job([rate], {}, 1000))));
+    expect(results.filter((r) => r.outcome.decision.decision === 'allow')).toHaveLength(10);
+    expect(transactions).toBe(1);
+    // The audit's view: the eleventh saw 10 before and after.
+    expect(results[10]!.changes).toEqual([expect.objectContaining({ counter: 'count per 1h', max: 10, before: 10, after: 10 })]);
+  });
+
+  it('amounts that fit only in some orders never pass the budget together', async () => {
+    const batch = new UsageBatch(host);
+    const amounts = [60, 30, 50, 20, 45, 5, 35, 70, 10, 25];
+    const results = await Promise.all(amounts.map((amount) => batch.run(job([budget], { amount }, 1000))));
+    const allowed = amounts.filter((_, i) => results[i]!.outcome.decision.decision === 'allow');
+    expect(allowed.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(100);
+    // One after another in the order they came: 60 and 30 fit, then only 5 does.
+    expect(allowed).toEqual([60, 30, 5]);
+  });
+
+  it('the same transaction token consumes once, however often it asks', async () => {
+    const batch = new UsageBatch(host);
+    const results = await Promise.all(Array.from({ length: 5 }, () => batch.run(job([rate, budget], { amount: 40 }, 1000, 'txn-1'))));
+    expect(results.every((r) => r.outcome.decision.decision === 'allow')).toBe(true);
+    const again = await batch.run(job([rate, budget], { amount: 40 }, 1001, 'txn-1'));
+    expect(again.outcome.decision.decision).toBe('allow');
+    expect(again.changes.map((c) => [c.counter, c.before, c.after])).toEqual(
+      expect.arrayContaining([['count per 1h', 1, 1], ['amount sum per 1d', 40, 40]]),
+    );
+    // With 80 of 100 used, a new 40 is denied, but a repeat of one of those 40s is judged without itself.
+    await batch.run(job([budget], { amount: 40 }, 1002, 'txn-2'));
+    expect((await batch.run(job([budget], { amount: 40 }, 1003, 'txn-2'))).outcome.decision.decision).toBe('allow');
+    expect((await batch.run(job([budget], { amount: 40 }, 1003, 'txn-3'))).outcome.decision.decision).toBe('deny');
+  });
+
+  it('usage leaves the window to the second', async () => {
+    const batch = new UsageBatch(host);
+    const one: UsageLimit = { ...rate, max: 1, per: '10m', seconds: 600 };
+    expect((await batch.run(job([one], {}, 5000))).outcome.decision.decision).toBe('allow');
+    expect((await batch.run(job([one], {}, 5599))).outcome.decision.decision).toBe('deny');
+    expect((await batch.run(job([one], {}, 5600))).outcome.decision.decision).toBe('allow');
+  });
+
+  it('drops counters nothing in their window uses any more', async () => {
+    const batch = new UsageBatch(host);
+    await batch.run(job([rate], {}, 1000));
+    const count = () => (db.prepare('SELECT COUNT(*) AS n FROM usage_counters').get() as { n: number }).n;
+    expect(await pruneIdleCounters(host, root, 1000 + 3600 + EVENT_GRACE_SECONDS - 1)).toBe(0);
+    expect(count()).toBe(1);
+    expect(await pruneIdleCounters(host, root, 1000 + 3600 + EVENT_GRACE_SECONDS)).toBe(1);
+    expect(count()).toBe(0);
+    expect((db.prepare('SELECT COUNT(*) AS n FROM usage_events').get() as { n: number }).n).toBe(0);
+  });
+});
