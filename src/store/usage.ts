@@ -78,10 +78,10 @@ async function usedAt(sql: UsageSql, row: CounterRow, target: number): Promise<{
   if (target > row.horizon) {
     const r = (await sql.get<{ total: number; n: number }>(SUM_BETWEEN, [row.id, row.horizon, target]))!;
     // Totals are kept to fifteen significant digits, so taking away what left gives the exact rest.
-    return { used: r.n > 0 ? Math.max(0, add(row.used, -Number(r.total))) : row.used, moved: r.n > 0 };
+    return { used: Number(r.n) > 0 ? Math.max(0, add(row.used, -Number(r.total))) : row.used, moved: Number(r.n) > 0 };
   }
   const r = (await sql.get<{ total: number; n: number }>(SUM_BETWEEN, [row.id, target, row.horizon]))!;
-  return { used: r.n > 0 ? add(row.used, Number(r.total)) : row.used, moved: r.n > 0 };
+  return { used: Number(r.n) > 0 ? add(row.used, Number(r.total)) : row.used, moved: Number(r.n) > 0 };
 }
 
 export function usageStore(sql: UsageSql) {
