@@ -275,3 +275,145 @@ export function usageLimitsToJson(limits: UsageLimit[], into: Record<string, unk
   if (counts.length) into.count = counts;
   return into;
 }
+
+// ---- the file language -------------------------------------------------------------
+
+/**
+ * A limit over time as a limits block writes it: `amount sum max 2000 per 24h`,
+ * `count max 3 per 10m per resource`. Kept as written; `validateUsageNodes` checks it.
+ */
+export interface UsageLimitNode {
+  kind: UsageKind;
+  /** the summed field; null for a count */
+  field: string | null;
+  max: unknown;
+  per: string;
+  /** as written after the window (`per resource`); absent for the agent's own counter */
+  scope?: string;
+  loc?: Loc;
+  comments?: { before?: string[]; after?: string };
+}
+
+/** What a block's plain limits say a field is (for "sum over a non-number field"). */
+export interface PlainFieldFacts { field: string; max?: unknown; min?: unknown; in?: unknown; not_in?: unknown; eq?: unknown }
+
+function plainNonNumber(f: PlainFieldFacts): string | null {
+  for (const op of ['in', 'not_in'] as const) {
+    const v = f[op];
+    if (Array.isArray(v) && v.length > 0 && v.every((x) => typeof x !== 'number')) return `compared with ${describe(v[0])}s (${op})`;
+  }
+  if (f.eq !== undefined && typeof f.eq !== 'number') return `required to equal ${JSON.stringify(f.eq)}`;
+  return null;
+}
+
+/**
+ * Checks a block's limits over time, collecting every problem: the window (unit, at most 31
+ * days), the maximum (a number, not negative, whole for a count), the scope, a sum over a
+ * field the block (or the schema, through `fieldType`) makes something other than a number,
+ * and the same thing counted twice in one block.
+ */
+export function validateUsageNodes(
+  nodes: readonly UsageLimitNode[],
+  plain: readonly PlainFieldFacts[],
+  at: Loc,
+  out: Diagnostic[],
+  fieldType?: (field: string) => string | undefined,
+): void {
+  const seen = new Set<string>();
+  for (const n of nodes) {
+    const loc = n.loc ?? at;
+    const err = (message: string) => out.push({ file: loc.file, line: loc.line, col: loc.col, message });
+    const what = n.kind === 'sum' ? `${n.field} sum` : 'count';
+    checkMax(n.kind, n.max, `${what} max`, err);
+    const w = parseWindow(n.per);
+    if ('error' in w) err(`${what}: ${w.error}`);
+    if (n.scope !== undefined && !USAGE_SCOPES.includes(n.scope as UsageScope)) {
+      err(`${what}: unknown scope "per ${n.scope}" (use per resource or per person)`);
+    }
+    if (n.kind === 'sum') {
+      const facts = plain.find((p) => p.field === n.field);
+      const why = (facts && plainNonNumber(facts)) ?? (facts && nonNumberConstraint(facts as unknown as Record<string, unknown>));
+      const declared = fieldType?.(n.field!);
+      if (why) err(`${n.field} sum: ${n.field} is ${why} in this block, and a sum needs a number`);
+      else if (declared !== undefined && declared !== 'number') err(`${n.field} sum: ${n.field} is declared ${declared}, and a sum needs a number`);
+    }
+    if ('seconds' in w && (n.scope === undefined || USAGE_SCOPES.includes(n.scope as UsageScope))) {
+      const key = usageKey({ kind: n.kind, field: n.field, seconds: w.seconds, scope: (n.scope as UsageScope | undefined) ?? 'agent' });
+      if (seen.has(key)) err(`${key} is limited twice in one block`);
+      seen.add(key);
+    }
+  }
+}
+
+/** A validated node → the limit it states, with its source (`file:line`). */
+export function usageLimitOf(n: UsageLimitNode, source: string): UsageLimit {
+  const w = parseWindow(n.per);
+  return {
+    kind: n.kind,
+    field: n.field,
+    max: n.max as number,
+    per: n.per,
+    seconds: 'seconds' in w ? w.seconds : MAX_WINDOW_SECONDS,
+    scope: (n.scope as UsageScope | undefined) ?? 'agent',
+    source,
+  };
+}
+
+/** How `fmt` writes a node: as the file language reads it, the number as written. */
+export function formatUsageNode(n: UsageLimitNode): string {
+  const what = n.kind === 'sum' ? `${n.field} sum` : 'count';
+  return `${what} max ${typeof n.max === 'number' ? String(n.max) : JSON.stringify(n.max)} per ${n.per}${n.scope !== undefined ? ` per ${n.scope}` : ''}`;
+}
+
+// ---- the step of the decision ---------------------------------------------------------
+
+/** A trace step of the limits, as decide() writes them. */
+export interface UsageTraceStep {
+  step: 'limits';
+  check: string;
+  outcome: 'pass' | 'fail';
+  source?: string;
+  reads?: { path: string; value: unknown; present: boolean }[];
+}
+
+/**
+ * The limits over time of one request, in order, against the usage it states. Every check
+ * made is returned (the server consumes on each when the decision allows); the first
+ * violated one ends the step.
+ */
+export function checkUsageLimits(
+  limits: readonly UsageLimit[],
+  ctx: Record<string, unknown>,
+  usage: UsageFacts | undefined,
+  trace: UsageTraceStep[],
+): { checks: UsageCheck[]; violated: UsageCheck | null } {
+  const checks: UsageCheck[] = [];
+  for (const l of limits) {
+    const key = usageKey(l);
+    const c = checkUsageLimit(l, key, ctx, usedOf(usage, key));
+    checks.push(c);
+    const reads: { path: string; value: unknown; present: boolean }[] = [{ path: `usage.${key}`, value: c.used, present: usage !== undefined && Object.hasOwn(usage, key) }];
+    if (l.kind === 'sum') reads.push({ path: `context.${l.field}`, value: ctx[l.field!], present: Object.hasOwn(ctx, l.field!) });
+    trace.push({ step: 'limits', check: usageCheckText(c), outcome: c.violated ? 'fail' : 'pass', source: l.source, reads });
+    if (c.violated) return { checks, violated: c };
+  }
+  return { checks, violated: null };
+}
+
+/**
+ * Usage as a person states it (a policy test's `used count 19 in 1h`, an explain request's
+ * `"usage": {"count per 1h": 19}`): keys normalized, values numbers not below zero.
+ */
+export function readUsageFacts(raw: unknown): { usage: UsageFacts; errors: string[] } {
+  const usage: UsageFacts = {};
+  const errors: string[] = [];
+  if (raw === undefined || raw === null) return { usage, errors };
+  if (!isObject(raw)) return { usage, errors: ['usage must be an object {"count per 1h": 19, "amount sum per 24h": 1500}'] };
+  for (const [k, v] of Object.entries(raw)) {
+    const n = normalizeUsageKey(k);
+    if ('error' in n) { errors.push(`usage: ${n.error}`); continue; }
+    if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) { errors.push(`usage "${k}": must be a number, not negative`); continue; }
+    usage[n.key] = addAmounts(usage[n.key] ?? 0, v);
+  }
+  return { usage, errors };
+}
