@@ -2,6 +2,13 @@ import { describe, expect, it } from 'vitest';
 import {
   addAmounts,
   checkUsageLimit,
+  checkUsageLimits,
+  formatUsageNode,
+  readUsageFacts,
+  validateUsageNodes,
+  type PlainFieldFacts,
+  type UsageLimitNode,
+  type UsageTraceStep,
   formatWindow,
   jsonUsageLimits,
   normalizeUsageKey,
@@ -89,5 +96,72 @@ describe('the JSON shape of the management API', () => {
   it('leaves a plain limit on a context field named count alone', () => {
     expect(jsonUsageLimits({ count: 5 })).toEqual({ limits: [], diagnostics: [] });
     expect(jsonUsageLimits({ count: { max: 5 } })).toEqual({ limits: [], diagnostics: [] });
+  });
+});
+
+describe('limit lines of a block', () => {
+  const at = { file: 'p.policy', line: 1, col: 1 };
+  const check = (nodes: UsageLimitNode[], plain: PlainFieldFacts[] = [], types?: Record<string, string>) => {
+    const out: { message: string; line: number }[] = [];
+    validateUsageNodes(nodes, plain, at, out as never, types ? (f) => types[f] : undefined);
+    return out.map((d) => `${d.line}: ${d.message}`);
+  };
+  const loc = (line: number) => ({ file: 'p.policy', line, col: 3 });
+  it('accepts the forms of the language', () => {
+    expect(check([
+      { kind: 'sum', field: 'amount', max: 2000, per: '24h', loc: loc(2) },
+      { kind: 'count', field: null, max: 20, per: '1h', loc: loc(3) },
+      { kind: 'count', field: null, max: 3, per: '10m', scope: 'resource', loc: loc(4) },
+      { kind: 'count', field: null, max: 3, per: '10m', scope: 'person', loc: loc(5) },
+    ], [{ field: 'amount', max: 500 }])).toEqual([]);
+  });
+  it('reports each problem at its line', () => {
+    expect(check([
+      { kind: 'sum', field: 'currency', max: 10, per: '1h', loc: loc(2) },
+      { kind: 'count', field: null, max: 20, per: '1w', loc: loc(3) },
+      { kind: 'count', field: null, max: 20, per: '32d', loc: loc(4) },
+      { kind: 'count', field: null, max: 1.5, per: '1h', scope: 'team', loc: loc(5) },
+      { kind: 'count', field: null, max: 5, per: '1h', loc: loc(6) },
+      { kind: 'count', field: null, max: 5, per: '60m', loc: loc(7) },
+      { kind: 'sum', field: 'note', max: 5, per: '1h', loc: loc(8) },
+    ], [{ field: 'currency', in: ['USD', 'EUR'] }], { note: 'string' })).toEqual([
+      '2: currency sum: currency is compared with strings (in) in this block, and a sum needs a number',
+      '3: count: unknown window unit "w" in "1w" (use s, m, h or d)',
+      '4: count: window "32d" is longer than 31 days',
+      "5: count max: a count's maximum must be a whole number",
+      '5: count: unknown scope "per team" (use per resource or per person)',
+      '7: count per 1h is limited twice in one block',
+      '8: note sum: note is declared string, and a sum needs a number',
+    ]);
+  });
+  it('formats as written', () => {
+    expect(formatUsageNode({ kind: 'sum', field: 'amount', max: 2000, per: '24h' })).toBe('amount sum max 2000 per 24h');
+    expect(formatUsageNode({ kind: 'count', field: null, max: 3, per: '10m', scope: 'resource' })).toBe('count max 3 per 10m per resource');
+  });
+});
+
+describe('the step of the decision', () => {
+  const limits: UsageLimit[] = [
+    { kind: 'sum', field: 'amount', max: 2000, per: '24h', seconds: 86400, scope: 'agent', source: 'p.policy:3' },
+    { kind: 'count', field: null, max: 20, per: '1h', seconds: 3600, scope: 'agent', source: 'p.policy:4' },
+  ];
+  it('checks in order and stops at the first violated, saying what it read', () => {
+    const trace: UsageTraceStep[] = [];
+    const r = checkUsageLimits(limits, { amount: 600 }, { 'amount sum per 1d': 1500, 'count per 1h': 19 }, trace);
+    expect(r.violated?.key).toBe('amount sum per 1d');
+    expect(trace).toEqual([{
+      step: 'limits', outcome: 'fail', source: 'p.policy:3',
+      check: 'amount sum max 2000 per 24h (used 1500, this adds 600)',
+      reads: [{ path: 'usage.amount sum per 1d', value: 1500, present: true }, { path: 'context.amount', value: 600, present: true }],
+    }]);
+    const ok = checkUsageLimits(limits, { amount: 500 }, { 'amount sum per 1d': 1500, 'count per 1h': 19 }, []);
+    expect([ok.violated, ok.checks.map((c) => c.amount)]).toEqual([null, [500, 1]]);
+  });
+  it('reads usage as a person states it', () => {
+    expect(readUsageFacts({ 'count per 60m': 19, 'amount sum per 24h': 1500 })).toEqual({ usage: { 'count per 1h': 19, 'amount sum per 1d': 1500 }, errors: [] });
+    expect(readUsageFacts({ 'count per 1x': 1, 'count per 1h': -1 }).errors).toEqual([
+      'usage: unknown window unit "x" in "1x" (use s, m, h or d)',
+      'usage "count per 1h": must be a number, not negative',
+    ]);
   });
 });
