@@ -20,6 +20,7 @@ import { checkpointWal, disableAutoCheckpoint, migrate, openDatabase } from './s
 import { createStore } from './store/index.js';
 import { endpointUrls } from './urls.js';
 import { applyProjectFile } from './admin/project-file.js';
+import { ensureConsoleApplication } from './console/application.js';
 
 export type ProcessRole = 'primary' | 'worker';
 
@@ -70,6 +71,7 @@ export async function openContext(config: Config, logger: Logger, role: ProcessR
 
   if (role === 'primary') {
     await keys.ensureKeys();
+    await ensureConsoleApplication(ctx);
     try {
       await policy.reloadFromDisk();
     } catch (err) {

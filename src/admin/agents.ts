@@ -89,6 +89,42 @@ export function updateAgent(ctx: AppContext, agentId: string, patch: AgentPatch)
   });
 }
 
+/** Adds or changes one capability; a changed limit applies to the agent's next call. */
+export function putCapability(ctx: AppContext, agentId: string, name: string, limits: Record<string, unknown>): { name: string; limits: Record<string, unknown> } {
+  ctx.store.transaction(() => {
+    mustGet(ctx, agentId);
+    ctx.store.agents.putCapability(agentId, name, limits);
+    ctx.store.settings.bump('agents');
+  });
+  return { name, limits };
+}
+
+export function deleteCapability(ctx: AppContext, agentId: string, name: string): void {
+  ctx.store.transaction(() => {
+    mustGet(ctx, agentId);
+    if (!ctx.store.agents.deleteCapability(agentId, name)) throw errors.notFound(`the agent has no capability ${name}`);
+    ctx.store.settings.bump('agents');
+  });
+}
+
+/** Final: the agent's tokens and assertions stop working. */
+export function revokeAgent(ctx: AppContext, agentId: string): void {
+  ctx.store.transaction(() => {
+    mustGet(ctx, agentId);
+    ctx.store.agents.revoke(agentId);
+    ctx.store.settings.bump('agents');
+  });
+}
+
+export function deleteAgent(ctx: AppContext, agentId: string): void {
+  onStillReferenced(`agent ${agentId} still has records that refer to it; revoke it instead`, () =>
+    ctx.store.transaction(() => {
+      if (!ctx.store.agents.delete(agentId)) throw errors.notFound(`no agent ${agentId}`);
+      ctx.store.settings.bump('agents');
+    }),
+  );
+}
+
 export function agentRoutes(router: Router, ctx: AppContext): void {
   const tags = ['agents'];
   // Agent IDs are URLs: sent URL-encoded they are one path segment; a wildcard also takes them unencoded.
@@ -123,13 +159,7 @@ export function agentRoutes(router: Router, ctx: AppContext): void {
       const agentId = param(req, 'agent_id');
       const name = parseWith(capabilityName, param(req, 'name'), 'name');
       const { limits } = parseWith(capabilityPut, req.body === undefined ? {} : req.body);
-      const stored = limits ?? {};
-      ctx.store.transaction(() => {
-        mustGet(ctx, agentId);
-        ctx.store.agents.putCapability(agentId, name, stored);
-        ctx.store.settings.bump('agents');
-      });
-      res.json({ name, limits: stored });
+      res.json(putCapability(ctx, agentId, name, limits ?? {}));
     },
   );
 
@@ -137,13 +167,7 @@ export function agentRoutes(router: Router, ctx: AppContext): void {
     router,
     { method: 'delete', path: '/agents/{agent_id}/capabilities/{name}', expressPath: `${idPath}/capabilities/:name`, tags, summary: 'Remove a capability', responses: { 204: 'removed' } },
     (req, res) => {
-      const agentId = param(req, 'agent_id');
-      const name = param(req, 'name');
-      ctx.store.transaction(() => {
-        mustGet(ctx, agentId);
-        if (!ctx.store.agents.deleteCapability(agentId, name)) throw errors.notFound(`the agent has no capability ${name}`);
-        ctx.store.settings.bump('agents');
-      });
+      deleteCapability(ctx, param(req, 'agent_id'), param(req, 'name'));
       res.status(204).end();
     },
   );
@@ -155,12 +179,7 @@ export function agentRoutes(router: Router, ctx: AppContext): void {
       summary: 'Revoke an agent: its tokens and assertions stop working', responses: { 204: 'revoked' },
     },
     (req, res) => {
-      const agentId = param(req, 'agent_id');
-      ctx.store.transaction(() => {
-        mustGet(ctx, agentId);
-        ctx.store.agents.revoke(agentId);
-        ctx.store.settings.bump('agents');
-      });
+      revokeAgent(ctx, param(req, 'agent_id'));
       res.status(204).end();
     },
   );
@@ -189,13 +208,7 @@ export function agentRoutes(router: Router, ctx: AppContext): void {
     router,
     { method: 'delete', path: '/agents/{agent_id}', expressPath: idPath, tags, summary: 'Delete an agent', responses: { 204: 'deleted' } },
     (req, res) => {
-      const agentId = param(req, 'agent_id');
-      onStillReferenced(`agent ${agentId} still has records that refer to it; revoke it instead`, () =>
-        ctx.store.transaction(() => {
-          if (!ctx.store.agents.delete(agentId)) throw errors.notFound(`no agent ${agentId}`);
-          ctx.store.settings.bump('agents');
-        }),
-      );
+      deleteAgent(ctx, param(req, 'agent_id'));
       res.status(204).end();
     },
   );

@@ -3,6 +3,7 @@ import type { AppContext } from '../context.js';
 import { randomToken, sha256 } from '../crypto/hash.js';
 import { errors } from '../errors.js';
 import type { Application, ApplicationType } from '../store/applications.js';
+import { builtInApplicationProblem, CONSOLE_CLIENT_ID } from '../console/built-in.js';
 import { onDuplicate, onStillReferenced } from './conflict.js';
 import { adminRoute, bodyOrEmpty, iso, param, parseWith } from './route.js';
 import {
@@ -87,7 +88,7 @@ export function updateApplication(ctx: AppContext, clientId: string, patch: Appl
     const confidential = patch.confidential ?? cur.confidential;
     checkConsistency(cur.type, confidential, patch.client_secret !== undefined);
     if (patch.rotate_secret && !confidential) throw fieldError('rotate_secret', 'a public application has no secret');
-    const app = ctx.store.applications.update({
+    const next = {
       client_id: clientId,
       name: patch.name ?? cur.name,
       type: cur.type,
@@ -96,7 +97,10 @@ export function updateApplication(ctx: AppContext, clientId: string, patch: Appl
       confidential,
       refresh_tokens: patch.refresh_tokens ?? cur.refresh_tokens,
       first_party: patch.first_party ?? cur.first_party,
-    })!;
+    };
+    const builtIn = builtInApplicationProblem(ctx, clientId, next);
+    if (builtIn) throw fieldError(builtIn.path, builtIn.message);
+    const app = ctx.store.applications.update(next)!;
     let secret: string | undefined;
     if (!confidential) {
       if (cur.has_secret) ctx.store.applications.setSecretHash(clientId, null);
@@ -119,6 +123,22 @@ export function putGrant(ctx: AppContext, clientId: string, apiClientId: string,
     ctx.store.applications.putGrant(clientId, apiClientId, scopes);
     ctx.store.settings.bump('applications');
   });
+}
+
+/** Deletes an application with its grants, assignments and tokens. The console's own application stays. */
+export function deleteApplication(ctx: AppContext, clientId: string): void {
+  if (clientId === CONSOLE_CLIENT_ID) throw errors.conflict('the console application is built in and cannot be deleted');
+  onStillReferenced(`application ${clientId} still has records that refer to it`, () =>
+    ctx.store.transaction(() => {
+      if (!ctx.store.applications.delete(clientId)) throw errors.notFound(`no application ${clientId}`);
+      ctx.store.settings.bump('applications');
+    }),
+  );
+}
+
+export function unassignUser(ctx: AppContext, clientId: string, userId: string): void {
+  mustGet(ctx, clientId);
+  if (!ctx.store.applications.unassign(clientId, userId)) throw errors.notFound(`${userId} is not assigned to ${clientId}`);
 }
 
 export function assignUser(ctx: AppContext, clientId: string, userId: string): void {
@@ -175,13 +195,7 @@ export function applicationRoutes(router: Router, ctx: AppContext): void {
     router,
     { method: 'delete', path: '/applications/{client_id}', tags, summary: 'Delete an application (its grants, assignments and tokens go with it)', responses: { 204: 'deleted' } },
     (req, res) => {
-      const clientId = param(req, 'client_id');
-      onStillReferenced(`application ${clientId} still has records that refer to it`, () =>
-        ctx.store.transaction(() => {
-          if (!ctx.store.applications.delete(clientId)) throw errors.notFound(`no application ${clientId}`);
-          ctx.store.settings.bump('applications');
-        }),
-      );
+      deleteApplication(ctx, param(req, 'client_id'));
       res.status(204).end();
     },
   );
@@ -228,10 +242,7 @@ export function applicationRoutes(router: Router, ctx: AppContext): void {
     router,
     { method: 'delete', path: '/applications/{client_id}/assignments/{user_id}', tags, summary: 'Unassign a person', responses: { 204: 'unassigned' } },
     (req, res) => {
-      const clientId = param(req, 'client_id');
-      const userId = param(req, 'user_id');
-      mustGet(ctx, clientId);
-      if (!ctx.store.applications.unassign(clientId, userId)) throw errors.notFound(`${userId} is not assigned to ${clientId}`);
+      unassignUser(ctx, param(req, 'client_id'), param(req, 'user_id'));
       res.status(204).end();
     },
   );

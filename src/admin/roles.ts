@@ -31,6 +31,13 @@ export function putRole(ctx: AppContext, name: string, permissions: string[]): {
   });
 }
 
+export function deleteRole(ctx: AppContext, name: string): void {
+  ctx.store.transaction(() => {
+    if (!ctx.store.roles.delete(name)) throw errors.notFound(`no role ${name}`);
+    ctx.store.settings.bump('agents');
+  });
+}
+
 export function roleRoutes(router: Router, ctx: AppContext): void {
   const tags = ['roles'];
 
@@ -87,11 +94,7 @@ export function roleRoutes(router: Router, ctx: AppContext): void {
     router,
     { method: 'delete', path: '/roles/{name}', tags, summary: 'Delete a role', responses: { 204: 'deleted' } },
     (req, res) => {
-      const name = param(req, 'name');
-      ctx.store.transaction(() => {
-        if (!ctx.store.roles.delete(name)) throw errors.notFound(`no role ${name}`);
-        ctx.store.settings.bump('agents');
-      });
+      deleteRole(ctx, param(req, 'name'));
       res.status(204).end();
     },
   );

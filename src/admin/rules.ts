@@ -127,6 +127,14 @@ export function disableRule(ctx: AppContext, id: string): Rule {
   });
 }
 
+export function deleteRule(ctx: AppContext, id: string): void {
+  ctx.store.transaction(() => {
+    const rule = mustGet(ctx, id);
+    ctx.store.rules.delete(id);
+    if (rule.state === 'live') ctx.policy.invalidate();
+  });
+}
+
 export function ruleRoutes(router: Router, ctx: AppContext): void {
   const tags = ['rules'];
 
@@ -169,12 +177,7 @@ export function ruleRoutes(router: Router, ctx: AppContext): void {
     router,
     { method: 'delete', path: '/rules/{id}', tags, summary: 'Delete a rule', responses: { 204: 'deleted' } },
     (req, res) => {
-      const id = param(req, 'id');
-      ctx.store.transaction(() => {
-        const rule = mustGet(ctx, id);
-        ctx.store.rules.delete(id);
-        if (rule.state === 'live') ctx.policy.invalidate();
-      });
+      deleteRule(ctx, param(req, 'id'));
       res.status(204).end();
     },
   );

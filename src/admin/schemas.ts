@@ -497,11 +497,30 @@ export const policyReloadError = z.object({ error: z.string(), error_description
 export const keysRotate = z.object({ alg: z.enum(['RS256', 'EdDSA']).optional().meta({ description: 'default: both' }) });
 export const keysRotated = z.object({ keys: z.array(z.object({ kid: z.string(), alg: z.enum(['RS256', 'EdDSA']) })) });
 
+/** A time in a query: ISO 8601 or unix seconds, as unix seconds. */
+const auditTime = z
+  .string()
+  .transform((v, c) => {
+    const t = /^\d{1,12}$/.test(v) ? Number(v) : Math.floor(Date.parse(v) / 1000);
+    if (!Number.isFinite(t)) {
+      c.addIssue({ code: 'custom', message: 'must be an ISO 8601 time or unix seconds' });
+      return z.NEVER;
+    }
+    return t;
+  });
+
 export const auditQuery = z.object({
   agent_id: z.string().optional(),
   user_id: z.string().optional(),
   decision: z.enum(['allow', 'deny', 'approval_required']).optional(),
-  kind: z.string().optional().meta({ description: '`decision` (the default), `token`, `approval`, or `all`' }),
+  kind: z.string().optional().meta({ description: '`decision` (the default), `token`, `approval`, `admin` (changes made in the console), or `all`' }),
+  reason: z
+    .string()
+    .regex(/^[a-z_]{1,64}$/, 'must be a reason code such as constraint_violated')
+    .optional()
+    .meta({ description: 'the reason code: `constraint_violated` matches `constraint_violated: amount max`' }),
+  since: auditTime.optional().meta({ description: 'records at or after this time (ISO 8601 or unix seconds)' }),
+  until: auditTime.optional().meta({ description: 'records at or before this time (ISO 8601 or unix seconds)' }),
   limit: z.coerce.number().int().min(1).max(500).default(50),
   before: z.coerce.number().int().min(1).optional().meta({ description: 'the `next_before` of the previous page' }),
 });
@@ -519,6 +538,7 @@ export const auditPage = z.object({
       decision: z.string().nullable(),
       reason: z.string().nullable(),
       policy_version: z.string().nullable(),
+      actor: z.string().nullable().meta({ description: 'the person (user id) who made a change in the console' }),
     }),
   ),
   next_before: z.number().nullable(),

@@ -53,7 +53,8 @@ export class PolicyService {
     return this.current();
   }
 
-  private files(): SourceFile[] {
+  /** The policy files in force (path and text), as last loaded. */
+  files(): SourceFile[] {
     const raw = this.store.settings.get(FILES_KEY);
     return raw ? (JSON.parse(raw) as SourceFile[]) : [];
   }
@@ -75,9 +76,26 @@ export class PolicyService {
       policySet = loadPolicySet({ files, rules: [] }).policySet;
       if (!policySet) throw new Error('the stored policy files do not compile');
     }
+    this.remember(policySet, files, rules);
     this.cached = { version, set: policySet };
     return policySet;
   }
+
+  /**
+   * Keeps each version that comes into force with what it was compiled from, so any two can
+   * be compared later. History is a convenience: failing to write it never fails a decision.
+   */
+  private remember(set: PolicySet, files: SourceFile[], rules: JsonRule[]): void {
+    if (set.version === this.lastRemembered) return;
+    try {
+      const inForce = new Set(set.sources.map((s) => s.path));
+      this.store.policyVersions.record(set.version, files, rules.filter((r) => inForce.has(`api:rule/${r.id}`)));
+      this.lastRemembered = set.version;
+    } catch {
+      // a read-only moment (or a busy database) only costs this version's entry in the history
+    }
+  }
+  private lastRemembered: string | undefined;
 
   /** Marks the policy as changed (a rule went live or stopped being live). */
   invalidate(): void {

@@ -64,6 +64,20 @@ function assertEndpointFree(ctx: AppContext, fields: StreamFields, selfId?: stri
   }
 }
 
+/** Creates a stream from a receiver's request body (one stream per endpoint_url). */
+export function createStream(ctx: AppContext, raw: unknown): StreamRecord {
+  const fields = fieldsForCreate(ctx, raw);
+  return ctx.store.transaction(() => {
+    assertEndpointFree(ctx, fields);
+    return ctx.store.ssf.createStream(randomToken(16), fields);
+  });
+}
+
+/** Deletes a stream with its subjects and undelivered events. */
+export function deleteStream(ctx: AppContext, id: string): void {
+  if (!ctx.store.ssf.deleteStream(id)) throw errors.notFound(`no stream ${JSON.stringify(id)}`);
+}
+
 function outboxView(e: OutboxEvent) {
   return {
     jti: e.jti,
@@ -88,11 +102,7 @@ export function ssfRouter(ctx: AppContext): Router {
 
   // Create a stream
   router.post('/v1/ssf/streams', (req, res: Response) => {
-    const fields = fieldsForCreate(ctx, req.body);
-    const stream = ctx.store.transaction(() => {
-      assertEndpointFree(ctx, fields);
-      return ctx.store.ssf.createStream(randomToken(16), fields);
-    });
+    const stream = createStream(ctx, req.body);
     req.log.info({ stream_id: stream.stream_id }, 'ssf stream created');
     res.status(201).json(streamView(ctx, stream));
   });
@@ -125,7 +135,7 @@ export function ssfRouter(ctx: AppContext): Router {
   // Delete: the stream, its subjects and its undelivered events
   router.delete('/v1/ssf/streams', (req, res) => {
     const id = queryStreamId(req, true)!;
-    if (!ctx.store.ssf.deleteStream(id)) throw errors.notFound(`no stream ${JSON.stringify(id)}`);
+    deleteStream(ctx, id);
     req.log.info({ stream_id: id }, 'ssf stream deleted');
     res.status(204).end();
   });

@@ -7,6 +7,7 @@ import { entitiesStore } from './entities.js';
 import { keysStore } from './keys.js';
 import { mcpStore } from './mcp.js';
 import { oauthStore } from './oauth.js';
+import { policyVersionsStore } from './policy-versions.js';
 import { rateLimitsStore } from './rate-limits.js';
 import { rolesStore } from './roles.js';
 import { samlStore } from './saml.js';
@@ -44,6 +45,7 @@ export function createStore(db: Db) {
     oauth: oauthStore(db),
     rateLimits: rateLimitsStore(db),
     saml: samlStore(db),
+    policyVersions: policyVersionsStore(db),
     usage: usageStore(sqliteUsageSql(db)),
   };
 }
