@@ -61,6 +61,10 @@ const PRUNE_EVERY = 32;
 
 const add = (a: number, b: number): number => Number((a + b).toPrecision(15));
 
+/** A row with its numbers as numbers (PostgreSQL hands 64-bit integers over as text). */
+const toRow = (r: CounterRow | undefined): CounterRow | undefined =>
+  r && { ...r, per_seconds: Number(r.per_seconds), used: Number(r.used), horizon: Number(r.horizon), next_seq: Number(r.next_seq), updated_at: Number(r.updated_at) };
+
 const SELECT_ROW = 'SELECT * FROM usage_counters WHERE id = ?';
 const SUM_BETWEEN = 'SELECT COALESCE(SUM(amount), 0) AS total, COUNT(*) AS n FROM usage_events WHERE counter_id = ? AND at > ? AND at <= ?';
 const MOVE_HORIZON = 'UPDATE usage_counters SET used = ?, horizon = ? WHERE id = ?';
@@ -94,7 +98,7 @@ export function usageStore(sql: UsageSql) {
      * Moves the stored horizon when something left the window (so the next reader need not).
      */
     async read(def: Pick<CounterDef, 'id' | 'per_seconds'>, t: number, txn: string | null): Promise<CounterReading> {
-      const row = await sql.get<CounterRow>(SELECT_ROW, [def.id]);
+      const row = toRow(await sql.get<CounterRow>(SELECT_ROW, [def.id]));
       if (!row) return { used: 0, own: null };
       const target = t - row.per_seconds;
       const { used, moved } = await usedAt(sql, row, target);
@@ -102,20 +106,20 @@ export function usageStore(sql: UsageSql) {
       let own: number | null = null;
       if (txn !== null) {
         const e = await sql.get<{ amount: number; at: number }>(OWN_EVENT, [row.id, txn]);
-        if (e) own = e.at > target ? Number(e.amount) : 0;
+        if (e) own = Number(e.at) > target ? Number(e.amount) : 0;
       }
       return { used: Number(used), own };
     },
 
     /** The counter's usage in the window (t - per_seconds, t], changing nothing (no lock needed). */
     async peek(def: Pick<CounterDef, 'id'>, t: number): Promise<number> {
-      const row = await sql.get<CounterRow>(SELECT_ROW, [def.id]);
+      const row = toRow(await sql.get<CounterRow>(SELECT_ROW, [def.id]));
       return row ? Number((await usedAt(sql, row, t - row.per_seconds)).used) : 0;
     },
 
     /** Adds one allowed action's amount at time `t` (under transaction token `txn`, when there is one). */
     async consume(def: CounterDef, t: number, amount: number, txn: string | null): Promise<{ before: number; after: number }> {
-      const row = await sql.get<CounterRow>(SELECT_ROW, [def.id]);
+      const row = toRow(await sql.get<CounterRow>(SELECT_ROW, [def.id]));
       const target = t - def.per_seconds;
       if (!row) {
         await sql.run(INSERT_COUNTER, [
@@ -133,13 +137,16 @@ export function usageStore(sql: UsageSql) {
     },
 
     /** One counter as stored, or undefined. */
-    get: (id: string): Promise<CounterRow | undefined> => sql.get<CounterRow>(SELECT_ROW, [id]),
+    get: async (id: string): Promise<CounterRow | undefined> => toRow(await sql.get<CounterRow>(SELECT_ROW, [id])),
 
     /** The agent's stored counters, each with its usage at time `t` (read only). */
     async listForAgent(agentId: string, t: number): Promise<CounterRow[]> {
       const rows = await sql.all<CounterRow>('SELECT * FROM usage_counters WHERE agent_id = ? ORDER BY capability, usage_key, scope_key', [agentId]);
       const out: CounterRow[] = [];
-      for (const row of rows) out.push({ ...row, used: (await usedAt(sql, row, t - row.per_seconds)).used });
+      for (const r of rows) {
+        const row = toRow(r)!;
+        out.push({ ...row, used: (await usedAt(sql, row, t - row.per_seconds)).used });
+      }
       return out;
     },
 
@@ -160,7 +167,7 @@ export function usageStore(sql: UsageSql) {
 
     /** Drops one counter if it is still idle at `t` (the caller holds its lock); true when dropped. */
     async dropIdle(id: string, t: number): Promise<boolean> {
-      const row = await sql.get<CounterRow>(SELECT_ROW, [id]);
+      const row = toRow(await sql.get<CounterRow>(SELECT_ROW, [id]));
       if (!row || row.updated_at + row.per_seconds + EVENT_GRACE_SECONDS > t) return false;
       return this.reset(id);
     },

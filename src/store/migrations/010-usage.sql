@@ -15,7 +15,7 @@ CREATE TABLE usage_counters (
   per_seconds INTEGER NOT NULL,
   scope       TEXT NOT NULL CHECK (scope IN ('agent', 'resource', 'person')),
   scope_key   TEXT NOT NULL,
-  used        DOUBLE PRECISION NOT NULL,
+  used        REAL NOT NULL,
   horizon     INTEGER NOT NULL,
   next_seq    INTEGER NOT NULL,
   updated_at  INTEGER NOT NULL
@@ -29,7 +29,7 @@ CREATE TABLE usage_events (
   counter_id TEXT NOT NULL REFERENCES usage_counters (id) ON DELETE CASCADE,
   at         INTEGER NOT NULL,
   seq        INTEGER NOT NULL,
-  amount     DOUBLE PRECISION NOT NULL,
+  amount     REAL NOT NULL,
   txn        TEXT,
   PRIMARY KEY (counter_id, at, seq)
 );
