@@ -72,7 +72,7 @@ async function serve(): Promise<void> {
         check();
       });
       await stopBackground();
-      ctx.store.db.close();
+      await ctx.store.close();
       process.exit(0);
     };
     process.once('SIGTERM', stop);
@@ -87,8 +87,7 @@ async function serve(): Promise<void> {
   logger.info({ port, issuer: ctx.urls.issuer }, 'listening');
   process.once('SIGTERM', () => {
     server.close(() => {
-      ctx.store.db.close();
-      process.exit(0);
+      void ctx.store.close().finally(() => process.exit(0));
     });
     server.closeIdleConnections();
     setTimeout(() => process.exit(0), 5000).unref();

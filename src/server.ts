@@ -16,8 +16,8 @@ import { createLogger, type Logger } from './logger.js';
 import { formatDiagnostic } from './policy/index.js';
 import { createSignalSink } from './ssf/sink.js';
 import { deliveryOptionsFromEnv, startDeliveryWorker } from './ssf/delivery-worker.js';
-import { checkpointWal, disableAutoCheckpoint, migrate, openDatabase } from './store/db.js';
-import { createStore } from './store/index.js';
+import { migrate, openDatabase } from './store/db.js';
+import { createStore, type Store } from './store/index.js';
 import { endpointUrls } from './urls.js';
 import { applyProjectFile } from './admin/project-file.js';
 import { ensureConsoleApplication } from './console/application.js';
@@ -32,11 +32,24 @@ const ADMIN_TOKEN_KEY = 'admin_token_hash';
  * and the project file. Workers only read what the primary prepared.
  */
 export async function openContext(config: Config, logger: Logger, role: ProcessRole = 'primary'): Promise<AppContext> {
-  const db = openDatabase(config.dbFile);
-  const applied = role === 'primary' ? migrate(db) : [];
-  if (role === 'worker') disableAutoCheckpoint(db);
-  if (applied.length) logger.info({ migrations: applied }, 'database migrated');
+  const db = await openDatabase({ file: config.dbFile, worker: role === 'worker', warn: (msg) => logger.warn(msg) });
+  try {
+    const applied = role === 'primary' ? await migrate(db) : [];
+    if (applied.length) logger.info({ migrations: applied }, 'database migrated');
+  } catch (err) {
+    await db.close();
+    throw err;
+  }
   const store = createStore(db);
+  try {
+    return await prepareContext(config, logger, role, store);
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
+}
+
+async function prepareContext(config: Config, logger: Logger, role: ProcessRole, store: Store): Promise<AppContext> {
   const box = createSecretBox(
     resolveSecretKey(config.secret, `${config.dbFile}.key`, (msg) => role === 'primary' && logger.warn(msg)),
   );
@@ -48,13 +61,13 @@ export async function openContext(config: Config, logger: Logger, role: ProcessR
     adminTokenHash = sha256(config.adminToken);
   } else if (role === 'primary') {
     const token = randomToken();
-    if (store.settings.setIfAbsent(ADMIN_TOKEN_KEY, sha256(token))) {
+    if (await store.settings.setIfAbsent(ADMIN_TOKEN_KEY, sha256(token))) {
       // Printed once, on the first start; only its hash is kept.
       logger.warn({ admin_token: token }, 'GATEHOUSE_ADMIN_TOKEN is not set: generated a management API token (shown once)');
     }
-    adminTokenHash = store.settings.get(ADMIN_TOKEN_KEY)!;
+    adminTokenHash = (await store.settings.get(ADMIN_TOKEN_KEY))!;
   } else {
-    adminTokenHash = store.settings.get(ADMIN_TOKEN_KEY) ?? sha256(randomToken());
+    adminTokenHash = (await store.settings.get(ADMIN_TOKEN_KEY)) ?? sha256(randomToken());
   }
 
   const ctx: AppContext = {
@@ -64,7 +77,7 @@ export async function openContext(config: Config, logger: Logger, role: ProcessR
     keys,
     box,
     urls: endpointUrls(config.issuer),
-    signals: createSignalSink(store, { issuer: config.issuer }),
+    signals: createSignalSink({ issuer: config.issuer }),
     policy,
     adminTokenHash,
   };
@@ -141,7 +154,9 @@ export function startBackground(ctx: AppContext, opts: { walCheckpoints?: boolea
   const stops: (() => Promise<void> | void)[] = [];
   stops.push(startDeliveryWorker(ctx, deliveryOptionsFromEnv()));
   if (opts.walCheckpoints) {
-    const timer = setInterval(() => checkpointWal(ctx.store.db), 1000);
+    const timer = setInterval(() => {
+      ctx.store.database.maintenance().catch((err: unknown) => ctx.logger.warn({ err }, 'database maintenance failed'));
+    }, 1000);
     timer.unref();
     stops.push(() => clearInterval(timer));
   }
@@ -167,7 +182,7 @@ export async function startServer(config: Config, opts: { logger?: Logger } = {}
     stopBackground = startBackground(ctx);
   } catch (err) {
     server.close();
-    ctx.store.db.close();
+    await ctx.store.close();
     throw err;
   }
   attach(server, ctx);
@@ -182,7 +197,7 @@ export async function startServer(config: Config, opts: { logger?: Logger } = {}
         server.closeAllConnections();
       });
       await stopBackground();
-      ctx.store.db.close();
+      await ctx.store.close();
     },
   };
 }

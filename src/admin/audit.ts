@@ -23,11 +23,11 @@ export const auditJson = (r: AuditRecord) => ({
 export type AuditQuery = z.output<typeof auditQuery>;
 
 /** One page of the trail, newest first; `next_before` is the `before` of the next page (null on the last). */
-export function listAudit(ctx: AppContext, q: AuditQuery): { data: ReturnType<typeof auditJson>[]; next_before: number | null } {
+export async function listAudit(ctx: AppContext, q: AuditQuery): Promise<{ data: ReturnType<typeof auditJson>[]; next_before: number | null }> {
   // Decisions by default; token issues, approval answers and console changes with `kind=all` or by kind.
   const kind = q.kind === undefined ? 'decision' : q.kind === 'all' ? undefined : q.kind;
   const { reason, ...filter } = q;
-  const rows = ctx.store.audit.list({ ...filter, reason_code: reason, kind, limit: q.limit + 1 });
+  const rows = await ctx.store.audit.list({ ...filter, reason_code: reason, kind, limit: q.limit + 1 });
   const page = rows.slice(0, q.limit);
   return { data: page.map(auditJson), next_before: rows.length > q.limit ? page[page.length - 1]!.seq : null };
 }
@@ -40,6 +40,6 @@ export function auditRoutes(router: Router, ctx: AppContext): void {
       query: auditQuery,
       responses: { 200: { description: 'a page; pass `next_before` as `before` for the next (null on the last)', schema: auditPage } },
     },
-    (req, res) => void res.json(listAudit(ctx, parseWith(auditQuery, req.query, 'query'))),
+    async (req, res) => void res.json(await listAudit(ctx, parseWith(auditQuery, req.query, 'query'))),
   );
 }

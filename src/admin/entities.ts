@@ -20,18 +20,18 @@ const typeOnly = entityKey.pick({ type: true });
 
 /** Stores an entity, replacing the attributes of one that exists. `created` says which. */
 export async function putEntity(ctx: AppContext, type: string, id: string, attributes: Attributes): Promise<{ entity: Entity; created: boolean }> {
-  return ctx.store.transaction(() => {
-    const created = !ctx.store.entities.get(type, id);
-    const entity = ctx.store.entities.put(type, id, attributes);
-    ctx.store.settings.bump(ENTITIES_DOMAIN);
+  return ctx.store.transaction(async (tx) => {
+    const created = !(await tx.entities.get(type, id));
+    const entity = await tx.entities.put(type, id, attributes);
+    await tx.settings.bump(ENTITIES_DOMAIN);
     return { entity, created };
   });
 }
 
 export async function deleteEntity(ctx: AppContext, type: string, id: string): Promise<void> {
-  ctx.store.transaction(() => {
-    if (!ctx.store.entities.delete(type, id)) throw errors.notFound(`no entity ${type}:${id}`);
-    ctx.store.settings.bump(ENTITIES_DOMAIN);
+  await ctx.store.transaction(async (tx) => {
+    if (!(await tx.entities.delete(type, id))) throw errors.notFound(`no entity ${type}:${id}`);
+    await tx.settings.bump(ENTITIES_DOMAIN);
   });
 }
 

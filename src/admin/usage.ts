@@ -2,7 +2,7 @@ import type { Router } from 'express';
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
 import { errors } from '../errors.js';
-import { listCounters, usageTransaction, type CapabilityLimits, type CounterView } from '../authz/usage.js';
+import { listCounters, type CapabilityLimits, type CounterView } from '../authz/usage.js';
 import { jsonUsageLimits } from '../policy/usage.js';
 import type { Agent } from '../store/agents.js';
 import { adminRoute, param } from './route.js';
@@ -31,15 +31,15 @@ function capabilityLimits(agent: Agent): CapabilityLimits[] {
 
 const seconds = () => Math.floor(Date.now() / 1000);
 
-function mustGetAgent(ctx: AppContext, agentId: string): Agent {
-  const agent = ctx.store.agents.get(agentId);
+async function mustGetAgent(ctx: AppContext, agentId: string): Promise<Agent> {
+  const agent = await ctx.store.agents.get(agentId);
   if (!agent) throw errors.notFound(`no agent ${agentId}`);
   return agent;
 }
 
 /** The agent's counters now (404 for an unknown agent). */
 export async function agentUsage(ctx: AppContext, agentId: string): Promise<CounterView[]> {
-  const agent = mustGetAgent(ctx, agentId);
+  const agent = await mustGetAgent(ctx, agentId);
   return listCounters(ctx.store, agent.agent_id, capabilityLimits(agent), seconds());
 }
 
@@ -48,14 +48,14 @@ export async function agentUsage(ctx: AppContext, agentId: string): Promise<Coun
  * trail in the same transaction. False when the agent has no such counter.
  */
 export async function resetCounter(ctx: AppContext, agentId: string, id: string): Promise<boolean> {
-  const agent = mustGetAgent(ctx, agentId);
+  const agent = await mustGetAgent(ctx, agentId);
   const t = seconds();
   const counter = (await listCounters(ctx.store, agent.agent_id, capabilityLimits(agent), t)).find((c) => c.id === id);
   if (!counter) return false;
-  await usageTransaction(ctx, async (tx) => {
+  await ctx.store.transaction(async (tx) => {
     await tx.usage.lock(id);
     await tx.usage.reset(id);
-    ctx.store.audit.append({
+    await tx.audit.append({
       kind: 'usage',
       time: t,
       agent_id: agent.agent_id,

@@ -28,7 +28,7 @@ export async function verifyAgentAccessToken(ctx: AppContext, token: string, aud
   const claims = await verifySignature(ctx, token, audience);
   const clientId = claims.client_id;
   if (typeof clientId !== 'string' || !clientId) throw invalidToken('the token names no agent');
-  const state = agentCache(ctx).active(clientId);
+  const state = await agentCache(ctx).active(clientId);
   if (!state) throw invalidToken('the agent is unknown or revoked');
 
   let userId: string | null = null;

@@ -15,7 +15,7 @@ const fail = (why: string) => errors.invalidClient(why);
 /**
  * `private_key_jwt` (RFC 7523) for agents: an EdDSA assertion with `iss` = `sub` = the agent ID,
  * `aud` one of `audiences`, `exp` at most 5 minutes ahead, `iat`, and a `jti` used once
- * (recorded in SQLite until the assertion expires). Every failure is `invalid_client` (401).
+ * (recorded in the database until the assertion expires). Every failure is `invalid_client` (401).
  */
 export async function authenticateAgent(ctx: AppContext, body: Record<string, unknown>, audiences: string[]): Promise<AgentState> {
   const assertionType = body.client_assertion_type;
@@ -39,7 +39,7 @@ export async function authenticateAgent(ctx: AppContext, body: Record<string, un
   const agentId = claims.iss;
   if (typeof agentId !== 'string' || !agentId || claims.sub !== agentId) throw fail('the client assertion needs iss = sub = the agent ID');
   if (body.client_id !== undefined && body.client_id !== agentId) throw fail('client_id does not match the client assertion');
-  const state = agentCache(ctx).active(agentId);
+  const state = await agentCache(ctx).active(agentId);
   if (!state || !state.publicKey) throw fail('unknown or revoked agent');
 
   // 3. Signature with the agent's registered key, audience, times.
@@ -64,6 +64,6 @@ export async function authenticateAgent(ctx: AppContext, body: Record<string, un
   if (typeof jti !== 'string' || !jti || jti.length > 512) throw fail('the client assertion needs a jti');
 
   // 4. Single use, across restarts and worker processes.
-  if (!ctx.store.agentAuth.useJti(agentId, jti, exp + CLOCK_SKEW)) throw fail('the client assertion was already used');
+  if (!(await ctx.store.agentAuth.useJti(agentId, jti, exp + CLOCK_SKEW))) throw fail('the client assertion was already used');
   return state;
 }

@@ -20,18 +20,18 @@ class AuditBatch {
       this.queue.push({ input, resolve, reject });
       if (!this.scheduled) {
         this.scheduled = true;
-        setImmediate(() => this.flush());
+        setImmediate(() => void this.flush());
       }
     });
   }
 
-  private flush(): void {
+  private async flush(): Promise<void> {
     const batch = this.queue;
     this.queue = [];
     this.scheduled = false;
     try {
-      this.ctx.store.transaction(() => {
-        for (const p of batch) this.ctx.store.audit.append(p.input);
+      await this.ctx.store.transaction(async (tx) => {
+        for (const p of batch) await tx.audit.append(p.input);
       });
     } catch (err) {
       for (const p of batch) p.reject(err);

@@ -32,21 +32,21 @@ export async function authorizeAction(ctx: AppContext, req: Request, res: Respon
 export async function decisionAnswer(ctx: AppContext, rawBody: unknown, log: Logger): Promise<{ data: ActionDecision }> {
   // Step 1 comes first, even before the rest of the body is looked at: an unknown or revoked agent is a 401.
   const rawAgentId = (rawBody as { agent_id?: unknown } | undefined)?.agent_id;
-  if (typeof rawAgentId === 'string' && rawAgentId && !agentCache(ctx).active(rawAgentId)) {
+  if (typeof rawAgentId === 'string' && rawAgentId && !(await agentCache(ctx).active(rawAgentId))) {
     throw errors.invalidClient('unknown or revoked agent');
   }
   const parsed = authorizeBody.safeParse(rawBody ?? {});
   if (!parsed.success) throw validationError(parsed.error);
   const { agent_id, transaction_token, action, resource, context } = parsed.data;
 
-  const state = agentCache(ctx).active(agent_id);
+  const state = await agentCache(ctx).active(agent_id);
   if (!state) throw errors.invalidClient('unknown or revoked agent');
 
   const bound = transaction_token ? await readTransactionToken(ctx, transaction_token) : { why: 'missing' };
   const mismatch = 'why' in bound ? bound.why : bindingMismatch(bound.claims, agent_id, action, resource, context);
   let answer: ActionDecision;
   if (mismatch) {
-    answer = { decision: 'deny', reason: `invalid_transaction_token: ${mismatch}`, policy_version: currentPolicy(ctx).version };
+    answer = { decision: 'deny', reason: `invalid_transaction_token: ${mismatch}`, policy_version: (await currentPolicy(ctx)).version };
     // Already a deny: when even its record fails, the answer stays deny (logged).
     await appendAudit(ctx, { kind: 'decision', agent_id, user_id: null, action, resource, context, ...answer }).catch((err: unknown) =>
       log.error({ err, agent_id }, 'audit append failed'),

@@ -45,12 +45,12 @@ export async function backchannelAuthorize(ctx: AppContext, req: Request, res: R
   const { capabilities, openid } = requestedCapabilities(agent, one(body.scope, 'scope'));
   // Only the MCP gateway may be named as `resource`; the token is always for it.
   agentAudience(ctx, one(body.resource, 'resource'));
-  const user = findPerson(ctx, body);
+  const user = await findPerson(ctx, body);
   const bindingMessage = checkBindingMessage(one(body.binding_message, 'binding_message'));
   const expiresIn = requestedExpiry(body.requested_expiry);
 
   const authReqId = randomToken();
-  ctx.store.agentAuth.createCiba({
+  await ctx.store.agentAuth.createCiba({
     id: randomUUID(),
     agent_id: agent.agent_id,
     user_id: user.id,
@@ -65,13 +65,13 @@ export async function backchannelAuthorize(ctx: AppContext, req: Request, res: R
   sendTokenResponse(res, { auth_req_id: authReqId, expires_in: expiresIn, interval: CIBA_INTERVAL });
 }
 
-function findPerson(ctx: AppContext, body: Record<string, unknown>): User {
+async function findPerson(ctx: AppContext, body: Record<string, unknown>): Promise<User> {
   const hints = (['login_hint', 'login_hint_token', 'id_token_hint'] as const).filter((h) => body[h] !== undefined && body[h] !== '');
   if (hints.length === 0) throw errors.invalidRequest('login_hint is required (the person\'s email or id)');
   if (hints.length > 1) throw errors.invalidRequest('give exactly one of login_hint, login_hint_token, id_token_hint');
   if (hints[0] !== 'login_hint') throw errors.invalidRequest(`${hints[0]} is not supported; use login_hint`);
   const hint = one(body.login_hint, 'login_hint')!.trim();
-  const user = hint.includes('@') ? ctx.store.users.getByEmail(hint) : (ctx.store.users.get(hint) ?? ctx.store.users.getByEmail(hint));
+  const user = hint.includes('@') ? await ctx.store.users.getByEmail(hint) : ((await ctx.store.users.get(hint)) ?? (await ctx.store.users.getByEmail(hint)));
   if (!user) throw ciba('unknown_user_id', 'no person matches login_hint');
   return user;
 }
@@ -105,7 +105,7 @@ function requestedExpiry(raw: unknown): number {
 export async function cibaGrant(ctx: AppContext, agent: Agent, body: Record<string, unknown>, res: Response): Promise<void> {
   const authReqId = one(body.auth_req_id, 'auth_req_id');
   if (!authReqId) throw errors.invalidRequest('auth_req_id is required');
-  const outcome = ctx.store.agentAuth.poll(sha256(authReqId), Date.now(), POLL_TOLERANCE_MS);
+  const outcome = await ctx.store.agentAuth.poll(sha256(authReqId), Date.now(), POLL_TOLERANCE_MS);
   if (outcome.kind === 'unknown' || outcome.approval.agent_id !== agent.agent_id || outcome.approval.kind !== 'ciba') {
     throw errors.invalidGrant('unknown auth_req_id');
   }
@@ -121,8 +121,8 @@ export async function cibaGrant(ctx: AppContext, agent: Agent, body: Record<stri
   }
 
   // Approved: the token, exactly once.
-  if (!ctx.store.agentAuth.consume(request.id)) throw errors.invalidGrant('the auth_req_id was already redeemed');
-  const user = request.user_id ? ctx.store.users.get(request.user_id) : undefined;
+  if (!(await ctx.store.agentAuth.consume(request.id))) throw errors.invalidGrant('the auth_req_id was already redeemed');
+  const user = request.user_id ? await ctx.store.users.get(request.user_id) : undefined;
   if (!user) throw ciba('access_denied', 'the person no longer exists');
   // Capabilities removed since the request are not granted.
   const held = new Set(agent.capabilities.map((c) => c.name));

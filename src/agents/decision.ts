@@ -33,10 +33,10 @@ const now = () => Math.floor(Date.now() / 1000);
  * consuming an approval), allow. Every answer is written to the audit trail. Never throws:
  * anything unexpected is a `deny` (fail closed).
  */
-export function decideAction(ctx: AppContext, input: ActionInput): ActionDecision {
-  const result = evaluateAction(ctx, input);
+export async function decideAction(ctx: AppContext, input: ActionInput): Promise<ActionDecision> {
+  const result = await evaluateAction(ctx, input);
   try {
-    ctx.store.audit.append(auditRecord(input, result));
+    await ctx.store.audit.append(auditRecord(input, result));
   } catch (err) {
     return unrecorded(ctx, input, result, err);
   }
@@ -45,7 +45,7 @@ export function decideAction(ctx: AppContext, input: ActionInput): ActionDecisio
 
 /** decideAction for the HTTP endpoint: the audit record joins this turn's group commit. */
 export async function decideActionBatched(ctx: AppContext, input: ActionInput): Promise<ActionDecision> {
-  const result = evaluateAction(ctx, input);
+  const result = await evaluateAction(ctx, input);
   try {
     await appendAudit(ctx, auditRecord(input, result));
   } catch (err) {
@@ -73,41 +73,41 @@ const auditRecord = (input: ActionInput, result: ActionDecision): AuditInput => 
 });
 
 /** Steps 2–6 with the agent's current state; never throws (anything unexpected is a deny). */
-function evaluateAction(ctx: AppContext, input: ActionInput): ActionDecision {
+async function evaluateAction(ctx: AppContext, input: ActionInput): Promise<ActionDecision> {
   const agentId = input.principal.agent.agent_id;
   try {
-    const state = agentCache(ctx).active(agentId);
-    if (!state) return { decision: 'deny', reason: 'invalid_client: the agent is unknown or revoked', policy_version: safeVersion(ctx) };
-    return decideWithApprovals(ctx, currentPolicy(ctx), buildRequest(ctx, state, input), input);
+    const state = await agentCache(ctx).active(agentId);
+    if (!state) return { decision: 'deny', reason: 'invalid_client: the agent is unknown or revoked', policy_version: await safeVersion(ctx) };
+    return await decideWithApprovals(ctx, await currentPolicy(ctx), await buildRequest(ctx, state, input), input);
   } catch (err) {
     ctx.logger.error({ err, agent_id: agentId, action: input.action }, 'decision failed');
-    return { decision: 'deny', reason: 'error: the decision could not be made', policy_version: safeVersion(ctx) };
+    return { decision: 'deny', reason: 'error: the decision could not be made', policy_version: await safeVersion(ctx) };
   }
 }
 
 /** Records a decision made before the policy runs (unknown agent, bad transaction token). */
-export function auditEarlyDecision(
+export async function auditEarlyDecision(
   ctx: AppContext,
   r: { agent_id: string; user_id: string | null; action: string; resource: string; context: unknown; decision: string; reason: string },
-): void {
-  ctx.store.audit.append({ kind: 'decision', ...r, policy_version: safeVersion(ctx) });
+): Promise<void> {
+  await ctx.store.audit.append({ kind: 'decision', ...r, policy_version: await safeVersion(ctx) });
 }
 
-function safeVersion(ctx: AppContext): string {
+async function safeVersion(ctx: AppContext): Promise<string> {
   try {
-    return currentPolicy(ctx).version;
+    return (await currentPolicy(ctx)).version;
   } catch {
     return '';
   }
 }
 
-export function buildRequest(ctx: AppContext, state: AgentState, input: Omit<ActionInput, 'via'>): DecisionRequest {
+export async function buildRequest(ctx: AppContext, state: AgentState, input: Omit<ActionInput, 'via'>): Promise<DecisionRequest> {
   const { agent } = state;
   const userId = input.principal.userId;
   // A delegated agent acts only for a person; without one, the person grants nothing (fail closed).
   const person =
     userId != null
-      ? { id: userId, permissions: personPermissions(ctx, userId) }
+      ? { id: userId, permissions: await personPermissions(ctx, userId) }
       : agent.mode === 'delegated'
         ? { id: '', permissions: [] }
         : null;
@@ -127,20 +127,22 @@ export function buildRequest(ctx: AppContext, state: AgentState, input: Omit<Act
 
 const toAnswer = (d: Decision): ActionDecision => ({ decision: d.decision, reason: d.reason, policy_version: d.policyVersion });
 
-function decideWithApprovals(ctx: AppContext, policySet: PolicySet, request: DecisionRequest, input: ActionInput): ActionDecision {
+async function decideWithApprovals(ctx: AppContext, policySet: PolicySet, request: DecisionRequest, input: ActionInput): Promise<ActionDecision> {
   const first = decide(request, policySet);
   if (first.decision !== 'approval_required') return toAnswer(first);
 
   const agentId = request.agent.id;
   const key = actionKey(agentId, input.action, input.resource, input.context);
-  const approvals = ctx.store.agentAuth;
-  return ctx.store.transaction(() => {
-    const latest = approvals.latestForAction(key);
+  return ctx.store.transaction(async (tx): Promise<ActionDecision> => {
+    const approvals = tx.agentAuth;
+    // Decisions about one action take turns, on every instance: one of them creates the approval request.
+    await approvals.lockAction(key);
+    const latest = await approvals.latestForAction(key);
     if (latest?.state === 'approved') {
       const approved = decide({ ...request, approved: true }, policySet);
       if (approved.decision !== 'allow') return toAnswer(approved);
       // Allowed once: only the caller that consumes the approval gets the allow.
-      if (approvals.consume(latest.id)) return toAnswer(approved);
+      if (await approvals.consume(latest.id)) return toAnswer(approved);
     } else if (latest?.state === 'denied') {
       return {
         decision: 'deny',
@@ -150,7 +152,7 @@ function decideWithApprovals(ctx: AppContext, policySet: PolicySet, request: Dec
     } else if (latest?.state === 'pending') {
       return { ...toAnswer(first), approval_id: latest.id };
     }
-    const created = approvals.createAction({
+    const created = await approvals.createAction({
       id: randomUUID(),
       agent_id: agentId,
       user_id: input.principal.userId,

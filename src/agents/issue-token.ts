@@ -55,7 +55,7 @@ export async function issueAgentAccessToken(
   };
   const token = await ctx.keys.sign('EdDSA', claims, AGENT_ACCESS_TOKEN_TYP);
   rememberIssued(ctx, token, p.audience, JSON.parse(JSON.stringify(claims)) as JWTPayload);
-  ctx.store.audit.append({
+  await ctx.store.audit.append({
     kind: 'token',
     agent_id: p.agent.agent_id,
     user_id: p.userId,

@@ -47,9 +47,9 @@ export async function transactionToken(ctx: AppContext, req: Request, res: Respo
     });
   }
 
-  const state = agentCache(ctx).active(principal.agent.agent_id);
+  const state = await agentCache(ctx).active(principal.agent.agent_id);
   if (!state) throw errors.invalidToken('the agent is unknown or revoked');
-  const check = decide(buildRequest(ctx, state, { principal, action, resource, context }), currentPolicy(ctx));
+  const check = decide(await buildRequest(ctx, state, { principal, action, resource, context }), await currentPolicy(ctx));
   if (check.reason.startsWith('constraint_violated') || check.trace.some((s) => s.step === 'limits' && s.outcome === 'fail')) {
     throw new ProtocolError(403, 'invalid_body', 'constraint_violated');
   }

@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
 import { addAmounts, usageKey, type UsageCheck, type UsageFacts, type UsageLimit } from '../policy/usage.js';
-import type { Db } from '../store/db.js';
 import type { CounterDef, CounterReading, UsageStore } from '../store/usage.js';
 
 /**
@@ -340,30 +339,3 @@ export async function listCounters(
   }
   return out;
 }
-
-/**
- * One store transaction for the counters. The store is synchronous for now: this opens an
- * immediate (write-locking) transaction on the connection and lets the body's store calls,
- * which complete at once, run in it; one body at a time in the process.
- */
-export async function usageTransaction<T>(ctx: { store: { db: Db; usage: UsageStore } }, fn: (tx: UsageTx) => Promise<T>): Promise<T> {
-  const db = ctx.store.db;
-  while (gates.get(db)) await gates.get(db);
-  let release!: () => void;
-  gates.set(db, new Promise<void>((r) => (release = r)));
-  try {
-    db.exec('BEGIN IMMEDIATE');
-    try {
-      const result = await fn({ usage: ctx.store.usage });
-      db.exec('COMMIT');
-      return result;
-    } catch (err) {
-      if (db.inTransaction) db.exec('ROLLBACK');
-      throw err;
-    }
-  } finally {
-    gates.delete(db);
-    release();
-  }
-}
-const gates = new WeakMap<Db, Promise<void>>();

@@ -36,9 +36,9 @@ export async function runAuditCommand(args: string[], io: CliIo): Promise<number
     io.stderr(`gatehouse: GATEHOUSE_DB: no database at ${file}\n`);
     return 2;
   }
-  const db = openDatabase(file);
+  const db = await openDatabase({ file });
   try {
-    const { checked, broken } = auditStore(db).verify();
+    const { checked, broken } = await auditStore(db).verify();
     if (broken) {
       io.stdout(`broken at record ${broken.seq}: ${broken.why}\n`);
       return 1;
@@ -49,6 +49,6 @@ export async function runAuditCommand(args: string[], io: CliIo): Promise<number
     io.stderr(`gatehouse: cannot read the audit trail: ${err instanceof Error ? err.message : String(err)}\n`);
     return 2;
   } finally {
-    db.close();
+    await db.close();
   }
 }

@@ -14,9 +14,9 @@ export async function ensureConsoleApplication(ctx: AppContext): Promise<void> {
   if (cur && cur.type !== shape.type) {
     // Only an application made by hand before the console existed can have another type.
     ctx.logger.warn({ client_id: CONSOLE_CLIENT_ID }, 'replacing an application that used the console client_id');
-    await ctx.store.transaction(() => {
-      ctx.store.applications.delete(CONSOLE_CLIENT_ID);
-      ctx.store.settings.bump('applications');
+    await ctx.store.transaction(async (tx) => {
+      await tx.applications.delete(CONSOLE_CLIENT_ID);
+      await tx.settings.bump('applications');
     });
   } else if (cur) {
     if (builtInApplicationProblem(ctx, CONSOLE_CLIENT_ID, cur)) await updateApplication(ctx, CONSOLE_CLIENT_ID, shape);

@@ -51,7 +51,7 @@ export function builtInApplicationProblem(ctx: AppContext, clientId: string, nex
  * person holding the role `admin` (administrators need no assignment; the role is the grant).
  * Checked at authorize and at every token issue.
  */
-export function mayUseApplication(ctx: AppContext, clientId: string, user: User): boolean {
+export async function mayUseApplication(ctx: AppContext, clientId: string, user: User): Promise<boolean> {
   if (clientId === CONSOLE_CLIENT_ID && user.roles.includes(CONSOLE_ROLE)) return true;
   return ctx.store.applications.isAssigned(clientId, user.id);
 }

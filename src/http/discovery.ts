@@ -103,8 +103,8 @@ export function discoveryRouter(ctx: AppContext): Router {
     router.options(`/.well-known/${name}`, doc, (_req, res) => void res.sendStatus(204));
   }
   const keys = publicDocument(60);
-  const jwks: RequestHandler = (_req, res) => {
-    res.type('application/json').send(JSON.stringify(ctx.keys.jwks()));
+  const jwks: RequestHandler = async (_req, res) => {
+    res.type('application/json').send(JSON.stringify(await ctx.keys.jwks()));
   };
   router.get('/.well-known/jwks.json', keys, jwks);
   router.get('/oidc/.well-known/jwks.json', keys, jwks);

@@ -46,8 +46,8 @@ export function createGatewayServer(
 
 /** Steps: read the upstreams → fetch each one's tools (cached; a down upstream is left out) → keep the permitted ones, renamed. */
 async function listTools(ctx: AppContext, pool: UpstreamPool, principal: AgentPrincipal): Promise<Tool[]> {
-  const upstreams = [...pool.upstreams().values()];
-  const mayUse = toolAccess(ctx, principal);
+  const upstreams = [...(await pool.upstreams()).values()];
+  const mayUse = await toolAccess(ctx, principal);
   const lists = await Promise.allSettled(upstreams.map((u) => pool.tools(u)));
   const out: Tool[] = [];
   lists.forEach((r, i) => {
@@ -77,10 +77,10 @@ async function callTool(
   args: Record<string, unknown> | undefined,
 ): Promise<CallToolResult> {
   const agentId = principal.agent.agent_id;
-  const upstreams = pool.upstreams();
+  const upstreams = (await pool.upstreams());
   const target = parseGatewayToolName(name, upstreams.keys()) ?? (await ownerOfBareName(pool, [...upstreams.values()], name));
   if (!target) {
-    audit(ctx, principal, { action: null, resource: `tool:${name}`, context: args ?? {} }, 'deny', `not_found: no tool named ${name}`);
+    await audit(ctx, principal, { action: null, resource: `tool:${name}`, context: args ?? {} }, 'deny', `not_found: no tool named ${name}`);
     throw new McpError(ErrorCode.InvalidParams, `Tool ${name} not found`);
   }
   const upstream = upstreams.get(target.upstream)!;
@@ -92,18 +92,18 @@ async function callTool(
     if (!(err instanceof MappingError)) throw err;
     const { action, resource } = mappedTarget(upstream.name, target.tool, upstream.tools[target.tool]);
     const reason = `invalid_request: ${err.message}`;
-    audit(ctx, principal, { action, resource, context: args ?? {} }, 'deny', reason);
-    return toolError(`denied: ${reason}`, { decision: 'deny', reason, policy_version: safePolicyVersion(ctx) });
+    await audit(ctx, principal, { action, resource, context: args ?? {} }, 'deny', reason);
+    return toolError(`denied: ${reason}`, { decision: 'deny', reason, policy_version: await safePolicyVersion(ctx) });
   }
 
   // The token's capabilities bound what this sign-in may do, whatever the agent holds now.
   if (!principal.capabilities.includes(call.action)) {
     const reason = `not_granted: ${call.action} (capability)`;
-    auditEarlyDecision(ctx, { agent_id: agentId, user_id: principal.userId, ...call, decision: 'deny', reason });
-    return toolError(`denied: ${reason}`, { decision: 'deny', reason, policy_version: safePolicyVersion(ctx) });
+    await auditEarlyDecision(ctx, { agent_id: agentId, user_id: principal.userId, ...call, decision: 'deny', reason });
+    return toolError(`denied: ${reason}`, { decision: 'deny', reason, policy_version: await safePolicyVersion(ctx) });
   }
 
-  const decision = decideAction(ctx, { principal, ...call, via: 'mcp' });
+  const decision = await decideAction(ctx, { principal, ...call, via: 'mcp' });
   if (decision.decision === 'deny') return toolError(`denied: ${decision.reason}`, decision);
   if (decision.decision === 'approval_required') {
     return toolError(
@@ -117,7 +117,7 @@ async function callTool(
     return await pool.call(upstream, target.tool, args);
   } catch (err) {
     if (!(err instanceof UpstreamError)) throw err;
-    audit(ctx, principal, call, null, err.reason, 'tool_call');
+    await audit(ctx, principal, call, null, err.reason, 'tool_call');
     return toolError(err.reason, undefined);
   }
 }
@@ -140,16 +140,16 @@ function toolError(text: string, decision: ActionDecision | undefined): CallTool
   };
 }
 
-function audit(
+async function audit(
   ctx: AppContext,
   principal: AgentPrincipal,
   call: { action: string | null; resource: string; context: unknown },
   decision: string | null,
   reason: string,
   kind = 'decision',
-): void {
+): Promise<void> {
   try {
-    ctx.store.audit.append({
+    await ctx.store.audit.append({
       kind,
       agent_id: principal.agent.agent_id,
       user_id: principal.userId,
@@ -158,16 +158,16 @@ function audit(
       context: call.context,
       decision,
       reason,
-      policy_version: safePolicyVersion(ctx),
+      policy_version: await safePolicyVersion(ctx),
     });
   } catch (err) {
     ctx.logger.error({ err }, 'audit append failed');
   }
 }
 
-function safePolicyVersion(ctx: AppContext): string {
+async function safePolicyVersion(ctx: AppContext): Promise<string> {
   try {
-    return ctx.policy.current().version;
+    return (await ctx.policy.current()).version;
   } catch {
     return '';
   }

@@ -82,10 +82,10 @@ export class UpstreamPool {
   constructor(private readonly ctx: AppContext) {}
 
   /** The configured upstreams, freshly read when the configuration changed. */
-  upstreams(): Map<string, UpstreamConfig> {
-    const version = this.ctx.store.settings.version(MCP_DOMAIN);
+  async upstreams(): Promise<Map<string, UpstreamConfig>> {
+    const version = await this.ctx.store.settings.version(MCP_DOMAIN);
     if (version !== this.loadedVersion) {
-      const next = new Map(this.ctx.store.mcp.list().map((r) => [r.name, toUpstreamConfig(this.ctx, r)] as const));
+      const next = new Map((await this.ctx.store.mcp.list()).map((r) => [r.name, toUpstreamConfig(this.ctx, r)] as const));
       for (const [name, conn] of this.conns) {
         const cfg = next.get(name);
         if (!cfg || keyOf(cfg) !== conn.key) this.drop(name);

@@ -58,16 +58,16 @@ function requiredStrength(acrValues: string | undefined): string | undefined {
 }
 
 /** A `resource` (RFC 8707) a person's token may be for: the MCP gateway or an API application. */
-function checkResource(ctx: AppContext, resource: string | undefined): string | undefined {
+async function checkResource(ctx: AppContext, resource: string | undefined): Promise<string | undefined> {
   if (resource === undefined) return undefined;
   if (resource === ctx.urls.mcp) return resource;
-  const api = ctx.store.applications.get(resource);
+  const api = await ctx.store.applications.get(resource);
   if (api && api.type === 'api') return resource;
   throw errors.invalidTarget('resource is not an API of this project');
 }
 
 /** Everything after client and redirect URI: errors from here on go to the redirect URI. */
-function validateRequest(ctx: AppContext, app: Application, q: Params, redirectUri: string): AuthorizationParams {
+async function validateRequest(ctx: AppContext, app: Application, q: Params, redirectUri: string): Promise<AuthorizationParams> {
   const responseType = single(q, 'response_type');
   if (responseType !== undefined && responseType !== 'code') throw unsupportedResponseType('response_type must be code');
   if (app.type === 'm2m' || app.type === 'api') throw errors.unauthorizedClient('this application may not use the authorization code flow');
@@ -113,13 +113,13 @@ function validateRequest(ctx: AppContext, app: Application, q: Params, redirectU
     max_age: maxAgeRaw !== undefined ? Number(maxAgeRaw) : undefined,
     acr_required: requiredStrength(single(q, 'acr_values')),
     login_hint: loginHint,
-    resource: checkResource(ctx, single(q, 'resource')),
+    resource: await checkResource(ctx, single(q, 'resource')),
   };
 }
 
 /** GET (or POST) /oauth/authorize. */
 export function authorizeEndpoint(ctx: AppContext): RequestHandler {
-  return (req, res) => {
+  return async (req, res) => {
     const q: Params = req.method === 'POST' ? ((req.body as Params) ?? {}) : (req.query as Params);
 
     // 1. The application: unknown → a 401 page, no redirect
@@ -132,7 +132,7 @@ export function authorizeEndpoint(ctx: AppContext): RequestHandler {
       return showErrorPage(res, errors.invalidRequest('client_id and redirect_uri must be given once'));
     }
     if (clientId === undefined) return showErrorPage(res, errors.invalidRequest('client_id is required'));
-    const app = ctx.store.applications.get(clientId);
+    const app = await ctx.store.applications.get(clientId);
     if (!app) return showErrorPage(res, errors.invalidClient('unknown client_id'));
 
     // 2. The redirect URI: missing or not registered → a 400 page; never a redirect there
@@ -142,7 +142,7 @@ export function authorizeEndpoint(ctx: AppContext): RequestHandler {
     // 3. The rest of the request: errors go back to the redirect URI with state
     let params: AuthorizationParams;
     try {
-      params = validateRequest(ctx, app, q, redirectUri);
+      params = await validateRequest(ctx, app, q, redirectUri);
     } catch (err) {
       if (!(err instanceof ProtocolError)) throw err;
       const state = typeof q.state === 'string' ? q.state : undefined;
@@ -152,12 +152,12 @@ export function authorizeEndpoint(ctx: AppContext): RequestHandler {
     // 4. Keep the request while the person signs in, then move it on
     // Housekeeping now and then, in whichever worker: expired requests, codes and counters.
     if (Math.random() < 0.01) {
-      ctx.store.oauth.purgeExpired();
-      ctx.store.rateLimits.purgeOlderThan(nowSeconds() - 24 * 60 * 60);
+      await ctx.store.oauth.purgeExpired();
+      await ctx.store.rateLimits.purgeOlderThan(nowSeconds() - 24 * 60 * 60);
     }
     const id = randomToken();
-    ctx.store.oauth.createRequest(id, params, PENDING_REQUEST_TTL);
-    continueAuthorization(ctx, req, res, ctx.store.oauth.getRequest(id)!);
+    await ctx.store.oauth.createRequest(id, params, PENDING_REQUEST_TTL);
+    await continueAuthorization(ctx, req, res, (await ctx.store.oauth.getRequest(id))!);
   };
 }
 
@@ -165,22 +165,23 @@ export function authorizeEndpoint(ctx: AppContext): RequestHandler {
  * Moves a pending request to its next step: sign-in, second step, assignment, consent, and
  * finally the code. Called by authorize and after each page the person submits.
  */
-export function continueAuthorization(
+export async function continueAuthorization(
   ctx: AppContext,
   req: Request,
   res: Response,
   pending: PendingRequest,
-  signedIn: SignedIn | undefined = currentSession(ctx, req),
-): void {
+  signedInGiven?: SignedIn,
+): Promise<void> {
+  const signedIn = signedInGiven ?? (await currentSession(ctx, req));
   const p = pending.params;
-  const app = ctx.store.applications.get(pending.client_id);
+  const app = await ctx.store.applications.get(pending.client_id);
   if (!app || !app.redirect_uris.includes(p.redirect_uri)) {
-    ctx.store.oauth.deleteRequest(pending.id);
+    await ctx.store.oauth.deleteRequest(pending.id);
     return showErrorPage(res, errors.invalidRequest('the application or its redirect URI changed; start again'));
   }
   const silent = p.prompt.includes('none');
-  const fail = (err: ProtocolError) => {
-    ctx.store.oauth.deleteRequest(pending.id);
+  const fail = async (err: ProtocolError) => {
+    await ctx.store.oauth.deleteRequest(pending.id);
     redirectError(ctx, res, p.redirect_uri, p.state, err);
   };
   const goTo = (path: string) => res.redirect(302, `${path}?request=${encodeURIComponent(pending.id)}`);
@@ -197,7 +198,7 @@ export function continueAuthorization(
   const { session, user } = signedIn;
 
   // 2. Assigned to the application
-  if (!mayUseApplication(ctx, app.client_id, user)) {
+  if (!(await mayUseApplication(ctx, app.client_id, user))) {
     return fail(errors.accessDenied('the person is not assigned to this application'));
   }
 
@@ -210,7 +211,7 @@ export function continueAuthorization(
 
   // 4. Consent for a third-party application
   if (!app.first_party && !pending.consented) {
-    const had = ctx.store.oauth.consentedScopes(user.id, app.client_id);
+    const had = await ctx.store.oauth.consentedScopes(user.id, app.client_id);
     const covered = p.scope.every((s) => had.includes(s));
     if (!covered || p.prompt.includes('consent')) {
       if (silent) return fail(consentRequired('the person has not allowed this application these scopes'));
@@ -220,7 +221,7 @@ export function continueAuthorization(
 
   // 5. The code
   const code = randomToken();
-  ctx.store.oauth.createCode(
+  await ctx.store.oauth.createCode(
     sha256(code),
     {
       client_id: app.client_id,
@@ -237,6 +238,6 @@ export function continueAuthorization(
     },
     CODE_TTL,
   );
-  ctx.store.oauth.deleteRequest(pending.id);
+  await ctx.store.oauth.deleteRequest(pending.id);
   redirectToClient(ctx, res, p.redirect_uri, { code, state: p.state });
 }

@@ -76,21 +76,21 @@ export async function authenticateClient(
   const presented = presentedCredentials(req, body);
   const limiter = clientAuthLimiter(ctx);
   const ip = req.ip ?? req.socket.remoteAddress ?? 'unknown';
-  if (limiter.blocked(presented.clientId, ip)) throw errors.rateLimited('too many failed client authentications; try again later', {}, { 'Retry-After': '300' });
+  if (await limiter.blocked(presented.clientId, ip)) throw errors.rateLimited('too many failed client authentications; try again later', {}, { 'Retry-After': '300' });
   const headers: Record<string, string> = presented.method === 'client_secret_basic' ? { 'WWW-Authenticate': 'Basic realm="gatehouse"' } : {};
-  const fail = (why: string) => {
-    limiter.fail(presented.clientId, ip);
+  const fail = async (why: string) => {
+    await limiter.fail(presented.clientId, ip);
     return errors.invalidClient(why, {}, headers);
   };
 
-  const app = ctx.store.applications.getWithSecret(presented.clientId);
-  if (!app) throw fail('unknown client');
+  const app = await ctx.store.applications.getWithSecret(presented.clientId);
+  if (!app) throw await fail('unknown client');
   if (app.secret_hash) {
-    if (presented.secret === undefined) throw fail('the client secret is missing');
-    if (!(await secretMatches(presented.secret, app.secret_hash))) throw fail('the client secret is wrong');
+    if (presented.secret === undefined) throw await fail('the client secret is missing');
+    if (!(await secretMatches(presented.secret, app.secret_hash))) throw await fail('the client secret is wrong');
   } else {
-    if (presented.secret !== undefined) throw fail('this client has no secret');
-    if (opts.requireSecret) throw fail('only an application with a secret may call this endpoint');
+    if (presented.secret !== undefined) throw await fail('this client has no secret');
+    if (opts.requireSecret) throw await fail('only an application with a secret may call this endpoint');
   }
   const { secret_hash: _omit, ...publicApp } = app;
   return { app: publicApp, method: presented.method };

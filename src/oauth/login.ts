@@ -20,15 +20,15 @@ function showLogin(ctx: AppContext, req: Request, res: Response, status: number,
 
 /** GET /login?request=<pending id> (or ?return_to=/path for the service's own pages). */
 export function loginForm(ctx: AppContext): RequestHandler {
-  return (req, res) => {
+  return async (req, res) => {
     const q = req.query as Record<string, unknown>;
     if (q.request === undefined) {
       const returnTo = safeReturnTo(q.return_to) ?? '/';
       return showLogin(ctx, req, res, 200, { returnTo });
     }
-    const pending = loadPending(ctx, res, q.request);
+    const pending = await loadPending(ctx, res, q.request);
     if (!pending) return;
-    const app = ctx.store.applications.get(pending.client_id);
+    const app = await ctx.store.applications.get(pending.client_id);
     showLogin(ctx, req, res, 200, { requestId: pending.id, email: pending.params.login_hint, applicationName: app?.name });
   };
 }
@@ -46,9 +46,9 @@ export function loginSubmit(ctx: AppContext): RequestHandler {
     const returnTo = requestId ? undefined : (safeReturnTo(body.return_to) ?? '/');
 
     // 1. The pending request (when signing in for an application)
-    const pending = requestId ? loadPending(ctx, res, requestId) : undefined;
+    const pending = requestId ? await loadPending(ctx, res, requestId) : undefined;
     if (requestId && !pending) return;
-    const appName = pending ? ctx.store.applications.get(pending.client_id)?.name : undefined;
+    const appName = pending ? (await ctx.store.applications.get(pending.client_id))?.name : undefined;
     const again = (status: number, message: string) =>
       showLogin(ctx, req, res, status, { requestId, returnTo, email, applicationName: appName, message });
 
@@ -59,40 +59,40 @@ export function loginSubmit(ctx: AppContext): RequestHandler {
     // 3. Not too many failures for this account or address
     const limiter = signInLimiter(ctx);
     const ip = clientIp(req);
-    if (limiter.blocked(email, ip)) {
+    if (await limiter.blocked(email, ip)) {
       res.setHeader('Retry-After', '900');
       return again(429, 'Too many failed sign-in attempts (rate_limited). Try again later.');
     }
 
     // 4. The password (always hashed, so timing does not tell whether the account exists)
-    const account = ctx.store.users.credentialsByEmail(email);
+    const account = await ctx.store.users.credentialsByEmail(email);
     const ok = await verifyPassword(password, account?.password_hash);
     if (!account || !ok) {
-      limiter.fail(email, ip);
+      await limiter.fail(email, ip);
       return again(200, 'The email or password is not correct.');
     }
     if (account.password_compromised) {
       return again(200, 'This password can no longer be used because it may be compromised. Reset your password to sign in.');
     }
-    limiter.succeed(email);
+    await limiter.succeed(email);
 
     // 5. Sign in: a session now, or the second step first
-    const previous = currentSession(ctx, req)?.session;
+    const previous = (await currentSession(ctx, req))?.session;
     if (!pending) {
-      startSession(ctx, res, account.id, [...STRENGTH.oneFactor.amr], STRENGTH.oneFactor.acr, previous);
+      await startSession(ctx, res, account.id, [...STRENGTH.oneFactor.amr], STRENGTH.oneFactor.acr, previous);
       return res.redirect(302, returnTo!);
     }
     if (pending.params.acr_required === ACR_VALUES.mfa) {
       if (!account.has_totp) {
-        ctx.store.oauth.deleteRequest(pending.id);
+        await ctx.store.oauth.deleteRequest(pending.id);
         return redirectError(ctx, res, pending.params.redirect_uri, pending.params.state,
           errors.unmetAuthenticationRequirements('a second factor is required and the person has none'));
       }
-      ctx.store.oauth.setRequestUser(pending.id, account.id);
+      await ctx.store.oauth.setRequestUser(pending.id, account.id);
       return res.redirect(302, `/login/otp?request=${encodeURIComponent(pending.id)}`);
     }
-    const session = startSession(ctx, res, account.id, [...STRENGTH.oneFactor.amr], STRENGTH.oneFactor.acr, previous);
-    ctx.store.oauth.markRequestFresh(pending.id);
-    continueAuthorization(ctx, req, res, { ...pending, fresh: true }, { session, user: account });
+    const session = await startSession(ctx, res, account.id, [...STRENGTH.oneFactor.amr], STRENGTH.oneFactor.acr, previous);
+    await ctx.store.oauth.markRequestFresh(pending.id);
+    await continueAuthorization(ctx, req, res, { ...pending, fresh: true }, { session, user: account });
   };
 }

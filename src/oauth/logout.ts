@@ -53,11 +53,11 @@ export function logoutEndpoint(ctx: AppContext): RequestHandler {
       }
     };
     // 1. End the session
-    endSession(ctx, req, res);
+    await endSession(ctx, req, res);
     // 2. Back to the application when allowed
     const clientId = get('client_id') ?? (await clientFromHint(ctx, get('id_token_hint')));
     const target = get('post_logout_redirect_uri');
-    const app = clientId ? ctx.store.applications.get(clientId) : undefined;
+    const app = clientId ? await ctx.store.applications.get(clientId) : undefined;
     if (app && target && allowedAfterLogout(app, target)) {
       const url = new URL(target);
       const state = get('state');

@@ -110,10 +110,10 @@ export interface TokenResponse {
  * The person checks made at every issue (the description: assignment checked each time),
  * returning the person's current profile.
  */
-export function personForIssue(ctx: AppContext, grant: Grant): User {
-  const user = ctx.store.users.get(grant.user_id);
+export async function personForIssue(ctx: AppContext, grant: Grant): Promise<User> {
+  const user = await ctx.store.users.get(grant.user_id);
   if (!user) throw errors.invalidGrant('the person no longer exists');
-  if (!mayUseApplication(ctx, grant.client_id, user)) {
+  if (!(await mayUseApplication(ctx, grant.client_id, user))) {
     throw errors.accessDenied('the person is not assigned to this application');
   }
   // A password sign-in whose password was since marked compromised no longer yields tokens.

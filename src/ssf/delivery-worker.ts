@@ -102,24 +102,24 @@ export function startDeliveryWorker(ctx: AppContext, opts: DeliveryOptions = DEF
   let lastPrune = 0;
 
   async function deliver(row: OutboxEvent): Promise<boolean> {
-    const stream = ctx.store.ssf.getStream(row.stream_id);
+    const stream = await ctx.store.ssf.getStream(row.stream_id);
     if (!stream || stream.status !== 'enabled') return false;
     const authorization = stream.authorization_header_enc ? ctx.box.open(stream.authorization_header_enc) : undefined;
     const jwt = await signSet(ctx.keys, row.claims as SetClaims);
     const signal = AbortSignal.any([AbortSignal.timeout(opts.requestTimeoutMs), stopping.signal]);
     const result = await push(stream.endpoint_url, authorization, jwt, signal);
     if (result.delivered) {
-      ctx.store.ssf.markDelivered(row.id);
+      await ctx.store.ssf.markDelivered(row.id);
       log.debug({ stream_id: row.stream_id, jti: row.jti, event_type: row.event_type }, 'ssf event delivered');
       return true;
     }
     if (result.aborted) return false; // shutting down: the row stays as it was
     const attempts = row.attempts + 1;
     if (attempts >= opts.maxAttempts) {
-      ctx.store.ssf.markFailed(row.id, result.error);
+      await ctx.store.ssf.markFailed(row.id, result.error);
       log.warn({ stream_id: row.stream_id, jti: row.jti, attempts, error: result.error }, 'ssf event failed');
     } else {
-      ctx.store.ssf.markRetry(row.id, row.stream_id, Date.now() + retryDelay(attempts, opts), result.error);
+      await ctx.store.ssf.markRetry(row.id, row.stream_id, Date.now() + retryDelay(attempts, opts), result.error);
       log.info({ stream_id: row.stream_id, jti: row.jti, attempts, error: result.error }, 'ssf push failed; will retry');
     }
     return false;
@@ -127,7 +127,7 @@ export function startDeliveryWorker(ctx: AppContext, opts: DeliveryOptions = DEF
 
   /** Due rows, stream by stream in parallel, in order within a stream; a failure ends that stream's turn. */
   async function deliverDue(): Promise<number> {
-    const rows = ctx.store.ssf.due(Date.now(), PER_STREAM_PER_PASS, opts.batchSize);
+    const rows = await ctx.store.ssf.due(Date.now(), PER_STREAM_PER_PASS, opts.batchSize);
     const byStream = new Map<string, OutboxEvent[]>();
     for (const r of rows) byStream.set(r.stream_id, [...(byStream.get(r.stream_id) ?? []), r]);
     await Promise.all(
@@ -141,11 +141,11 @@ export function startDeliveryWorker(ctx: AppContext, opts: DeliveryOptions = DEF
     return rows.length;
   }
 
-  function prune(): void {
+  async function prune(): Promise<void> {
     const t = Date.now();
     if (t - lastPrune < 60 * 60 * 1000) return;
     lastPrune = t;
-    const removed = ctx.store.ssf.prune(Math.floor(t / 1000) - opts.retentionSeconds);
+    const removed = await ctx.store.ssf.prune(Math.floor(t / 1000) - opts.retentionSeconds);
     if (removed) log.info({ removed }, 'ssf outbox pruned');
   }
 
@@ -153,7 +153,7 @@ export function startDeliveryWorker(ctx: AppContext, opts: DeliveryOptions = DEF
     let full = false;
     try {
       full = (await deliverDue()) >= opts.batchSize;
-      prune();
+      await prune();
     } catch (err) {
       log.error({ err }, 'ssf delivery pass failed');
     }

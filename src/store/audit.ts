@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Db } from './db.js';
+import type { Sql } from './sql.js';
 import { now, parseJson } from './util.js';
 
 export interface AuditInput {
@@ -64,50 +64,52 @@ export interface AuditFilter {
   limit?: number;
 }
 
-export function auditStore(db: Db) {
-  const last = db.prepare<[], { seq: number; hash: string }>('SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1');
-  const insert = db.prepare(
-    `INSERT INTO audit_log (seq, time, kind, agent_id, user_id, action, resource, context, decision, reason, policy_version, actor, prev_hash, hash)
-     VALUES (@seq, @time, @kind, @agent_id, @user_id, @action, @resource, @context, @decision, @reason, @policy_version, @actor, @prev_hash, @hash)`,
-  );
-  const page = db.prepare<Record<string, unknown>, Row>(
-    `SELECT * FROM audit_log
-     WHERE (@agent_id IS NULL OR agent_id = @agent_id) AND (@user_id IS NULL OR user_id = @user_id)
-       AND (@decision IS NULL OR decision = @decision) AND (@kind IS NULL OR kind = @kind) AND seq < @before
-       AND (@reason_code IS NULL OR reason = @reason_code OR substr(reason, 1, length(@reason_code) + 1) = @reason_code || ':')
-       AND (@since IS NULL OR time >= @since) AND (@until IS NULL OR time <= @until)
-     ORDER BY seq DESC LIMIT @limit`,
-  );
-  const iterate = db.prepare<[], Row>('SELECT * FROM audit_log ORDER BY seq');
+const VERIFY_PAGE = 1000;
 
-  const append = db.transaction((input: AuditInput): AuditRecord => {
-    const prev = last.get();
-    const row: Omit<Row, 'hash'> = {
-      seq: (prev?.seq ?? 0) + 1,
-      time: input.time ?? now(),
-      kind: input.kind ?? 'decision',
-      agent_id: input.agent_id ?? null,
-      user_id: input.user_id ?? null,
-      action: input.action ?? null,
-      resource: input.resource ?? null,
-      context: input.context === undefined ? null : JSON.stringify(input.context),
-      decision: input.decision ?? null,
-      reason: input.reason ?? null,
-      policy_version: input.policy_version ?? null,
-      actor: input.actor ?? null,
-      prev_hash: prev?.hash ?? GENESIS_HASH,
-    };
-    const full = { ...row, hash: auditHash(row) };
-    insert.run(full);
-    return toRecord(full);
-  });
-
+export function auditStore(sql: Sql) {
   return {
-    /** Appends one record in its own immediate transaction (or inside the caller's). */
-    append: (input: AuditInput): AuditRecord => (db.inTransaction ? append(input) : append.immediate(input)),
-    list(f: AuditFilter = {}): AuditRecord[] {
-      return page
-        .all({
+    /**
+     * Appends one record in its own transaction (or inside the caller's). Appends take turns
+     * (a lock held until the transaction ends), so the chain stays one line with any number of
+     * writers, on every instance.
+     */
+    append(input: AuditInput): Promise<AuditRecord> {
+      return sql.transaction(async (tx) => {
+        await tx.lock('audit_log');
+        const prev = await tx.get<{ seq: number; hash: string }>('SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1');
+        const row: Omit<Row, 'hash'> = {
+          seq: (prev ? Number(prev.seq) : 0) + 1,
+          time: input.time ?? now(),
+          kind: input.kind ?? 'decision',
+          agent_id: input.agent_id ?? null,
+          user_id: input.user_id ?? null,
+          action: input.action ?? null,
+          resource: input.resource ?? null,
+          context: input.context === undefined ? null : JSON.stringify(input.context),
+          decision: input.decision ?? null,
+          reason: input.reason ?? null,
+          policy_version: input.policy_version ?? null,
+          actor: input.actor ?? null,
+          prev_hash: prev?.hash ?? GENESIS_HASH,
+        };
+        const full = { ...row, hash: auditHash(row) };
+        await tx.run(
+          `INSERT INTO audit_log (seq, time, kind, agent_id, user_id, action, resource, context, decision, reason, policy_version, actor, prev_hash, hash)
+           VALUES (@seq, @time, @kind, @agent_id, @user_id, @action, @resource, @context, @decision, @reason, @policy_version, @actor, @prev_hash, @hash)`,
+          full,
+        );
+        return toRecord(full);
+      });
+    },
+    async list(f: AuditFilter = {}): Promise<AuditRecord[]> {
+      const rows = await sql.all<Row>(
+        `SELECT * FROM audit_log
+         WHERE (CAST(@agent_id AS TEXT) IS NULL OR agent_id = @agent_id) AND (CAST(@user_id AS TEXT) IS NULL OR user_id = @user_id)
+           AND (CAST(@decision AS TEXT) IS NULL OR decision = @decision) AND (CAST(@kind AS TEXT) IS NULL OR kind = @kind) AND seq < @before
+           AND (CAST(@reason_code AS TEXT) IS NULL OR reason = @reason_code OR substr(reason, 1, length(@reason_code) + 1) = @reason_code || ':')
+           AND (CAST(@since AS INTEGER) IS NULL OR time >= @since) AND (CAST(@until AS INTEGER) IS NULL OR time <= @until)
+         ORDER BY seq DESC LIMIT @limit`,
+        {
           agent_id: f.agent_id ?? null,
           user_id: f.user_id ?? null,
           decision: f.decision ?? null,
@@ -117,21 +119,27 @@ export function auditStore(db: Db) {
           until: f.until ?? null,
           before: f.before ?? Number.MAX_SAFE_INTEGER,
           limit: Math.min(Math.max(f.limit ?? 50, 1), 1000),
-        })
-        .map(toRecord);
+        },
+      );
+      return rows.map(toRecord);
     },
-    /** Walks the chain; the first record whose hash or link does not hold, or null when all do. */
-    verify(): { checked: number; broken: { seq: number; why: string } | null } {
+    /** Walks the chain page by page; the first record whose hash or link does not hold, or null when all do. */
+    async verify(): Promise<{ checked: number; broken: { seq: number; why: string } | null }> {
       let prevHash = GENESIS_HASH;
       let checked = 0;
-      for (const r of iterate.iterate()) {
-        checked++;
-        if (r.prev_hash !== prevHash) return { checked, broken: { seq: r.seq, why: 'prev_hash does not match the record before' } };
-        const { hash, ...rest } = r;
-        if (auditHash(rest) !== hash) return { checked, broken: { seq: r.seq, why: 'content does not match its hash' } };
-        prevHash = hash;
+      let after = 0;
+      for (;;) {
+        const page = await sql.all<Row>('SELECT * FROM audit_log WHERE seq > ? ORDER BY seq LIMIT ?', [after, VERIFY_PAGE]);
+        for (const r of page) {
+          checked++;
+          if (r.prev_hash !== prevHash) return { checked, broken: { seq: r.seq, why: 'prev_hash does not match the record before' } };
+          const { hash, ...rest } = r;
+          if (auditHash(rest) !== hash) return { checked, broken: { seq: r.seq, why: 'content does not match its hash' } };
+          prevHash = hash;
+          after = r.seq;
+        }
+        if (page.length < VERIFY_PAGE) return { checked, broken: null };
       }
-      return { checked, broken: null };
     },
   };
 }

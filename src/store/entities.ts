@@ -1,4 +1,4 @@
-import type { Db } from './db.js';
+import type { Sql } from './sql.js';
 import { now, parseJson } from './util.js';
 
 export type Attributes = Record<string, unknown>;
@@ -28,28 +28,27 @@ export function attributesOf(text: string | null | undefined): Attributes {
 const toEntity = (r: Row): Entity => ({ ...r, attributes: attributesOf(r.attributes) });
 
 /** Entities by (type, id). Callers bump the `entities` change counter on writes. */
-export function entitiesStore(db: Db) {
-  const upsert = db.prepare(
-    `INSERT INTO entities (type, id, attributes, created_at, updated_at) VALUES (@type, @id, @attributes, @t, @t)
-     ON CONFLICT (type, id) DO UPDATE SET attributes = excluded.attributes, updated_at = excluded.updated_at`,
-  );
-  const byKey = db.prepare<[string, string], Row>('SELECT * FROM entities WHERE type = ? AND id = ?');
-  const page = db.prepare<[string, number, number], Row>('SELECT * FROM entities WHERE type = ? ORDER BY id LIMIT ? OFFSET ?');
-  const del = db.prepare('DELETE FROM entities WHERE type = ? AND id = ?');
-
+export function entitiesStore(sql: Sql) {
+  const byKey = (type: string, id: string) => sql.get<Row>('SELECT * FROM entities WHERE type = ? AND id = ?', [type, id]);
   return {
-    get(type: string, id: string): Entity | undefined {
-      const r = byKey.get(type, id);
+    async get(type: string, id: string): Promise<Entity | undefined> {
+      const r = await byKey(type, id);
       return r && toEntity(r);
     },
     /** Stores the entity, replacing the attributes of one that exists (its created_at stays). */
-    put(type: string, id: string, attributes: Attributes): Entity {
-      upsert.run({ type, id, attributes: JSON.stringify(attributes), t: now() });
-      return toEntity(byKey.get(type, id)!);
+    async put(type: string, id: string, attributes: Attributes): Promise<Entity> {
+      await sql.run(
+        `INSERT INTO entities (type, id, attributes, created_at, updated_at) VALUES (@type, @id, @attributes, @t, @t)
+         ON CONFLICT (type, id) DO UPDATE SET attributes = excluded.attributes, updated_at = excluded.updated_at`,
+        { type, id, attributes: JSON.stringify(attributes), t: now() },
+      );
+      return toEntity((await byKey(type, id))!);
     },
-    delete: (type: string, id: string): boolean => del.run(type, id).changes === 1,
+    delete: async (type: string, id: string): Promise<boolean> =>
+      (await sql.run('DELETE FROM entities WHERE type = ? AND id = ?', [type, id])).changes === 1,
     /** One page of a type's entities, ordered by id. */
-    list: (type: string, limit = 100, offset = 0): Entity[] => page.all(type, limit, offset).map(toEntity),
+    list: async (type: string, limit = 100, offset = 0): Promise<Entity[]> =>
+      (await sql.all<Row>('SELECT * FROM entities WHERE type = ? ORDER BY id LIMIT ? OFFSET ?', [type, limit, offset])).map(toEntity),
   };
 }
 export type EntitiesStore = ReturnType<typeof entitiesStore>;

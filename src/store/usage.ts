@@ -1,4 +1,4 @@
-import type { Db } from './db.js';
+import type { Sql } from './sql.js';
 
 /**
  * Counters of limits over time (rates and budgets). A counter keeps a running total (`used`)
@@ -12,15 +12,6 @@ import type { Db } from './db.js';
  * locks each counter first (`lock`), so concurrent decisions on it, in any process, run one
  * after another and never together pass its window.
  */
-
-/** The calls this module makes, as the store's executor offers them. */
-export interface UsageSql {
-  get<T>(sql: string, params?: readonly unknown[]): Promise<T | undefined>;
-  all<T>(sql: string, params?: readonly unknown[]): Promise<T[]>;
-  run(sql: string, params?: readonly unknown[]): Promise<{ changes: number }>;
-  /** Inside a transaction: holds the named lock until it ends (a PostgreSQL advisory lock; SQLite's write lock is already held). */
-  lock(name: string): Promise<void>;
-}
 
 /** What a counter counts, as the decision names it. */
 export interface CounterDef {
@@ -77,7 +68,7 @@ const INSERT_EVENT = 'INSERT INTO usage_events (counter_id, at, seq, amount, txn
 const PRUNE_EVENTS = 'DELETE FROM usage_events WHERE counter_id = ? AND at <= ?';
 
 /** The counter's used amount with its horizon at `target`, from a row whose horizon is elsewhere. */
-async function usedAt(sql: UsageSql, row: CounterRow, target: number): Promise<{ used: number; moved: boolean }> {
+async function usedAt(sql: Sql, row: CounterRow, target: number): Promise<{ used: number; moved: boolean }> {
   if (target === row.horizon) return { used: row.used, moved: false };
   if (target > row.horizon) {
     const r = (await sql.get<{ total: number; n: number }>(SUM_BETWEEN, [row.id, row.horizon, target]))!;
@@ -88,7 +79,7 @@ async function usedAt(sql: UsageSql, row: CounterRow, target: number): Promise<{
   return { used: Number(r.n) > 0 ? add(row.used, Number(r.total)) : row.used, moved: Number(r.n) > 0 };
 }
 
-export function usageStore(sql: UsageSql) {
+export function usageStore(sql: Sql) {
   return {
     /** Serializes the transactions that touch this counter until this one ends. */
     lock: (id: string): Promise<void> => sql.lock(`usage:${id}`),
@@ -174,24 +165,3 @@ export function usageStore(sql: UsageSql) {
   };
 }
 export type UsageStore = ReturnType<typeof usageStore>;
-
-/**
- * The executor for the synchronous better-sqlite3 connection: the statements of this module,
- * prepared once, run in the caller's (immediate, so write-locked) transaction.
- */
-export function sqliteUsageSql(db: Db): UsageSql {
-  const cache = new Map<string, ReturnType<Db['prepare']>>();
-  const stmt = (s: string) => {
-    let p = cache.get(s);
-    if (!p) cache.set(s, (p = db.prepare(s)));
-    return p;
-  };
-  return {
-    get: async <T>(s: string, params: readonly unknown[] = []) => stmt(s).get(params as unknown[]) as T | undefined,
-    all: async <T>(s: string, params: readonly unknown[] = []) => stmt(s).all(params as unknown[]) as T[],
-    run: async (s: string, params: readonly unknown[] = []) => ({ changes: stmt(s).run(params as unknown[]).changes }),
-    lock: async () => {
-      if (!db.inTransaction) throw new Error('lock() needs a transaction');
-    },
-  };
-}

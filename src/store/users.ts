@@ -1,4 +1,4 @@
-import type { Db } from './db.js';
+import type { Sql } from './sql.js';
 import { attributesOf, type Attributes } from './entities.js';
 import { bool, now, parseJson } from './util.js';
 
@@ -70,65 +70,70 @@ export interface UserCredentials extends User {
   totp_secret_enc: string | null;
 }
 
-export function usersStore(db: Db) {
-  const insert = db.prepare(
-    `INSERT INTO users (id, email, password_hash, name, email_verified, picture, locale, groups, roles, attributes, totp_secret_enc, created_at, updated_at)
-     VALUES (@id, @email, @password_hash, @name, @email_verified, @picture, @locale, @groups, @roles, COALESCE(@attributes, '{}'), @totp_secret_enc, @t, @t)`,
-  );
-  const byId = db.prepare<[string], Row>('SELECT * FROM users WHERE id = ?');
-  const byEmail = db.prepare<[string], Row>('SELECT * FROM users WHERE email = ?');
-  const list = db.prepare<[number, number], Row>('SELECT * FROM users ORDER BY created_at, id LIMIT ? OFFSET ?');
-  const update = db.prepare(
-    `UPDATE users SET email = @email, name = @name, email_verified = @email_verified, picture = @picture, locale = @locale,
-       groups = @groups, roles = @roles, attributes = COALESCE(@attributes, attributes), updated_at = @t WHERE id = @id`,
-  );
-  const setPassword = db.prepare('UPDATE users SET password_hash = ?, password_compromised = 0, updated_at = ? WHERE id = ?');
-  const setTotp = db.prepare('UPDATE users SET totp_secret_enc = ?, updated_at = ? WHERE id = ?');
-  const markCompromised = db.prepare('UPDATE users SET password_compromised = 1, updated_at = ? WHERE id = ?');
-  const del = db.prepare('DELETE FROM users WHERE id = ?');
+const BY_ID = 'SELECT * FROM users WHERE id = ?';
+const BY_EMAIL = 'SELECT * FROM users WHERE email = ?';
 
-  const fieldParams = (f: UserFields) => ({
-    email: f.email,
-    name: f.name,
-    email_verified: f.email_verified ? 1 : 0,
-    picture: f.picture,
-    locale: f.locale,
-    groups: JSON.stringify(f.groups),
-    roles: JSON.stringify(f.roles),
-    attributes: f.attributes === undefined ? null : JSON.stringify(f.attributes),
-    t: now(),
-  });
+const fieldParams = (f: UserFields) => ({
+  email: f.email,
+  name: f.name,
+  email_verified: f.email_verified ? 1 : 0,
+  picture: f.picture,
+  locale: f.locale,
+  groups: JSON.stringify(f.groups),
+  roles: JSON.stringify(f.roles),
+  attributes: f.attributes === undefined ? null : JSON.stringify(f.attributes),
+  t: now(),
+});
 
+const credentials = (r: Row): UserCredentials => ({ ...toUser(r), password_hash: r.password_hash, totp_secret_enc: r.totp_secret_enc });
+
+export function usersStore(sql: Sql) {
+  const byId = (id: string) => sql.get<Row>(BY_ID, [id]);
+  const byEmail = (email: string) => sql.get<Row>(BY_EMAIL, [email]);
   return {
-    create(id: string, f: UserFields, passwordHash: string | null, totpSecretEnc: string | null): User {
-      insert.run({ id, ...fieldParams(f), password_hash: passwordHash, totp_secret_enc: totpSecretEnc });
-      return toUser(byId.get(id)!);
+    async create(id: string, f: UserFields, passwordHash: string | null, totpSecretEnc: string | null): Promise<User> {
+      await sql.run(
+        `INSERT INTO users (id, email, password_hash, name, email_verified, picture, locale, groups, roles, attributes, totp_secret_enc, created_at, updated_at)
+         VALUES (@id, @email, @password_hash, @name, @email_verified, @picture, @locale, @groups, @roles, COALESCE(CAST(@attributes AS TEXT), '{}'), @totp_secret_enc, @t, @t)`,
+        { id, ...fieldParams(f), password_hash: passwordHash, totp_secret_enc: totpSecretEnc },
+      );
+      return toUser((await byId(id))!);
     },
-    get(id: string): User | undefined {
-      const r = byId.get(id);
+    async get(id: string): Promise<User | undefined> {
+      const r = await byId(id);
       return r && toUser(r);
     },
-    getByEmail(email: string): User | undefined {
-      const r = byEmail.get(email);
+    /** By email, compared without regard to case. */
+    async getByEmail(email: string): Promise<User | undefined> {
+      const r = await byEmail(email);
       return r && toUser(r);
     },
-    credentialsByEmail(email: string): UserCredentials | undefined {
-      const r = byEmail.get(email);
-      return r && { ...toUser(r), password_hash: r.password_hash, totp_secret_enc: r.totp_secret_enc };
+    async credentialsByEmail(email: string): Promise<UserCredentials | undefined> {
+      const r = await byEmail(email);
+      return r && credentials(r);
     },
-    credentialsById(id: string): UserCredentials | undefined {
-      const r = byId.get(id);
-      return r && { ...toUser(r), password_hash: r.password_hash, totp_secret_enc: r.totp_secret_enc };
+    async credentialsById(id: string): Promise<UserCredentials | undefined> {
+      const r = await byId(id);
+      return r && credentials(r);
     },
-    list: (limit = 100, offset = 0): User[] => list.all(limit, offset).map(toUser),
-    update(id: string, f: UserFields): User | undefined {
-      if (update.run({ id, ...fieldParams(f) }).changes === 0) return undefined;
-      return toUser(byId.get(id)!);
+    list: async (limit = 100, offset = 0): Promise<User[]> =>
+      (await sql.all<Row>('SELECT * FROM users ORDER BY created_at, id LIMIT ? OFFSET ?', [limit, offset])).map(toUser),
+    async update(id: string, f: UserFields): Promise<User | undefined> {
+      const r = await sql.run(
+        `UPDATE users SET email = @email, name = @name, email_verified = @email_verified, picture = @picture, locale = @locale,
+           groups = @groups, roles = @roles, attributes = COALESCE(CAST(@attributes AS TEXT), attributes), updated_at = @t WHERE id = @id`,
+        { id, ...fieldParams(f) },
+      );
+      if (r.changes === 0) return undefined;
+      return toUser((await byId(id))!);
     },
-    setPasswordHash: (id: string, hash: string | null): boolean => setPassword.run(hash, now(), id).changes === 1,
-    setTotpSecret: (id: string, sealed: string | null): boolean => setTotp.run(sealed, now(), id).changes === 1,
-    markPasswordCompromised: (id: string): boolean => markCompromised.run(now(), id).changes === 1,
-    delete: (id: string): boolean => del.run(id).changes === 1,
+    setPasswordHash: async (id: string, hash: string | null): Promise<boolean> =>
+      (await sql.run('UPDATE users SET password_hash = ?, password_compromised = 0, updated_at = ? WHERE id = ?', [hash, now(), id])).changes === 1,
+    setTotpSecret: async (id: string, sealed: string | null): Promise<boolean> =>
+      (await sql.run('UPDATE users SET totp_secret_enc = ?, updated_at = ? WHERE id = ?', [sealed, now(), id])).changes === 1,
+    markPasswordCompromised: async (id: string): Promise<boolean> =>
+      (await sql.run('UPDATE users SET password_compromised = 1, updated_at = ? WHERE id = ?', [now(), id])).changes === 1,
+    delete: async (id: string): Promise<boolean> => (await sql.run('DELETE FROM users WHERE id = ?', [id])).changes === 1,
   };
 }
 export type UsersStore = ReturnType<typeof usersStore>;

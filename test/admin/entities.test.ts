@@ -37,21 +37,21 @@ const rich = {
 
 describe('attributes on agents', () => {
   it('round-trip on POST, GET, PATCH (replaced whole); an omitted PATCH field keeps them; each change moves the agents counter', async () => {
-    const v0 = version('agents');
+    const v0 = (await version('agents'));
     const created = await server.admin('POST', '/agents', { name: 'attr-bot', mode: 'autonomous', public_jwk: jwk(), attributes: rich });
     expect(created.status).toBe(201);
     expect(created.body.attributes).toEqual(rich);
-    expect(version('agents')).toBeGreaterThan(v0);
+    expect((await version('agents'))).toBeGreaterThan(v0);
     const id = enc(created.body.agent_id);
     expect((await server.admin('GET', `/agents/${id}`)).body.attributes).toEqual(rich);
 
-    const v1 = version('agents');
+    const v1 = (await version('agents'));
     const patched = await server.admin('PATCH', `/agents/${id}`, { attributes: { max_amount: 10, regions: [] } });
     expect(patched.status).toBe(200);
     expect(patched.body.attributes).toEqual({ max_amount: 10, regions: [] });
-    expect(version('agents')).toBeGreaterThan(v1);
+    expect((await version('agents'))).toBeGreaterThan(v1);
     // the store reads what the pipeline reads
-    expect(server.ctx.store.agents.get(created.body.agent_id)!.attributes).toEqual({ max_amount: 10, regions: [] });
+    expect((await server.ctx.store.agents.get(created.body.agent_id))!.attributes).toEqual({ max_amount: 10, regions: [] });
 
     const renamed = await server.admin('PATCH', `/agents/${id}`, { roles: ['x'] });
     expect(renamed.body.attributes).toEqual({ max_amount: 10, regions: [] });
@@ -62,7 +62,7 @@ describe('attributes on agents', () => {
   it('default to {}', async () => {
     const created = await server.admin('POST', '/agents', { name: 'plain-bot', mode: 'delegated', public_jwk: jwk() });
     expect(created.body.attributes).toEqual({});
-    expect(server.ctx.store.agents.get(created.body.agent_id)!.attributes).toEqual({});
+    expect((await server.ctx.store.agents.get(created.body.agent_id))!.attributes).toEqual({});
   });
 });
 
@@ -73,19 +73,19 @@ describe('attributes on people, and id on POST /users', () => {
     expect(created.body.attributes).toEqual(rich);
     expect((await server.admin('GET', `/users/${created.body.id}`)).body.attributes).toEqual(rich);
 
-    let v = version('agents');
+    let v = (await version('agents'));
     const patched = await server.admin('PATCH', `/users/${created.body.id}`, { attributes: { clearance: ['internal', 'secret'] } });
     expect(patched.body.attributes).toEqual({ clearance: ['internal', 'secret'] });
-    expect(version('agents')).toBeGreaterThan(v);
-    expect(server.ctx.store.users.get(created.body.id)!.attributes).toEqual({ clearance: ['internal', 'secret'] });
+    expect((await version('agents'))).toBeGreaterThan(v);
+    expect((await server.ctx.store.users.get(created.body.id))!.attributes).toEqual({ clearance: ['internal', 'secret'] });
 
-    v = version('agents');
+    v = (await version('agents'));
     const renamed = await server.admin('PATCH', `/users/${created.body.id}`, { name: 'Ann B' });
     expect(renamed.body.attributes).toEqual({ clearance: ['internal', 'secret'] });
-    expect(version('agents')).toBe(v);
-    v = version('agents');
+    expect((await version('agents'))).toBe(v);
+    v = (await version('agents'));
     await server.admin('PATCH', `/users/${created.body.id}`, { groups: ['eng'] });
-    expect(version('agents')).toBeGreaterThan(v);
+    expect((await version('agents'))).toBeGreaterThan(v);
 
     const plain = await server.admin('POST', '/users', { email: email(), password: 'pw-123456789', name: 'Plain' });
     expect(plain.body.attributes).toEqual({});
@@ -156,20 +156,20 @@ describe('attribute bounds', () => {
 
 describe('entities', () => {
   it('PUT creates (201) then replaces (200); GET reads; DELETE is 204 then 404; each write moves the entities counter', async () => {
-    let v = version('entities');
+    let v = (await version('entities'));
     const created = await server.admin('PUT', '/entities/todo/t-1', { attributes: { owner: 'ann@example.com', tags: ['vip'] } });
     expect(created.status).toBe(201);
     expect(created.body).toMatchObject({ type: 'todo', id: 't-1', attributes: { owner: 'ann@example.com', tags: ['vip'] } });
     expect(typeof created.body.created_at).toBe('string');
-    expect(version('entities')).toBeGreaterThan(v);
-    expect(server.ctx.store.entities.get('todo', 't-1')!.attributes).toEqual({ owner: 'ann@example.com', tags: ['vip'] });
+    expect((await version('entities'))).toBeGreaterThan(v);
+    expect((await server.ctx.store.entities.get('todo', 't-1'))!.attributes).toEqual({ owner: 'ann@example.com', tags: ['vip'] });
 
-    v = version('entities');
+    v = (await version('entities'));
     const replaced = await server.admin('PUT', '/entities/todo/t-1', { attributes: { owner: 'bob@example.com' } });
     expect(replaced.status).toBe(200);
     expect(replaced.body.attributes).toEqual({ owner: 'bob@example.com' });
     expect(replaced.body.created_at).toBe(created.body.created_at);
-    expect(version('entities')).toBeGreaterThan(v);
+    expect((await version('entities'))).toBeGreaterThan(v);
 
     const got = await server.admin('GET', '/entities/todo/t-1');
     expect(got.status).toBe(200);
@@ -177,10 +177,10 @@ describe('entities', () => {
     // the same id under another type is another entity
     expect((await server.admin('GET', '/entities/note/t-1')).status).toBe(404);
 
-    v = version('entities');
+    v = (await version('entities'));
     expect((await server.admin('DELETE', '/entities/todo/t-1')).status).toBe(204);
-    expect(version('entities')).toBeGreaterThan(v);
-    expect(server.ctx.store.entities.get('todo', 't-1')).toBeUndefined();
+    expect((await version('entities'))).toBeGreaterThan(v);
+    expect((await server.ctx.store.entities.get('todo', 't-1'))).toBeUndefined();
     for (const method of ['GET', 'DELETE']) {
       const gone = await server.admin(method, '/entities/todo/t-1');
       expect(gone.status).toBe(404);
@@ -243,7 +243,7 @@ describe('entities', () => {
       method: 'PUT', headers: { authorization: `Bearer ${server.adminToken}`, 'content-type': 'application/json' }, body: '{"attributes": {',
     });
     expect(notJson.status).toBe(400);
-    expect(server.ctx.store.entities.get('todo', '1')).toBeUndefined();
+    expect((await server.ctx.store.entities.get('todo', '1'))).toBeUndefined();
   });
 
   it('401 without the admin token', async () => {
@@ -259,7 +259,7 @@ describe('entities', () => {
         expect(await res.json()).toEqual({ error: 'invalid_token' });
       }
     }
-    expect(server.ctx.store.entities.get('secret', 's1')!.attributes).toEqual({ a: 1 });
+    expect((await server.ctx.store.entities.get('secret', 's1'))!.attributes).toEqual({ a: 1 });
   });
 });
 
@@ -307,7 +307,7 @@ describe('the project file', () => {
       expect((await s.admin('GET', `/agents/${enc('spiffe://localhost/agent/helper')}`)).body.attributes).toEqual({ max_amount: 100 });
       expect((await s.admin('GET', '/entities/todo/t-1')).body.attributes).toEqual({ owner: 'ann@example.com', tags: ['vip'] });
       expect((await s.admin('GET', `/entities/customer/${enc('c/42')}`)).body.attributes).toEqual({ tier: 'gold' });
-      before = { entities: s.ctx.store.settings.version('entities'), todo: (await s.admin('GET', '/entities/todo/t-1')).body };
+      before = { entities: (await s.ctx.store.settings.version('entities')), todo: (await s.admin('GET', '/entities/todo/t-1')).body };
     } finally {
       await s.stop();
     }
@@ -318,7 +318,7 @@ describe('the project file', () => {
       expect((await s.admin('GET', '/entities/todo')).body.data).toHaveLength(1);
       expect((await s.admin('GET', '/entities/customer')).body.data).toHaveLength(1);
       expect((await s.admin('GET', '/users')).body.data).toHaveLength(1);
-      expect(s.ctx.store.settings.version('entities')).toBe(before.entities);
+      expect((await s.ctx.store.settings.version('entities'))).toBe(before.entities);
       expect((await s.admin('GET', '/entities/todo/t-1')).body).toEqual(before.todo);
     } finally {
       await s.stop();
@@ -330,7 +330,7 @@ describe('the project file', () => {
     try {
       expect((await s.admin('GET', '/entities/todo')).body.data).toHaveLength(1);
       expect((await s.admin('GET', '/entities/todo/t-1')).body.attributes).toEqual({ owner: 'bob@example.com', tags: ['vip'] });
-      expect(s.ctx.store.settings.version('entities')).toBeGreaterThan(before.entities);
+      expect((await s.ctx.store.settings.version('entities'))).toBeGreaterThan(before.entities);
     } finally {
       await s.stop();
     }

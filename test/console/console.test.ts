@@ -266,7 +266,7 @@ describe('console pages and actions', () => {
     const policy = await page('/console/policy');
     const reload = await browser.post('/console/policy/reload', { csrf: csrfOf(policy.html) });
     expect(reload.status).toBe(303);
-    const versions = server.ctx.store.policyVersions.list();
+    const versions = await server.ctx.store.policyVersions.list();
     expect(versions.map((v) => v.version.split('#')[0])).toEqual(['a@2', 'a@1']);
     const diff = await page(`/console/policy/diff?from=${encodeURIComponent(versions[1]!.version)}&to=${encodeURIComponent(versions[0]!.version)}`);
     expect(diff.status).toBe(200);
@@ -279,7 +279,7 @@ describe('console pages and actions', () => {
     const broken = await browser.post('/console/policy/reload', { csrf: csrfOf(policy.html) });
     expect(broken.status).toBe(400);
     expect(await broken.text()).toMatch(/a\.policy:\d+:\d+: /);
-    expect(server.ctx.policy.current().version.startsWith('a@2#')).toBe(true);
+    expect((await server.ctx.policy.current()).version.startsWith('a@2#')).toBe(true);
   });
 });
 
@@ -294,10 +294,10 @@ describe('the audit query of the management API', () => {
 
   it('filters by reason code and time, and names a bad value', async () => {
     const audit = server.ctx.store.audit;
-    audit.append({ kind: 'decision', time: 1_700_000_000, agent_id: 'a', decision: 'deny', reason: 'rule_denied: r1' });
-    audit.append({ kind: 'decision', time: 1_700_000_100, agent_id: 'a', decision: 'deny', reason: 'constraint_violated: amount max' });
-    audit.append({ kind: 'decision', time: 1_700_000_200, agent_id: 'a', decision: 'allow', reason: 'allowed' });
-    audit.append({ kind: 'decision', time: 1_700_000_300, agent_id: 'a', decision: 'deny', reason: 'rule_deniedX: lookalike' });
+    await audit.append({ kind: 'decision', time: 1_700_000_000, agent_id: 'a', decision: 'deny', reason: 'rule_denied: r1' });
+    await audit.append({ kind: 'decision', time: 1_700_000_100, agent_id: 'a', decision: 'deny', reason: 'constraint_violated: amount max' });
+    await audit.append({ kind: 'decision', time: 1_700_000_200, agent_id: 'a', decision: 'allow', reason: 'allowed' });
+    await audit.append({ kind: 'decision', time: 1_700_000_300, agent_id: 'a', decision: 'deny', reason: 'rule_deniedX: lookalike' });
     const reasons = async (q: string) => (await server.admin('GET', `/audit?${q}`)).body.data.map((r: { reason: string }) => r.reason);
     expect(await reasons('reason=rule_denied')).toEqual(['rule_denied: r1']);
     expect(await reasons('reason=allowed')).toEqual(['allowed']);

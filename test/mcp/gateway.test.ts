@@ -93,7 +93,7 @@ describe('management API of the upstreams', () => {
     expect(got.status).toBe(200);
     expect(got.body).toMatchObject({ name: 'billing', url: upstream.url, header_names: ['X-Upstream-Key'], timeout_ms: 2000 });
     expect(JSON.stringify(got.body)).not.toContain('upstream-secret-1');
-    const row = gh.ctx.store.db.prepare('SELECT headers_sealed FROM mcp_upstreams WHERE name = ?').get('billing') as { headers_sealed: string };
+    const row = (await gh.ctx.store.sql.get<{ headers_sealed: string }>('SELECT headers_sealed FROM mcp_upstreams WHERE name = ?', ['billing']))!;
     expect(row.headers_sealed).not.toContain('upstream-secret-1');
 
     const bad = await gh.admin('POST', '/mcp/upstreams', { name: 'x.y', url: 'not a url', timeout_ms: -1 });

@@ -1,35 +1,28 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { countersFor, pruneIdleCounters, UsageBatch, type UsageTx } from '../../src/authz/usage.js';
+import { countersFor, pruneIdleCounters, UsageBatch } from '../../src/authz/usage.js';
 import { checkUsageLimit, usageKey, type UsageLimit } from '../../src/policy/usage.js';
-import { migrate, openDatabase, type Db } from '../../src/store/db.js';
-import { EVENT_GRACE_SECONDS, sqliteUsageSql, usageStore } from '../../src/store/usage.js';
+import type { Store } from '../../src/store/index.js';
+import { EVENT_GRACE_SECONDS } from '../../src/store/usage.js';
+import { openTestStore, type TestStore } from '../store/helpers.js';
 
-let db: Db;
-let root: UsageTx;
+let ts: TestStore;
+let root: Store;
 let transactions: number;
+/** The store, counting its transactions. */
 const host = {
-  async transaction<T>(fn: (tx: UsageTx) => Promise<T>): Promise<T> {
+  transaction<T>(fn: (tx: Store) => Promise<T>): Promise<T> {
     transactions++;
-    db.exec('BEGIN IMMEDIATE');
-    try {
-      const r = await fn(root);
-      db.exec('COMMIT');
-      return r;
-    } catch (err) {
-      db.exec('ROLLBACK');
-      throw err;
-    }
+    return root.transaction(fn);
   },
 };
 
-beforeEach(() => {
-  db = openDatabase(':memory:');
-  migrate(db);
-  db.prepare("INSERT INTO agents (agent_id, name, mode, public_jwk, created_at, updated_at) VALUES ('a1', 'a1', 'autonomous', '{}', 0, 0)").run();
-  root = { usage: usageStore(sqliteUsageSql(db)) };
+beforeEach(async () => {
+  ts = await openTestStore();
+  root = ts.store;
+  await root.sql.run("INSERT INTO agents (agent_id, name, mode, public_jwk, created_at, updated_at) VALUES ('a1', 'a1', 'autonomous', '{}', 0, 0)");
   transactions = 0;
 });
-afterEach(() => db.close());
+afterEach(() => ts.close());
 
 const rate: UsageLimit = { kind: 'count', field: null, max: 10, per: '1h', seconds: 3600, scope: 'agent', source: 't' };
 const budget: UsageLimit = { kind: 'sum', field: 'amount', max: 100, per: '1d', seconds: 86400, scope: 'agent', source: 't' };
@@ -93,11 +86,11 @@ describe('a turn of decisions on counters in one transaction', () => {
   it('drops counters nothing in their window uses any more', async () => {
     const batch = new UsageBatch(host);
     await batch.run(job([rate], {}, 1000));
-    const count = () => (db.prepare('SELECT COUNT(*) AS n FROM usage_counters').get() as { n: number }).n;
+    const count = async () => Number((await root.sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM usage_counters'))!.n);
     expect(await pruneIdleCounters(host, root, 1000 + 3600 + EVENT_GRACE_SECONDS - 1)).toBe(0);
-    expect(count()).toBe(1);
+    expect(await count()).toBe(1);
     expect(await pruneIdleCounters(host, root, 1000 + 3600 + EVENT_GRACE_SECONDS)).toBe(1);
-    expect(count()).toBe(0);
-    expect((db.prepare('SELECT COUNT(*) AS n FROM usage_events').get() as { n: number }).n).toBe(0);
+    expect(await count()).toBe(0);
+    expect(Number((await root.sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM usage_events'))!.n)).toBe(0);
   });
 });

@@ -2,31 +2,20 @@ import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { countersFor, readUsage, settleUsage, type UsageSubject } from '../../src/authz/usage.js';
 import { checkUsageLimit, usageKey, type UsageLimit } from '../../src/policy/usage.js';
-import { migrate, openDatabase, type Db } from '../../src/store/db.js';
-import { sqliteUsageSql, usageStore } from '../../src/store/usage.js';
+import type { Store } from '../../src/store/index.js';
+import { openTestStore, type TestStore } from '../store/helpers.js';
 
 // The counters against a reference model that keeps every allowed action and replays the
 // history at each decision: usage in a window is the sum of what was allowed in it.
 
-let db: Db;
-beforeEach(() => {
-  db = openDatabase(':memory:');
-  migrate(db);
-  db.prepare("INSERT INTO agents (agent_id, name, mode, public_jwk, created_at, updated_at) VALUES ('a1', 'a1', 'autonomous', '{}', 0, 0)").run();
+let t: TestStore;
+let store: Store;
+beforeEach(async () => {
+  t = await openTestStore();
+  store = t.store;
+  await store.sql.run("INSERT INTO agents (agent_id, name, mode, public_jwk, created_at, updated_at) VALUES ('a1', 'a1', 'autonomous', '{}', 0, 0)");
 });
-afterEach(() => db.close());
-
-async function inTransaction<T>(fn: () => Promise<T>): Promise<T> {
-  db.exec('BEGIN IMMEDIATE');
-  try {
-    const r = await fn();
-    db.exec('COMMIT');
-    return r;
-  } catch (err) {
-    db.exec('ROLLBACK');
-    throw err;
-  }
-}
+afterEach(() => t.close());
 
 const limits: UsageLimit[] = [
   { kind: 'count', field: null, max: 3, per: '10s', seconds: 10, scope: 'agent', source: 't' },
@@ -59,41 +48,40 @@ describe('usage counters against a model that replays the history', () => {
     });
     await fc.assert(
       fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 60 }), async (steps: Step[]) => {
-        db.exec('DELETE FROM usage_events; DELETE FROM usage_counters');
-        const store = usageStore(sqliteUsageSql(db));
+        await store.sql.exec('DELETE FROM usage_events; DELETE FROM usage_counters');
         const history: Allowed[] = [];
         const txns: { id: string; t: number; resource: string; amount: number }[] = [];
-        let t = 1_000_000;
+        let now = 1_000_000;
         for (const [i, s] of steps.entries()) {
-          t += s.dt;
+          now += s.dt;
           let txn: string | null = null;
           let { amount, resource } = s;
           if (s.txn === 'new') {
             txn = `txn-${i}`;
-            txns.push({ id: txn, t, resource, amount });
+            txns.push({ id: txn, t: now, resource, amount });
           } else if (typeof s.txn === 'number') {
             // A repeat is the same request under a token that is still valid (60 seconds).
-            const live = txns.filter((x) => x.t > t - 60);
+            const live = txns.filter((x) => x.t > now - 60);
             const pick = live[s.txn % Math.max(1, live.length)];
             if (pick) ({ id: txn, resource, amount } = pick);
           }
           const subject: UsageSubject = { agentId: 'a1', capability: 'create:refunds', resource, personId: null };
           const counters = countersFor(subject, limits);
-          const expected = modelDecide(history, t, amount, resource, txn);
-          const got = await inTransaction(async () => {
-            const read = await readUsage({ usage: store }, counters, t, txn);
+          const expected = modelDecide(history, now, amount, resource, txn);
+          const got = await store.transaction(async (tx) => {
+            const read = await readUsage(tx, counters, now, txn);
             const checks = limits.map((l) => checkUsageLimit(l, usageKey(l), { amount }, read.facts[usageKey(l)] ?? 0));
             const decision = checks.some((c) => c.violated) ? 'deny' : 'allow';
-            const changes = await settleUsage({ usage: store }, read, { decision, usage: checks }, t, txn);
+            const changes = await settleUsage(tx, read, { decision, usage: checks }, now, txn);
             return { decision, changes };
           });
           expect(got.decision).toBe(expected.allow ? 'allow' : 'deny');
-          if (expected.consumes) history.push({ t, amount, resource, txn });
+          if (expected.consumes) history.push({ t: now, amount, resource, txn });
           // What the store holds after the decision is what the model holds.
           for (const c of got.changes) {
             const l = limits.find((x) => usageKey(x) === c.counter)!;
             const want = history
-              .filter((h) => h.t > t - l.seconds && (l.scope !== 'resource' || h.resource === c.key))
+              .filter((h) => h.t > now - l.seconds && (l.scope !== 'resource' || h.resource === c.key))
               .reduce((sum, h) => sum + (l.kind === 'count' ? 1 : h.amount), 0);
             expect(c.after).toBe(want);
           }

@@ -38,7 +38,7 @@ import {
 } from '../html.js';
 import { done, pathParam, personOf, render, requireConfirmation } from './common.js';
 
-type AppView = ReturnType<typeof applicationJson>;
+type AppView = Awaited<ReturnType<typeof applicationJson>>;
 
 const TRI = [
   ['', 'the default for the type'],
@@ -76,7 +76,7 @@ ${button('Create application')}`,
 }
 
 async function listPage(ctx: AppContext, req: Request, res: Response, f: FormState = emptyForm()): Promise<void> {
-  const apps = (await ctx.store.applications.list()).map((a) => applicationJson(ctx, a));
+  const apps = await Promise.all((await ctx.store.applications.list()).map((a) => applicationJson(ctx, a)));
   const rows = apps.map((a) => [
     `${link(`/console/applications/${seg(a.client_id)}`, a.name)}${a.client_id === CONSOLE_CLIENT_ID ? ` ${badge('built in')}` : ''}`,
     code(a.client_id),
@@ -197,7 +197,7 @@ export function applicationPages(router: Router, ctx: AppContext): void {
     try {
       const { app, client_secret } = await createApplication(ctx, parseWith(applicationCreate, appInput(v)));
       await recordChange(ctx, personOf(res), 'applications.create', `application:${app.client_id}`, { name: app.name, type: app.type, redirect_uris: app.redirect_uris });
-      const view = applicationJson(ctx, app);
+      const view = await applicationJson(ctx, app);
       if (client_secret) return secretPage(ctx, req, res, view, client_secret, `Application ${app.name} created.`);
       done(ctx, res, `Application ${app.name} created.`, `/console/applications/${seg(app.client_id)}`);
     } catch (err) {
@@ -235,7 +235,7 @@ export function applicationPages(router: Router, ctx: AppContext): void {
     const { app, client_secret } = await updateApplication(ctx, id, { rotate_secret: true });
     await recordChange(ctx, personOf(res), 'applications.rotate_secret', `application:${id}`);
     if (!client_secret) throw errors.conflict('no new secret was made');
-    secretPage(ctx, req, res, applicationJson(ctx, app), client_secret, 'The secret was replaced.');
+    secretPage(ctx, req, res, await applicationJson(ctx, app), client_secret, 'The secret was replaced.');
   });
 
   router.post('/applications/:id/assign', async (req, res) => {

@@ -18,7 +18,7 @@ export async function homePage(ctx: AppContext, req: Request, res: Response): Pr
     ctx.store.ssf.listStreams(),
   ]);
   const people = await ctx.store.users.list(1001, 0);
-  const policy = ctx.policy.current();
+  const policy = await ctx.policy.current();
   const live = rules.filter((r) => r.state === 'live').length;
   const drafts = rules.filter((r) => r.state === 'draft').length;
   const recent = (await ctx.store.audit.list({ kind: 'decision', limit: 200 })).filter((r) => r.decision === 'deny').length;

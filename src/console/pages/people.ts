@@ -148,7 +148,7 @@ ${button('Set password', { kind: 'plain' })}`,
     { cls: 'row' },
   );
 
-  const apps = (await ctx.store.applications.list()).map((a) => applicationJson(ctx, a));
+  const apps = await Promise.all((await ctx.store.applications.list()).map((a) => applicationJson(ctx, a)));
   const mine = apps.filter((a) => a.assignments.includes(u.id));
   // The console needs no assignment (its door is the role admin); m2m and API applications have no people.
   const assignable = apps.filter((a) => !a.assignments.includes(u.id) && a.type !== 'm2m' && a.type !== 'api' && a.client_id !== CONSOLE_CLIENT_ID);

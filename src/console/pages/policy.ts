@@ -47,8 +47,8 @@ interface PolicyPageState {
 
 async function policyPage(ctx: AppContext, req: Request, res: Response, st: PolicyPageState = {}): Promise<void> {
   const person = personOf(res);
-  const set = ctx.policy.current();
-  const files = ctx.policy.files();
+  const set = await ctx.policy.current();
+  const files = await ctx.policy.files();
   const live = new Map((await ctx.store.rules.live()).map((r) => [`api:rule/${r.id}`, r]));
   const sourceName = (path: string): Html => {
     const rule = live.get(path);
@@ -145,7 +145,7 @@ function runDiff(before: PolicySet, after: PolicySet): DiffResult {
 }
 
 /** The draft's files: the uploads (and the pasted file), each replacing the file of the same name. */
-function draftFiles(ctx: AppContext, req: Request, res: Response): { files: SourceFile[]; problems: string[]; names: string[] } {
+async function draftFiles(ctx: AppContext, req: Request, res: Response): Promise<{ files: SourceFile[]; problems: string[]; names: string[] }> {
   const v = formValues(req);
   const problems: string[] = [];
   const uploads: SourceFile[] = [];
@@ -159,7 +159,7 @@ function draftFiles(ctx: AppContext, req: Request, res: Response): { files: Sour
   if ((v.draft_text ?? '').trim()) add((v.draft_name ?? '').trim() || 'draft.policy', v.draft_text!);
   if (!uploads.length && !problems.length) problems.push('choose a draft file or paste one');
   const names = uploads.map((u) => basename(u.path));
-  const inForce = ticked(v, 'whole') ? [] : ctx.policy.files().filter((f) => !names.includes(basename(f.path)));
+  const inForce = ticked(v, 'whole') ? [] : (await ctx.policy.files()).filter((f) => !names.includes(basename(f.path)));
   const files = [...inForce, ...uploads].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   return { files, problems, names };
 }
@@ -168,7 +168,7 @@ export function policyPages(router: Router, ctx: AppContext): void {
   router.get('/policy', (req, res) => policyPage(ctx, req, res));
 
   router.post('/policy/reload', async (req, res) => {
-    const before = ctx.policy.current().version;
+    const before = (await ctx.policy.current()).version;
     try {
       const set = await ctx.policy.reloadFromDisk();
       await recordChange(ctx, personOf(res), 'policy.reload', 'policy', { before, after: set.version });
@@ -197,12 +197,12 @@ export function policyPages(router: Router, ctx: AppContext): void {
   });
 
   router.post('/policy/diff', async (req, res) => {
-    const { files, problems, names } = draftFiles(ctx, req, res);
+    const { files, problems, names } = await draftFiles(ctx, req, res);
     if (problems.length) return policyPage(ctx, req, res, { draftErrors: problems, status: 400 });
     const liveRules = (await ctx.store.rules.live()).map(toJsonRule);
     const draft = compile(files, liveRules);
     if (!draft.set) return policyPage(ctx, req, res, { draftErrors: [`The draft has ${draft.errors.length} error(s):`, ...draft.errors], status: 400 });
-    const current = ctx.policy.current();
+    const current = await ctx.policy.current();
     const r = runDiff(current, draft.set);
     render(ctx, req, res, 200, {
       title: 'Policy diff',

@@ -322,7 +322,7 @@ export function rulePages(router: Router, ctx: AppContext): void {
       const st = refusal(err, found ? valuesOf(found) : {});
       return rulePage(ctx, req, res, id, { ...st, ...placeValidation(st.general, id), valid: false });
     }
-    await recordChange(ctx, personOf(res), 'rules.enable', `rule:${id}`, { name: rule.name, policy_version: ctx.policy.current().version });
+    await recordChange(ctx, personOf(res), 'rules.enable', `rule:${id}`, { name: rule.name, policy_version: (await ctx.policy.current()).version });
     done(ctx, res, `Rule ${rule.name} is live.`, `/console/rules/${seg(id)}`);
   });
 
