@@ -60,7 +60,8 @@ export async function decisionAnswer(ctx: AppContext, rawBody: unknown, log: Log
       capabilities: [action],
       claims,
     };
-    answer = await decideActionBatched(ctx, { principal, action, resource, context, via: 'api' });
+    const txn = typeof claims.txn === 'string' ? claims.txn : null;
+    answer = await decideActionBatched(ctx, { principal, action, resource, context, via: 'api', txn });
   }
   return { data: answer };
 }

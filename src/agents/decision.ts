@@ -2,7 +2,10 @@ import { randomUUID } from 'node:crypto';
 import type { AppContext } from '../context.js';
 import type { AuditInput } from '../store/audit.js';
 import { appendAudit } from './audit-batch.js';
-import { decide, type Decision, type DecisionRequest, type PolicySet } from '../policy/index.js';
+import { decide, usageLimitsFor, type Decision, type DecisionRequest, type PolicySet } from '../policy/index.js';
+import type { UsageLimit } from '../policy/usage.js';
+import { countersFor, UsageBatch } from '../authz/usage.js';
+import type { Store } from '../store/index.js';
 import type { AgentPrincipal } from './access-token.js';
 import { agentCache, personPermissions, type AgentState, currentPolicy } from './agent-cache.js';
 import { actionKey, canonicalJson } from './canonical.js';
@@ -13,6 +16,8 @@ export interface ActionInput {
   resource: string;
   context: Record<string, unknown>;
   via: 'api' | 'mcp';
+  /** the transaction token's `txn`, when the request came with one (it consumes limits over time once) */
+  txn?: string | null;
 }
 
 export interface ActionDecision {
@@ -128,42 +133,98 @@ export async function buildRequest(ctx: AppContext, state: AgentState, input: Om
 const toAnswer = (d: Decision): ActionDecision => ({ decision: d.decision, reason: d.reason, policy_version: d.policyVersion });
 
 async function decideWithApprovals(ctx: AppContext, policySet: PolicySet, request: DecisionRequest, input: ActionInput): Promise<ActionDecision> {
+  const overTime = usageLimitsFor(request, policySet);
+  if (overTime.length) return decideOnCounters(ctx, policySet, request, input, overTime);
   const first = decide(request, policySet);
   if (first.decision !== 'approval_required') return toAnswer(first);
+  return ctx.store.transaction(async (tx) => (await approvalStep(tx, policySet, request, input, first)).answer);
+}
 
+/**
+ * A decision under limits over time: the counters are read, the decision made and an allow
+ * consumed in one transaction (shared with the other such decisions of this turn), so that
+ * concurrent decisions never together pass a window.
+ */
+async function decideOnCounters(ctx: AppContext, policySet: PolicySet, request: DecisionRequest, input: ActionInput, limits: UsageLimit[]): Promise<ActionDecision> {
+  const counters = countersFor(
+    { agentId: request.agent.id, capability: input.action, resource: input.resource, personId: input.principal.userId },
+    limits,
+  );
+  const { outcome } = await usageBatch(ctx).run({
+    counters,
+    t: now(),
+    txn: input.txn ?? null,
+    async judge(usage, tx) {
+      const judged = { ...request, usage };
+      const first = decide(judged, policySet);
+      if (first.decision !== 'approval_required') return { decision: first, answer: toAnswer(first) };
+      return approvalStep(tx, policySet, judged, input, first);
+    },
+  });
+  return outcome.answer;
+}
+
+const batches = new WeakMap<AppContext, UsageBatch<Store>>();
+
+function usageBatch(ctx: AppContext): UsageBatch<Store> {
+  let b = batches.get(ctx);
+  if (!b) {
+    b = new UsageBatch<Store>(ctx.store, {
+      root: ctx.store,
+      now: () => Date.now(),
+      onError: (err) => ctx.logger.error({ err }, 'pruning idle usage counters failed'),
+    });
+    batches.set(ctx, b);
+  }
+  return b;
+}
+
+/**
+ * Step 5 with its memory, inside the caller's transaction: a pending approval is created (or
+ * found); an approved one allows once (the decision that allowed is returned, so that an
+ * allow under limits over time consumes); a denied one stays denied.
+ */
+async function approvalStep(
+  tx: Store,
+  policySet: PolicySet,
+  request: DecisionRequest,
+  input: ActionInput,
+  first: Decision,
+): Promise<{ decision: Decision; answer: ActionDecision }> {
   const agentId = request.agent.id;
   const key = actionKey(agentId, input.action, input.resource, input.context);
-  return ctx.store.transaction(async (tx): Promise<ActionDecision> => {
-    const approvals = tx.agentAuth;
-    // Decisions about one action take turns, on every instance: one of them creates the approval request.
-    await approvals.lockAction(key);
-    const latest = await approvals.latestForAction(key);
-    if (latest?.state === 'approved') {
-      const approved = decide({ ...request, approved: true }, policySet);
-      if (approved.decision !== 'allow') return toAnswer(approved);
-      // Allowed once: only the caller that consumes the approval gets the allow.
-      if (await approvals.consume(latest.id)) return toAnswer(approved);
-    } else if (latest?.state === 'denied') {
-      return {
+  const approvals = tx.agentAuth;
+  // Decisions about one action take turns, on every instance: one of them creates the approval request.
+  await approvals.lockAction(key);
+  const latest = await approvals.latestForAction(key);
+  if (latest?.state === 'approved') {
+    const approved = decide({ ...request, approved: true }, policySet);
+    if (approved.decision !== 'allow') return { decision: approved, answer: toAnswer(approved) };
+    // Allowed once: only the caller that consumes the approval gets the allow.
+    if (await approvals.consume(latest.id)) return { decision: approved, answer: toAnswer(approved) };
+  } else if (latest?.state === 'denied') {
+    return {
+      decision: first,
+      answer: {
         decision: 'deny',
         reason: `rule_denied: ${first.rule ?? first.reason.replace(/^approval_required:\s*/, '')} (a person denied the approval)`,
         policy_version: first.policyVersion,
-      };
-    } else if (latest?.state === 'pending') {
-      return { ...toAnswer(first), approval_id: latest.id };
-    }
-    const created = await approvals.createAction({
-      id: randomUUID(),
-      agent_id: agentId,
-      user_id: input.principal.userId,
-      action: input.action,
-      resource: input.resource,
-      context: canonicalJson(input.context),
-      action_key: key,
-      rule: first.rule ?? null,
-      binding_message: `${input.principal.agent.name} asks to ${input.action} on ${input.resource}`,
-      expires_at: now() + APPROVAL_WINDOW_SECONDS,
-    });
-    return { ...toAnswer(first), approval_id: created.id };
+      },
+    };
+  } else if (latest?.state === 'pending') {
+    return { decision: first, answer: { ...toAnswer(first), approval_id: latest.id } };
+  }
+  const created = await approvals.createAction({
+    id: randomUUID(),
+    agent_id: agentId,
+    user_id: input.principal.userId,
+    action: input.action,
+    resource: input.resource,
+    context: canonicalJson(input.context),
+    action_key: key,
+    rule: first.rule ?? null,
+    binding_message: `${input.principal.agent.name} asks to ${input.action} on ${input.resource}`,
+    expires_at: now() + APPROVAL_WINDOW_SECONDS,
   });
+  return { decision: first, answer: { ...toAnswer(first), approval_id: created.id } };
 }

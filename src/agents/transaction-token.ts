@@ -4,7 +4,8 @@ import { errors as joseErrors, type JWTPayload } from 'jose';
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
 import { errors, ProtocolError, validationError } from '../errors.js';
-import { decide } from '../policy/index.js';
+import { decide, usageLimitsFor } from '../policy/index.js';
+import { countersFor, peekUsage } from '../authz/usage.js';
 import { verifyAgentAccessToken } from './access-token.js';
 import { agentCache, currentPolicy } from './agent-cache.js';
 import { buildRequest } from './decision.js';
@@ -49,7 +50,15 @@ export async function transactionToken(ctx: AppContext, req: Request, res: Respo
 
   const state = await agentCache(ctx).active(principal.agent.agent_id);
   if (!state) throw errors.invalidToken('the agent is unknown or revoked');
-  const check = decide(await buildRequest(ctx, state, { principal, action, resource, context }), await currentPolicy(ctx));
+  const policy = await currentPolicy(ctx);
+  const request = await buildRequest(ctx, state, { principal, action, resource, context });
+  // Limits over time are checked against the usage now, consuming nothing.
+  const overTime = usageLimitsFor(request, policy);
+  if (overTime.length) {
+    const counters = countersFor({ agentId: request.agent.id, capability: action, resource, personId: principal.userId }, overTime);
+    request.usage = await peekUsage(ctx.store, counters, now());
+  }
+  const check = decide(request, policy);
   if (check.reason.startsWith('constraint_violated') || check.trace.some((s) => s.step === 'limits' && s.outcome === 'fail')) {
     throw new ProtocolError(403, 'invalid_body', 'constraint_violated');
   }

@@ -260,6 +260,22 @@ export function checkMax(kind: UsageKind, v: unknown, where: string, err: (m: st
   return v;
 }
 
+const apiLimitsCache = new WeakMap<object, UsageLimit[]>();
+
+/**
+ * A capability's limits over time from its management API limits (read once per limits
+ * object: a changed limit is a new object). Invalid entries are left out; the API refuses
+ * them before they are stored.
+ */
+export function apiUsageLimits(limits: object, capability: string): readonly UsageLimit[] {
+  let hit = apiLimitsCache.get(limits);
+  if (!hit) {
+    hit = jsonUsageLimits(limits, `api:capability/${capability}`).limits;
+    apiLimitsCache.set(limits, hit);
+  }
+  return hit;
+}
+
 /** Limits over time → their JSON form, merged into a plain limits object (for explain and the API). */
 export function usageLimitsToJson(limits: UsageLimit[], into: Record<string, unknown> = {}): Record<string, unknown> {
   const entry = (l: UsageLimit) => ({ max: l.max, per: l.per, ...(l.scope !== 'agent' ? { scope: l.scope } : {}) });
@@ -385,7 +401,7 @@ export function checkUsageLimits(
   limits: readonly UsageLimit[],
   ctx: Record<string, unknown>,
   usage: UsageFacts | undefined,
-  trace: UsageTraceStep[],
+  trace: { push(step: UsageTraceStep): unknown },
 ): { checks: UsageCheck[]; violated: UsageCheck | null } {
   const checks: UsageCheck[] = [];
   for (const l of limits) {
