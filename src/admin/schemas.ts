@@ -539,6 +539,10 @@ export const auditPage = z.object({
       reason: z.string().nullable(),
       policy_version: z.string().nullable(),
       actor: z.string().nullable().meta({ description: 'the person (user id) who made a change in the console' }),
+      usage: z
+        .array(z.object({ id: z.string(), counter: z.string(), key: z.string().optional(), max: z.number(), before: z.number(), after: z.number() }))
+        .optional()
+        .meta({ description: 'a decision under rates and budgets: each counter read, its value before and after the decision' }),
     }),
   ),
   next_before: z.number().nullable(),

@@ -4,7 +4,7 @@ import type { AuditInput } from '../store/audit.js';
 import { appendAudit } from './audit-batch.js';
 import { decide, usageLimitsFor, type Decision, type DecisionRequest, type PolicySet } from '../policy/index.js';
 import type { UsageLimit } from '../policy/usage.js';
-import { countersFor, UsageBatch } from '../authz/usage.js';
+import { countersFor, UsageBatch, type CounterChange } from '../authz/usage.js';
 import type { Store } from '../store/index.js';
 import type { AgentPrincipal } from './access-token.js';
 import { agentCache, personPermissions, type AgentState, currentPolicy } from './agent-cache.js';
@@ -39,9 +39,9 @@ const now = () => Math.floor(Date.now() / 1000);
  * anything unexpected is a `deny` (fail closed).
  */
 export async function decideAction(ctx: AppContext, input: ActionInput): Promise<ActionDecision> {
-  const result = await evaluateAction(ctx, input);
+  const { answer: result, usage } = await evaluateAction(ctx, input);
   try {
-    await ctx.store.audit.append(auditRecord(input, result));
+    await ctx.store.audit.append(auditRecord(input, result, usage));
   } catch (err) {
     return unrecorded(ctx, input, result, err);
   }
@@ -50,9 +50,9 @@ export async function decideAction(ctx: AppContext, input: ActionInput): Promise
 
 /** decideAction for the HTTP endpoint: the audit record joins this turn's group commit. */
 export async function decideActionBatched(ctx: AppContext, input: ActionInput): Promise<ActionDecision> {
-  const result = await evaluateAction(ctx, input);
+  const { answer: result, usage } = await evaluateAction(ctx, input);
   try {
-    await appendAudit(ctx, auditRecord(input, result));
+    await appendAudit(ctx, auditRecord(input, result, usage));
   } catch (err) {
     return unrecorded(ctx, input, result, err);
   }
@@ -65,7 +65,8 @@ function unrecorded(ctx: AppContext, input: ActionInput, result: ActionDecision,
   return { decision: 'deny', reason: 'error: the decision could not be recorded', policy_version: result.policy_version };
 }
 
-const auditRecord = (input: ActionInput, result: ActionDecision): AuditInput => ({
+const auditRecord = (input: ActionInput, result: ActionDecision, usage?: CounterChange[]): AuditInput => ({
+  ...(usage && usage.length ? { usage } : {}),
   kind: 'decision',
   agent_id: input.principal.agent.agent_id,
   user_id: input.principal.userId,
@@ -77,16 +78,19 @@ const auditRecord = (input: ActionInput, result: ActionDecision): AuditInput => 
   policy_version: result.policy_version,
 });
 
+/** An answer, and what it did to the counters of limits over time (for the audit record). */
+interface Evaluated { answer: ActionDecision; usage?: CounterChange[] }
+
 /** Steps 2–6 with the agent's current state; never throws (anything unexpected is a deny). */
-async function evaluateAction(ctx: AppContext, input: ActionInput): Promise<ActionDecision> {
+async function evaluateAction(ctx: AppContext, input: ActionInput): Promise<Evaluated> {
   const agentId = input.principal.agent.agent_id;
   try {
     const state = await agentCache(ctx).active(agentId);
-    if (!state) return { decision: 'deny', reason: 'invalid_client: the agent is unknown or revoked', policy_version: await safeVersion(ctx) };
+    if (!state) return { answer: { decision: 'deny', reason: 'invalid_client: the agent is unknown or revoked', policy_version: await safeVersion(ctx) } };
     return await decideWithApprovals(ctx, await currentPolicy(ctx), await buildRequest(ctx, state, input), input);
   } catch (err) {
     ctx.logger.error({ err, agent_id: agentId, action: input.action }, 'decision failed');
-    return { decision: 'deny', reason: 'error: the decision could not be made', policy_version: await safeVersion(ctx) };
+    return { answer: { decision: 'deny', reason: 'error: the decision could not be made', policy_version: await safeVersion(ctx) } };
   }
 }
 
@@ -132,12 +136,12 @@ export async function buildRequest(ctx: AppContext, state: AgentState, input: Om
 
 const toAnswer = (d: Decision): ActionDecision => ({ decision: d.decision, reason: d.reason, policy_version: d.policyVersion });
 
-async function decideWithApprovals(ctx: AppContext, policySet: PolicySet, request: DecisionRequest, input: ActionInput): Promise<ActionDecision> {
+async function decideWithApprovals(ctx: AppContext, policySet: PolicySet, request: DecisionRequest, input: ActionInput): Promise<Evaluated> {
   const overTime = usageLimitsFor(request, policySet);
   if (overTime.length) return decideOnCounters(ctx, policySet, request, input, overTime);
   const first = decide(request, policySet);
-  if (first.decision !== 'approval_required') return toAnswer(first);
-  return ctx.store.transaction(async (tx) => (await approvalStep(tx, policySet, request, input, first)).answer);
+  if (first.decision !== 'approval_required') return { answer: toAnswer(first) };
+  return { answer: await ctx.store.transaction(async (tx) => (await approvalStep(tx, policySet, request, input, first)).answer) };
 }
 
 /**
@@ -145,12 +149,12 @@ async function decideWithApprovals(ctx: AppContext, policySet: PolicySet, reques
  * consumed in one transaction (shared with the other such decisions of this turn), so that
  * concurrent decisions never together pass a window.
  */
-async function decideOnCounters(ctx: AppContext, policySet: PolicySet, request: DecisionRequest, input: ActionInput, limits: UsageLimit[]): Promise<ActionDecision> {
+async function decideOnCounters(ctx: AppContext, policySet: PolicySet, request: DecisionRequest, input: ActionInput, limits: UsageLimit[]): Promise<Evaluated> {
   const counters = countersFor(
     { agentId: request.agent.id, capability: input.action, resource: input.resource, personId: input.principal.userId },
     limits,
   );
-  const { outcome } = await usageBatch(ctx).run({
+  const { outcome, changes } = await usageBatch(ctx).run({
     counters,
     t: now(),
     txn: input.txn ?? null,
@@ -161,7 +165,7 @@ async function decideOnCounters(ctx: AppContext, policySet: PolicySet, request: 
       return approvalStep(tx, policySet, judged, input, first);
     },
   });
-  return outcome.answer;
+  return { answer: outcome.answer, usage: changes };
 }
 
 const batches = new WeakMap<AppContext, UsageBatch<Store>>();

@@ -15,6 +15,8 @@ export interface AuditInput {
   policy_version?: string | null;
   /** the person who made the change (their user id), for changes made in the console */
   actor?: string | null;
+  /** a decision under limits over time: each counter's value before and after it */
+  usage?: unknown;
 }
 export interface AuditRecord {
   seq: number;
@@ -29,26 +31,28 @@ export interface AuditRecord {
   reason: string | null;
   policy_version: string | null;
   actor: string | null;
+  usage: unknown;
   prev_hash: string;
   hash: string;
 }
-interface Row extends Omit<AuditRecord, 'context'> { context: string | null }
+interface Row extends Omit<AuditRecord, 'context' | 'usage'> { context: string | null; usage: string | null }
 
 export const GENESIS_HASH = '0'.repeat(64);
 
 /**
  * The hash of one record: its content and the hash before it, so any change breaks the chain from there.
- * `actor` joins the hashed content only when set, so records written before it existed keep their hashes.
+ * `actor` and `usage` join the hashed content only when set, so records written before they existed keep their hashes.
  */
 export function auditHash(r: Omit<Row, 'hash'>): string {
   const content = JSON.stringify([
     r.seq, r.time, r.kind, r.agent_id, r.user_id, r.action, r.resource, r.context, r.decision, r.reason, r.policy_version, r.prev_hash,
     ...(r.actor != null ? [r.actor] : []),
+    ...(r.usage != null ? [['usage', r.usage]] : []),
   ]);
   return createHash('sha256').update(content).digest('hex');
 }
 
-const toRecord = (r: Row): AuditRecord => ({ ...r, context: parseJson(r.context, null) });
+const toRecord = (r: Row): AuditRecord => ({ ...r, context: parseJson(r.context, null), usage: parseJson(r.usage, null) });
 
 export interface AuditFilter {
   agent_id?: string;
@@ -90,12 +94,13 @@ export function auditStore(sql: Sql) {
           reason: input.reason ?? null,
           policy_version: input.policy_version ?? null,
           actor: input.actor ?? null,
+          usage: input.usage === undefined ? null : JSON.stringify(input.usage),
           prev_hash: prev?.hash ?? GENESIS_HASH,
         };
         const full = { ...row, hash: auditHash(row) };
         await tx.run(
-          `INSERT INTO audit_log (seq, time, kind, agent_id, user_id, action, resource, context, decision, reason, policy_version, actor, prev_hash, hash)
-           VALUES (@seq, @time, @kind, @agent_id, @user_id, @action, @resource, @context, @decision, @reason, @policy_version, @actor, @prev_hash, @hash)`,
+          `INSERT INTO audit_log (seq, time, kind, agent_id, user_id, action, resource, context, decision, reason, policy_version, actor, usage, prev_hash, hash)
+           VALUES (@seq, @time, @kind, @agent_id, @user_id, @action, @resource, @context, @decision, @reason, @policy_version, @actor, @usage, @prev_hash, @hash)`,
           full,
         );
         return toRecord(full);

@@ -40,6 +40,16 @@ describe('GET /admin/v1/agents/{agent_id}/usage', () => {
     expect(byKind('count', 'resource')).toEqual([
       { id: expect.any(String), capability: 'create:refunds', kind: 'count', per: '10m', scope: 'resource', key: 'refund:r-1', max: 3, used: 2, remaining: 1 },
     ]);
+
+    // The decision's audit record carries every counter before and after it, by the ids listed here.
+    const audit = await server.admin('GET', `/audit?agent_id=${encodeURIComponent(agent.id)}&limit=1`);
+    const ids = Object.fromEntries(res.body.data.map((c: { id: string; kind: string; scope: string }) => [`${c.kind}/${c.scope}`, c.id]));
+    expect(audit.body.data[0].decision).toBe('allow');
+    expect(new Set(audit.body.data[0].usage)).toEqual(new Set([
+      { id: ids['sum/agent'], counter: 'amount sum per 1d', max: 2000, before: 100, after: 350 },
+      { id: ids['count/agent'], counter: 'count per 1h', max: 20, before: 1, after: 2 },
+      { id: ids['count/resource'], counter: 'count per 10m per resource', key: 'refund:r-1', max: 3, before: 1, after: 2 },
+    ]));
   });
 
   it('404 for an unknown agent', async () => {
