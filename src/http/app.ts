@@ -5,6 +5,7 @@ import type { AppContext } from '../context.js';
 import { errorHandler, errors } from '../errors.js';
 import { discoveryRouter } from './discovery.js';
 import { oauthRouter } from '../oauth/router.js';
+import { accountRouter } from '../account/router.js';
 import { adminRouter } from '../admin/router.js';
 import { mcpRouter } from '../mcp/router.js';
 import { mcpAdminRouter } from '../mcp/admin-router.js';
@@ -58,6 +59,7 @@ export function createApp(ctx: AppContext): Express {
   app.use(agentsRouter(ctx));
   app.use(discoveryRouter(ctx));
   app.use(oauthRouter(ctx));
+  app.use(accountRouter(ctx));
   app.use('/admin/v1/mcp', requireAdmin(ctx), mcpAdminRouter(ctx));
   app.use('/admin/v1/approvals', requireAdmin(ctx), adminApprovalsRouter(ctx));
   app.use('/admin/v1/saml', requireAdmin(ctx), samlAdminRouter(ctx));

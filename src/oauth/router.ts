@@ -4,7 +4,8 @@ import { errors } from '../errors.js';
 import { authorizeEndpoint } from './authorize.js';
 import { consentForm, consentSubmit } from './consent.js';
 import { introspectEndpoint } from './introspect.js';
-import { loginForm, loginSubmit } from './login.js';
+import { loginForm, loginSubmit, passkeyOptions, passkeyStepForm, passkeySubmit } from './login.js';
+import { staticRouter } from '../pages/static.js';
 import { logoutEndpoint } from './logout.js';
 import { revokeEndpoint } from './revoke.js';
 import { secondStepForm, secondStepSubmit } from './second-step.js';
@@ -45,9 +46,14 @@ export function oauthRouter(ctx: AppContext): Router {
 
   router.get('/login', loginForm(ctx));
   router.post('/login', loginSubmit(ctx));
+  router.post('/login/passkey/options', passkeyOptions(ctx));
+  router.get('/login/passkey', passkeyStepForm(ctx));
+  router.post('/login/passkey', passkeySubmit(ctx));
   router.get('/login/otp', secondStepForm(ctx));
   router.post('/login/otp', secondStepSubmit(ctx));
   router.get('/consent', consentForm(ctx));
   router.post('/consent', consentSubmit(ctx));
+  // The sign-in and account pages' scripts (WebAuthn)
+  router.use(staticRouter());
   return router;
 }

@@ -17,6 +17,7 @@ import { settingsStore } from './settings.js';
 import { ssfStore } from './ssf.js';
 import { usersStore } from './users.js';
 import { usageStore } from './usage.js';
+import { webauthnStore } from './webauthn.js';
 import type { Sql, SqlDatabase } from './sql.js';
 
 /**
@@ -44,6 +45,7 @@ function modules(sql: Sql, changes: ChangeFeed) {
     saml: samlStore(sql),
     policyVersions: policyVersionsStore(sql),
     usage: usageStore(sql),
+    webauthn: webauthnStore(sql),
   };
 }
 
