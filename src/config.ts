@@ -27,6 +27,9 @@ export interface Config {
   workers: number;
 }
 
+/** GATEHOUSE_SECRET and GATEHOUSE_ADMIN_TOKEN, when set, are at least this long (outside NODE_ENV=development). */
+export const MIN_SECRET_LENGTH = 32;
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 const fields = {
@@ -58,7 +61,7 @@ function parseVar<T>(name: keyof typeof fields, raw: string | undefined, fallbac
 }
 
 /**
- * Reads the configuration of CONTRACT section 1 from an environment. Pure apart from
+ * Reads the configuration (the variables the README lists) from an environment. Pure apart from
  * the checks on the policy directory and project file, which must be readable.
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): Config {
@@ -74,6 +77,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
   if (projectFile && !existsSync(projectFile)) {
     throw new ConfigError('GATEHOUSE_PROJECT_FILE', `file not found: ${projectFile}`);
   }
+  const adminToken = parseVar<string | undefined>('GATEHOUSE_ADMIN_TOKEN', env.GATEHOUSE_ADMIN_TOKEN);
+  const secret = parseVar<string | undefined>('GATEHOUSE_SECRET', env.GATEHOUSE_SECRET);
+  // Short secrets are guessable; a development machine may use them on purpose.
+  if (env.NODE_ENV !== 'development') {
+    for (const [name, value] of [['GATEHOUSE_SECRET', secret], ['GATEHOUSE_ADMIN_TOKEN', adminToken]] as const) {
+      if (value !== undefined && value.length < MIN_SECRET_LENGTH) {
+        throw new ConfigError(name, `must be at least ${MIN_SECRET_LENGTH} characters (got ${value.length}; NODE_ENV=development allows shorter)`);
+      }
+    }
+  }
   return {
     port,
     issuer,
@@ -81,10 +94,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     issuerHost: new URL(issuer).hostname,
     dbFile,
     policyDir,
-    adminToken: parseVar<string | undefined>('GATEHOUSE_ADMIN_TOKEN', env.GATEHOUSE_ADMIN_TOKEN),
+    adminToken,
     projectFile,
     logLevel: parseVar<string>('LOG_LEVEL', env.LOG_LEVEL, 'info'),
-    secret: parseVar<string | undefined>('GATEHOUSE_SECRET', env.GATEHOUSE_SECRET),
+    secret,
     workers: parseVar<number>('GATEHOUSE_WORKERS', env.GATEHOUSE_WORKERS, String(availableParallelism())),
   };
 }

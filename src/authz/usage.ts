@@ -1,4 +1,6 @@
 import { createHash } from 'node:crypto';
+import type { AppContext } from '../context.js';
+import type { Store } from '../store/index.js';
 import { addAmounts, usageKey, type UsageCheck, type UsageFacts, type UsageLimit } from '../policy/usage.js';
 import type { CounterDef, CounterReading, UsageStore } from '../store/usage.js';
 
@@ -255,6 +257,22 @@ export class UsageBatch<Tx extends UsageTx> {
     }
     batch.forEach((q, i) => q.resolve(results[i]! as { outcome: any; changes: CounterChange[] }));
   }
+}
+
+const batches = new WeakMap<AppContext, UsageBatch<Store>>();
+
+/** The process's batch of decisions on counters (idle counters pruned by the context's clock). */
+export function usageBatch(ctx: AppContext): UsageBatch<Store> {
+  let b = batches.get(ctx);
+  if (!b) {
+    b = new UsageBatch<Store>(ctx.store, {
+      root: ctx.store,
+      now: () => ctx.clock.now(),
+      onError: (err) => ctx.logger.error({ err }, 'pruning idle usage counters failed'),
+    });
+    batches.set(ctx, b);
+  }
+  return b;
 }
 
 /** How many idle counters one pass of pruning drops at most (each in its own short transaction). */

@@ -9,7 +9,6 @@ import { staticRouter } from '../pages/static.js';
 import { logoutEndpoint } from './logout.js';
 import { revokeEndpoint } from './revoke.js';
 import { secondStepForm, secondStepSubmit } from './second-step.js';
-import { tokenEndpoint } from './token.js';
 import { userinfoEndpoint } from './userinfo.js';
 
 const methodNotAllowed: RequestHandler = (_req, _res, next) => next(errors.methodNotAllowed('method not allowed'));
@@ -35,7 +34,7 @@ export function oauthRouter(ctx: AppContext): Router {
   router.post('/oauth/authorize', authorizeEndpoint(ctx));
 
   router.options(['/oauth/token', '/oauth/userinfo', '/oauth/token/introspect', '/oauth/token/revoke'], cors);
-  router.post('/oauth/token', cors, tokenEndpoint(ctx));
+  // POST /oauth/token is in the edge's route table (src/http/routes.ts), served by both transports.
   router.get('/oauth/userinfo', cors, userinfoEndpoint(ctx));
   router.post('/oauth/userinfo', cors, userinfoEndpoint(ctx));
   router.post('/oauth/token/introspect', cors, introspectEndpoint(ctx));

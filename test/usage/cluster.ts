@@ -6,7 +6,7 @@ import { pathToFileURL } from 'node:url';
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
 import { projectRoot } from '../../src/paths.js';
 
-export const ADMIN = 'usage-cluster-admin-token';
+export const ADMIN = 'usage-cluster-admin-token-0123456789abcdef';
 
 /** `gatehouse serve` as `npm start` runs it: a primary and worker processes over one database in `dir`. */
 export interface Cluster {
