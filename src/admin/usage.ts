@@ -29,7 +29,7 @@ function capabilityLimits(agent: Agent): CapabilityLimits[] {
   }));
 }
 
-const seconds = () => Math.floor(Date.now() / 1000);
+const seconds = (ctx: AppContext) => Math.floor(ctx.clock.now() / 1000);
 
 async function mustGetAgent(ctx: AppContext, agentId: string): Promise<Agent> {
   const agent = await ctx.store.agents.get(agentId);
@@ -40,7 +40,7 @@ async function mustGetAgent(ctx: AppContext, agentId: string): Promise<Agent> {
 /** The agent's counters now (404 for an unknown agent). */
 export async function agentUsage(ctx: AppContext, agentId: string): Promise<CounterView[]> {
   const agent = await mustGetAgent(ctx, agentId);
-  return listCounters(ctx.store, agent.agent_id, capabilityLimits(agent), seconds());
+  return listCounters(ctx.store, agent.agent_id, capabilityLimits(agent), seconds(ctx));
 }
 
 /**
@@ -49,7 +49,7 @@ export async function agentUsage(ctx: AppContext, agentId: string): Promise<Coun
  */
 export async function resetCounter(ctx: AppContext, agentId: string, id: string): Promise<boolean> {
   const agent = await mustGetAgent(ctx, agentId);
-  const t = seconds();
+  const t = seconds(ctx);
   const counter = (await listCounters(ctx.store, agent.agent_id, capabilityLimits(agent), t)).find((c) => c.id === id);
   if (!counter) return false;
   await ctx.store.transaction(async (tx) => {
