@@ -8,7 +8,7 @@ import { auditRecord, decideOn, denial, type PipelineDecision, type Via } from '
 import { loadFacts } from './facts.js';
 import { usageLimitsFor, type DecisionRequest, type PolicySet } from './policy-interface.js';
 import { checkTransactionToken } from './transaction-tokens.js';
-import { countersFor, peekUsage, usageBatch, type CounterChange } from './usage.js';
+import { countersFor, peekUsage, usageBatch, type Counter } from './usage.js';
 import type { Store } from '../store/index.js';
 
 /** A pending approval waits this long for a person; once approved (or denied) it holds this long. */
@@ -131,31 +131,43 @@ async function run(ctx: AppContext, req: AuthorizeRequest, agentId: string): Pro
 
 /**
  * Steps 2–6 under limits over time: the counters are read (locked), the decision made (with
- * its approvals) and an allow consumed in one transaction, shared with the other such
- * decisions of this turn, so that concurrent decisions on any process or instance never
- * together pass a window. The same transaction token consumes once.
+ * its approvals), an allow consumed and the decision's audit record appended in one
+ * transaction, shared with the other such decisions of this turn, so that concurrent
+ * decisions on any process or instance never together pass a window, and what a decision
+ * consumed is recorded with it or not at all. The same transaction token consumes once.
  */
 async function decideOnCounters(
   ctx: AppContext,
   via: 'decision' | 'mcp',
   policy: PolicySet,
   request: DecisionRequest,
-  counters: ReturnType<typeof countersFor>,
+  counters: Counter[],
   txn: string | null,
   agentName: string,
 ): Promise<AuthorizeResult> {
-  const { outcome, changes } = await usageBatch(ctx).run({
-    counters,
-    t: Math.floor(request.now / 1000),
-    txn,
-    async judge(usage, tx: Store) {
-      const judged: DecisionRequest = { ...request, usage };
-      const first = decideOn(judged, policy);
-      if (first.decision !== 'approval_required') return { decision: first };
-      return approvalStep(tx, policy, judged, first, agentName);
-    },
-  });
-  return record(ctx, via, request, outcome.decision, undefined, outcome.approvalId, changes);
+  let outcome: { decision: PipelineDecision; approvalId?: string };
+  try {
+    ({ outcome } = await usageBatch(ctx).run({
+      counters,
+      t: Math.floor(request.now / 1000),
+      txn,
+      async judge(usage, tx: Store) {
+        const judged: DecisionRequest = { ...request, usage };
+        const first = decideOn(judged, policy);
+        if (first.decision !== 'approval_required') return { decision: first };
+        return approvalStep(tx, policy, judged, first, agentName);
+      },
+      async settled(tx, done, changes) {
+        await tx.audit.append({ ...auditRecord(via, request, done.decision), ...(changes.length ? { usage: changes } : {}) });
+      },
+    }));
+  } catch (err) {
+    // Nothing of the turn's transaction holds (no consumption, no record): a deny, recorded on its own.
+    ctx.logger.error({ err, agent_id: request.subject.id }, 'decision on counters failed');
+    return record(ctx, via, request, denial({ code: 'error', message: 'the decision could not be made' }, policy.version));
+  }
+  const { decision, approvalId } = outcome;
+  return approvalId !== undefined ? { outcome: 'decided', decision, approvalId } : { outcome: 'decided', decision };
 }
 
 /** Writes the decision's one audit record; a decision that cannot be recorded is a deny. */
@@ -166,10 +178,9 @@ async function record(
   decision: PipelineDecision,
   issued?: string,
   approvalId?: string,
-  usage?: CounterChange[],
 ): Promise<AuthorizeResult> {
   try {
-    await recordAudit(ctx, { ...auditRecord(via, request, decision, issued), ...(usage?.length ? { usage } : {}) });
+    await recordAudit(ctx, auditRecord(via, request, decision, issued));
   } catch (err) {
     ctx.logger.error({ err, agent_id: request.subject.id }, 'audit append failed');
     return { outcome: 'decided', decision: denial({ code: 'error', message: 'the decision could not be recorded' }, decision.policyVersion) };

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { AppContext } from '../context.js';
 import type { Store } from '../store/index.js';
 import { addAmounts, usageKey, type UsageCheck, type UsageFacts, type UsageLimit } from '../policy/usage.js';
-import type { CounterDef, CounterReading, UsageStore } from '../store/usage.js';
+import type { CounterDef, CounterState, NewEvent, UsageStore } from '../store/usage.js';
 
 /**
  * Limits over time in a decision: which counters a request touches, reading them (locked, so
@@ -58,17 +58,30 @@ export function counterFor(s: UsageSubject, limit: UsageLimit): CounterDef {
  * share one), in id order: every decision locks in the same order, so two never wait on
  * each other.
  */
-export function countersFor(s: UsageSubject, limits: readonly UsageLimit[]): CounterDef[] {
-  const byId = new Map<string, CounterDef>();
+export function countersFor(s: UsageSubject, limits: readonly UsageLimit[]): Counter[] {
+  const byId = new Map<string, Counter>();
   for (const l of limits) {
     const c = counterFor(s, l);
-    if (!byId.has(c.id)) byId.set(c.id, c);
+    const known = byId.get(c.id);
+    if (!known) byId.set(c.id, { ...c, max: l.max });
+    else known.max = Math.min(known.max, l.max);
   }
   return [...byId.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 }
 
+/** A counter of a request, with the tightest maximum of the limits that count on it. */
+export interface Counter extends CounterDef {
+  max: number;
+}
+
+/** A counter as a decision read it. */
+export interface CounterReading extends CounterState {
+  /** what this transaction token already consumed here and is still in the window; null when it consumed nothing here */
+  own: number | null;
+}
+
 export interface UsageRead {
-  counters: CounterDef[];
+  counters: Counter[];
   readings: CounterReading[];
   /** the usage to decide with: each counter's, without what this transaction token consumed itself */
   facts: UsageFacts;
@@ -79,19 +92,111 @@ export interface UsageTx {
   usage: UsageStore;
 }
 
+interface Entry {
+  def: Counter;
+  /** as read from the database */
+  from: CounterState;
+  /** with what this transaction's decisions added */
+  now: CounterState;
+  t: number;
+  events: NewEvent[];
+}
+
 /**
- * Inside the caller's transaction: locks and reads each counter at time `t` (Unix seconds).
- * A request repeated under the same transaction token is judged without its own earlier
- * consumption, so asking again gives the answer the first ask had.
+ * The counters of one transaction: each is read once (under its lock, which the caller
+ * holds), the decisions' consumption is applied in memory in order, and each counter is
+ * written once at the end (`write`): a turn's decisions cost a few statements per counter, not
+ * per decision, and see exactly what one-at-a-time transactions would have seen.
  */
-export async function readUsage(tx: UsageTx, counters: CounterDef[], t: number, txn: string | null, locked = false): Promise<UsageRead> {
+export class CounterSession {
+  private readonly entries = new Map<string, Entry>();
+  /** txn → counter id → what that transaction token consumed */
+  private readonly own = new Map<string, Map<string, { amount: number; at: number }>>();
+
+  constructor(private readonly tx: UsageTx) {}
+
+  /** Looks up, in one go, what these transaction tokens consumed before. */
+  async lookUpTxns(txns: readonly string[]): Promise<void> {
+    const unknown = [...new Set(txns)].filter((t) => !this.own.has(t));
+    if (!unknown.length) return;
+    const found = await this.tx.usage.consumedBy(unknown);
+    for (const t of unknown) this.own.set(t, found.get(t) ?? new Map());
+  }
+
+  /** What `txn` consumed on a counter (after lookUpTxns), or undefined. */
+  ownOf(txn: string, id: string): { amount: number; at: number } | undefined {
+    return this.own.get(txn)?.get(id);
+  }
+
+  /** The counter at time `t`: read on first use; read again (after writing) when `t` moved. */
+  async state(c: Counter, t: number): Promise<CounterState> {
+    let e = this.entries.get(c.id);
+    if (e && e.t !== t) {
+      await this.writeEntry(e);
+      this.entries.delete(c.id);
+      e = undefined;
+    }
+    if (!e) {
+      const from = await this.tx.usage.read(c, t);
+      e = { def: c, from, now: from, t, events: [] };
+      this.entries.set(c.id, e);
+    }
+    return e.now;
+  }
+
+  /** One allowed action's amount on a counter read at `t`. */
+  consume(c: Counter, t: number, amount: number, txn: string | null): { before: number; after: number } {
+    const e = this.entries.get(c.id);
+    if (!e || e.t !== t) throw new Error('a counter is consumed at the time it was read');
+    const before = e.now.used;
+    const seq = e.now.nextSeq || 1;
+    e.events.push({ at: t, seq, amount, txn });
+    e.now = { ...e.now, used: addAmounts(before, amount), nextSeq: seq + 1 };
+    if (txn !== null) {
+      let m = this.own.get(txn);
+      if (!m) this.own.set(txn, (m = new Map()));
+      m.set(c.id, { amount, at: t });
+    }
+    return { before, after: e.now.used };
+  }
+
+  /** Writes every counter that changed. */
+  async write(): Promise<void> {
+    for (const e of this.entries.values()) await this.writeEntry(e);
+    this.entries.clear();
+  }
+
+  private async writeEntry(e: Entry): Promise<void> {
+    if (e.events.length) await this.tx.usage.write(e.def, e.from, e.now, e.t, e.events);
+    e.from = e.now;
+    e.events = [];
+  }
+}
+
+/**
+ * Inside the caller's transaction: locks (unless the caller did) and reads each counter at
+ * time `t` (Unix seconds). A request repeated under the same transaction token is judged
+ * without its own earlier consumption, so asking again gives the answer the first ask had.
+ */
+export async function readUsage(
+  session: CounterSession,
+  tx: UsageTx,
+  counters: Counter[],
+  t: number,
+  txn: string | null,
+  locked = false,
+): Promise<UsageRead> {
   const readings: CounterReading[] = [];
   const facts: UsageFacts = {};
+  if (!locked) for (const c of counters) await tx.usage.lock(c.id);
+  if (txn !== null) await session.lookUpTxns([txn]);
   for (const c of counters) {
-    if (!locked) await tx.usage.lock(c.id);
-    const r = await tx.usage.read(c, t, txn);
-    readings.push(r);
-    facts[c.usage_key] = r.own !== null ? Math.max(0, r.used - r.own) : r.used;
+    const state = await session.state(c, t);
+    const e = txn !== null ? session.ownOf(txn, c.id) : undefined;
+    // What the token consumed counts only while it is still in the window.
+    const own = e ? (e.at > state.target ? e.amount : 0) : null;
+    readings.push({ ...state, own });
+    facts[c.usage_key] = own !== null ? Math.max(0, addAmounts(state.used, -own)) : state.used;
   }
   return { counters, readings, facts };
 }
@@ -108,31 +213,29 @@ export interface CounterChange {
 }
 
 /**
- * Inside the same transaction, after the decision: an `allow` consumes on every counter
- * (once per transaction token: where the token already consumed, nothing more); anything else
- * consumes nothing. Returns every counter's value before and after.
+ * After the decision, in the same transaction: an `allow` consumes on every counter (once per
+ * transaction token: where the token already consumed, nothing more); anything else consumes
+ * nothing. Returns every counter's value before and after. The session writes it all at the end.
  */
-export async function settleUsage(
-  tx: UsageTx,
+export function settleUsage(
+  session: CounterSession,
   read: UsageRead,
   decision: { decision: string; usage?: readonly UsageCheck[] },
   t: number,
   txn: string | null,
-): Promise<CounterChange[]> {
+): CounterChange[] {
   const changes: CounterChange[] = [];
   const checks = decision.usage ?? [];
   for (let i = 0; i < read.counters.length; i++) {
     const c = read.counters[i]!;
     const r = read.readings[i]!;
-    const mine = checks.filter((k) => k.key === c.usage_key);
-    const max = mine.length ? Math.min(...mine.map((k) => k.limit.max)) : Number.NaN;
-    const change: CounterChange = { id: c.id, counter: c.usage_key, max, before: r.used, after: r.used };
+    const change: CounterChange = { id: c.id, counter: c.usage_key, max: c.max, before: r.used, after: r.used };
     if (c.scope !== 'agent') change.key = c.scope_key;
     if (decision.decision === 'allow' && r.own === null) {
       // Every limit on a counter computes the same amount; a counter the decision did not check is not consumed.
-      const check = mine[0];
+      const check = checks.find((k) => k.key === c.usage_key);
       if (check && !check.violated) {
-        const { before, after } = await tx.usage.consume(c, t, check.amount, txn);
+        const { before, after } = session.consume(c, t, check.amount, txn);
         change.before = before;
         change.after = after;
       }
@@ -143,10 +246,29 @@ export async function settleUsage(
 }
 
 /**
+ * One decision on counters in its own transaction: lock, read, decide (`judge`), consume.
+ * (The decision endpoint shares a transaction among a turn's decisions: `UsageBatch`.)
+ */
+export async function decideOnce<Tx extends UsageTx, O extends { decision: { decision: string; usage?: readonly UsageCheck[] } }>(
+  tx: Tx,
+  counters: Counter[],
+  t: number,
+  txn: string | null,
+  judge: (facts: UsageFacts, tx: Tx) => Promise<O>,
+): Promise<{ outcome: O; changes: CounterChange[] }> {
+  const session = new CounterSession(tx);
+  const read = await readUsage(session, tx, counters, t, txn);
+  const outcome = await judge(read.facts, tx);
+  const changes = settleUsage(session, read, outcome.decision, t, txn);
+  await session.write();
+  return { outcome, changes };
+}
+
+/**
  * The usage a request would be judged with, read without a transaction and changing nothing:
  * for a check that consumes nothing (the transaction-token call).
  */
-export async function peekUsage(store: UsageTx, counters: CounterDef[], t: number): Promise<UsageFacts> {
+export async function peekUsage(store: UsageTx, counters: Counter[], t: number): Promise<UsageFacts> {
   const facts: UsageFacts = {};
   for (const c of counters) facts[c.usage_key] = await store.usage.peek(c, t);
   return facts;
@@ -156,7 +278,7 @@ export async function peekUsage(store: UsageTx, counters: CounterDef[], t: numbe
 
 /** One decision on counters. */
 export interface UsageJob<Tx extends UsageTx, O extends { decision: { decision: string; usage?: readonly UsageCheck[] } }> {
-  counters: CounterDef[];
+  counters: Counter[];
   /** the time of the decision, Unix seconds */
   t: number;
   /** the transaction token's `txn`, when the request came with one */
@@ -241,14 +363,17 @@ export class UsageBatch<Tx extends UsageTx> {
       results = await this.host.transaction(async (tx) => {
         const ids = [...new Set(batch.flatMap((q) => q.job.counters.map((c) => c.id)))].sort();
         for (const id of ids) await tx.usage.lock(id);
+        const session = new CounterSession(tx);
+        await session.lookUpTxns(batch.flatMap((q) => (q.job.txn !== null ? [q.job.txn] : [])));
         const out: { outcome: unknown; changes: CounterChange[] }[] = [];
         for (const { job } of batch) {
-          const read = await readUsage(tx, job.counters, job.t, job.txn, true);
+          const read = await readUsage(session, tx, job.counters, job.t, job.txn, true);
           const outcome = await job.judge(read.facts, tx);
-          const changes = await settleUsage(tx, read, outcome.decision, job.t, job.txn);
+          const changes = settleUsage(session, read, outcome.decision, job.t, job.txn);
           if (job.settled) await job.settled(tx, outcome, changes);
           out.push({ outcome, changes });
         }
+        await session.write();
         return out;
       });
     } catch (err) {

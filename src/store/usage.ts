@@ -33,12 +33,23 @@ export interface CounterRow extends CounterDef {
   updated_at: number;
 }
 
-/** A counter as a decision reads it. */
-export interface CounterReading {
-  /** the usage in the window ending now */
+/** A counter as a decision reads it, under its lock: what `write` continues from. */
+export interface CounterState {
+  id: string;
+  /** the usage in the window ending at the time read */
   used: number;
-  /** what the given transaction token already consumed here and is still in the window; null when it consumed nothing here */
-  own: number | null;
+  /** the start of that window (`t - per_seconds`) */
+  target: number;
+  /** the sequence number of the next event; 0 when the counter has no row yet */
+  nextSeq: number;
+}
+
+/** One allowed action's share of a counter, to be written. */
+export interface NewEvent {
+  at: number;
+  seq: number;
+  amount: number;
+  txn: string | null;
 }
 
 /**
@@ -59,12 +70,17 @@ const toRow = (r: CounterRow | undefined): CounterRow | undefined =>
 const SELECT_ROW = 'SELECT * FROM usage_counters WHERE id = ?';
 const SUM_BETWEEN = 'SELECT COALESCE(SUM(amount), 0) AS total, COUNT(*) AS n FROM usage_events WHERE counter_id = ? AND at > ? AND at <= ?';
 const MOVE_HORIZON = 'UPDATE usage_counters SET used = ?, horizon = ? WHERE id = ?';
-const OWN_EVENT = 'SELECT amount, at FROM usage_events WHERE counter_id = ? AND txn = ?';
+/** Transaction tokens looked up per statement. */
+const TXN_CHUNK = 16;
+const OWN_EVENTS = `SELECT txn, counter_id, amount, at FROM usage_events WHERE txn IN (${Array(TXN_CHUNK).fill('?').join(', ')})`;
 const INSERT_COUNTER = `INSERT INTO usage_counters
   (id, agent_id, capability, usage_key, kind, field, per_seconds, scope, scope_key, used, horizon, next_seq, updated_at)
-  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 2, ?)`;
-const ADD_TO_COUNTER = 'UPDATE usage_counters SET used = ?, horizon = ?, next_seq = next_seq + 1, updated_at = ? WHERE id = ?';
-const INSERT_EVENT = 'INSERT INTO usage_events (counter_id, at, seq, amount, txn) VALUES (?, ?, ?, ?, ?)';
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+const UPDATE_COUNTER = 'UPDATE usage_counters SET used = ?, horizon = ?, next_seq = ?, updated_at = ? WHERE id = ?';
+/** Events inserted per statement. */
+const EVENT_CHUNK = 32;
+const insertEvents = (n: number) => `INSERT INTO usage_events (counter_id, at, seq, amount, txn) VALUES ${Array(n).fill('(?, ?, ?, ?, ?)').join(', ')}`;
+const INSERT_EVENTS = insertEvents(EVENT_CHUNK);
 const PRUNE_EVENTS = 'DELETE FROM usage_events WHERE counter_id = ? AND at <= ?';
 
 /** The counter's used amount with its horizon at `target`, from a row whose horizon is elsewhere. */
@@ -85,21 +101,32 @@ export function usageStore(sql: Sql) {
     lock: (id: string): Promise<void> => sql.lock(`usage:${id}`),
 
     /**
-     * The counter's usage in the window (t - per_seconds, t], and what `txn` consumed of it.
-     * Moves the stored horizon when something left the window (so the next reader need not).
+     * The counter's usage in the window (t - per_seconds, t], for a decision that holds its
+     * lock. Moves the stored horizon when something left the window (so the next reader need not).
      */
-    async read(def: Pick<CounterDef, 'id' | 'per_seconds'>, t: number, txn: string | null): Promise<CounterReading> {
+    async read(def: Pick<CounterDef, 'id' | 'per_seconds'>, t: number): Promise<CounterState> {
+      const target = t - def.per_seconds;
       const row = toRow(await sql.get<CounterRow>(SELECT_ROW, [def.id]));
-      if (!row) return { used: 0, own: null };
-      const target = t - row.per_seconds;
+      if (!row) return { id: def.id, used: 0, target, nextSeq: 0 };
       const { used, moved } = await usedAt(sql, row, target);
       if (moved) await sql.run(MOVE_HORIZON, [used, target, row.id]);
-      let own: number | null = null;
-      if (txn !== null) {
-        const e = await sql.get<{ amount: number; at: number }>(OWN_EVENT, [row.id, txn]);
-        if (e) own = Number(e.at) > target ? Number(e.amount) : 0;
+      return { id: def.id, used, target, nextSeq: row.next_seq };
+    },
+
+    /** What each of these transaction tokens consumed: txn → counter id → the amount and when. */
+    async consumedBy(txns: readonly string[]): Promise<Map<string, Map<string, { amount: number; at: number }>>> {
+      const out = new Map<string, Map<string, { amount: number; at: number }>>();
+      for (let i = 0; i < txns.length; i += TXN_CHUNK) {
+        const chunk = txns.slice(i, i + TXN_CHUNK);
+        // A fixed number of parameters per statement (padded with the last), so the statement is prepared once.
+        const params = Array.from({ length: TXN_CHUNK }, (_, j) => chunk[Math.min(j, chunk.length - 1)]);
+        for (const r of await sql.all<{ txn: string; counter_id: string; amount: number; at: number }>(OWN_EVENTS, params)) {
+          let m = out.get(r.txn);
+          if (!m) out.set(r.txn, (m = new Map()));
+          m.set(r.counter_id, { amount: Number(r.amount), at: Number(r.at) });
+        }
       }
-      return { used: Number(used), own };
+      return out;
     },
 
     /** The counter's usage in the window (t - per_seconds, t], changing nothing (no lock needed). */
@@ -108,23 +135,29 @@ export function usageStore(sql: Sql) {
       return row ? Number((await usedAt(sql, row, t - row.per_seconds)).used) : 0;
     },
 
-    /** Adds one allowed action's amount at time `t` (under transaction token `txn`, when there is one). */
-    async consume(def: CounterDef, t: number, amount: number, txn: string | null): Promise<{ before: number; after: number }> {
-      const row = toRow(await sql.get<CounterRow>(SELECT_ROW, [def.id]));
-      const target = t - def.per_seconds;
-      if (!row) {
+    /**
+     * Writes what decisions added to a counter since `from` was read (in this transaction, under
+     * the counter's lock): its new total as of `to`, and one event per allowed action. Old
+     * events are pruned now and then.
+     */
+    async write(def: CounterDef, from: CounterState, to: CounterState, at: number, events: readonly NewEvent[]): Promise<void> {
+      if (events.length === 0) return;
+      if (from.nextSeq === 0) {
         await sql.run(INSERT_COUNTER, [
-          def.id, def.agent_id, def.capability, def.usage_key, def.kind, def.field, def.per_seconds, def.scope, def.scope_key, amount, target, t,
+          def.id, def.agent_id, def.capability, def.usage_key, def.kind, def.field, def.per_seconds, def.scope, def.scope_key, to.used, to.target, to.nextSeq, at,
         ]);
-        await sql.run(INSERT_EVENT, [def.id, t, 1, amount, txn]);
-        return { before: 0, after: amount };
+      } else {
+        await sql.run(UPDATE_COUNTER, [to.used, to.target, to.nextSeq, at, def.id]);
       }
-      const { used } = await usedAt(sql, row, target);
-      const after = add(used, amount);
-      await sql.run(ADD_TO_COUNTER, [after, target, t, def.id]);
-      await sql.run(INSERT_EVENT, [def.id, t, row.next_seq, amount, txn]);
-      if (row.next_seq % PRUNE_EVERY === 0) await sql.run(PRUNE_EVENTS, [def.id, target - EVENT_GRACE_SECONDS]);
-      return { before: used, after };
+      for (let i = 0; i < events.length; i += EVENT_CHUNK) {
+        const chunk = events.slice(i, i + EVENT_CHUNK);
+        const statement = chunk.length === EVENT_CHUNK ? INSERT_EVENTS : insertEvents(chunk.length);
+        await sql.run(statement, chunk.flatMap((e) => [def.id, e.at, e.seq, e.amount, e.txn]));
+      }
+      const first = Math.max(from.nextSeq, 1);
+      if (Math.floor((to.nextSeq - 1) / PRUNE_EVERY) > Math.floor((first - 1) / PRUNE_EVERY)) {
+        await sql.run(PRUNE_EVENTS, [def.id, to.target - EVENT_GRACE_SECONDS]);
+      }
     },
 
     /** One counter as stored, or undefined. */

@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { countersFor, pruneIdleCounters, UsageBatch } from '../../src/authz/usage.js';
 import { checkUsageLimit, usageKey, type UsageLimit } from '../../src/policy/usage.js';
@@ -92,5 +93,53 @@ describe('a turn of decisions on counters in one transaction', () => {
     expect(await pruneIdleCounters(host, root, 1000 + 3600 + EVENT_GRACE_SECONDS)).toBe(1);
     expect(await count()).toBe(0);
     expect(Number((await root.sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM usage_events'))!.n)).toBe(0);
+  });
+});
+
+describe('a turn of decisions against a model that takes them one at a time', () => {
+  it('agree, whatever the times and tokens within one turn', async () => {
+    const limits: UsageLimit[] = [
+      { kind: 'count', field: null, max: 4, per: '10s', seconds: 10, scope: 'agent', source: 't' },
+      { kind: 'sum', field: 'amount', max: 12, per: '20s', seconds: 20, scope: 'resource', source: 't' },
+    ];
+    const step = fc.record({ dt: fc.integer({ min: 0, max: 6 }), amount: fc.integer({ min: 0, max: 5 }), resource: fc.constantFrom('r:1', 'r:2'), txn: fc.integer({ min: 0, max: 6 }) });
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.array(step, { minLength: 1, maxLength: 8 }), { minLength: 1, maxLength: 8 }), async (turns) => {
+        await root.sql.exec('DELETE FROM usage_events; DELETE FROM usage_counters');
+        const batch = new UsageBatch(host);
+        const history: { t: number; amount: number; resource: string; txn: string }[] = [];
+        const firstAsk = new Map<string, { amount: number; resource: string }>();
+        let t = 10_000;
+        for (const turn of turns) {
+          // Times may differ within one turn (a turn can straddle a second).
+          const jobs = turn.map((s) => {
+            t += s.dt;
+            const txn = `txn-${s.txn}`;
+            // A token is bound to one action: asking again repeats the first ask.
+            if (!firstAsk.has(txn)) firstAsk.set(txn, { amount: s.amount, resource: s.resource });
+            const { amount, resource } = firstAsk.get(txn)!;
+            return { t, txn, amount, resource };
+          });
+          const results = await Promise.all(jobs.map((j) => batch.run({
+            counters: countersFor({ ...subject, resource: j.resource }, limits),
+            t: j.t,
+            txn: j.txn,
+            async judge(facts: Record<string, number>) {
+              const usage = limits.map((l) => checkUsageLimit(l, usageKey(l), { amount: j.amount }, facts[usageKey(l)] ?? 0));
+              return { decision: { decision: usage.some((u) => u.violated) ? 'deny' : 'allow', usage } };
+            },
+          })));
+          for (const [i, j] of jobs.entries()) {
+            const own = history.find((h) => h.txn === j.txn);
+            const count = history.filter((h) => h !== own && h.t > j.t - 10).length;
+            const sum = history.filter((h) => h !== own && h.t > j.t - 20 && h.resource === j.resource).reduce((a, h) => a + h.amount, 0);
+            const allow = count + 1 <= 4 && sum + j.amount <= 12;
+            expect(results[i]!.outcome.decision.decision).toBe(allow ? 'allow' : 'deny');
+            if (allow && !own) history.push(j);
+          }
+        }
+      }),
+      { numRuns: 100 },
+    );
   });
 });

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { countersFor, readUsage, settleUsage } from '../../src/authz/usage.js';
+import { countersFor, decideOnce } from '../../src/authz/usage.js';
 import { decide, loadPolicySet, usageLimitsFor, type DecisionRequest, type PolicySet } from '../../src/policy/index.js';
 import type { Store } from '../../src/store/index.js';
 import { openTestStore, type TestStore } from '../store/helpers.js';
@@ -90,12 +90,10 @@ describe('decide() with counters against a model that replays the history', () =
             context: amount === undefined ? {} : { amount },
           };
           const counters = countersFor({ agentId: 'a1', capability: 'create:refunds', resource, personId: null }, usageLimitsFor(request, policy));
-          const d = await store.transaction(async (tx) => {
-            const read = await readUsage(tx, counters, t, txn);
-            const decision = decide({ ...request, usage: read.facts }, policy);
-            await settleUsage(tx, read, decision, t, txn);
-            return decision;
-          });
+          const { outcome } = await store.transaction((tx) =>
+            decideOnce(tx, counters, t, txn, async (usage) => ({ decision: decide({ ...request, usage }, policy) })),
+          );
+          const d = outcome.decision;
           const own = history.find((h) => h.txn === txn);
           const expected = model(l, history, t, amount, resource, own);
           expect(`${d.decision} ${d.reason}`).toBe(expected);

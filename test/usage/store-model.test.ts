@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { countersFor, readUsage, settleUsage, type UsageSubject } from '../../src/authz/usage.js';
+import { countersFor, CounterSession, decideOnce, readUsage, type UsageSubject } from '../../src/authz/usage.js';
 import { checkUsageLimit, usageKey, type UsageLimit } from '../../src/policy/usage.js';
 import type { Store } from '../../src/store/index.js';
 import { openTestStore, type TestStore } from '../store/helpers.js';
@@ -68,18 +68,23 @@ describe('usage counters against a model that replays the history', () => {
           const subject: UsageSubject = { agentId: 'a1', capability: 'create:refunds', resource, personId: null };
           const counters = countersFor(subject, limits);
           const expected = modelDecide(history, now, amount, resource, txn);
-          const got = await store.transaction(async (tx) => {
-            const read = await readUsage(tx, counters, now, txn);
-            const checks = limits.map((l) => checkUsageLimit(l, usageKey(l), { amount }, read.facts[usageKey(l)] ?? 0));
-            const decision = checks.some((c) => c.violated) ? 'deny' : 'allow';
-            const changes = await settleUsage(tx, read, { decision, usage: checks }, now, txn);
-            return { decision, changes };
+          const got = await store.transaction((tx) =>
+            decideOnce(tx, counters, now, txn, async (facts) => {
+              const checks = limits.map((l) => checkUsageLimit(l, usageKey(l), { amount }, facts[usageKey(l)] ?? 0));
+              return { decision: { decision: checks.some((c) => c.violated) ? 'deny' : 'allow', usage: checks } };
+            }),
+          );
+          // What the store holds afterwards, read in a transaction of its own.
+          const stored = await store.transaction(async (tx) => {
+            const read = await readUsage(new CounterSession(tx), tx, counters, now, null);
+            return read.facts;
           });
-          expect(got.decision).toBe(expected.allow ? 'allow' : 'deny');
+          expect(got.outcome.decision.decision).toBe(expected.allow ? 'allow' : 'deny');
           if (expected.consumes) history.push({ t: now, amount, resource, txn });
           // What the store holds after the decision is what the model holds.
           for (const c of got.changes) {
             const l = limits.find((x) => usageKey(x) === c.counter)!;
+            expect(stored[c.counter]).toBe(c.after);
             const want = history
               .filter((h) => h.t > now - l.seconds && (l.scope !== 'resource' || h.resource === c.key))
               .reduce((sum, h) => sum + (l.kind === 'count' ? 1 : h.amount), 0);

@@ -33,7 +33,7 @@ CREATE TABLE usage_events (
   txn        TEXT,
   PRIMARY KEY (counter_id, at, seq)
 );
-CREATE UNIQUE INDEX usage_events_txn ON usage_events (counter_id, txn) WHERE txn IS NOT NULL;
+CREATE UNIQUE INDEX usage_events_txn ON usage_events (txn, counter_id) WHERE txn IS NOT NULL;
 
 -- A decision under limits over time records each counter's value before and after it
 -- (JSON: [{id, counter, key?, max, before, after}]).
