@@ -338,7 +338,7 @@ export class UsageBatch<Tx extends UsageTx> {
     if (this.prune && !this.pruner) {
       const { root, now, onError } = this.prune;
       this.pruner = setInterval(() => {
-        pruneIdleCounters(this.host, root, Math.floor(now() / 1000)).catch(onError);
+        root.usage.purgeIdle(Math.floor(now() / 1000)).catch(onError);
       }, PRUNE_INTERVAL_MS);
       this.pruner.unref();
     }
@@ -398,26 +398,6 @@ export function usageBatch(ctx: AppContext): UsageBatch<Store> {
     batches.set(ctx, b);
   }
   return b;
-}
-
-/** How many idle counters one pass of pruning drops at most (each in its own short transaction). */
-const PRUNE_BATCH = 100;
-
-/**
- * Drops counters with nothing left in their window (and their events), a few at a time and
- * each in its own short transaction, so pruning never holds the counters up for long. Counters
- * in use prune their own old events as they go; this is for the ones nobody uses any more.
- */
-export async function pruneIdleCounters<Tx extends UsageTx>(host: UsageHost<Tx>, root: UsageTx, t: number): Promise<number> {
-  let dropped = 0;
-  for (const { id } of await root.usage.idle(t, PRUNE_BATCH)) {
-    const gone = await host.transaction(async (tx) => {
-      await tx.usage.lock(id);
-      return tx.usage.dropIdle(id, t);
-    });
-    if (gone) dropped++;
-  }
-  return dropped;
 }
 
 // ---- the counters of one agent, as the management API shows them ----------------------

@@ -181,19 +181,28 @@ export function usageStore(sql: Sql) {
     },
 
     /**
-     * Counters idle long enough that nothing of them is in their window any more, oldest first
-     * (at most `limit`): the candidates for `dropIdle`.
+     * Drops counters with nothing left in their window (and their events), oldest first and at
+     * most `limit`, each in its own short transaction under its lock, so pruning never holds
+     * decisions up for long. Answers how many were dropped.
      */
-    idle: (t: number, limit: number): Promise<{ id: string }[]> =>
-      sql.all<{ id: string }>('SELECT id FROM usage_counters WHERE updated_at + per_seconds + ? <= ? ORDER BY updated_at LIMIT ?', [
-        EVENT_GRACE_SECONDS, t, limit,
-      ]),
-
-    /** Drops one counter if it is still idle at `t` (the caller holds its lock); true when dropped. */
-    async dropIdle(id: string, t: number): Promise<boolean> {
-      const row = toRow(await sql.get<CounterRow>(SELECT_ROW, [id]));
-      if (!row || row.updated_at + row.per_seconds + EVENT_GRACE_SECONDS > t) return false;
-      return this.reset(id);
+    async purgeIdle(t: number, limit = 100): Promise<number> {
+      const idle = await sql.all<{ id: string }>(
+        'SELECT id FROM usage_counters WHERE updated_at + per_seconds + ? <= ? ORDER BY updated_at LIMIT ?',
+        [EVENT_GRACE_SECONDS, t, limit],
+      );
+      let dropped = 0;
+      for (const { id } of idle) {
+        const gone = await sql.transaction(async (tx) => {
+          await tx.lock(`usage:${id}`);
+          // Still idle now that it is ours: a decision may have used it in between.
+          const row = toRow(await tx.get<CounterRow>(SELECT_ROW, [id]));
+          if (!row || row.updated_at + row.per_seconds + EVENT_GRACE_SECONDS > t) return false;
+          await tx.run('DELETE FROM usage_events WHERE counter_id = ?', [id]);
+          return (await tx.run('DELETE FROM usage_counters WHERE id = ?', [id])).changes === 1;
+        });
+        if (gone) dropped++;
+      }
+      return dropped;
     },
   };
 }

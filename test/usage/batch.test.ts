@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { countersFor, pruneIdleCounters, UsageBatch } from '../../src/authz/usage.js';
+import { countersFor, UsageBatch } from '../../src/authz/usage.js';
 import { checkUsageLimit, usageKey, type UsageLimit } from '../../src/policy/usage.js';
 import type { Store } from '../../src/store/index.js';
 import { EVENT_GRACE_SECONDS } from '../../src/store/usage.js';
@@ -88,9 +88,9 @@ describe('a turn of decisions on counters in one transaction', () => {
     const batch = new UsageBatch(host);
     await batch.run(job([rate], {}, 1000));
     const count = async () => Number((await root.sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM usage_counters'))!.n);
-    expect(await pruneIdleCounters(host, root, 1000 + 3600 + EVENT_GRACE_SECONDS - 1)).toBe(0);
+    expect(await root.usage.purgeIdle(1000 + 3600 + EVENT_GRACE_SECONDS - 1)).toBe(0);
     expect(await count()).toBe(1);
-    expect(await pruneIdleCounters(host, root, 1000 + 3600 + EVENT_GRACE_SECONDS)).toBe(1);
+    expect(await root.usage.purgeIdle(1000 + 3600 + EVENT_GRACE_SECONDS)).toBe(1);
     expect(await count()).toBe(0);
     expect(Number((await root.sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM usage_events'))!.n)).toBe(0);
   });
