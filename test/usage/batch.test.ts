@@ -51,6 +51,13 @@ describe('a turn of decisions on counters in one transaction', () => {
     expect(results[10]!.changes).toEqual([expect.objectContaining({ counter: 'count per 1h', max: 10, before: 10, after: 10 })]);
   });
 
+  it('instances sharing the database (on PostgreSQL, separate pools): still exactly 10 of 50', async () => {
+    const peers = await ts.peers(4);
+    const batches = peers.map((p) => new UsageBatch(p));
+    const results = await Promise.all(Array.from({ length: 50 }, (_, i) => batches[i % 4]!.run(job([rate, budget], { amount: 1 }, 1000 + (i % 2)))));
+    expect(results.filter((r) => r.outcome.decision.decision === 'allow')).toHaveLength(10);
+  });
+
   it('amounts that fit only in some orders never pass the budget together', async () => {
     const batch = new UsageBatch(host);
     const amounts = [60, 30, 50, 20, 45, 5, 35, 70, 10, 25];
