@@ -19,6 +19,7 @@ export const auditJson = (r: AuditRecord) => ({
   policy_version: r.policy_version,
   actor: r.actor,
   caller: r.caller,
+  ...(r.usage != null ? { usage: r.usage } : {}),
 });
 
 export type AuditQuery = z.output<typeof auditQuery>;

@@ -11,6 +11,7 @@ import { openApiDocument, registerOperation } from './openapi.js';
 import { policyRoutes } from './policy.js';
 import { roleRoutes } from './roles.js';
 import { ruleRoutes } from './rules.js';
+import { usageRoutes } from './usage.js';
 import { userRoutes } from './users.js';
 
 /** Admin answers are never cached; a body that is not JSON is refused rather than read as a form. */
@@ -43,6 +44,7 @@ export function adminRouter(ctx: AppContext): Router {
   applicationRoutes(router, ctx);
   userRoutes(router, ctx);
   roleRoutes(router, ctx);
+  usageRoutes(router, ctx);
   agentRoutes(router, ctx);
   entityRoutes(router, ctx);
   ruleRoutes(router, ctx);

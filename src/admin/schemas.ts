@@ -549,6 +549,10 @@ export const auditPage = z.object({
       policy_version: z.string().nullable(),
       actor: z.string().nullable().meta({ description: 'the person (user id) who made a change in the console' }),
       caller: z.string().nullable().meta({ description: 'the client ID of the application that asked; null for an agent\'s own request' }),
+      usage: z
+        .array(z.object({ id: z.string(), counter: z.string(), key: z.string().optional(), max: z.number(), before: z.number(), after: z.number() }))
+        .optional()
+        .meta({ description: 'a decision under rates and budgets: each counter read, its value before and after the decision' }),
     }),
   ),
   next_before: z.number().nullable(),

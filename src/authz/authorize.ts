@@ -6,8 +6,10 @@ import { actionKey, canonicalJson } from '../agents/canonical.js';
 import { recordAudit } from './audit.js';
 import { auditRecord, decideOn, denial, type PipelineDecision, type Via } from './core.js';
 import { entityAttributes, loadFacts, namedSubjectFacts, withProperties } from './facts.js';
-import type { Attributes, DecisionRequest, PolicySet, SubjectFacts } from './policy-interface.js';
+import { usageLimitsFor, type Attributes, type DecisionRequest, type PolicySet, type SubjectFacts } from './policy-interface.js';
 import { checkTransactionToken } from './transaction-tokens.js';
+import { countersFor, peekUsage, usageBatch, type Counter } from './usage.js';
+import type { Store } from '../store/index.js';
 
 /** A pending approval waits this long for a person; once approved (or denied) it holds this long. */
 export const APPROVAL_WINDOW_SECONDS = 600;
@@ -122,10 +124,12 @@ async function run(ctx: AppContext, req: Exclude<AuthorizeRequest, { via: 'authz
     return record(ctx, req.via, early(agentId, req.principal.userId, req, now), denial({ code: 'agent_revoked' }, version));
   }
   let userId: string | null;
+  let txn: string | null = null;
   if (req.via === 'decision') {
     const checked = await checkTransactionToken(ctx, req.transactionToken, { agentId, action, resource, context });
     if ('why' in checked) return record(ctx, req.via, early(agentId, null, req, now), denial({ code: 'invalid_transaction_token', why: checked.why }, version));
     userId = checked.userId;
+    txn = checked.txn;
   } else {
     userId = req.principal.userId;
     // The token's capabilities bound what this sign-in may do, whatever the agent holds now.
@@ -137,6 +141,14 @@ async function run(ctx: AppContext, req: Exclude<AuthorizeRequest, { via: 'authz
   // 2–6. The decision order on the current facts.
   const facts = await loadFacts(ctx, state, userId, resource);
   const request: DecisionRequest = { ...facts, action, resource, context, now };
+  // Limits over time: the decision reads (and an allow consumes) the agent's counters.
+  const overTime = policy.set ? usageLimitsFor(request, policy.set) : [];
+  const counters = overTime.length ? countersFor({ agentId, capability: action, resource, personId: userId }, overTime) : [];
+  if (counters.length && req.via !== 'bind') {
+    return decideOnCounters(ctx, req.via, policy.set!, request, counters, txn, state.agent.name);
+  }
+  // A binding checks against the usage now, consuming nothing.
+  if (counters.length) request.usage = await peekUsage(ctx.store, counters, Math.floor(now / 1000));
   let decision = decideOn(request, policy.set);
 
   if (req.via === 'bind') {
@@ -152,6 +164,47 @@ async function run(ctx: AppContext, req: Exclude<AuthorizeRequest, { via: 'authz
     ({ decision, approvalId } = await approvals(ctx, policy.set, request, decision, state.agent.name));
   }
   return record(ctx, req.via, request, decision, undefined, approvalId);
+}
+
+/**
+ * Steps 2–6 under limits over time: the counters are read (locked), the decision made (with
+ * its approvals), an allow consumed and the decision's audit record appended in one
+ * transaction, shared with the other such decisions of this turn, so that concurrent
+ * decisions on any process or instance never together pass a window, and what a decision
+ * consumed is recorded with it or not at all. The same transaction token consumes once.
+ */
+async function decideOnCounters(
+  ctx: AppContext,
+  via: 'decision' | 'mcp',
+  policy: PolicySet,
+  request: DecisionRequest,
+  counters: Counter[],
+  txn: string | null,
+  agentName: string,
+): Promise<AuthorizeResult> {
+  let outcome: { decision: PipelineDecision; approvalId?: string };
+  try {
+    ({ outcome } = await usageBatch(ctx).run({
+      counters,
+      t: Math.floor(request.now / 1000),
+      txn,
+      async judge(usage, tx: Store) {
+        const judged: DecisionRequest = { ...request, usage };
+        const first = decideOn(judged, policy);
+        if (first.decision !== 'approval_required') return { decision: first };
+        return approvalStep(tx, policy, judged, first, agentName);
+      },
+      async settled(tx, done, changes) {
+        await tx.audit.append({ ...auditRecord(via, request, done.decision), ...(changes.length ? { usage: changes } : {}) });
+      },
+    }));
+  } catch (err) {
+    // Nothing of the turn's transaction holds (no consumption, no record): a deny, recorded on its own.
+    ctx.logger.error({ err, agent_id: request.subject.id }, 'decision on counters failed');
+    return record(ctx, via, request, denial({ code: 'error', message: 'the decision could not be made' }, policy.version));
+  }
+  const { decision, approvalId } = outcome;
+  return approvalId !== undefined ? { outcome: 'decided', decision, approvalId } : { outcome: 'decided', decision };
 }
 
 /** Writes the decision's one audit record; a decision that cannot be recorded is a deny. */
@@ -178,8 +231,19 @@ async function record(
  * the pending one); once approved it is allowed once (consumed atomically, so two concurrent
  * calls cannot both use it); once denied it stays denied for the window.
  */
-async function approvals(
+function approvals(
   ctx: AppContext,
+  policy: PolicySet,
+  request: DecisionRequest,
+  first: PipelineDecision,
+  agentName: string,
+): Promise<{ decision: PipelineDecision; approvalId?: string }> {
+  return ctx.store.transaction((tx) => approvalStep(tx, policy, request, first, agentName));
+}
+
+/** The approvals step inside the caller's transaction (its own, or the one that also holds the counters). */
+async function approvalStep(
+  tx: Store,
   policy: PolicySet,
   request: DecisionRequest,
   first: PipelineDecision,
@@ -188,7 +252,7 @@ async function approvals(
   const rule = first.rule ?? (first.cause.code === 'approval_required' ? first.cause.rule : '');
   const key = actionKey(request.subject.id, request.action, request.resource, request.context);
   const nowSeconds = Math.floor(request.now / 1000);
-  return ctx.store.transaction(async (tx): Promise<{ decision: PipelineDecision; approvalId?: string }> => {
+  {
     const store = tx.agentAuth;
     // Decisions about one action take turns, on every instance: one of them creates the approval request.
     await store.lockAction(key);
@@ -216,5 +280,5 @@ async function approvals(
       expires_at: nowSeconds + APPROVAL_WINDOW_SECONDS,
     });
     return { decision: first, approvalId: created.id };
-  });
+  }
 }

@@ -1,6 +1,6 @@
 import type { AuditInput } from '../store/audit.js';
 import { renderCause, type PipelineCause } from './cause.js';
-import { decide, type DecisionRequest, type DecisionValue, type PolicySet, type TraceStep } from './policy-interface.js';
+import { decide, type DecisionRequest, type DecisionValue, type PolicySet, type TraceStep, type UsageCheck } from './policy-interface.js';
 
 /** A decision as the pipeline gives it: the answer, its cause, and the reason rendered from the cause. */
 export interface PipelineDecision {
@@ -11,6 +11,8 @@ export interface PipelineDecision {
   policyVersion: string;
   rule?: string;
   trace: TraceStep[];
+  /** the limits over time checked (the usage read, and what an allow consumes) */
+  usage?: UsageCheck[];
 }
 
 /** Which door the request came through; it names the audit record's kind. */

@@ -8,6 +8,7 @@
 
 import {
   decide as decideFirstEdition,
+  usageLimitsFor as usageLimitsFirstEdition,
   type Decision as FirstEditionDecision,
   type DecisionValue,
   type JsonLimits,
@@ -15,7 +16,10 @@ import {
   type TraceStep,
 } from '../policy/index.js';
 
-export type { DecisionValue, JsonLimits, PolicySet, TraceStep };
+import type { UsageCheck, UsageFacts, UsageLimit } from '../policy/usage.js';
+
+export type { DecisionValue, JsonLimits, PolicySet, TraceStep, UsageCheck, UsageFacts };
+
 
 export type Attributes = Record<string, unknown>;
 
@@ -53,6 +57,8 @@ export interface DecisionRequest {
   /** milliseconds since the Unix epoch */
   now: number;
   approved?: boolean;
+  /** what the agent has used of its limits over time, by usage key (`count per 1h`) */
+  usage?: UsageFacts;
 }
 
 export type DecisionCause =
@@ -72,6 +78,8 @@ export interface Decision {
   policyVersion: string;
   rule?: string;
   trace: TraceStep[];
+  /** the limits over time checked: the usage read and what an allow adds */
+  usage?: UsageCheck[];
 }
 
 /** The reason string of a cause: the stable codes agents and the audit trail see. */
@@ -92,27 +100,34 @@ export function renderReason(cause: DecisionCause): string {
   }
 }
 
+/** The limits over time a request is judged by, in the order decide() checks them. */
+export function usageLimitsFor(request: DecisionRequest, policySet: PolicySet): UsageLimit[] {
+  return usageLimitsFirstEdition(firstEditionRequest(request), policySet);
+}
+
 /** Runs the decision order on one request. Pure; never throws. */
 export function decide(request: DecisionRequest, policySet: PolicySet): Decision {
-  const { subject, person } = request;
-  const first = decideFirstEdition(
-    {
-      agent: {
-        id: subject.id,
-        mode: subject.mode ?? 'autonomous',
-        permissions: subject.permissions,
-        // No capabilities (a person, a service) means no capability gating.
-        capabilities: subject.capabilities ?? [{ name: request.action }],
-      },
-      person: person ? { id: person.id, permissions: person.permissions } : null,
-      action: request.action,
-      resource: request.resource,
-      context: request.context,
-      ...(request.approved !== undefined ? { approved: request.approved } : {}),
-    },
-    policySet,
-  );
+  const first = decideFirstEdition(firstEditionRequest(request), policySet);
   return { ...first, cause: causeOf(first, request.action) };
+}
+
+function firstEditionRequest(request: DecisionRequest): Parameters<typeof decideFirstEdition>[0] {
+  const { subject, person } = request;
+  return {
+    agent: {
+      id: subject.id,
+      mode: subject.mode ?? 'autonomous',
+      permissions: subject.permissions,
+      // No capabilities (a person, a service) means no capability gating.
+      capabilities: subject.capabilities ?? [{ name: request.action }],
+    },
+    person: person ? { id: person.id, permissions: person.permissions } : null,
+    action: request.action,
+    resource: request.resource,
+    context: request.context,
+    ...(request.approved !== undefined ? { approved: request.approved } : {}),
+    ...(request.usage !== undefined ? { usage: request.usage } : {}),
+  };
 }
 
 /** The first edition answers with a reason only; its cause is read back from the trace and the reason. */

@@ -30,13 +30,13 @@ export async function readTransactionToken(ctx: AppContext, token: string): Prom
 /**
  * The transaction-token check of the decision endpoint: the token must be ours, unexpired, of
  * this agent and bound to this very action, resource and context. Answers the person it was
- * issued for (`sub` ≠ the agent: a delegated agent's person), or why it does not hold.
+ * issued for (`sub` ≠ the agent: a delegated agent's person) and its `txn`, or why it does not hold.
  */
 export async function checkTransactionToken(
   ctx: AppContext,
   token: string | undefined,
   bound: { agentId: string; action: string; resource: string; context: Record<string, unknown> },
-): Promise<{ userId: string | null } | { why: string }> {
+): Promise<{ userId: string | null; txn: string | null } | { why: string }> {
   if (!token) return { why: 'missing' };
   const read = await readTransactionToken(ctx, token);
   if ('why' in read) return read;
@@ -48,5 +48,5 @@ export async function checkTransactionToken(
   if (tctx.resource !== bound.resource) return { why: 'bound to another resource' };
   if (!sameJson(tctx.context ?? {}, bound.context)) return { why: 'bound to other details (context)' };
   const sub = typeof claims.sub === 'string' ? claims.sub : bound.agentId;
-  return { userId: sub !== bound.agentId ? sub : null };
+  return { userId: sub !== bound.agentId ? sub : null, txn: typeof claims.txn === 'string' ? claims.txn : null };
 }

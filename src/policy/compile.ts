@@ -6,6 +6,7 @@ import type { PolicySetSource } from './types.js';
 import type { Expr, LimitField, LimitsNode, Literal, PolicyFileNode, RuleNode, Scalar } from './ast.js';
 import { fmtExpr, fmtLimitField } from './format.js';
 import { compileAgentMatcher, compileTypedMatcher, splitFirstColon } from './patterns.js';
+import type { UsageLimit } from './usage.js';
 
 export type Ctx = Record<string, unknown>;
 
@@ -39,6 +40,8 @@ export interface CompiledLimitBlock {
   forAgent: string;
   agent: (id: string) => boolean;
   fields: CompiledLimitField[];
+  /** the block's limits over time (`count max 20 per 1h`) */
+  usage?: UsageLimit[];
   source: string;
   ast: LimitsNode;
 }

@@ -10,6 +10,7 @@ import type { Decision, DecisionRequest, JsonLimits, TraceStep } from './types.j
 import type { Ctx, CompiledPolicy, LimitOp, PolicySet } from './compile.js';
 import { candidates } from './compile.js';
 import { permissionCovers } from './patterns.js';
+import { apiUsageLimits, checkUsageLimits, isCountEntry, usageViolationField, type UsageLimit } from './usage.js';
 
 const STEPS: TraceStep['step'][] = ['limits', 'deny_rules', 'grants', 'approval_rules', 'allow'];
 const EMPTY: Ctx = Object.freeze({}) as Ctx;
@@ -26,6 +27,9 @@ function checkApiLimits(limits: JsonLimits, ctx: Ctx, trace: TraceStep[], source
   for (const field in limits) {
     if (!hasOwn(limits, field)) continue;
     const spec = limits[field];
+    // Limits over time are the usage step's.
+    if (isCountEntry(field, spec)) continue;
+    if (typeof spec === 'object' && spec !== null && hasOwn(spec, 'sum') && Object.keys(spec).length === 1) continue;
     const present = hasOwn(ctx, field);
     const v = present ? ctx[field] : undefined;
     let violated: LimitOp | string | null = null;
@@ -49,7 +53,7 @@ function checkApiLimits(limits: JsonLimits, ctx: Ctx, trace: TraceStep[], source
         }
       }
       for (const op in s) {
-        if (!hasOwn(s, op) || API_OPS.includes(op)) continue;
+        if (!hasOwn(s, op) || API_OPS.includes(op) || op === 'sum') continue;
         check += ` ${op} ${JSON.stringify(s[op])}`;
         violated ??= op;
       }
@@ -125,7 +129,59 @@ function run(req: DecisionRequest, p: CompiledPolicy, version: string, trace: Tr
       }
     }
   }
+  // Limits over time, after the plain ones, against the usage the request states.
+  const overTime = usageLimitsOf(capability, action, blocks, agent.id);
+  let usage: Decision['usage'];
+  if (overTime.length) {
+    limitChecks += overTime.length;
+    const r = checkUsageLimits(overTime, ctx, req.usage, trace);
+    usage = r.checks;
+    if (r.violated) {
+      const { field, operator } = usageViolationField(r.violated);
+      const d = deny(`constraint_violated: ${field === null ? operator : `${field} ${operator}`}`, version, trace, 'limits');
+      d.usage = usage;
+      return d;
+    }
+  }
   if (limitChecks === 0) trace.push({ step: 'limits', check: `no limits on ${action}`, outcome: 'pass' });
+  const decided = after(req, p, version, trace, opts, ctx, capability);
+  if (usage) decided.usage = usage;
+  return decided;
+}
+
+/**
+ * The limits over time a request is judged by, in the order decide() checks them: what the
+ * server must read (and, on an allow, consume) around the decision.
+ */
+export function usageLimitsFor(request: DecisionRequest, policySet: PolicySet): UsageLimit[] {
+  const { agent, action } = request;
+  const capability = agent.capabilities.find((c) => c.name === action);
+  return usageLimitsOf(capability, action, policySet.compiled.limits.get(action), agent.id);
+}
+
+/** The limits over time of a request: its capability's (management API), then every file block's for the agent. */
+function usageLimitsOf(
+  capability: DecisionRequest['agent']['capabilities'][number] | undefined,
+  action: string,
+  blocks: CompiledPolicy['limits'] extends Map<string, infer B> ? B | undefined : never,
+  agentId: string,
+): UsageLimit[] {
+  const out: UsageLimit[] = capability && capability.limits ? [...apiUsageLimits(capability.limits, action)] : [];
+  if (blocks) for (const b of blocks) if (b.usage && b.usage.length && b.agent(agentId)) out.push(...b.usage);
+  return out;
+}
+
+/** Steps 3 to 6. */
+function after(
+  req: DecisionRequest,
+  p: CompiledPolicy,
+  version: string,
+  trace: TraceStep[],
+  opts: DecideOptions | undefined,
+  ctx: Ctx,
+  capability: DecisionRequest['agent']['capabilities'][number] | undefined,
+): Decision {
+  const { agent, action, resource } = req;
 
   // 3. deny rules
   const ri = resource.indexOf(':');

@@ -10,5 +10,5 @@ export type { PolicySet } from './compile.js';
 export { formatDiagnostic } from './diagnostics.js';
 export { validateJsonRule, validateJsonLimits } from './json.js';
 export { loadPolicySet, readPolicyDir } from './load.js';
-export { decide } from './decide.js';
+export { decide, usageLimitsFor } from './decide.js';
 export { permissionCovers, singularOf } from './patterns.js';

@@ -23,6 +23,8 @@ export interface JsonRule {
 /** `{ field: bareValue | { max?, min?, in?, not_in? } }` */
 export type JsonLimits = Record<string, unknown>;
 
+import type { UsageCheck, UsageFacts } from './usage.js';
+
 export interface PolicySetSource { path: string; policy?: string; version?: number; hash: string }
 
 export interface DecisionRequest {
@@ -37,6 +39,8 @@ export interface DecisionRequest {
   resource: string;
   context: Record<string, unknown>;
   approved?: boolean;
+  /** What the agent has used of its limits over time, by usage key (`count per 1h`); none stated is none used. */
+  usage?: UsageFacts;
 }
 
 export type DecisionValue = 'allow' | 'deny' | 'approval_required';
@@ -46,6 +50,8 @@ export interface TraceStep {
   check: string;
   outcome: 'pass' | 'fail' | 'skip';
   source?: string;
+  /** what the check read (a limit over time: the usage, and the field it sums) */
+  reads?: { path: string; value: unknown; present: boolean }[];
 }
 
 export interface Decision {
@@ -54,4 +60,6 @@ export interface Decision {
   policyVersion: string;
   rule?: string;
   trace: TraceStep[];
+  /** The limits over time checked, with the usage read and what an allow adds (the server consumes it). */
+  usage?: UsageCheck[];
 }

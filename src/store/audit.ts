@@ -17,6 +17,8 @@ export interface AuditInput {
   actor?: string | null;
   /** the application that asked (an AuthZEN caller's client ID); absent for an agent's own request */
   caller?: string | null;
+  /** a decision under limits over time: each counter's value before and after it */
+  usage?: unknown;
 }
 export interface AuditRecord {
   seq: number;
@@ -32,21 +34,23 @@ export interface AuditRecord {
   policy_version: string | null;
   actor: string | null;
   caller: string | null;
+  usage: unknown;
   prev_hash: string;
   hash: string;
 }
-interface Row extends Omit<AuditRecord, 'context'> { context: string | null }
+interface Row extends Omit<AuditRecord, 'context' | 'usage'> { context: string | null; usage: string | null }
 
 export const GENESIS_HASH = '0'.repeat(64);
 
 /**
  * The hash of one record: its content and the hash before it, so any change breaks the chain from there.
- * `actor` joins the hashed content only when set, so records written before it existed keep their hashes.
+ * `actor` and `usage` join the hashed content only when set, so records written before they existed keep their hashes.
  */
 export function auditHash(r: Omit<Row, 'hash'>): string {
   const fields: unknown[] = [
     r.seq, r.time, r.kind, r.agent_id, r.user_id, r.action, r.resource, r.context, r.decision, r.reason, r.policy_version, r.prev_hash,
     ...(r.actor != null ? [r.actor] : []),
+    ...(r.usage != null ? [['usage', r.usage]] : []),
   ];
   // The caller joined the record later still: hashed only when set, tagged so it cannot pass for an actor.
   if (r.caller != null) fields.push({ caller: r.caller });
@@ -54,7 +58,7 @@ export function auditHash(r: Omit<Row, 'hash'>): string {
   return createHash('sha256').update(content).digest('hex');
 }
 
-const toRecord = (r: Row): AuditRecord => ({ ...r, context: parseJson(r.context, null) });
+const toRecord = (r: Row): AuditRecord => ({ ...r, context: parseJson(r.context, null), usage: parseJson(r.usage, null) });
 
 export interface AuditFilter {
   agent_id?: string;
@@ -108,12 +112,13 @@ export function auditStore(sql: Sql) {
             policy_version: input.policy_version ?? null,
             actor: input.actor ?? null,
             caller: input.caller ?? null,
+            usage: input.usage === undefined ? null : JSON.stringify(input.usage),
             prev_hash: prev?.hash ?? GENESIS_HASH,
           };
           const full = { ...row, hash: auditHash(row) };
           await tx.run(
-            `INSERT INTO audit_log (seq, time, kind, agent_id, user_id, action, resource, context, decision, reason, policy_version, actor, caller, prev_hash, hash)
-             VALUES (@seq, @time, @kind, @agent_id, @user_id, @action, @resource, @context, @decision, @reason, @policy_version, @actor, @caller, @prev_hash, @hash)`,
+            `INSERT INTO audit_log (seq, time, kind, agent_id, user_id, action, resource, context, decision, reason, policy_version, actor, caller, usage, prev_hash, hash)
+             VALUES (@seq, @time, @kind, @agent_id, @user_id, @action, @resource, @context, @decision, @reason, @policy_version, @actor, @caller, @usage, @prev_hash, @hash)`,
             full,
           );
           out.push(toRecord(full));

@@ -16,6 +16,7 @@ import { sessionsStore } from './sessions.js';
 import { settingsStore } from './settings.js';
 import { ssfStore } from './ssf.js';
 import { usersStore } from './users.js';
+import { usageStore } from './usage.js';
 import { webauthnStore } from './webauthn.js';
 import type { Sql, SqlDatabase } from './sql.js';
 
@@ -43,6 +44,7 @@ function modules(sql: Sql, changes: ChangeFeed) {
     rateLimits: rateLimitsStore(sql),
     saml: samlStore(sql),
     policyVersions: policyVersionsStore(sql),
+    usage: usageStore(sql),
     webauthn: webauthnStore(sql),
   };
 }

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
 import { startServer, type RunningServer } from '../../src/server.js';
+import type { Clock } from '../../src/context.js';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
 
@@ -23,6 +24,8 @@ export interface TestServerOptions {
   policies?: Record<string, string>;
   /** reuse a directory (to restart on the same database) */
   dir?: string;
+  /** the clock decisions, tokens and approvals read (default: the system's) */
+  clock?: Clock;
   /** `worker`: a second process over the database of a running server (no migrations, lease or background work) */
   role?: 'primary' | 'worker';
 }
@@ -42,7 +45,7 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     ...opts.env,
   });
-  const running = await startServer(config, { logger: createLogger(config.logLevel), role: opts.role ?? 'primary' });
+  const running = await startServer(config, { logger: createLogger(config.logLevel), role: opts.role ?? 'primary', ...(opts.clock ? { clock: opts.clock } : {}) });
   const admin: TestServer['admin'] = async (method, path, body) => {
     const res = await fetch(`${running.url}/admin/v1${path}`, {
       method,
