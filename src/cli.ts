@@ -14,7 +14,8 @@ const USAGE = `usage: gatehouse <command>
   policy test [dir]              run the test cases kept beside the policies
   policy diff <old> <new> [--json]
   policy explain ...             the decision for one request and every check behind it
-  audit verify                   check the audit trail's hash chain (GATEHOUSE_DB)
+  audit verify                   check the audit trail's hash chain (GATEHOUSE_DATABASE_URL or GATEHOUSE_DB)
+  migrate [--check]              apply (or list) pending schema migrations
 `;
 
 function loadDotEnv(): void {
@@ -113,6 +114,11 @@ async function main(argv: string[]): Promise<number | undefined> {
       loadDotEnv();
       const { runAuditCommand } = await import('./cli/audit.js');
       return runAuditCommand(rest, io);
+    }
+    case 'migrate': {
+      loadDotEnv();
+      const { runMigrateCommand } = await import('./cli/migrate.js');
+      return runMigrateCommand(rest, io);
     }
     case undefined:
     case 'help':

@@ -17,7 +17,8 @@ import { formatDiagnostic } from './policy/index.js';
 import { createSignalSink } from './ssf/sink.js';
 import { deliveryOptionsFromEnv, startDeliveryWorker } from './ssf/delivery-worker.js';
 import { migrate, openDatabase } from './store/db.js';
-import { createStore, type Store } from './store/index.js';
+import { startHousekeeping } from './store/housekeeping.js';
+import { openStore, type Store } from './store/index.js';
 import { endpointUrls } from './urls.js';
 import { applyProjectFile } from './admin/project-file.js';
 
@@ -31,7 +32,7 @@ const ADMIN_TOKEN_KEY = 'admin_token_hash';
  * and the project file. Workers only read what the primary prepared.
  */
 export async function openContext(config: Config, logger: Logger, role: ProcessRole = 'primary'): Promise<AppContext> {
-  const db = await openDatabase({ file: config.dbFile, worker: role === 'worker', warn: (msg) => logger.warn(msg) });
+  const db = await openDatabase({ file: config.dbFile, url: config.databaseUrl, worker: role === 'worker', warn: (msg) => logger.warn(msg) });
   try {
     const applied = role === 'primary' ? await migrate(db) : [];
     if (applied.length) logger.info({ migrations: applied }, 'database migrated');
@@ -39,7 +40,13 @@ export async function openContext(config: Config, logger: Logger, role: ProcessR
     await db.close();
     throw err;
   }
-  const store = createStore(db);
+  let store: Store;
+  try {
+    store = await openStore(db);
+  } catch (err) {
+    await db.close();
+    throw err;
+  }
   try {
     return await prepareContext(config, logger, role, store);
   } catch (err) {
@@ -147,10 +154,17 @@ export function withBoundPort(config: Config, port: number): Config {
   return { ...config, port, issuer, issuerHost: 'localhost' };
 }
 
-/** Background work that runs in exactly one process (the primary, or the single process). */
+/** Background work of one instance (its primary, or its single process); instances share it through leases. */
 export function startBackground(ctx: AppContext, opts: { walCheckpoints?: boolean } = {}): () => Promise<void> {
   const stops: (() => Promise<void> | void)[] = [];
   stops.push(startDeliveryWorker(ctx, deliveryOptionsFromEnv()));
+  stops.push(
+    startHousekeeping(ctx.store, {
+      everyMs: 10 * 60 * 1000,
+      onError: (err) => ctx.logger.warn({ err }, 'housekeeping failed'),
+      onDone: (removed) => ctx.logger.debug({ removed }, 'housekeeping done'),
+    }),
+  );
   if (opts.walCheckpoints) {
     const timer = setInterval(() => {
       ctx.store.database.maintenance().catch((err: unknown) => ctx.logger.warn({ err }, 'database maintenance failed'));

@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
 import { existsSync } from 'node:fs';
+import { parseDatabaseUrl } from '../config.js';
 import { openDatabase } from '../store/db.js';
 import { auditStore } from '../store/audit.js';
 
@@ -9,7 +10,7 @@ export interface CliIo {
   cwd: string;
 }
 
-const USAGE = 'usage: gatehouse audit verify [--db <file>]   (default: GATEHOUSE_DB or ./data/gatehouse.db)\n';
+const USAGE = 'usage: gatehouse audit verify [--db <file>]   (default: GATEHOUSE_DATABASE_URL, else GATEHOUSE_DB or ./data/gatehouse.db)\n';
 
 /**
  * `gatehouse audit verify`: walks the audit trail's hash chain. Prints `ok: N records` (exit 0)
@@ -31,12 +32,14 @@ export async function runAuditCommand(args: string[], io: CliIo): Promise<number
       return 2;
     }
   }
-  const file = resolve(io.cwd, dbArg ?? process.env.GATEHOUSE_DB ?? './data/gatehouse.db');
-  if (!existsSync(file)) {
+  // --db names a SQLite file; otherwise GATEHOUSE_DATABASE_URL (PostgreSQL) comes first.
+  const url = dbArg ? undefined : parseDatabaseUrl(process.env.GATEHOUSE_DATABASE_URL);
+  const file = resolve(io.cwd, dbArg ?? (process.env.GATEHOUSE_DB || './data/gatehouse.db'));
+  if (!url && !existsSync(file)) {
     io.stderr(`gatehouse: GATEHOUSE_DB: no database at ${file}\n`);
     return 2;
   }
-  const db = await openDatabase({ file });
+  const db = await openDatabase({ file, url });
   try {
     const { checked, broken } = await auditStore(db).verify();
     if (broken) {

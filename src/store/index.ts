@@ -4,6 +4,7 @@ import { applicationsStore } from './applications.js';
 import { auditStore } from './audit.js';
 import { perTurnFeed, type ChangeFeed } from './changes.js';
 import { keysStore } from './keys.js';
+import { leasesStore } from './leases.js';
 import { mcpStore } from './mcp.js';
 import { oauthStore } from './oauth.js';
 import { rateLimitsStore } from './rate-limits.js';
@@ -38,6 +39,7 @@ function modules(sql: Sql, changes: ChangeFeed) {
     oauth: oauthStore(sql),
     rateLimits: rateLimitsStore(sql),
     saml: samlStore(sql),
+    leases: leasesStore(sql),
   };
 }
 
@@ -56,6 +58,11 @@ export interface Store extends ReturnType<typeof modules> {
   transaction<T>(fn: (tx: Store) => Promise<T>): Promise<T>;
   /** Stops the change feed and closes the database. */
   close(): Promise<void>;
+}
+
+/** The store over an opened (and migrated) database, with the database's own change feed. */
+export async function openStore(database: SqlDatabase): Promise<Store> {
+  return createStore(database, await database.changeFeed());
 }
 
 export function createStore(database: SqlDatabase, changes: ChangeFeed = perTurnFeed(database)): Store {

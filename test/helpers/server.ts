@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
 import { startServer, type RunningServer } from '../../src/server.js';
+import { dropTestDatabase, testDatabase, testServerUrl } from './database.js';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
 
@@ -25,7 +26,11 @@ export interface TestServerOptions {
   dir?: string;
 }
 
-/** A server on a free port with a temporary database and policy directory, in this process. */
+/**
+ * A server on a free port with a temporary database and policy directory, in this process.
+ * The database is a SQLite file in the directory, or (with GATEHOUSE_TEST_DATABASE_URL) a
+ * PostgreSQL database of its own, kept as long as the directory.
+ */
 export async function startTestServer(opts: TestServerOptions = {}): Promise<TestServer> {
   const dir = opts.dir ?? mkdtempSync(join(tmpdir(), 'gatehouse-test-'));
   const policyDir = join(dir, 'policies');
@@ -34,6 +39,7 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
   const config = loadConfig({
     PORT: '0',
     GATEHOUSE_DB: join(dir, 'gatehouse.db'),
+    ...(testServerUrl() ? { GATEHOUSE_DATABASE_URL: await testDatabase(dir) } : {}),
     GATEHOUSE_POLICY_DIR: policyDir,
     GATEHOUSE_ADMIN_TOKEN: ADMIN_TOKEN,
     GATEHOUSE_SECRET: 'test-secret-0123456789abcdef',
@@ -67,7 +73,10 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
     admin,
     async stop() {
       await running.close();
-      if (!opts.dir) rmSync(dir, { recursive: true, force: true });
+      if (!opts.dir) {
+        rmSync(dir, { recursive: true, force: true });
+        if (testServerUrl()) await dropTestDatabase(dir);
+      }
     },
   };
 }
