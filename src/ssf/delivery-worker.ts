@@ -61,7 +61,7 @@ export function retryDelay(failedAttempts: number, opts: Pick<DeliveryOptions, '
 }
 
 /** A stream lease outlives one push by this much. */
-const LEASE_MARGIN_MS = 30_000;
+const LEASE_MARGIN_MS = 10_000;
 
 /** Rows of one stream looked at per pass: a backlog on one stream cannot starve the others. */
 const PER_STREAM_PER_PASS = 10;
