@@ -21,6 +21,7 @@ import { startHousekeeping } from './store/housekeeping.js';
 import { openStore, type Store } from './store/index.js';
 import { endpointUrls } from './urls.js';
 import { applyProjectFile } from './admin/project-file.js';
+import { ensureConsoleApplication } from './console/application.js';
 
 export type ProcessRole = 'primary' | 'worker';
 
@@ -90,6 +91,7 @@ async function prepareContext(config: Config, logger: Logger, role: ProcessRole,
 
   if (role === 'primary') {
     await keys.ensureKeys();
+    await ensureConsoleApplication(ctx);
     try {
       await policy.reloadFromDisk();
     } catch (err) {

@@ -27,6 +27,7 @@ export function agentJson(a: Agent) {
     public_jwk: a.public_jwk,
     roles: a.roles,
     capabilities: a.capabilities,
+    attributes: a.attributes,
     revoked: a.revoked,
     revoked_at: iso(a.revoked_at),
     created_at: iso(a.created_at),
@@ -61,7 +62,7 @@ export function createAgent(ctx: AppContext, input: AgentCreate): Promise<Agent>
       if (await tx.agents.get(agentId)) throw errors.conflict(`an agent ${agentId} exists`);
       const agent = await tx.agents.create(
         agentId,
-        { name: input.name, mode: input.mode, public_jwk: publicJwk(input.public_jwk), roles: input.roles },
+        { name: input.name, mode: input.mode, public_jwk: publicJwk(input.public_jwk), roles: input.roles, attributes: input.attributes },
         capabilities(input.capabilities),
       );
       await tx.settings.bump('agents');
@@ -80,12 +81,49 @@ export function updateAgent(ctx: AppContext, agentId: string, patch: AgentPatch)
         mode: patch.mode ?? cur.mode,
         public_jwk: patch.public_jwk ? publicJwk(patch.public_jwk) : cur.public_jwk,
         roles: patch.roles ?? cur.roles,
+        attributes: patch.attributes ?? cur.attributes,
       },
       patch.capabilities ? capabilities(patch.capabilities) : undefined,
     ))!;
     await tx.settings.bump('agents');
     return agent;
   });
+}
+
+/** Adds or changes one capability; a changed limit applies to the agent's next call. */
+export async function putCapability(ctx: AppContext, agentId: string, name: string, limits: Record<string, unknown>): Promise<{ name: string; limits: Record<string, unknown> }> {
+  await ctx.store.transaction(async (tx) => {
+    await mustGet(tx, agentId);
+    await tx.agents.putCapability(agentId, name, limits);
+    await tx.settings.bump('agents');
+  });
+  return { name, limits };
+}
+
+export async function deleteCapability(ctx: AppContext, agentId: string, name: string): Promise<void> {
+  await ctx.store.transaction(async (tx) => {
+    await mustGet(tx, agentId);
+    if (!(await tx.agents.deleteCapability(agentId, name))) throw errors.notFound(`the agent has no capability ${name}`);
+    await tx.settings.bump('agents');
+  });
+}
+
+/** Final: the agent's tokens and assertions stop working. */
+export async function revokeAgent(ctx: AppContext, agentId: string): Promise<void> {
+  await ctx.store.transaction(async (tx) => {
+    await mustGet(tx, agentId);
+    await tx.agents.revoke(agentId);
+    await tx.settings.bump('agents');
+  });
+}
+
+export async function deleteAgent(ctx: AppContext, agentId: string): Promise<void> {
+  await onStillReferenced(`agent ${agentId} still has records that refer to it; revoke it instead`, () =>
+    ctx.store.transaction(async (tx) => {
+      if (!(await tx.agents.delete(agentId))) throw errors.notFound(`no agent ${agentId}`);
+      await tx.settings.bump('agents');
+    }),
+  );
 }
 
 export function agentRoutes(router: Router, ctx: AppContext): void {
@@ -122,13 +160,7 @@ export function agentRoutes(router: Router, ctx: AppContext): void {
       const agentId = param(req, 'agent_id');
       const name = parseWith(capabilityName, param(req, 'name'), 'name');
       const { limits } = parseWith(capabilityPut, req.body === undefined ? {} : req.body);
-      const stored = limits ?? {};
-      await ctx.store.transaction(async (tx) => {
-        await mustGet(tx, agentId);
-        await tx.agents.putCapability(agentId, name, stored);
-        await tx.settings.bump('agents');
-      });
-      res.json({ name, limits: stored });
+      res.json(await putCapability(ctx, agentId, name, limits ?? {}));
     },
   );
 
@@ -136,13 +168,7 @@ export function agentRoutes(router: Router, ctx: AppContext): void {
     router,
     { method: 'delete', path: '/agents/{agent_id}/capabilities/{name}', expressPath: `${idPath}/capabilities/:name`, tags, summary: 'Remove a capability', responses: { 204: 'removed' } },
     async (req, res) => {
-      const agentId = param(req, 'agent_id');
-      const name = param(req, 'name');
-      await ctx.store.transaction(async (tx) => {
-        await mustGet(tx, agentId);
-        if (!(await tx.agents.deleteCapability(agentId, name))) throw errors.notFound(`the agent has no capability ${name}`);
-        await tx.settings.bump('agents');
-      });
+      await deleteCapability(ctx, param(req, 'agent_id'), param(req, 'name'));
       res.status(204).end();
     },
   );
@@ -154,12 +180,7 @@ export function agentRoutes(router: Router, ctx: AppContext): void {
       summary: 'Revoke an agent: its tokens and assertions stop working', responses: { 204: 'revoked' },
     },
     async (req, res) => {
-      const agentId = param(req, 'agent_id');
-      await ctx.store.transaction(async (tx) => {
-        await mustGet(tx, agentId);
-        await tx.agents.revoke(agentId);
-        await tx.settings.bump('agents');
-      });
+      await revokeAgent(ctx, param(req, 'agent_id'));
       res.status(204).end();
     },
   );
@@ -174,7 +195,7 @@ export function agentRoutes(router: Router, ctx: AppContext): void {
     router,
     {
       method: 'patch', path: '/agents/{agent_id}', expressPath: idPath, tags,
-      summary: 'Change an agent: name, mode, roles, capabilities (replaced whole), public_jwk (key rotation)',
+      summary: 'Change an agent: name, mode, roles, capabilities and attributes (each replaced whole), public_jwk (key rotation)',
       request: agentPatch,
       responses: { 200: { description: 'the agent', schema: agentView } },
     },
@@ -188,13 +209,7 @@ export function agentRoutes(router: Router, ctx: AppContext): void {
     router,
     { method: 'delete', path: '/agents/{agent_id}', expressPath: idPath, tags, summary: 'Delete an agent', responses: { 204: 'deleted' } },
     async (req, res) => {
-      const agentId = param(req, 'agent_id');
-      await onStillReferenced(`agent ${agentId} still has records that refer to it; revoke it instead`, () =>
-        ctx.store.transaction(async (tx) => {
-          if (!(await tx.agents.delete(agentId))) throw errors.notFound(`no agent ${agentId}`);
-          await tx.settings.bump('agents');
-        }),
-      );
+      await deleteAgent(ctx, param(req, 'agent_id'));
       res.status(204).end();
     },
   );

@@ -4,6 +4,7 @@ import type { Store } from '../store/index.js';
 import { randomToken, sha256 } from '../crypto/hash.js';
 import { errors } from '../errors.js';
 import type { Application, ApplicationType } from '../store/applications.js';
+import { builtInApplicationProblem, CONSOLE_CLIENT_ID } from '../console/built-in.js';
 import { onDuplicate, onStillReferenced } from './conflict.js';
 import { adminRoute, bodyOrEmpty, iso, param, parseWith } from './route.js';
 import {
@@ -88,7 +89,7 @@ export function updateApplication(ctx: AppContext, clientId: string, patch: Appl
     const confidential = patch.confidential ?? cur.confidential;
     checkConsistency(cur.type, confidential, patch.client_secret !== undefined);
     if (patch.rotate_secret && !confidential) throw fieldError('rotate_secret', 'a public application has no secret');
-    const app = (await tx.applications.update({
+    const next = {
       client_id: clientId,
       name: patch.name ?? cur.name,
       type: cur.type,
@@ -97,7 +98,10 @@ export function updateApplication(ctx: AppContext, clientId: string, patch: Appl
       confidential,
       refresh_tokens: patch.refresh_tokens ?? cur.refresh_tokens,
       first_party: patch.first_party ?? cur.first_party,
-    }))!;
+    };
+    const builtIn = builtInApplicationProblem(ctx, clientId, next);
+    if (builtIn) throw fieldError(builtIn.path, builtIn.message);
+    const app = (await tx.applications.update(next))!;
     let secret: string | undefined;
     if (!confidential) {
       if (cur.has_secret) await tx.applications.setSecretHash(clientId, null);
@@ -120,6 +124,22 @@ export async function putGrant(ctx: AppContext, clientId: string, apiClientId: s
     await tx.applications.putGrant(clientId, apiClientId, scopes);
     await tx.settings.bump('applications');
   });
+}
+
+/** Deletes an application with its grants, assignments and tokens. The console's own application stays. */
+export async function deleteApplication(ctx: AppContext, clientId: string): Promise<void> {
+  if (clientId === CONSOLE_CLIENT_ID) throw errors.conflict('the console application is built in and cannot be deleted');
+  await onStillReferenced(`application ${clientId} still has records that refer to it`, () =>
+    ctx.store.transaction(async (tx) => {
+      if (!(await tx.applications.delete(clientId))) throw errors.notFound(`no application ${clientId}`);
+      await tx.settings.bump('applications');
+    }),
+  );
+}
+
+export async function unassignUser(ctx: AppContext, clientId: string, userId: string): Promise<void> {
+  await mustGet(ctx.store, clientId);
+  if (!(await ctx.store.applications.unassign(clientId, userId))) throw errors.notFound(`${userId} is not assigned to ${clientId}`);
 }
 
 export async function assignUser(ctx: AppContext, clientId: string, userId: string): Promise<void> {
@@ -176,13 +196,7 @@ export function applicationRoutes(router: Router, ctx: AppContext): void {
     router,
     { method: 'delete', path: '/applications/{client_id}', tags, summary: 'Delete an application (its grants, assignments and tokens go with it)', responses: { 204: 'deleted' } },
     async (req, res) => {
-      const clientId = param(req, 'client_id');
-      await onStillReferenced(`application ${clientId} still has records that refer to it`, () =>
-        ctx.store.transaction(async (tx) => {
-          if (!(await tx.applications.delete(clientId))) throw errors.notFound(`no application ${clientId}`);
-          await tx.settings.bump('applications');
-        }),
-      );
+      await deleteApplication(ctx, param(req, 'client_id'));
       res.status(204).end();
     },
   );
@@ -229,10 +243,7 @@ export function applicationRoutes(router: Router, ctx: AppContext): void {
     router,
     { method: 'delete', path: '/applications/{client_id}/assignments/{user_id}', tags, summary: 'Unassign a person', responses: { 204: 'unassigned' } },
     async (req, res) => {
-      const clientId = param(req, 'client_id');
-      const userId = param(req, 'user_id');
-      await mustGet(ctx.store, clientId);
-      if (!(await ctx.store.applications.unassign(clientId, userId))) throw errors.notFound(`${userId} is not assigned to ${clientId}`);
+      await unassignUser(ctx, param(req, 'client_id'), param(req, 'user_id'));
       res.status(204).end();
     },
   );

@@ -8,7 +8,8 @@ import { createAgent, updateAgent } from './agents.js';
 import { createApplication, updateApplication, putGrant, assignUser } from './applications.js';
 import { putRole } from './roles.js';
 import { createRule, disableRule, enableRule, updateRule, validateAndRecord } from './rules.js';
-import { agentCreate, projectApplication, projectRule, roleCreate, userCreate } from './schemas.js';
+import { putEntity } from './entities.js';
+import { agentCreate, projectApplication, projectEntity, projectRule, roleCreate, userCreate } from './schemas.js';
 import { defaultAgentId } from './spiffe.js';
 import { createUser, updateUser } from './users.js';
 import { mcpUpstreamsSection } from '../mcp/project-section.js';
@@ -60,6 +61,7 @@ const usersSection = defineSection<ProjectUser>({
         locale: u.locale ?? null,
         groups: u.groups,
         roles: u.roles,
+        attributes: u.attributes,
         ...(samePassword ? {} : { password: u.password }),
         ...(sameTotp ? {} : { totp_secret: u.totp_secret ?? null }),
       });
@@ -122,7 +124,18 @@ const agentsSection = defineSection<z.output<typeof agentCreate>>({
     for (const a of items) {
       const id = a.agent_id ?? defaultAgentId(ctx.config.issuerHost, a.name);
       if (!(await ctx.store.agents.get(id))) await createAgent(ctx, a);
-      else await updateAgent(ctx, id, { name: a.name, mode: a.mode, public_jwk: a.public_jwk, roles: a.roles, capabilities: a.capabilities });
+      else await updateAgent(ctx, id, { name: a.name, mode: a.mode, public_jwk: a.public_jwk, roles: a.roles, capabilities: a.capabilities, attributes: a.attributes });
+    }
+  },
+});
+
+const entitiesSection = defineSection<z.output<typeof projectEntity>>({
+  key: 'entities', // by type and id; an entity whose attributes are already the file's is left alone
+  item: projectEntity,
+  async apply(ctx, items) {
+    for (const e of items) {
+      const cur = await ctx.store.entities.get(e.type, e.id);
+      if (!cur || JSON.stringify(cur.attributes) !== JSON.stringify(e.attributes)) await putEntity(ctx, e.type, e.id, e.attributes);
     }
   },
 });
@@ -145,7 +158,7 @@ const rulesSection = defineSection<ProjectRule>({
 });
 
 /** The sections in the order they apply: roles and people before the things that refer to them. */
-export const projectSections: ProjectSection[] = [rolesSection, usersSection, applicationsSection, agentsSection, rulesSection, defineSection(mcpUpstreamsSection), defineSection(samlConnectionsSection)];
+export const projectSections: ProjectSection[] = [rolesSection, usersSection, applicationsSection, agentsSection, entitiesSection, rulesSection, defineSection(mcpUpstreamsSection), defineSection(samlConnectionsSection)];
 
 /** Adds a section (for example `mcp_upstreams`) after the built-in ones. */
 export function registerProjectSection(section: ProjectSection): void {

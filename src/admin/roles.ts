@@ -31,6 +31,13 @@ export function putRole(ctx: AppContext, name: string, permissions: string[]): P
   });
 }
 
+export async function deleteRole(ctx: AppContext, name: string): Promise<void> {
+  await ctx.store.transaction(async (tx) => {
+    if (!(await tx.roles.delete(name))) throw errors.notFound(`no role ${name}`);
+    await tx.settings.bump('agents');
+  });
+}
+
 export function roleRoutes(router: Router, ctx: AppContext): void {
   const tags = ['roles'];
 
@@ -87,11 +94,7 @@ export function roleRoutes(router: Router, ctx: AppContext): void {
     router,
     { method: 'delete', path: '/roles/{name}', tags, summary: 'Delete a role', responses: { 204: 'deleted' } },
     async (req, res) => {
-      const name = param(req, 'name');
-      await ctx.store.transaction(async (tx) => {
-        if (!(await tx.roles.delete(name))) throw errors.notFound(`no role ${name}`);
-        await tx.settings.bump('agents');
-      });
+      await deleteRole(ctx, param(req, 'name'));
       res.status(204).end();
     },
   );

@@ -4,6 +4,7 @@ import { errors } from '../errors.js';
 import { agentRoutes } from './agents.js';
 import { applicationRoutes } from './applications.js';
 import { auditRoutes } from './audit.js';
+import { entityRoutes } from './entities.js';
 import { requireAdmin } from './auth.js';
 import { keyRoutes } from './keys.js';
 import { openApiDocument, registerOperation } from './openapi.js';
@@ -43,6 +44,7 @@ export function adminRouter(ctx: AppContext): Router {
   userRoutes(router, ctx);
   roleRoutes(router, ctx);
   agentRoutes(router, ctx);
+  entityRoutes(router, ctx);
   ruleRoutes(router, ctx);
   policyRoutes(router, ctx);
   keyRoutes(router, ctx);

@@ -133,6 +133,14 @@ export function disableRule(ctx: AppContext, id: string): Promise<Rule> {
   });
 }
 
+export async function deleteRule(ctx: AppContext, id: string): Promise<void> {
+  await ctx.store.transaction(async (tx) => {
+    const rule = await mustGet(tx, id);
+    await tx.rules.delete(id);
+    if (rule.state === 'live') await ctx.policy.invalidate(tx);
+  });
+}
+
 export function ruleRoutes(router: Router, ctx: AppContext): void {
   const tags = ['rules'];
 
@@ -175,12 +183,7 @@ export function ruleRoutes(router: Router, ctx: AppContext): void {
     router,
     { method: 'delete', path: '/rules/{id}', tags, summary: 'Delete a rule', responses: { 204: 'deleted' } },
     async (req, res) => {
-      const id = param(req, 'id');
-      await ctx.store.transaction(async (tx) => {
-        const rule = await mustGet(tx, id);
-        await tx.rules.delete(id);
-        if (rule.state === 'live') await ctx.policy.invalidate(tx);
-      });
+      await deleteRule(ctx, param(req, 'id'));
       res.status(204).end();
     },
   );

@@ -29,6 +29,7 @@ export function userJson(u: User) {
     locale: u.locale,
     groups: u.groups,
     roles: u.roles,
+    attributes: u.attributes,
     totp_enabled: u.has_totp,
     password_compromised: u.password_compromised,
     created_at: iso(u.created_at),
@@ -44,6 +45,14 @@ async function mustGet(store: Store, id: string): Promise<User> {
 
 const normalizeTotp = (s: string): string => s.replace(/[\s=]/g, '').toUpperCase();
 const sameList = (a: string[], b: string[]) => a.length === b.length && a.every((v, i) => v === b[i]);
+const sameJson = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+
+/**
+ * A person's email, groups, roles and attributes are facts of the decisions a delegated agent
+ * (or the person) asks for: a change moves the counter the agent cache follows, in the same
+ * transaction, so every worker's next decision sees it.
+ */
+const PERSON_FACTS_DOMAIN = 'agents';
 const emailTaken = (email: string) => `a user with email ${email} exists`;
 
 export async function createUser(ctx: AppContext, input: UserCreate): Promise<User> {
@@ -59,12 +68,15 @@ export async function createUser(ctx: AppContext, input: UserCreate): Promise<Us
     locale: input.locale ?? null,
     groups: input.groups,
     roles: input.roles,
+    attributes: input.attributes,
   };
   return onDuplicate(emailTaken(fields.email), () =>
     ctx.store.transaction(async (tx) => {
       if (await tx.users.get(id)) throw errors.conflict(`a user with id ${id} exists`);
       if (await tx.users.getByEmail(fields.email)) throw errors.conflict(emailTaken(fields.email));
-      return tx.users.create(id, fields, passwordHash, totp);
+      const user = await tx.users.create(id, fields, passwordHash, totp);
+      await tx.settings.bump(PERSON_FACTS_DOMAIN);
+      return user;
     }),
   );
 }
@@ -94,6 +106,7 @@ export async function updateUser(ctx: AppContext, id: string, patch: UserPatch):
         locale: patch.locale !== undefined ? patch.locale : cur.locale,
         groups: patch.groups ?? cur.groups,
         roles: patch.roles ?? cur.roles,
+        attributes: patch.attributes ?? cur.attributes,
       };
       await tx.users.update(id, next);
       if (passwordHash !== undefined) await tx.users.setPasswordHash(id, passwordHash);
@@ -103,6 +116,7 @@ export async function updateUser(ctx: AppContext, id: string, patch: UserPatch):
       if (next.email !== cur.email) claims.email = next.email;
       if (!sameList(next.groups, cur.groups)) claims.groups = next.groups;
       if (!sameList(next.roles, cur.roles)) claims.roles = next.roles;
+      if (Object.keys(claims).length || !sameJson(next.attributes, cur.attributes)) await tx.settings.bump(PERSON_FACTS_DOMAIN);
       if (Object.keys(claims).length) {
         await ctx.signals.emit(tx, {
           type: EVENT_TYPES.tokenClaimsChange,
@@ -122,6 +136,7 @@ export async function deleteUser(ctx: AppContext, id: string): Promise<void> {
     ctx.store.transaction(async (tx) => {
       const u = await mustGet(tx, id);
       await tx.users.delete(id);
+      await tx.settings.bump(PERSON_FACTS_DOMAIN);
       await ctx.signals.emit(tx, { type: EVENT_TYPES.accountPurged, subject: { user_id: u.id, email: u.email }, payload: {}, initiatingEntity: 'admin' });
     }),
   );
@@ -207,7 +222,7 @@ export function userRoutes(router: Router, ctx: AppContext): void {
   adminRoute(
     router,
     {
-      method: 'patch', path: '/users/{id}', tags, summary: 'Change a person; groups, roles or email emit token-claims-change',
+      method: 'patch', path: '/users/{id}', tags, summary: 'Change a person (attributes are replaced whole); groups, roles or email emit token-claims-change',
       request: userPatch,
       responses: { 200: { description: 'the person', schema: userView }, 409: 'the email is taken' },
     },

@@ -53,7 +53,8 @@ export class PolicyService {
     return this.current();
   }
 
-  private async files(store: Store = this.store): Promise<SourceFile[]> {
+  /** The policy files in force (path and text), as last loaded. */
+  async files(store: Store = this.store): Promise<SourceFile[]> {
     const raw = await store.settings.get(FILES_KEY);
     return raw ? (JSON.parse(raw) as SourceFile[]) : [];
   }
@@ -98,8 +99,25 @@ export class PolicyService {
       policySet = loadPolicySet({ files, rules: [] }).policySet;
       if (!policySet) throw new Error('the stored policy files do not compile');
     }
+    await this.remember(policySet, files, rules);
     return policySet;
   }
+
+  /**
+   * Keeps each version that comes into force with what it was compiled from, so any two can
+   * be compared later. History is a convenience: failing to write it never fails a decision.
+   */
+  private async remember(set: PolicySet, files: SourceFile[], rules: JsonRule[]): Promise<void> {
+    if (set.version === this.lastRemembered) return;
+    try {
+      const inForce = new Set(set.sources.map((s) => s.path));
+      await this.store.policyVersions.record(set.version, files, rules.filter((r) => inForce.has(`api:rule/${r.id}`)));
+      this.lastRemembered = set.version;
+    } catch {
+      // a read-only moment (or a busy database) only costs this version's entry in the history
+    }
+  }
+  private lastRemembered: string | undefined;
 
   /** Marks the policy as changed (a rule went live or stopped being live). */
   async invalidate(tx: Store = this.store): Promise<void> {

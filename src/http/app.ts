@@ -15,6 +15,7 @@ import { samlAdminRouter } from '../saml/admin-router.js';
 import { agentsRouter } from '../agents/router.js';
 import { adminApprovalsRouter } from '../agents/admin-approvals.js';
 import { badPathEncoding, bareNotFound } from './error-shapes.js';
+import { consoleRouter } from '../console/router.js';
 
 declare module 'express-serve-static-core' {
   interface Request {
@@ -64,6 +65,7 @@ export function createApp(ctx: AppContext): Express {
   app.use('/mcp', mcpRouter(ctx));
   app.use(ssfRouter(ctx));
   app.use(samlRouter(ctx));
+  app.use('/console', consoleRouter(ctx));
 
   app.use((_req, _res, next) => next(errors.notFound('no such endpoint')));
   app.use(['/admin/v1', '/v1/ssf'], bareNotFound);

@@ -10,6 +10,7 @@ import type { AuthorizationParams, PendingRequest } from '../store/oauth.js';
 import { parseScope, single, type Params } from './params.js';
 import { currentSession, type SignedIn } from './session.js';
 import { CODE_TTL } from './tokens.js';
+import { mayUseApplication } from '../console/built-in.js';
 
 /** How long a person has to finish signing in before the request must start again. */
 export const PENDING_REQUEST_TTL = 30 * 60;
@@ -197,7 +198,7 @@ export async function continueAuthorization(
   const { session, user } = signedIn;
 
   // 2. Assigned to the application
-  if (!(await ctx.store.applications.isAssigned(app.client_id, user.id))) {
+  if (!(await mayUseApplication(ctx, app.client_id, user))) {
     return fail(errors.accessDenied('the person is not assigned to this application'));
   }
 

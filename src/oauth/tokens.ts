@@ -3,6 +3,7 @@ import type { AppContext } from '../context.js';
 import { errors } from '../errors.js';
 import type { Grant } from '../store/oauth.js';
 import type { User } from '../store/users.js';
+import { mayUseApplication } from '../console/built-in.js';
 
 /** Lifetimes in seconds (access 900 s by the description; the others are our choice, see docs). */
 export const ACCESS_TOKEN_TTL = 900;
@@ -112,7 +113,7 @@ export interface TokenResponse {
 export async function personForIssue(ctx: AppContext, grant: Grant): Promise<User> {
   const user = await ctx.store.users.get(grant.user_id);
   if (!user) throw errors.invalidGrant('the person no longer exists');
-  if (!(await ctx.store.applications.isAssigned(grant.client_id, user.id))) {
+  if (!(await mayUseApplication(ctx, grant.client_id, user))) {
     throw errors.accessDenied('the person is not assigned to this application');
   }
   // A password sign-in whose password was since marked compromised no longer yields tokens.

@@ -65,6 +65,20 @@ async function assertEndpointFree(store: Store, fields: StreamFields, selfId?: s
   }
 }
 
+/** Creates a stream from a receiver's request body (one stream per endpoint_url). */
+export async function createStream(ctx: AppContext, raw: unknown): Promise<StreamRecord> {
+  const fields = fieldsForCreate(ctx, raw);
+  return ctx.store.transaction(async (tx) => {
+    await assertEndpointFree(tx, fields);
+    return await tx.ssf.createStream(randomToken(16), fields);
+  });
+}
+
+/** Deletes a stream with its subjects and undelivered events. */
+export async function deleteStream(ctx: AppContext, id: string): Promise<void> {
+  if (!(await ctx.store.ssf.deleteStream(id))) throw errors.notFound(`no stream ${JSON.stringify(id)}`);
+}
+
 function outboxView(e: OutboxEvent) {
   return {
     jti: e.jti,
@@ -89,11 +103,7 @@ export function ssfRouter(ctx: AppContext): Router {
 
   // Create a stream
   router.post('/v1/ssf/streams', async (req, res: Response) => {
-    const fields = fieldsForCreate(ctx, req.body);
-    const stream = await ctx.store.transaction(async (tx) => {
-      await assertEndpointFree(tx, fields);
-      return await tx.ssf.createStream(randomToken(16), fields);
-    });
+    const stream = await createStream(ctx, req.body);
     req.log.info({ stream_id: stream.stream_id }, 'ssf stream created');
     res.status(201).json(streamView(ctx, stream));
   });
@@ -126,7 +136,7 @@ export function ssfRouter(ctx: AppContext): Router {
   // Delete: the stream, its subjects and its undelivered events
   router.delete('/v1/ssf/streams', async (req, res) => {
     const id = queryStreamId(req, true)!;
-    if (!(await ctx.store.ssf.deleteStream(id))) throw errors.notFound(`no stream ${JSON.stringify(id)}`);
+    await deleteStream(ctx, id);
     req.log.info({ stream_id: id }, 'ssf stream deleted');
     res.status(204).end();
   });

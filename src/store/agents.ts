@@ -1,4 +1,5 @@
 import type { Sql } from './sql.js';
+import { attributesOf, type Attributes } from './entities.js';
 import { now, parseJson } from './util.js';
 
 export type AgentMode = 'delegated' | 'autonomous';
@@ -10,6 +11,8 @@ export interface Agent {
   public_jwk: Record<string, unknown>;
   roles: string[];
   capabilities: Capability[];
+  /** custom attributes for policy conditions (`subject.<name>`); `{}` when none */
+  attributes: Attributes;
   revoked: boolean;
   revoked_at: number | null;
   created_at: number;
@@ -21,12 +24,20 @@ interface Row {
   mode: AgentMode;
   public_jwk: string;
   roles: string;
+  attributes: string;
   revoked_at: number | null;
   created_at: number;
   updated_at: number;
 }
 
-export interface AgentFields { name: string; mode: AgentMode; public_jwk: Record<string, unknown>; roles: string[] }
+export interface AgentFields {
+  name: string;
+  mode: AgentMode;
+  public_jwk: Record<string, unknown>;
+  roles: string[];
+  /** absent: `{}` on create, unchanged on update */
+  attributes?: Attributes;
+}
 
 const BY_ID = 'SELECT * FROM agents WHERE agent_id = ?';
 const PUT_CAP =
@@ -39,6 +50,7 @@ const toAgent = (r: Row, caps: { name: string; limits: string }[]): Agent => ({
   public_jwk: parseJson(r.public_jwk, {}),
   roles: parseJson(r.roles, []),
   capabilities: caps.map((c) => ({ name: c.name, limits: parseJson(c.limits, {}) })),
+  attributes: attributesOf(r.attributes),
   revoked: r.revoked_at != null,
   revoked_at: r.revoked_at,
   created_at: r.created_at,
@@ -51,6 +63,7 @@ const params = (id: string, f: AgentFields) => ({
   mode: f.mode,
   public_jwk: JSON.stringify(f.public_jwk),
   roles: JSON.stringify(f.roles),
+  attributes: f.attributes === undefined ? null : JSON.stringify(f.attributes),
   t: now(),
 });
 
@@ -66,7 +79,8 @@ export function agentsStore(sql: Sql) {
     create(id: string, f: AgentFields, capabilities: Capability[]): Promise<Agent> {
       return sql.transaction(async (tx) => {
         await tx.run(
-          'INSERT INTO agents (agent_id, name, mode, public_jwk, roles, created_at, updated_at) VALUES (@agent_id, @name, @mode, @public_jwk, @roles, @t, @t)',
+          `INSERT INTO agents (agent_id, name, mode, public_jwk, roles, attributes, created_at, updated_at)
+           VALUES (@agent_id, @name, @mode, @public_jwk, @roles, COALESCE(CAST(@attributes AS TEXT), '{}'), @t, @t)`,
           params(id, f),
         );
         for (const c of capabilities) await tx.run(PUT_CAP, [id, c.name, JSON.stringify(c.limits ?? {})]);
@@ -86,7 +100,8 @@ export function agentsStore(sql: Sql) {
     update(id: string, f: AgentFields, capabilities?: Capability[]): Promise<Agent | undefined> {
       return sql.transaction(async (tx) => {
         const changed = await tx.run(
-          'UPDATE agents SET name = @name, mode = @mode, public_jwk = @public_jwk, roles = @roles, updated_at = @t WHERE agent_id = @agent_id',
+          `UPDATE agents SET name = @name, mode = @mode, public_jwk = @public_jwk, roles = @roles,
+             attributes = COALESCE(CAST(@attributes AS TEXT), attributes), updated_at = @t WHERE agent_id = @agent_id`,
           params(id, f),
         );
         if (changed.changes === 0) return undefined;

@@ -13,6 +13,8 @@ export interface AuditInput {
   decision?: string | null;
   reason?: string | null;
   policy_version?: string | null;
+  /** the person who made the change (their user id), for changes made in the console */
+  actor?: string | null;
 }
 export interface AuditRecord {
   seq: number;
@@ -26,6 +28,7 @@ export interface AuditRecord {
   decision: string | null;
   reason: string | null;
   policy_version: string | null;
+  actor: string | null;
   prev_hash: string;
   hash: string;
 }
@@ -33,17 +36,33 @@ interface Row extends Omit<AuditRecord, 'context'> { context: string | null }
 
 export const GENESIS_HASH = '0'.repeat(64);
 
-/** The hash of one record: its content and the hash before it, so any change breaks the chain from there. */
+/**
+ * The hash of one record: its content and the hash before it, so any change breaks the chain from there.
+ * `actor` joins the hashed content only when set, so records written before it existed keep their hashes.
+ */
 export function auditHash(r: Omit<Row, 'hash'>): string {
   const content = JSON.stringify([
     r.seq, r.time, r.kind, r.agent_id, r.user_id, r.action, r.resource, r.context, r.decision, r.reason, r.policy_version, r.prev_hash,
+    ...(r.actor != null ? [r.actor] : []),
   ]);
   return createHash('sha256').update(content).digest('hex');
 }
 
 const toRecord = (r: Row): AuditRecord => ({ ...r, context: parseJson(r.context, null) });
 
-export interface AuditFilter { agent_id?: string; user_id?: string; decision?: string; kind?: string; before?: number; limit?: number }
+export interface AuditFilter {
+  agent_id?: string;
+  user_id?: string;
+  decision?: string;
+  kind?: string;
+  /** the reason's code: `constraint_violated` matches `constraint_violated: amount max` */
+  reason_code?: string;
+  /** unix seconds, inclusive */
+  since?: number;
+  until?: number;
+  before?: number;
+  limit?: number;
+}
 
 const VERIFY_PAGE = 1000;
 
@@ -70,12 +89,13 @@ export function auditStore(sql: Sql) {
           decision: input.decision ?? null,
           reason: input.reason ?? null,
           policy_version: input.policy_version ?? null,
+          actor: input.actor ?? null,
           prev_hash: prev?.hash ?? GENESIS_HASH,
         };
         const full = { ...row, hash: auditHash(row) };
         await tx.run(
-          `INSERT INTO audit_log (seq, time, kind, agent_id, user_id, action, resource, context, decision, reason, policy_version, prev_hash, hash)
-           VALUES (@seq, @time, @kind, @agent_id, @user_id, @action, @resource, @context, @decision, @reason, @policy_version, @prev_hash, @hash)`,
+          `INSERT INTO audit_log (seq, time, kind, agent_id, user_id, action, resource, context, decision, reason, policy_version, actor, prev_hash, hash)
+           VALUES (@seq, @time, @kind, @agent_id, @user_id, @action, @resource, @context, @decision, @reason, @policy_version, @actor, @prev_hash, @hash)`,
           full,
         );
         return toRecord(full);
@@ -86,12 +106,17 @@ export function auditStore(sql: Sql) {
         `SELECT * FROM audit_log
          WHERE (CAST(@agent_id AS TEXT) IS NULL OR agent_id = @agent_id) AND (CAST(@user_id AS TEXT) IS NULL OR user_id = @user_id)
            AND (CAST(@decision AS TEXT) IS NULL OR decision = @decision) AND (CAST(@kind AS TEXT) IS NULL OR kind = @kind) AND seq < @before
+           AND (CAST(@reason_code AS TEXT) IS NULL OR reason = @reason_code OR substr(reason, 1, length(@reason_code) + 1) = @reason_code || ':')
+           AND (CAST(@since AS INTEGER) IS NULL OR time >= @since) AND (CAST(@until AS INTEGER) IS NULL OR time <= @until)
          ORDER BY seq DESC LIMIT @limit`,
         {
           agent_id: f.agent_id ?? null,
           user_id: f.user_id ?? null,
           decision: f.decision ?? null,
           kind: f.kind ?? null,
+          reason_code: f.reason_code ?? null,
+          since: f.since ?? null,
+          until: f.until ?? null,
           before: f.before ?? Number.MAX_SAFE_INTEGER,
           limit: Math.min(Math.max(f.limit ?? 50, 1), 1000),
         },

@@ -2,11 +2,13 @@ import { agentsStore } from './agents.js';
 import { agentAuthStore } from './agent-auth.js';
 import { applicationsStore } from './applications.js';
 import { auditStore } from './audit.js';
+import { entitiesStore } from './entities.js';
 import { perTurnFeed, type ChangeFeed } from './changes.js';
 import { keysStore } from './keys.js';
 import { leasesStore } from './leases.js';
 import { mcpStore } from './mcp.js';
 import { oauthStore } from './oauth.js';
+import { policyVersionsStore } from './policy-versions.js';
 import { rateLimitsStore } from './rate-limits.js';
 import { rolesStore } from './roles.js';
 import { samlStore } from './saml.js';
@@ -31,6 +33,7 @@ function modules(sql: Sql, changes: ChangeFeed) {
     roles: rolesStore(sql),
     agents: agentsStore(sql),
     agentAuth: agentAuthStore(sql),
+    entities: entitiesStore(sql),
     rules: rulesStore(sql),
     sessions: sessionsStore(sql),
     audit: auditStore(sql),
@@ -40,6 +43,7 @@ function modules(sql: Sql, changes: ChangeFeed) {
     rateLimits: rateLimitsStore(sql),
     saml: samlStore(sql),
     leases: leasesStore(sql),
+    policyVersions: policyVersionsStore(sql),
   };
 }
 

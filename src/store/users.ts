@@ -1,4 +1,5 @@
 import type { Sql } from './sql.js';
+import { attributesOf, type Attributes } from './entities.js';
 import { bool, now, parseJson } from './util.js';
 
 export interface User {
@@ -10,6 +11,8 @@ export interface User {
   locale: string | null;
   groups: string[];
   roles: string[];
+  /** custom attributes for policy conditions (`person.<name>`, `subject.<name>`); `{}` when none */
+  attributes: Attributes;
   has_totp: boolean;
   password_compromised: boolean;
   created_at: number;
@@ -26,6 +29,7 @@ interface Row {
   locale: string | null;
   groups: string;
   roles: string;
+  attributes: string;
   totp_secret_enc: string | null;
   password_compromised: number;
   created_at: number;
@@ -41,6 +45,7 @@ const toUser = (r: Row): User => ({
   locale: r.locale,
   groups: parseJson(r.groups, []),
   roles: parseJson(r.roles, []),
+  attributes: attributesOf(r.attributes),
   has_totp: r.totp_secret_enc != null,
   password_compromised: bool(r.password_compromised),
   created_at: r.created_at,
@@ -55,6 +60,8 @@ export interface UserFields {
   locale: string | null;
   groups: string[];
   roles: string[];
+  /** absent: `{}` on create, unchanged on update */
+  attributes?: Attributes;
 }
 
 /** What sign-in needs: the user plus the stored (hashed or sealed) credentials. */
@@ -74,6 +81,7 @@ const fieldParams = (f: UserFields) => ({
   locale: f.locale,
   groups: JSON.stringify(f.groups),
   roles: JSON.stringify(f.roles),
+  attributes: f.attributes === undefined ? null : JSON.stringify(f.attributes),
   t: now(),
 });
 
@@ -85,8 +93,8 @@ export function usersStore(sql: Sql) {
   return {
     async create(id: string, f: UserFields, passwordHash: string | null, totpSecretEnc: string | null): Promise<User> {
       await sql.run(
-        `INSERT INTO users (id, email, password_hash, name, email_verified, picture, locale, groups, roles, totp_secret_enc, created_at, updated_at)
-         VALUES (@id, @email, @password_hash, @name, @email_verified, @picture, @locale, @groups, @roles, @totp_secret_enc, @t, @t)`,
+        `INSERT INTO users (id, email, password_hash, name, email_verified, picture, locale, groups, roles, attributes, totp_secret_enc, created_at, updated_at)
+         VALUES (@id, @email, @password_hash, @name, @email_verified, @picture, @locale, @groups, @roles, COALESCE(CAST(@attributes AS TEXT), '{}'), @totp_secret_enc, @t, @t)`,
         { id, ...fieldParams(f), password_hash: passwordHash, totp_secret_enc: totpSecretEnc },
       );
       return toUser((await byId(id))!);
@@ -113,7 +121,7 @@ export function usersStore(sql: Sql) {
     async update(id: string, f: UserFields): Promise<User | undefined> {
       const r = await sql.run(
         `UPDATE users SET email = @email, name = @name, email_verified = @email_verified, picture = @picture, locale = @locale,
-           groups = @groups, roles = @roles, updated_at = @t WHERE id = @id`,
+           groups = @groups, roles = @roles, attributes = COALESCE(CAST(@attributes AS TEXT), attributes), updated_at = @t WHERE id = @id`,
         { id, ...fieldParams(f) },
       );
       if (r.changes === 0) return undefined;
