@@ -30,9 +30,7 @@ class AuditBatch {
     this.queue = [];
     this.scheduled = false;
     try {
-      await this.ctx.store.transaction(async (tx) => {
-        for (const p of batch) await tx.audit.append(p.input);
-      });
+      await this.ctx.store.audit.appendMany(batch.map((p) => p.input));
     } catch (err) {
       for (const p of batch) p.reject(err);
       return;

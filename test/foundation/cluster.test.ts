@@ -7,9 +7,11 @@ import { decodeProtectedHeader } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { projectRoot } from '../../src/paths.js';
 import { basic, discover, postForm, signInAndExchange, type Fixture } from '../oauth/helpers.js';
+import { dropTestDatabase, testDatabase, testServerUrl } from '../helpers/database.js';
 
 // `gatehouse serve` as `npm start` runs it: a primary and two worker processes over one
-// SQLite file. Requests land on either worker, so every flow here crosses processes.
+// database (the SQLite file, or PostgreSQL with GATEHOUSE_TEST_DATABASE_URL). Requests land
+// on either worker, so every flow here crosses processes.
 const dir = mkdtempSync(join(tmpdir(), 'gatehouse-cluster-'));
 mkdirSync(join(dir, 'policies'));
 const ADMIN = 'cluster-admin-token';
@@ -37,6 +39,8 @@ beforeAll(async () => {
       GATEHOUSE_POLICY_DIR: join(dir, 'policies'),
       GATEHOUSE_ADMIN_TOKEN: ADMIN,
       GATEHOUSE_WORKERS: '2',
+      // on PostgreSQL too, when the suite runs there
+      ...(testServerUrl() ? { GATEHOUSE_DATABASE_URL: await testDatabase(dir), GATEHOUSE_SECRET: 'cluster-secret-0123456789' } : {}),
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -72,6 +76,7 @@ afterAll(async () => {
     await exited;
   }
   rmSync(dir, { recursive: true, force: true });
+  if (testServerUrl()) await dropTestDatabase(dir);
 });
 
 describe('two worker processes over one database', () => {

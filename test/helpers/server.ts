@@ -80,3 +80,23 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
     },
   };
 }
+
+/**
+ * `gatehouse audit verify` (in this process) on the server's database: `--db` for its SQLite
+ * file, GATEHOUSE_DATABASE_URL for its PostgreSQL database.
+ */
+export async function verifyAuditTrail(server: TestServer): Promise<{ code: number; stdout: string }> {
+  const { runAuditCommand } = await import('../../src/cli/audit.js');
+  let stdout = '';
+  const io = { stdout: (s: string) => void (stdout += s), stderr: () => undefined, cwd: server.dir };
+  const url = server.ctx.config.databaseUrl;
+  if (!url) return { code: await runAuditCommand(['verify', `--db=${join(server.dir, 'gatehouse.db')}`], io), stdout };
+  const before = process.env.GATEHOUSE_DATABASE_URL;
+  process.env.GATEHOUSE_DATABASE_URL = url;
+  try {
+    return { code: await runAuditCommand(['verify'], io), stdout };
+  } finally {
+    if (before === undefined) delete process.env.GATEHOUSE_DATABASE_URL;
+    else process.env.GATEHOUSE_DATABASE_URL = before;
+  }
+}
