@@ -172,7 +172,9 @@ async function measure(setup: Setup, postgres: Postgres | undefined, request: (b
   const cpu0 = pids.reduce((s, p) => s + cpuSeconds(p), 0);
   const pg0 = postgres?.cpu() ?? NaN;
   const per = Math.max(1, Math.round(CONNECTIONS / setup.bases.length));
-  const results: CannonResult[] = await Promise.all(setup.bases.map((base) => autocannon({ url: base, connections: per, duration: DURATION, ...request(base) })));
+  const results: CannonResult[] = await Promise.all(
+    setup.bases.map((base) => autocannon({ url: base, connections: per, duration: DURATION, headers: { 'content-type': 'application/json' }, ...request(base) })),
+  );
   const cpu = pids.reduce((s, p) => s + cpuSeconds(p), 0) - cpu0;
   return {
     rps: results.reduce((s, r) => s + r.requests.average, 0),
@@ -200,14 +202,14 @@ async function main(): Promise<void> {
       const setup = await prepare(dir, s.instances, s.pg ? await freshDatabase(postgres.url) : undefined);
       try {
         // warm-up, then the measured runs
-        await measure(setup, undefined, () => ({ duration: 1, method: 'POST', path: '/oauth/token', headers: { authorization: setup.tokenAuth, 'content-type': 'application/x-www-form-urlencoded' }, body: 'grant_type=client_credentials' }));
-        const token = await measure(setup, s.pg ? postgres : undefined, () => ({
-          method: 'POST', path: '/oauth/token', headers: { authorization: setup.tokenAuth, 'content-type': 'application/x-www-form-urlencoded' }, body: 'grant_type=client_credentials',
-        }));
-        const decision = await measure(setup, s.pg ? postgres : undefined, () => ({
-          headers: { 'content-type': 'application/json' },
-          requests: setup.decisions.map((body) => ({ method: 'POST', path: '/apis/regional/v1/agents/authorize', body })),
-        }));
+        const tokenRequest = () => ({
+          requests: [{ method: 'POST', path: '/oauth/token', headers: { authorization: setup.tokenAuth, 'content-type': 'application/x-www-form-urlencoded' }, body: 'grant_type=client_credentials' }],
+        });
+        const decisionRequest = () => ({ requests: setup.decisions.map((body) => ({ method: 'POST', path: '/apis/regional/v1/agents/authorize', body })) });
+        await measure(setup, undefined, () => ({ ...tokenRequest(), duration: 1 }));
+        await measure(setup, undefined, () => ({ ...decisionRequest(), duration: 1 }));
+        const token = await measure(setup, s.pg ? postgres : undefined, tokenRequest);
+        const decision = await measure(setup, s.pg ? postgres : undefined, decisionRequest);
         rows.push({ name: s.name, token, decision });
         process.stderr.write(`  token ${Math.round(token.rps)}/s, decision ${Math.round(decision.rps)}/s\n`);
       } finally {

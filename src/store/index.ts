@@ -28,7 +28,7 @@ function modules(sql: Sql, changes: ChangeFeed) {
   return {
     settings: settingsStore(sql, changes),
     keys: keysStore(sql),
-    applications: applicationsStore(sql),
+    applications: applicationsStore(sql, changes),
     users: usersStore(sql),
     roles: rolesStore(sql),
     agents: agentsStore(sql),
