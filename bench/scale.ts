@@ -27,7 +27,7 @@ import { autocannon, freePort, startGatehouse, stop, waitReady, type CannonResul
 const DURATION = Number(process.env.BENCH_SECONDS ?? 8);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const ADMIN = 'bench-admin-token-0123456789abcdef';
-const SECRET = 'bench-secret-0123456789abcdef';
+const SECRET = 'bench-secret-0123456789abcdef0123456789';
 const TICKS = 100; // USER_HZ on Linux
 
 // ---- CPU time of processes (Linux /proc)

@@ -29,6 +29,9 @@ export interface Config {
   workers: number;
 }
 
+/** GATEHOUSE_SECRET and GATEHOUSE_ADMIN_TOKEN, when set, are at least this long (outside NODE_ENV=development). */
+export const MIN_SECRET_LENGTH = 32;
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 const fields = {
@@ -74,7 +77,7 @@ export function parseDatabaseUrl(raw: string | undefined): string | undefined {
 }
 
 /**
- * Reads the configuration of CONTRACT section 1 from an environment. Pure apart from
+ * Reads the configuration (the variables the README lists) from an environment. Pure apart from
  * the checks on the policy directory and project file, which must be readable.
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): Config {
@@ -91,7 +94,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     throw new ConfigError('GATEHOUSE_PROJECT_FILE', `file not found: ${projectFile}`);
   }
   const databaseUrl = parseDatabaseUrl(env.GATEHOUSE_DATABASE_URL);
+  const adminToken = parseVar<string | undefined>('GATEHOUSE_ADMIN_TOKEN', env.GATEHOUSE_ADMIN_TOKEN);
   const secret = parseVar<string | undefined>('GATEHOUSE_SECRET', env.GATEHOUSE_SECRET);
+  // Short secrets are guessable; a development machine may use them on purpose.
+  if (env.NODE_ENV !== 'development') {
+    for (const [name, value] of [['GATEHOUSE_SECRET', secret], ['GATEHOUSE_ADMIN_TOKEN', adminToken]] as const) {
+      if (value !== undefined && value.length < MIN_SECRET_LENGTH) {
+        throw new ConfigError(name, `must be at least ${MIN_SECRET_LENGTH} characters (got ${value.length}; NODE_ENV=development allows shorter)`);
+      }
+    }
+  }
   // Instances share the database but not a key file: the key that seals private keys must be given.
   if (databaseUrl && !secret) {
     throw new ConfigError('GATEHOUSE_SECRET', 'required with GATEHOUSE_DATABASE_URL: every instance seals and opens the signing keys with it');
@@ -104,7 +116,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     dbFile,
     databaseUrl,
     policyDir,
-    adminToken: parseVar<string | undefined>('GATEHOUSE_ADMIN_TOKEN', env.GATEHOUSE_ADMIN_TOKEN),
+    adminToken,
     projectFile,
     logLevel: parseVar<string>('LOG_LEVEL', env.LOG_LEVEL, 'info'),
     secret,

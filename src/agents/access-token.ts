@@ -17,8 +17,6 @@ export interface AgentPrincipal {
 export const AGENT_ACCESS_TOKEN_TTL = 900;
 export const AGENT_ACCESS_TOKEN_TYP = 'at+jwt';
 
-const now = () => Math.floor(Date.now() / 1000);
-
 /**
  * Verifies an agent access token of ours: EdDSA, `typ: at+jwt`, our issuer, unexpired, for
  * `audience` (default the MCP gateway), of an agent that exists and is not revoked.
@@ -51,7 +49,7 @@ export function rememberIssued(ctx: AppContext, token: string, audience: string,
 
 async function verifySignature(ctx: AppContext, token: string, audience: string): Promise<JWTPayload> {
   const cache = verifiedTokens(ctx, `at:${audience}`);
-  const hit = cache.get(token, now());
+  const hit = cache.get(token, Math.floor(ctx.clock.now() / 1000));
   if (hit) return hit.payload;
   try {
     const { payload, protectedHeader } = await ctx.keys.verify(token, 'EdDSA', {

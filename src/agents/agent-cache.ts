@@ -1,7 +1,7 @@
 import { createPublicKey, type KeyObject } from 'node:crypto';
 import type { AppContext } from '../context.js';
 import type { Agent } from '../store/agents.js';
-import type { PolicySet } from '../policy/index.js';
+import type { SubjectFacts } from '../authz/policy-interface.js';
 
 /** An agent as the hot path needs it: its record, its permissions through roles, its public key. */
 export interface AgentState {
@@ -9,6 +9,8 @@ export interface AgentState {
   permissions: string[];
   /** null when the registered JWK cannot be imported (then every assertion fails) */
   publicKey: KeyObject | null;
+  /** the agent as a decision's subject (a delegated agent's groups are its person's, added per decision) */
+  subject: SubjectFacts;
 }
 
 /**
@@ -66,7 +68,19 @@ async function load(ctx: AppContext, agent: Agent): Promise<AgentState> {
   } catch {
     publicKey = null;
   }
-  return { agent, permissions: await ctx.store.roles.permissionsOf(agent.roles), publicKey };
+  const permissions = await ctx.store.roles.permissionsOf(agent.roles);
+  const subject: SubjectFacts = Object.freeze({
+    type: 'agent',
+    id: agent.agent_id,
+    name: agent.name,
+    mode: agent.mode,
+    roles: agent.roles,
+    groups: [],
+    permissions,
+    attributes: agent.attributes,
+    capabilities: agent.capabilities.map((c) => ({ name: c.name, limits: c.limits })),
+  });
+  return { agent, permissions, publicKey, subject };
 }
 
 const caches = new WeakMap<AppContext, AgentCache>();
@@ -76,15 +90,4 @@ export function agentCache(ctx: AppContext): AgentCache {
   let c = caches.get(ctx);
   if (!c) caches.set(ctx, (c = new AgentCache(ctx)));
   return c;
-}
-
-/** A person's permissions through their roles: one indexed read of the person, roles from the store. */
-export async function personPermissions(ctx: AppContext, userId: string): Promise<string[]> {
-  const user = await ctx.store.users.get(userId);
-  return user ? await ctx.store.roles.permissionsOf(user.roles) : [];
-}
-
-/** The policy in force (`ctx.policy.current()`, which follows the `policy` change stamp). */
-export function currentPolicy(ctx: AppContext): Promise<PolicySet> {
-  return ctx.policy.current();
 }

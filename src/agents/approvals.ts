@@ -1,9 +1,9 @@
 import type { AppContext } from '../context.js';
 import { errors } from '../errors.js';
 import { displayState, type Approval } from '../store/agent-auth.js';
-import { APPROVAL_WINDOW_SECONDS } from './decision.js';
+import { APPROVAL_WINDOW_SECONDS } from '../authz/authorize.js';
 
-/** An approval as the management API and the approvals page show it (CONTRACT 3). */
+/** An approval as the management API and the approvals page show it. */
 export interface ApprovalView {
   id: string;
   kind: 'ciba' | 'action';
@@ -61,7 +61,7 @@ export async function answerApproval(ctx: AppContext, id: string, answer: Answer
   const approval = await ctx.store.agentAuth.get(id);
   if (!approval || ('userId' in by && approval.user_id !== by.userId)) throw errors.notFound('no such approval');
   if (displayState(approval) !== 'pending') throw errors.conflict(`the request is ${displayState(approval)}, not pending`);
-  const t = Math.floor(Date.now() / 1000);
+  const t = Math.floor(ctx.clock.now() / 1000);
   const expiresAt = approval.kind === 'action' ? t + APPROVAL_WINDOW_SECONDS : approval.expires_at;
   const state = answer === 'approve' ? 'approved' : 'denied';
   const who = 'admin' in by ? 'admin' : `user:${by.userId}`;

@@ -20,8 +20,6 @@ const POLL_TOLERANCE_MS = 100;
 /** The errors of CIBA Core 1.0 section 11 and 13, all 400 unless named otherwise. */
 const ciba = (error: string, description: string, status = 400) => new ProtocolError(status, error, description);
 
-const now = () => Math.floor(Date.now() / 1000);
-
 const one = (v: unknown, name: string): string | undefined => {
   if (v === undefined) return undefined;
   if (typeof v !== 'string') throw errors.invalidRequest(`${name} must be given once, as a string`);
@@ -38,7 +36,7 @@ export const cibaAudiences = (ctx: AppContext) => [ctx.urls.issuer, ctx.urls.age
  */
 export async function backchannelAuthorize(ctx: AppContext, req: Request, res: Response): Promise<void> {
   const body = (req.body ?? {}) as Record<string, unknown>;
-  const { agent } = await authenticateAgent(ctx, body, cibaAudiences(ctx));
+  const { agent } = await authenticateAgent(ctx, body, cibaAudiences(ctx), 'ciba:request');
   if (agent.mode !== 'delegated') {
     throw errors.unauthorizedClient('only a delegated agent may ask a person through CIBA; an autonomous agent uses client_credentials');
   }
@@ -60,7 +58,7 @@ export async function backchannelAuthorize(ctx: AppContext, req: Request, res: R
     scope: capabilities,
     openid,
     poll_interval: CIBA_INTERVAL,
-    expires_at: now() + expiresIn,
+    expires_at: Math.floor(ctx.clock.now() / 1000) + expiresIn,
   });
   sendTokenResponse(res, { auth_req_id: authReqId, expires_in: expiresIn, interval: CIBA_INTERVAL });
 }
@@ -105,12 +103,12 @@ function requestedExpiry(raw: unknown): number {
 export async function cibaGrant(ctx: AppContext, agent: Agent, body: Record<string, unknown>, res: Response): Promise<void> {
   const authReqId = one(body.auth_req_id, 'auth_req_id');
   if (!authReqId) throw errors.invalidRequest('auth_req_id is required');
-  const outcome = await ctx.store.agentAuth.poll(sha256(authReqId), Date.now(), POLL_TOLERANCE_MS);
+  const outcome = await ctx.store.agentAuth.poll(sha256(authReqId), ctx.clock.now(), POLL_TOLERANCE_MS);
   if (outcome.kind === 'unknown' || outcome.approval.agent_id !== agent.agent_id || outcome.approval.kind !== 'ciba') {
     throw errors.invalidGrant('unknown auth_req_id');
   }
   const request = outcome.approval;
-  const t = now();
+  const t = Math.floor(ctx.clock.now() / 1000);
   if (request.state === 'consumed') throw errors.invalidGrant('the auth_req_id was already redeemed');
   if (request.state === 'denied') throw ciba('access_denied', 'the person denied the request');
   if (request.expires_at <= t) throw ciba('expired_token', 'the auth_req_id has expired; start a new request');
@@ -139,7 +137,7 @@ export async function cibaGrant(ctx: AppContext, agent: Agent, body: Record<stri
 }
 
 async function idToken(ctx: AppContext, agent: Agent, user: User, authTime: number): Promise<string> {
-  const iat = now();
+  const iat = Math.floor(ctx.clock.now() / 1000);
   return ctx.keys.sign(
     'RS256',
     {

@@ -1,6 +1,7 @@
 import type { AppContext } from '../context.js';
 import type { AgentPrincipal } from '../agents/access-token.js';
-import { agentCache, personPermissions } from '../agents/agent-cache.js';
+import { agentCache } from '../agents/agent-cache.js';
+import { personFacts } from '../authz/facts.js';
 import { permissionCovers } from '../policy/index.js';
 
 /**
@@ -17,7 +18,7 @@ export async function toolAccess(ctx: AppContext, principal: AgentPrincipal): Pr
   const singulars = await policySingulars(ctx);
   const agentPerms = state.permissions;
   const personPerms =
-    state.agent.mode === 'delegated' ? (principal.userId ? await personPermissions(ctx, principal.userId) : []) : null;
+    state.agent.mode === 'delegated' ? (principal.userId ? (await personFacts(ctx, principal.userId)).permissions : []) : null;
   const covers = (perms: string[], action: string, resource: string) =>
     perms.some((p) => permissionCovers(p, action, resource, singulars));
   return (action, resource) =>
@@ -29,10 +30,6 @@ export async function toolAccess(ctx: AppContext, principal: AgentPrincipal): Pr
 
 /** Kind singulars a policy file declares (`refunds` → `refund` by default), read from the compiled policy. */
 async function policySingulars(ctx: AppContext): Promise<Record<string, string> | undefined> {
-  try {
-    const compiled = (await ctx.policy.current()).compiled as { singulars?: Record<string, string> } | undefined;
-    return compiled?.singulars;
-  } catch {
-    return undefined;
-  }
+  const { set } = await ctx.policy.state();
+  return (set?.compiled as { singulars?: Record<string, string> } | undefined)?.singulars;
 }

@@ -2,7 +2,7 @@ import type { Request, RequestHandler, Response } from 'express';
 import type { AppContext } from '../context.js';
 import { randomToken, sha256 } from '../crypto/hash.js';
 import { errors, ProtocolError } from '../errors.js';
-import { ACR_VALUES } from '../http/discovery.js';
+import { ACR_VALUES, ACR_VALUES_SUPPORTED } from '../http/discovery.js';
 import { sendPage } from '../pages/layout.js';
 import { errorPage } from '../pages/error.js';
 import type { Application } from '../store/applications.js';
@@ -23,6 +23,90 @@ export const STRENGTH = {
   oneFactor: { acr: ACR_VALUES.oneFactor, amr: ['pwd'] },
   mfa: { acr: ACR_VALUES.mfa, amr: ['pwd', 'otp', 'mfa'] },
 } as const;
+
+export interface Strength {
+  acr: string;
+  amr: string[];
+}
+
+/** The amr method of a passkey: `swk` for a synced (backup eligible) one, `hwk` for one bound to its device. */
+export type PasskeyMethod = 'hwk' | 'swk';
+const PASSKEY_METHODS: readonly string[] = ['hwk', 'swk'];
+
+/**
+ * A passkey sign-in: with user verification (PIN, biometrics) it is two factors on its own,
+ * `passkey_mfa` with `[method, "user", "mfa"]`; without, `passkey` with `[method]`. A password
+ * before it on the same session is not counted: the passkey sets the session's strength afresh.
+ */
+export function passkeyStrength(method: PasskeyMethod, userVerified: boolean): Strength {
+  return userVerified
+    ? { acr: ACR_VALUES.passkeyMfa, amr: [method, 'user', 'mfa'] }
+    : { acr: ACR_VALUES.passkey, amr: [method] };
+}
+
+/** The strength after the TOTP step: password + code is `mfa`, passkey + code is `passkey_mfa`. */
+export function withOneTimeCode(before: { amr: string[] } | undefined): Strength {
+  const method = before?.amr.find((m) => PASSKEY_METHODS.includes(m));
+  return method ? { acr: ACR_VALUES.passkeyMfa, amr: [method, 'otp', 'mfa'] } : { acr: STRENGTH.mfa.acr, amr: [...STRENGTH.mfa.amr] };
+}
+
+/** Which requested values a session's acr meets: a stronger sign-in meets every weaker class it contains. */
+const MEETS: Record<string, readonly string[]> = {
+  [ACR_VALUES.oneFactor]: [ACR_VALUES.oneFactor],
+  [ACR_VALUES.mfa]: [ACR_VALUES.oneFactor, ACR_VALUES.mfa],
+  [ACR_VALUES.passkey]: [ACR_VALUES.oneFactor, ACR_VALUES.passkey],
+  [ACR_VALUES.passkeyMfa]: ACR_VALUES_SUPPORTED,
+};
+
+/** The acr values a pending request accepts (undefined: any sign-in will do). */
+export function acceptedAcr(p: AuthorizationParams): string[] | undefined {
+  return p.acr_values ?? (p.acr_required ? [p.acr_required] : undefined);
+}
+
+/** The step that still stands between a person and the strength a request accepts. */
+export type StrengthStep = 'done' | 'otp' | 'passkey' | 'unmet';
+
+/**
+ * What the person must do next for a request that accepts `accepted`, given what they have
+ * done so far (`signedIn`: their session, or undefined right after a password that started no
+ * session yet). Values are tried in the order asked; the first the person can reach wins.
+ */
+export async function nextStrengthStep(
+  ctx: AppContext,
+  user: { id: string; has_totp: boolean },
+  accepted: string[] | undefined,
+  signedIn: { acr: string; amr: string[] } | undefined,
+): Promise<StrengthStep> {
+  if (!accepted) return 'done';
+  if (signedIn && accepted.some((a) => MEETS[signedIn.acr]?.includes(a))) return 'done';
+  const afterPasskey = !!signedIn?.amr.some((m) => PASSKEY_METHODS.includes(m));
+  const passkeys = await ctx.store.webauthn.usableCount(user.id);
+  for (const value of accepted) {
+    if (value === ACR_VALUES.oneFactor) return 'done';
+    if (value === ACR_VALUES.mfa && user.has_totp) return 'otp';
+    if (value === ACR_VALUES.passkey && passkeys > 0) return 'passkey';
+    if (value === ACR_VALUES.passkeyMfa) {
+      // A passkey without user verification needs the code next; without TOTP this value is out of reach.
+      if (afterPasskey) {
+        if (user.has_totp) return 'otp';
+      } else if (passkeys > 0) {
+        return 'passkey';
+      }
+    }
+  }
+  return 'unmet';
+}
+
+/** Why a request's strength is out of reach, for `error_description`. */
+export function unmetDescription(accepted: string[]): string {
+  const needs = accepted.map((a) => UNMET_TEXT[a] ?? a).join(', or ');
+  return `the sign-in strength asked for cannot be reached: it needs ${needs}`;
+}
+const UNMET_TEXT: Record<string, string> = {
+  [ACR_VALUES.mfa]: 'a one-time code (TOTP), which the person has not set up',
+  [ACR_VALUES.passkey]: 'a passkey, which the person has not registered',
+  [ACR_VALUES.passkeyMfa]: 'a user-verifying passkey or a passkey with a one-time code',
+};
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 
@@ -48,13 +132,17 @@ export function redirectError(ctx: AppContext, res: Response, redirectUri: strin
 const consentRequired = (d: string) => new ProtocolError(400, 'consent_required', d);
 const unsupportedResponseType = (d: string) => new ProtocolError(400, 'unsupported_response_type', d);
 
-/** The strength a request needs from `acr_values`: the weakest listed value we can reach. */
-function requiredStrength(acrValues: string | undefined): string | undefined {
+/**
+ * The strengths a request accepts, from `acr_values`: ours in the order asked, unknown values
+ * ignored (they are voluntary, OIDC Core 3.1.2.1). Nothing of ours listed → unmet.
+ */
+function acceptedStrengths(acrValues: string | undefined): string[] | undefined {
   if (acrValues === undefined) return undefined;
-  const values = acrValues.split(' ').filter(Boolean);
-  if (values.includes(ACR_VALUES.oneFactor)) return ACR_VALUES.oneFactor;
-  if (values.includes(ACR_VALUES.mfa)) return ACR_VALUES.mfa;
-  throw errors.unmetAuthenticationRequirements('none of the acr_values can be reached: this service signs in with a password, and a one-time code for urn:service:acr:mfa');
+  const values = [...new Set(acrValues.split(' ').filter((v) => (ACR_VALUES_SUPPORTED as readonly string[]).includes(v)))];
+  if (values.length === 0) {
+    throw errors.unmetAuthenticationRequirements(`none of the acr_values is offered here: ${ACR_VALUES_SUPPORTED.join(', ')}`);
+  }
+  return values;
 }
 
 /** A `resource` (RFC 8707) a person's token may be for: the MCP gateway or an API application. */
@@ -111,7 +199,7 @@ async function validateRequest(ctx: AppContext, app: Application, q: Params, red
     code_challenge: challenge,
     prompt,
     max_age: maxAgeRaw !== undefined ? Number(maxAgeRaw) : undefined,
-    acr_required: requiredStrength(single(q, 'acr_values')),
+    acr_values: acceptedStrengths(single(q, 'acr_values')),
     login_hint: loginHint,
     resource: await checkResource(ctx, single(q, 'resource')),
   };
@@ -154,6 +242,7 @@ export function authorizeEndpoint(ctx: AppContext): RequestHandler {
     if (Math.random() < 0.01) {
       await ctx.store.oauth.purgeExpired();
       await ctx.store.rateLimits.purgeOlderThan(nowSeconds() - 24 * 60 * 60);
+      await ctx.store.webauthn.purgeExpiredChallenges();
     }
     const id = randomToken();
     await ctx.store.oauth.createRequest(id, params, PENDING_REQUEST_TTL);
@@ -162,8 +251,9 @@ export function authorizeEndpoint(ctx: AppContext): RequestHandler {
 }
 
 /**
- * Moves a pending request to its next step: sign-in, second step, assignment, consent, and
- * finally the code. Called by authorize and after each page the person submits.
+ * Moves a pending request to its next step: sign-in, strength (second step or passkey),
+ * assignment, consent, and finally the code. Called by authorize and after each page the
+ * person submits.
  */
 export async function continueAuthorization(
   ctx: AppContext,
@@ -202,11 +292,13 @@ export async function continueAuthorization(
     return fail(errors.accessDenied('the person is not assigned to this application'));
   }
 
-  // 3. Strength: urn:service:acr:mfa needs the one-time code
-  if (p.acr_required === ACR_VALUES.mfa && session.acr !== ACR_VALUES.mfa) {
-    if (!user.has_totp) return fail(errors.unmetAuthenticationRequirements('a second factor is required and the person has none'));
-    if (silent) return fail(errors.interactionRequired('a second factor is required'));
-    return goTo('/login/otp');
+  // 3. Strength: the acr_values asked for (a one-time code or a passkey still to come)
+  const accepted = acceptedAcr(p);
+  const step = await nextStrengthStep(ctx, user, accepted, session);
+  if (step === 'unmet') return fail(errors.unmetAuthenticationRequirements(unmetDescription(accepted ?? [])));
+  if (step !== 'done') {
+    if (silent) return fail(errors.interactionRequired(step === 'otp' ? 'a one-time code is required' : 'a passkey sign-in is required'));
+    return goTo(step === 'otp' ? '/login/otp' : '/login/passkey');
   }
 
   // 4. Consent for a third-party application

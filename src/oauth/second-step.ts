@@ -5,7 +5,7 @@ import { sendPage } from '../pages/layout.js';
 import { secondStepPage } from '../pages/second-step.js';
 import type { PendingRequest } from '../store/oauth.js';
 import type { UserCredentials } from '../store/users.js';
-import { continueAuthorization, STRENGTH } from './authorize.js';
+import { continueAuthorization, withOneTimeCode } from './authorize.js';
 import { csrfToken, verifyCsrf } from './csrf.js';
 import { formBody } from './params.js';
 import { loadPending } from './pending.js';
@@ -25,8 +25,11 @@ async function personOf(ctx: AppContext, req: Request, pending: PendingRequest):
   return account ? { account, signedIn } : undefined;
 }
 
-/** The accepted time step of a 6-digit, 30-second TOTP code (RFC 6238), one step of clock skew allowed. */
-function totpStep(ctx: AppContext, sealedSecret: string, otp: string): number | undefined {
+/**
+ * The accepted time step of a 6-digit, 30-second TOTP code (RFC 6238), one step of clock skew
+ * allowed. Exported for the account page, which confirms a new secret the same way.
+ */
+export function totpStep(ctx: AppContext, sealedSecret: string, otp: string): number | undefined {
   if (!/^\d{6}$/.test(otp)) return undefined;
   try {
     const secret = Secret.fromBase32(ctx.box.open(sealedSecret).replace(/\s+/g, '').toUpperCase());
@@ -78,16 +81,18 @@ export function secondStepSubmit(ctx: AppContext): RequestHandler {
     }
     await limiter.succeed(account.email);
 
-    // Both factors passed: a new session (after the password step) or a stronger one (step-up).
-    const amr = [...STRENGTH.mfa.amr];
+    // Both factors passed: a new session (after the password step) or a stronger one (a step-up
+    // of this person's session: password + code is mfa, passkey + code is passkey_mfa).
     let session;
     if (pending.user_id || !signedIn || signedIn.user.id !== account.id) {
-      session = await startSession(ctx, res, account.id, amr, STRENGTH.mfa.acr, signedIn?.session);
+      const strength = withOneTimeCode(undefined);
+      session = await startSession(ctx, res, account.id, strength.amr, strength.acr, signedIn?.session);
       await ctx.store.oauth.setRequestUser(pending.id, null);
     } else {
+      const strength = withOneTimeCode(signedIn.session);
       const authTime = Math.floor(Date.now() / 1000);
-      await ctx.store.sessions.update(signedIn.session.sid, authTime, amr, STRENGTH.mfa.acr);
-      session = { ...signedIn.session, auth_time: authTime, amr, acr: STRENGTH.mfa.acr };
+      await ctx.store.sessions.update(signedIn.session.sid, authTime, strength.amr, strength.acr);
+      session = { ...signedIn.session, auth_time: authTime, ...strength };
     }
     await ctx.store.oauth.markRequestFresh(pending.id);
     await continueAuthorization(ctx, req, res, { ...pending, user_id: null, fresh: true }, { session, user: account });

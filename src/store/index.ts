@@ -17,6 +17,7 @@ import { sessionsStore } from './sessions.js';
 import { settingsStore } from './settings.js';
 import { ssfStore } from './ssf.js';
 import { usersStore } from './users.js';
+import { webauthnStore } from './webauthn.js';
 import type { Sql, SqlDatabase } from './sql.js';
 
 /**
@@ -44,6 +45,7 @@ function modules(sql: Sql, changes: ChangeFeed) {
     saml: samlStore(sql),
     leases: leasesStore(sql),
     policyVersions: policyVersionsStore(sql),
+    webauthn: webauthnStore(sql),
   };
 }
 

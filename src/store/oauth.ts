@@ -11,7 +11,9 @@ export interface AuthorizationParams {
   code_challenge?: string;
   prompt: string[];
   max_age?: number;
-  /** the strength the request needs: `urn:service:acr:1fa` or `urn:service:acr:mfa` */
+  /** the sign-in strengths (acr values) the request accepts, ours only, in the order asked */
+  acr_values?: string[];
+  /** the single strength a request kept before `acr_values` existed */
   acr_required?: string;
   login_hint?: string;
   resource?: string;
@@ -240,6 +242,21 @@ export function oauthStore(sql: Sql) {
         );
       });
     },
+
+    /** Every application the person allowed, newest first. */
+    consentsOfUser: async (userId: string): Promise<{ client_id: string; scopes: string[]; updated_at: number }[]> =>
+      (
+        await sql.all<{ client_id: string; scopes: string; updated_at: number }>(
+          'SELECT client_id, scopes, updated_at FROM oauth_consents WHERE user_id = ? ORDER BY updated_at DESC, client_id',
+          [userId],
+        )
+      ).map((r) => ({ client_id: r.client_id, scopes: parseJson<string[]>(r.scopes, []), updated_at: r.updated_at })),
+    /** Forgets what the person allowed the application; true when there was a consent. */
+    withdrawConsent: async (userId: string, clientId: string): Promise<boolean> =>
+      (await sql.run('DELETE FROM oauth_consents WHERE user_id = ? AND client_id = ?', [userId, clientId])).changes === 1,
+    /** Every refresh family of one person at one application. */
+    revokeFamiliesOfUserClient: async (userId: string, clientId: string): Promise<number> =>
+      (await sql.run('UPDATE refresh_families SET revoked_at = ? WHERE user_id = ? AND client_id = ? AND revoked_at IS NULL', [now(), userId, clientId])).changes,
 
     /** Records a TOTP time step as used; false when it (or a later one) was used already. One statement: atomic everywhere. */
     async useTotpStep(userId: string, step: number): Promise<boolean> {

@@ -182,6 +182,9 @@ export function ssfStore(sql: Sql) {
       );
       return r?.at == null ? null : Number(r.at);
     },
+    /** Events waiting for delivery, over every stream (the metrics' backlog). */
+    backlog: async (): Promise<number> =>
+      Number((await sql.get<{ n: number }>("SELECT COUNT(*) AS n FROM ssf_outbox WHERE state = 'pending'"))?.n ?? 0),
     markDelivered: async (id: number): Promise<boolean> =>
       (
         await sql.run("UPDATE ssf_outbox SET state = 'delivered', attempts = attempts + 1, delivered_at = ?, last_error = NULL WHERE id = ? AND state = 'pending'", [

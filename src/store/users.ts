@@ -31,6 +31,8 @@ interface Row {
   roles: string;
   attributes: string;
   totp_secret_enc: string | null;
+  totp_pending_enc: string | null;
+  totp_pending_expires_at: number | null;
   password_compromised: number;
   created_at: number;
   updated_at: number;
@@ -131,6 +133,26 @@ export function usersStore(sql: Sql) {
       (await sql.run('UPDATE users SET password_hash = ?, password_compromised = 0, updated_at = ? WHERE id = ?', [hash, now(), id])).changes === 1,
     setTotpSecret: async (id: string, sealed: string | null): Promise<boolean> =>
       (await sql.run('UPDATE users SET totp_secret_enc = ?, updated_at = ? WHERE id = ?', [sealed, now(), id])).changes === 1,
+    /** A TOTP secret being set up (sealed); it takes effect on `confirmPendingTotp`. `null` forgets it. */
+    setPendingTotp: async (id: string, sealed: string | null, expiresAt: number | null): Promise<boolean> =>
+      (await sql.run('UPDATE users SET totp_pending_enc = ?, totp_pending_expires_at = ? WHERE id = ?', [sealed, expiresAt, id])).changes === 1,
+    /** The sealed secret being set up, while it has not expired. */
+    async pendingTotp(id: string): Promise<string | undefined> {
+      const r = await byId(id);
+      return r?.totp_pending_enc && (r.totp_pending_expires_at ?? 0) > now() ? r.totp_pending_enc : undefined;
+    },
+    /**
+     * Makes the pending secret (exactly `sealed`) the person's TOTP secret; false when it changed
+     * or expired: only the secret the person confirmed a code from takes effect.
+     */
+    confirmPendingTotp: async (id: string, sealed: string): Promise<boolean> =>
+      (
+        await sql.run(
+          `UPDATE users SET totp_secret_enc = totp_pending_enc, totp_pending_enc = NULL, totp_pending_expires_at = NULL, updated_at = ?
+           WHERE id = ? AND totp_pending_enc = ? AND totp_pending_expires_at > ?`,
+          [now(), id, sealed, now()],
+        )
+      ).changes === 1,
     markPasswordCompromised: async (id: string): Promise<boolean> =>
       (await sql.run('UPDATE users SET password_compromised = 1, updated_at = ? WHERE id = ?', [now(), id])).changes === 1,
     delete: async (id: string): Promise<boolean> => (await sql.run('DELETE FROM users WHERE id = ?', [id])).changes === 1,

@@ -127,7 +127,8 @@ describe('limits at binding (403 constraint_violated, no token) for every operat
         expect(d.body.data).toMatchObject({ decision: 'allow', reason: 'allowed' });
       } else {
         expect(res.status).toBe(403);
-        expect(res.body).toEqual({ error: 'invalid_body', error_description: 'constraint_violated' });
+        expect(res.body).toMatchObject({ error: 'invalid_body', error_description: 'constraint_violated' });
+        expect(res.body.reason).toMatch(/^constraint_violated: (amount|currency|region|channel) (max|min|in|not_in|eq|required)$/);
       }
     });
   }

@@ -24,6 +24,8 @@ export interface TestServerOptions {
   policies?: Record<string, string>;
   /** reuse a directory (to restart on the same database) */
   dir?: string;
+  /** `worker`: a second process over the database of a running server (no migrations, lease or background work) */
+  role?: 'primary' | 'worker';
 }
 
 /**
@@ -42,11 +44,11 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
     ...(testServerUrl() ? { GATEHOUSE_DATABASE_URL: await testDatabase(dir) } : {}),
     GATEHOUSE_POLICY_DIR: policyDir,
     GATEHOUSE_ADMIN_TOKEN: ADMIN_TOKEN,
-    GATEHOUSE_SECRET: 'test-secret-0123456789abcdef',
+    GATEHOUSE_SECRET: 'test-secret-0123456789abcdef-0123456789',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     ...opts.env,
   });
-  const running = await startServer(config, { logger: createLogger(config.logLevel) });
+  const running = await startServer(config, { logger: createLogger(config.logLevel), role: opts.role ?? 'primary' });
   const admin: TestServer['admin'] = async (method, path, body) => {
     const res = await fetch(`${running.url}/admin/v1${path}`, {
       method,

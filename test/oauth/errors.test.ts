@@ -53,7 +53,7 @@ describe('authorize errors (the description table)', () => {
       [{ client_id: f.web.client_id, ...pkce, prompt: 'sometimes' }, 'invalid_request'],
       [{ client_id: f.web.client_id, ...pkce, max_age: '-1' }, 'invalid_request'],
       [{ client_id: f.web.client_id, ...pkce, resource: 'https://unknown.example/api' }, 'invalid_target'],
-      [{ client_id: f.web.client_id, ...pkce, acr_values: 'urn:service:acr:passkey' }, 'unmet_authentication_requirements'],
+      [{ client_id: f.web.client_id, ...pkce, acr_values: 'urn:example:acr:not-offered' }, 'unmet_authentication_requirements'],
       [{ client_id: f.web.client_id, ...pkce, prompt: 'none' }, 'login_required'],
     ];
     for (const [params, error] of cases) {

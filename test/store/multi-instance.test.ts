@@ -15,8 +15,8 @@ import { dropTestDatabase, testDatabase, testServerUrl } from '../helpers/databa
 
 // Three `gatehouse serve` processes on one PostgreSQL database, behind a round-robin load
 // balancer (the issuer). Runs when GATEHOUSE_TEST_DATABASE_URL names a server.
-const ADMIN = 'multi-instance-admin-token';
-const SECRET = 'multi-instance-secret-0123456789';
+const ADMIN = 'multi-instance-admin-token-0123456789abcdef';
+const SECRET = 'multi-instance-secret-0123456789abcdef0123';
 const JWT_BEARER = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
 const REDIRECT = 'http://localhost:9/callback';
 const PASSWORD = 'correct horse battery staple';

@@ -1,0 +1,182 @@
+import { randomUUID } from 'node:crypto';
+import type { AppContext } from '../context.js';
+import type { AgentPrincipal } from '../agents/access-token.js';
+import { agentCache } from '../agents/agent-cache.js';
+import { actionKey, canonicalJson } from '../agents/canonical.js';
+import { recordAudit } from './audit.js';
+import { auditRecord, decideOn, denial, type PipelineDecision, type Via } from './core.js';
+import { loadFacts } from './facts.js';
+import type { DecisionRequest, PolicySet } from './policy-interface.js';
+import { checkTransactionToken } from './transaction-tokens.js';
+
+/** A pending approval waits this long for a person; once approved (or denied) it holds this long. */
+export const APPROVAL_WINDOW_SECONDS = 600;
+
+interface Action {
+  action: string;
+  resource: string;
+  context: Record<string, unknown>;
+}
+
+/**
+ * One request for a decision, by the door it came through:
+ * - `decision`: the decision endpoint; the transaction token authenticates it.
+ * - `mcp`: a tools/call of the MCP gateway, with the caller's verified access token.
+ * - `bind`: the transaction-token endpoint; only the limits are checked (nothing is consumed)
+ *   and an allowed binding is recorded as token `txn`.
+ */
+export type AuthorizeRequest =
+  | ({ via: 'decision'; agentId: string; transactionToken: string | undefined } & Action)
+  | ({ via: 'mcp'; principal: AgentPrincipal } & Action)
+  | ({ via: 'bind'; principal: AgentPrincipal; txn: string } & Action);
+
+export type AuthorizeResult =
+  /** step 1 of the decision order: the caller answers 401 */
+  | { outcome: 'unknown_agent' }
+  | { outcome: 'decided'; decision: PipelineDecision; approvalId?: string };
+
+/**
+ * The one door to a decision. Steps: (1) the agent exists and is not revoked; the transaction
+ * token holds (decision endpoint) or the access token carries the capability (gateway, binding);
+ * (2–6) the decision order on fresh facts (limits, deny rules, grants, approval rules, allow),
+ * with approvals created or consumed; then exactly one audit record. Never throws: anything
+ * unexpected is a `deny` (fail closed), and a decision that cannot be recorded is not given.
+ */
+export async function authorize(ctx: AppContext, req: AuthorizeRequest): Promise<AuthorizeResult> {
+  const started = performance.now();
+  const agentId = req.via === 'decision' ? req.agentId : req.principal.agent.agent_id;
+  let result: AuthorizeResult;
+  try {
+    result = await run(ctx, req, agentId);
+  } catch (err) {
+    ctx.logger.error({ err, agent_id: agentId, action: req.action }, 'decision failed');
+    result = { outcome: 'decided', decision: denial({ code: 'error', message: 'the decision could not be made' }, ctx.policy.peek()?.set?.version ?? '') };
+  }
+  if (result.outcome === 'decided') {
+    ctx.metrics.decisions.inc({ via: req.via, outcome: result.decision.decision, reason: result.decision.cause.code });
+    ctx.metrics.decisionSeconds.observe({ via: req.via }, (performance.now() - started) / 1000);
+  }
+  return result;
+}
+
+/** Facts known before the agent's are loaded: enough for the record of an early refusal. */
+function early(agentId: string, userId: string | null, req: Action, now: number): Parameters<typeof auditRecord>[1] {
+  return {
+    subject: { type: 'agent', id: agentId, roles: [], groups: [], permissions: [], attributes: {} },
+    person: userId !== null ? { id: userId, roles: [], groups: [], permissions: [], attributes: {} } : null,
+    action: req.action,
+    resource: req.resource,
+    context: req.context,
+    now,
+  };
+}
+
+async function run(ctx: AppContext, req: AuthorizeRequest, agentId: string): Promise<AuthorizeResult> {
+  const { action, resource, context } = req;
+  const now = ctx.clock.now();
+  const state = await agentCache(ctx).active(agentId);
+  const policy = await ctx.policy.state();
+  const version = policy.set?.version ?? '';
+
+  // 1. The agent, and the credential of this door.
+  if (!state) {
+    if (req.via === 'decision') return { outcome: 'unknown_agent' };
+    // The access token was verified a moment ago: the agent was revoked in between.
+    return record(ctx, req.via, early(agentId, req.principal.userId, req, now), denial({ code: 'agent_revoked' }, version));
+  }
+  let userId: string | null;
+  if (req.via === 'decision') {
+    const checked = await checkTransactionToken(ctx, req.transactionToken, { agentId, action, resource, context });
+    if ('why' in checked) return record(ctx, req.via, early(agentId, null, req, now), denial({ code: 'invalid_transaction_token', why: checked.why }, version));
+    userId = checked.userId;
+  } else {
+    userId = req.principal.userId;
+    // The token's capabilities bound what this sign-in may do, whatever the agent holds now.
+    if (!req.principal.capabilities.includes(action)) {
+      return record(ctx, req.via, early(agentId, userId, req, now), denial({ code: 'not_granted', action, missing: 'capability' }, version));
+    }
+  }
+
+  // 2–6. The decision order on the current facts.
+  const facts = await loadFacts(ctx, state, userId, resource);
+  const request: DecisionRequest = { ...facts, action, resource, context, now };
+  let decision = decideOn(request, policy.set);
+
+  if (req.via === 'bind') {
+    // A binding checks the limits only; rules and grants are the decision's.
+    if (decision.cause.code !== 'constraint_violated' && decision.cause.code !== 'policy_unavailable' && decision.cause.code !== 'error') {
+      decision = { decision: 'allow', cause: { code: 'allowed' }, reason: 'allowed', policyVersion: decision.policyVersion, trace: decision.trace };
+    }
+    return record(ctx, 'bind', request, decision, `transaction token ${req.txn}`);
+  }
+
+  let approvalId: string | undefined;
+  if (decision.decision === 'approval_required' && policy.set) {
+    ({ decision, approvalId } = await approvals(ctx, policy.set, request, decision, state.agent.name));
+  }
+  return record(ctx, req.via, request, decision, undefined, approvalId);
+}
+
+/** Writes the decision's one audit record; a decision that cannot be recorded is a deny. */
+async function record(
+  ctx: AppContext,
+  via: Via,
+  request: Parameters<typeof auditRecord>[1],
+  decision: PipelineDecision,
+  issued?: string,
+  approvalId?: string,
+): Promise<AuthorizeResult> {
+  try {
+    await recordAudit(ctx, auditRecord(via, request, decision, issued));
+  } catch (err) {
+    ctx.logger.error({ err, agent_id: request.subject.id }, 'audit append failed');
+    return { outcome: 'decided', decision: denial({ code: 'error', message: 'the decision could not be recorded' }, decision.policyVersion) };
+  }
+  return approvalId !== undefined ? { outcome: 'decided', decision, approvalId } : { outcome: 'decided', decision };
+}
+
+/**
+ * Step 5 with its memory: an action that needs a person creates a pending approval (or finds
+ * the pending one); once approved it is allowed once (consumed atomically, so two concurrent
+ * calls cannot both use it); once denied it stays denied for the window.
+ */
+async function approvals(
+  ctx: AppContext,
+  policy: PolicySet,
+  request: DecisionRequest,
+  first: PipelineDecision,
+  agentName: string,
+): Promise<{ decision: PipelineDecision; approvalId?: string }> {
+  const rule = first.rule ?? (first.cause.code === 'approval_required' ? first.cause.rule : '');
+  const key = actionKey(request.subject.id, request.action, request.resource, request.context);
+  const nowSeconds = Math.floor(request.now / 1000);
+  return ctx.store.transaction(async (tx): Promise<{ decision: PipelineDecision; approvalId?: string }> => {
+    const store = tx.agentAuth;
+    // Decisions about one action take turns, on every instance: one of them creates the approval request.
+    await store.lockAction(key);
+    const latest = await store.latestForAction(key);
+    if (latest?.state === 'approved') {
+      const approved = decideOn({ ...request, approved: true }, policy);
+      if (approved.decision !== 'allow') return { decision: approved };
+      // Allowed once: only the caller that consumes the approval gets the allow.
+      if (await store.consume(latest.id)) return { decision: approved };
+    } else if (latest?.state === 'denied') {
+      return { decision: { ...denial({ code: 'approval_denied', rule }, first.policyVersion), trace: first.trace } };
+    } else if (latest?.state === 'pending') {
+      return { decision: first, approvalId: latest.id };
+    }
+    const created = await store.createAction({
+      id: randomUUID(),
+      agent_id: request.subject.id,
+      user_id: request.person && request.person.id !== '' ? request.person.id : null,
+      action: request.action,
+      resource: request.resource,
+      context: canonicalJson(request.context),
+      action_key: key,
+      rule: rule || null,
+      binding_message: `${agentName} asks to ${request.action} on ${request.resource}`,
+      expires_at: nowSeconds + APPROVAL_WINDOW_SECONDS,
+    });
+    return { decision: first, approvalId: created.id };
+  });
+}
