@@ -26,7 +26,7 @@ const make =
   (description?: string, extra?: Record<string, unknown>, headers?: Record<string, string>) =>
     new ProtocolError(status, error, description, extra, headers);
 
-/** The error codes of the description's Errors section, plus the management API's. */
+/** The OAuth error codes of the sign-in endpoints, plus the management API's. */
 export const errors = {
   invalidRequest: make(400, 'invalid_request'),
   invalidClient: make(401, 'invalid_client'),

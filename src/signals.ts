@@ -1,7 +1,7 @@
 import type { Store } from './store/index.js';
 
 /**
- * The security events of the description, emitted by management operations (never by the
+ * The four Shared Signals security events, emitted by management operations (never by the
  * OAuth endpoints). `emit` is given the store transaction that makes the change, so the event
  * is recorded exactly when the change is (the Shared Signals outbox).
  */

@@ -24,7 +24,7 @@ const adminRequest: RequestHandler = (req, res, next) => {
   next();
 };
 
-/** The management API at /admin/v1 (CONTRACT section 3). */
+/** The management API at /admin/v1. */
 export function adminRouter(ctx: AppContext): Router {
   const router = Router();
 

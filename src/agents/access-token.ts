@@ -13,7 +13,7 @@ export interface AgentPrincipal {
   claims: JWTPayload;
 }
 
-/** Agent access tokens live 900 seconds (the description's default). */
+/** Agent access tokens live 900 seconds (the default access-token lifetime). */
 export const AGENT_ACCESS_TOKEN_TTL = 900;
 export const AGENT_ACCESS_TOKEN_TYP = 'at+jwt';
 

@@ -13,7 +13,7 @@ const authorizeBody = z.object({
   ...actionFields,
 });
 
-/** The decision object of the description. */
+/** The decision object: `{data: {decision, reason, ...}}`. */
 export interface DecisionAnswer {
   decision: 'allow' | 'deny' | 'approval_required';
   reason: string;

@@ -1,23 +1,16 @@
 import { resolve } from 'node:path';
 import { parseDatabaseUrl } from '../config.js';
 import { listMigrations, migrate, openDatabase, pendingMigrations } from '../store/db.js';
-import type { CliIo } from './audit.js';
+import type { CliIO, ParsedArgs } from './args.js';
+import { loadDotEnv } from './env.js';
 
-const USAGE = `usage: gatehouse migrate [--check]
-
-  Applies the schema migrations the database lacks (GATEHOUSE_DATABASE_URL, else the SQLite
-  file GATEHOUSE_DB, default ./data/gatehouse.db), each in its own transaction; instances
-  starting meanwhile wait for it. --check only lists what is pending (exit 1 when any is).
-`;
-
-/** `gatehouse migrate`: brings the schema up to date before instances of a new version start. */
-export async function runMigrateCommand(args: string[], io: CliIo): Promise<number> {
-  const check = args.includes('--check');
-  const unknown = args.filter((a) => a !== '--check');
-  if (unknown.length) {
-    io.stderr(`gatehouse: unknown argument '${unknown[0]}'\n${USAGE}`);
-    return 2;
-  }
+/**
+ * `gatehouse migrate [--check]`: brings the schema up to date before instances of a new
+ * version start, or (--check) lists what is pending and exits 1 when something is.
+ */
+export async function migrateCommand(args: ParsedArgs, io: CliIO): Promise<number> {
+  loadDotEnv();
+  const check = args.options.get('--check') === true;
   const url = parseDatabaseUrl(process.env.GATEHOUSE_DATABASE_URL);
   const file = resolve(io.cwd, process.env.GATEHOUSE_DB || './data/gatehouse.db');
   const db = await openDatabase({ file, url });

@@ -17,7 +17,7 @@ import type { SettingsStore } from '../store/settings.js';
 export type SigningAlg = 'RS256' | 'EdDSA';
 export const SIGNING_ALGS: SigningAlg[] = ['RS256', 'EdDSA'];
 
-/** A rotated key stays in the JWK Set this long (the description: 24 hours). */
+/** A rotated key stays in the JWK Set this long: 24 hours. */
 export const RETIRED_KEY_PUBLISHED_SECONDS = 24 * 60 * 60;
 
 const genKeyPair = promisify(generateKeyPair);

@@ -110,7 +110,7 @@ const UNMET_TEXT: Record<string, string> = {
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 
-/** The authorize errors that are shown on the issuer instead of redirected (the description's table). */
+/** The authorize errors that are shown on the issuer instead of redirected (shown on the issuer so the browser is never sent to an unchecked URI). */
 function showErrorPage(res: Response, err: ProtocolError): void {
   sendPage(res, err.status, errorPage(err.error, err.description ?? err.error));
 }
@@ -277,7 +277,7 @@ export async function continueAuthorization(
   const goTo = (path: string) => res.redirect(302, `${path}?request=${encodeURIComponent(pending.id)}`);
 
   // 1. Signed in, recently enough (prompt=login and max_age are met by a sign-in during this request)
-  // max_age=0 means "sign in now" (the description), so it always asks, like prompt=login.
+  // max_age=0 means "sign in now", so it always asks, like prompt=login.
   const tooOld = !pending.fresh && signedIn && p.max_age !== undefined &&
     (p.max_age === 0 || nowSeconds() - signedIn.session.auth_time > p.max_age);
   const forced = !pending.fresh && p.prompt.includes('login');

@@ -6,7 +6,7 @@ import type { Application } from '../store/applications.js';
 import { single, type Params } from './params.js';
 import { endSession } from './session.js';
 
-/** Listed in post_logout_redirect_uris, or the scheme and host of a registered redirect URI (CONTRACT 4). */
+/** Listed in post_logout_redirect_uris, or the scheme and host of a registered redirect URI. */
 function allowedAfterLogout(app: Application, uri: string): boolean {
   if (app.post_logout_redirect_uris.includes(uri)) return true;
   let target: URL;
@@ -38,7 +38,7 @@ async function clientFromHint(ctx: AppContext, hint: string | undefined): Promis
 }
 
 /**
- * GET /oauth/logout, the description's four rules: the session ends and its cookie goes; the
+ * GET /oauth/logout, in four rules: the session ends and its cookie goes; the
  * person is sent to an allowed post_logout_redirect_uri (with state), else sees a signed-out
  * page; refresh tokens are left alone (the application revokes them).
  */

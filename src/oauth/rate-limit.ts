@@ -2,7 +2,7 @@ import type { AppContext } from '../context.js';
 import { sha256 } from '../crypto/hash.js';
 
 /**
- * Thresholds for failed attempts (the description leaves them open; docs/sign-in.md lists them).
+ * Thresholds for failed attempts (docs/sign-in.md lists them).
  * Counters live in the database so every process and instance shares them.
  */
 export const LIMITS = {

@@ -26,7 +26,7 @@ const cors: RequestHandler = (req, res, next) => {
   next();
 };
 
-/** The sign-in part of the description: /oauth/* and the sign-in pages. */
+/** People signing in: /oauth/* and the sign-in pages. */
 export function oauthRouter(ctx: AppContext): Router {
   const router = Router();
 

@@ -6,7 +6,7 @@ import type { User } from '../store/users.js';
 
 /** The browser's sign-in session: a random value whose sha256 is sessions.token_hash. */
 export const SESSION_COOKIE = 'gatehouse_session';
-/** How long a sign-in session lives (the description leaves it open): 12 hours. */
+/** How long a sign-in session lives : 12 hours. */
 export const SESSION_TTL_SECONDS = 12 * 60 * 60;
 
 export interface SignedIn {
@@ -16,7 +16,7 @@ export interface SignedIn {
 
 const isHttps = (ctx: AppContext) => ctx.config.issuer.startsWith('https:');
 
-/** Cookie options of CONTRACT 2: HttpOnly, SameSite=Lax, Secure when the issuer is https. */
+/** Session cookie options: HttpOnly, SameSite=Lax, Secure when the issuer is https. */
 export function cookieOptions(ctx: AppContext) {
   return { httpOnly: true, sameSite: 'lax' as const, secure: isHttps(ctx), path: '/' };
 }

@@ -10,7 +10,7 @@ const challenge = (error?: string) => ({
 
 /**
  * GET or POST /oauth/userinfo: the person's profile filtered by the token's scopes. The profile
- * is read on every call; groups and roles come from the access token (the description).
+ * is read on every call; groups and roles come from the access token.
  */
 export function userinfoEndpoint(ctx: AppContext): RequestHandler {
   return async (req, res) => {

@@ -167,8 +167,10 @@ export function screenshotDir(server: TestServer): string {
   return dir;
 }
 
-/** Waits until the element's text matches (the page's script updates it). */
+/**
+ * Waits until the element's text matches (the page's script updates it). A locator, not a
+ * string predicate: the pages' Content-Security-Policy forbids eval, string predicates included.
+ */
 export async function waitForText(page: Page, selector: string, pattern: RegExp, timeout = 20_000): Promise<void> {
-  const re = `new RegExp(${JSON.stringify(pattern.source)}, ${JSON.stringify(pattern.flags)})`;
-  await page.waitForFunction(`${re}.test(document.querySelector(${JSON.stringify(selector)})?.textContent ?? '')`, undefined, { timeout });
+  await page.locator(selector).filter({ hasText: pattern }).first().waitFor({ timeout });
 }

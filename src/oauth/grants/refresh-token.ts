@@ -6,7 +6,7 @@ import { parseScope, required, single, type Params } from '../params.js';
 import { personForIssue, personTokenResponse, REFRESH_TOKEN_TTL, type TokenResponse } from '../tokens.js';
 
 /**
- * grant_type=refresh_token, the description's state table: the current token becomes used and
+ * grant_type=refresh_token, as a state table: the current token becomes used and
  * a new one is returned; a used token presented again revokes the family. `scope` may narrow
  * the new access token, never widen it; sid, amr, auth_time stay those of the sign-in.
  */
