@@ -39,7 +39,7 @@ describe('gatehouse migrate', () => {
     expect(before.out).toMatch(/^pending on .+:\n {2}001-foundation\.sql\n/);
     const applied = await gatehouse(['migrate'], env);
     expect(applied.code).toBe(0);
-    expect(applied.out).toContain('  012-leases.sql\n');
+    expect(applied.out).toContain('  013-leases.sql\n');
     const after = await gatehouse(['migrate', '--check'], env);
     expect([after.code, after.out]).toEqual([0, expect.stringMatching(/^up to date: /)]);
     expect((await gatehouse(['migrate'], env)).out).toMatch(/^up to date: /);
