@@ -23,6 +23,8 @@ import { startHousekeeping } from './store/housekeeping.js';
 import { createStore, type Store } from './store/index.js';
 import { endpointUrls } from './urls.js';
 import { applyProjectFile } from './admin/project-file.js';
+import { ensureApiApplication } from './authzen/api-application.js';
+import { authzenFastPath } from './authzen/router.js';
 import { ensureConsoleApplication } from './console/application.js';
 
 export type ProcessRole = 'primary' | 'worker';
@@ -95,6 +97,7 @@ export async function openContext(config: Config, logger: Logger, role: ProcessR
         }
         throw err;
       }
+      await ensureApiApplication(ctx);
       if (config.projectFile) await applyProjectFile(ctx, config.projectFile);
     }
     return ctx;
@@ -286,9 +289,10 @@ function listenError(port: number, err: NodeJS.ErrnoException): Error {
 export function attach(server: Server, ctx: AppContext): void {
   const app = createApp(ctx);
   const fast = fastPaths(ctx, EDGE_ROUTES);
+  const authzen = authzenFastPath(ctx);
   server.removeAllListeners('request');
   server.on('request', (req, res) => {
-    if (!fast(req, res)) app(req, res);
+    if (!fast(req, res) && !authzen(req, res)) app(req, res);
   });
 }
 

@@ -18,6 +18,7 @@ export const auditJson = (r: AuditRecord) => ({
   reason: r.reason,
   policy_version: r.policy_version,
   actor: r.actor,
+  caller: r.caller,
 });
 
 export type AuditQuery = z.output<typeof auditQuery>;

@@ -275,7 +275,15 @@ export const applicationCreated = applicationView.extend({
 
 /** The project file's application: the API's fields plus its grants and assignments. */
 export const projectApplication = applicationCreate.extend({
-  grants: z.array(z.object({ api_client_id: clientIdSchema, scopes: grantBody.shape.scopes })).optional(),
+  grants: z
+    .array(
+      z.object({
+        // An API's client ID, or a URL one such as the AuthZEN API's `{issuer}/access/v1`.
+        api_client_id: clientIdSchema.or(z.url({ protocol: /^https?$/ }).max(2000)),
+        scopes: grantBody.shape.scopes,
+      }),
+    )
+    .optional(),
   assignments: z.array(z.string().min(1)).optional().meta({ description: 'user ids or emails' }),
 });
 
@@ -512,6 +520,7 @@ const auditTime = z
 export const auditQuery = z.object({
   agent_id: z.string().optional(),
   user_id: z.string().optional(),
+  caller: z.string().optional().meta({ description: 'the client ID of the application that asked (an AuthZEN caller)' }),
   decision: z.enum(['allow', 'deny', 'approval_required']).optional(),
   kind: z.string().optional().meta({ description: '`decision` (the default), `token`, `approval`, `admin` (changes made in the console), or `all`' }),
   reason: z
@@ -539,6 +548,7 @@ export const auditPage = z.object({
       reason: z.string().nullable(),
       policy_version: z.string().nullable(),
       actor: z.string().nullable().meta({ description: 'the person (user id) who made a change in the console' }),
+      caller: z.string().nullable().meta({ description: 'the client ID of the application that asked; null for an agent\'s own request' }),
     }),
   ),
   next_before: z.number().nullable(),

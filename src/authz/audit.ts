@@ -40,7 +40,7 @@ class AuditWriter {
     this.scheduled = false;
     this.writing = true;
     try {
-      await this.ctx.store.audit.appendMany(batch.map((p) => p.input));
+      await this.ctx.store.audit.appendAll(batch.map((p) => p.input));
       for (const p of batch) p.resolve();
     } catch (err) {
       for (const p of batch) p.reject(err);

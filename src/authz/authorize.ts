@@ -5,8 +5,8 @@ import { agentCache } from '../agents/agent-cache.js';
 import { actionKey, canonicalJson } from '../agents/canonical.js';
 import { recordAudit } from './audit.js';
 import { auditRecord, decideOn, denial, type PipelineDecision, type Via } from './core.js';
-import { loadFacts } from './facts.js';
-import type { DecisionRequest, PolicySet } from './policy-interface.js';
+import { entityAttributes, loadFacts, namedSubjectFacts, withProperties } from './facts.js';
+import type { Attributes, DecisionRequest, PolicySet, SubjectFacts } from './policy-interface.js';
 import { checkTransactionToken } from './transaction-tokens.js';
 
 /** A pending approval waits this long for a person; once approved (or denied) it holds this long. */
@@ -24,11 +24,24 @@ interface Action {
  * - `mcp`: a tools/call of the MCP gateway, with the caller's verified access token.
  * - `bind`: the transaction-token endpoint; only the limits are checked (nothing is consumed)
  *   and an allowed binding is recorded as token `txn`.
+ * - `authzen`: an AuthZEN evaluation, asked by an authenticated application (`caller`) about a
+ *   subject named by type and id. An unknown subject is a deny, not a 401.
  */
 export type AuthorizeRequest =
   | ({ via: 'decision'; agentId: string; transactionToken: string | undefined } & Action)
   | ({ via: 'mcp'; principal: AgentPrincipal } & Action)
-  | ({ via: 'bind'; principal: AgentPrincipal; txn: string } & Action);
+  | ({ via: 'bind'; principal: AgentPrincipal; txn: string } & Action)
+  | ({ via: 'authzen'; caller: string; subject: NamedSubject; resourceProperties?: Attributes; facts?: SubjectLoader } & Action);
+
+/** How the AuthZEN door reads a named subject's facts (a batch passes one that reads each subject once). */
+export type SubjectLoader = typeof namedSubjectFacts;
+
+/** A subject by type (`user` or `agent`) and id, with attributes the request adds (a stored attribute wins a clash). */
+export interface NamedSubject {
+  type: string;
+  id: string;
+  properties?: Attributes;
+}
 
 export type AuthorizeResult =
   /** step 1 of the decision order: the caller answers 401 */
@@ -44,10 +57,10 @@ export type AuthorizeResult =
  */
 export async function authorize(ctx: AppContext, req: AuthorizeRequest): Promise<AuthorizeResult> {
   const started = performance.now();
-  const agentId = req.via === 'decision' ? req.agentId : req.principal.agent.agent_id;
+  const agentId = req.via === 'decision' ? req.agentId : req.via === 'authzen' ? req.subject.id : req.principal.agent.agent_id;
   let result: AuthorizeResult;
   try {
-    result = await run(ctx, req, agentId);
+    result = req.via === 'authzen' ? await runNamed(ctx, req) : await run(ctx, req, agentId);
   } catch (err) {
     ctx.logger.error({ err, agent_id: agentId, action: req.action }, 'decision failed');
     result = { outcome: 'decided', decision: denial({ code: 'error', message: 'the decision could not be made' }, ctx.policy.peek()?.set?.version ?? '') };
@@ -71,7 +84,31 @@ function early(agentId: string, userId: string | null, req: Action, now: number)
   };
 }
 
-async function run(ctx: AppContext, req: AuthorizeRequest, agentId: string): Promise<AuthorizeResult> {
+/** The AuthZEN door: the same decision order, approvals and record, for a subject the caller names. */
+async function runNamed(ctx: AppContext, req: Extract<AuthorizeRequest, { via: 'authzen' }>): Promise<AuthorizeResult> {
+  const { action, resource, context, caller } = req;
+  const now = ctx.clock.now();
+  const load = req.facts ?? namedSubjectFacts;
+  const [named, policy, stored] = await Promise.all([load(ctx, req.subject.type, req.subject.id), ctx.policy.state(), entityAttributes(ctx, resource)]);
+  const version = policy.set?.version ?? '';
+  if (!named) {
+    const subject: SubjectFacts = { type: req.subject.type === 'agent' ? 'agent' : 'user', id: req.subject.id, roles: [], groups: [], permissions: [], attributes: {} };
+    const unknown = denial({ code: 'unknown_subject', type: req.subject.type, id: req.subject.id }, version);
+    return record(ctx, 'authzen', { subject, person: null, action, resource, context, now }, unknown, undefined, undefined, caller);
+  }
+  const subject = req.subject.properties ? { ...named.subject, attributes: withProperties(named.subject.attributes, req.subject.properties) } : named.subject;
+  // A person asked about directly is their own person: both read the same attributes.
+  const person = named.person && subject.type === 'user' ? { ...named.person, attributes: subject.attributes } : named.person;
+  const request: DecisionRequest = { subject, person, action, resource, resourceAttributes: withProperties(stored, req.resourceProperties), context, now };
+  let decision = decideOn(request, policy.set);
+  let approvalId: string | undefined;
+  if (decision.decision === 'approval_required' && policy.set) {
+    ({ decision, approvalId } = await approvals(ctx, policy.set, request, decision, subject.name ?? subject.id));
+  }
+  return record(ctx, 'authzen', request, decision, undefined, approvalId, caller);
+}
+
+async function run(ctx: AppContext, req: Exclude<AuthorizeRequest, { via: 'authzen' }>, agentId: string): Promise<AuthorizeResult> {
   const { action, resource, context } = req;
   const now = ctx.clock.now();
   const state = await agentCache(ctx).active(agentId);
@@ -125,9 +162,10 @@ async function record(
   decision: PipelineDecision,
   issued?: string,
   approvalId?: string,
+  caller?: string,
 ): Promise<AuthorizeResult> {
   try {
-    await recordAudit(ctx, auditRecord(via, request, decision, issued));
+    await recordAudit(ctx, auditRecord(via, request, decision, issued, caller));
   } catch (err) {
     ctx.logger.error({ err, agent_id: request.subject.id }, 'audit append failed');
     return { outcome: 'decided', decision: denial({ code: 'error', message: 'the decision could not be recorded' }, decision.policyVersion) };

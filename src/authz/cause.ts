@@ -17,7 +17,9 @@ export type PipelineCause =
   /** the MCP gateway could not map a tool call to an action (a missing resource argument) */
   | { code: 'invalid_request'; message: string }
   /** the MCP gateway knows no tool of that name */
-  | { code: 'unknown_tool'; tool: string };
+  | { code: 'unknown_tool'; tool: string }
+  /** an AuthZEN subject that is no stored person or agent (or a revoked agent) */
+  | { code: 'unknown_subject'; type: string; id: string };
 
 export type CauseCode = PipelineCause['code'];
 
@@ -36,6 +38,8 @@ export function renderCause(cause: PipelineCause): string {
       return `invalid_request: ${cause.message}`;
     case 'unknown_tool':
       return `not_found: no tool named ${cause.tool}`;
+    case 'unknown_subject':
+      return `unknown_subject: ${cause.type} ${cause.id}`;
     default:
       return renderReason(cause);
   }

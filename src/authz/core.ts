@@ -14,7 +14,7 @@ export interface PipelineDecision {
 }
 
 /** Which door the request came through; it names the audit record's kind. */
-export type Via = 'decision' | 'mcp' | 'bind';
+export type Via = 'decision' | 'mcp' | 'bind' | 'authzen';
 
 export function denial(cause: PipelineCause, policyVersion: string): PipelineDecision {
   return { decision: 'deny', cause, reason: renderCause(cause), policyVersion, trace: [] };
@@ -36,13 +36,23 @@ export function decideOn(request: DecisionRequest, policy: PolicySet | null): Pi
   return policy ? decide(request, policy) : denial({ code: 'policy_unavailable' }, '');
 }
 
-/** The one audit record of a decision (a refused or issued binding has kind `token`). */
-export function auditRecord(via: Via, request: Pick<DecisionRequest, 'subject' | 'person' | 'action' | 'resource' | 'context' | 'now'>, d: PipelineDecision, issued?: string): AuditInput {
+/**
+ * The one audit record of a decision (a refused or issued binding has kind `token`). `caller`:
+ * the application that asked about someone else (an AuthZEN policy enforcement point).
+ */
+export function auditRecord(
+  via: Via,
+  request: Pick<DecisionRequest, 'subject' | 'person' | 'action' | 'resource' | 'context' | 'now'>,
+  d: PipelineDecision,
+  issued?: string,
+  caller?: string,
+): AuditInput {
   const bind = via === 'bind';
   return {
     kind: bind ? 'token' : 'decision',
     time: Math.floor(request.now / 1000),
-    agent_id: request.subject.id,
+    // A person acting (an AuthZEN user subject) is the record's person, not an agent.
+    agent_id: request.subject.type === 'user' ? null : request.subject.id,
     user_id: request.person && request.person.id !== '' ? request.person.id : null,
     action: request.action,
     resource: request.resource,
@@ -50,5 +60,6 @@ export function auditRecord(via: Via, request: Pick<DecisionRequest, 'subject' |
     decision: bind ? (d.decision === 'allow' ? 'issued' : 'refused') : d.decision,
     reason: bind && d.decision === 'allow' && issued !== undefined ? issued : d.reason,
     policy_version: d.policyVersion,
+    ...(caller !== undefined ? { caller } : {}),
   };
 }

@@ -1,6 +1,6 @@
 import type { AppContext } from '../context.js';
 import { ENTITIES_DOMAIN } from '../store/entities.js';
-import type { AgentState } from '../agents/agent-cache.js';
+import { agentCache, type AgentState } from '../agents/agent-cache.js';
 import type { Attributes, PersonFacts, SubjectFacts } from './policy-interface.js';
 
 /** What a decision knows besides the request itself: who acts, for whom, and what the thing is. */
@@ -79,4 +79,36 @@ export function entityAttributes(ctx: AppContext, resource: string): Promise<Att
   let cache = entityCaches.get(ctx);
   if (!cache) entityCaches.set(ctx, (cache = new EntityCache(ctx)));
   return cache.attributes(resource.slice(0, i), resource.slice(i + 1));
+}
+
+/**
+ * A subject named by type and id (an AuthZEN subject): `user` is the stored person of that id,
+ * its own person; `agent` the stored agent (a delegated one acting for nobody, so its person
+ * grants nothing). Null when there is no such subject, or the agent is revoked.
+ */
+export async function namedSubjectFacts(ctx: AppContext, type: string, id: string): Promise<Omit<Facts, 'resourceAttributes'> | null> {
+  if (type === 'user') {
+    const user = await ctx.store.users.get(id);
+    if (!user) return null;
+    const person: PersonFacts = {
+      id: user.id,
+      email: user.email,
+      roles: user.roles,
+      groups: user.groups,
+      permissions: await ctx.store.roles.permissionsOf(user.roles),
+      attributes: user.attributes,
+    };
+    return { subject: { type: 'user', name: user.name, ...person }, person };
+  }
+  if (type === 'agent') {
+    const state = await agentCache(ctx).active(id);
+    if (!state) return null;
+    return { subject: state.subject, person: state.agent.mode === 'delegated' ? NOBODY : null };
+  }
+  return null;
+}
+
+/** Stored attributes with request-supplied ones filling the gaps (the stored value wins a clash). */
+export function withProperties(stored: Attributes, properties: Attributes | undefined): Attributes {
+  return properties ? { ...properties, ...stored } : stored;
 }

@@ -101,7 +101,8 @@ export function decide(request: DecisionRequest, policySet: PolicySet): Decision
         id: subject.id,
         mode: subject.mode ?? 'autonomous',
         permissions: subject.permissions,
-        capabilities: subject.capabilities ?? [],
+        // No capabilities (a person, a service) means no capability gating.
+        capabilities: subject.capabilities ?? [{ name: request.action }],
       },
       person: person ? { id: person.id, permissions: person.permissions } : null,
       action: request.action,

@@ -18,6 +18,7 @@ import { samlAdminRouter } from '../saml/admin-router.js';
 import { agentsRouter } from '../agents/router.js';
 import { adminApprovalsRouter } from '../agents/admin-approvals.js';
 import { badPathEncoding, bareNotFound } from './error-shapes.js';
+import { authzenRouter } from '../authzen/router.js';
 import { consoleRouter } from '../console/router.js';
 
 declare module 'express-serve-static-core' {
@@ -57,6 +58,7 @@ export function createApp(ctx: AppContext): Express {
   app.set('etag', false);
   app.set('query parser', 'simple');
   app.use(requestContext(ctx));
+  app.use(authzenRouter(ctx)); // before the body parsers: it reads its own JSON and echoes X-Request-ID
   app.use(boundedJson);
   app.use(express.urlencoded({ extended: false, limit: '64kb', parameterLimit: 100 }));
   app.use(cookieParser());

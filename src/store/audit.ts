@@ -15,6 +15,8 @@ export interface AuditInput {
   policy_version?: string | null;
   /** the person who made the change (their user id), for changes made in the console */
   actor?: string | null;
+  /** the application that asked (an AuthZEN caller's client ID); absent for an agent's own request */
+  caller?: string | null;
 }
 export interface AuditRecord {
   seq: number;
@@ -29,6 +31,7 @@ export interface AuditRecord {
   reason: string | null;
   policy_version: string | null;
   actor: string | null;
+  caller: string | null;
   prev_hash: string;
   hash: string;
 }
@@ -41,10 +44,13 @@ export const GENESIS_HASH = '0'.repeat(64);
  * `actor` joins the hashed content only when set, so records written before it existed keep their hashes.
  */
 export function auditHash(r: Omit<Row, 'hash'>): string {
-  const content = JSON.stringify([
+  const fields: unknown[] = [
     r.seq, r.time, r.kind, r.agent_id, r.user_id, r.action, r.resource, r.context, r.decision, r.reason, r.policy_version, r.prev_hash,
     ...(r.actor != null ? [r.actor] : []),
-  ]);
+  ];
+  // The caller joined the record later still: hashed only when set, tagged so it cannot pass for an actor.
+  if (r.caller != null) fields.push({ caller: r.caller });
+  const content = JSON.stringify(fields);
   return createHash('sha256').update(content).digest('hex');
 }
 
@@ -53,6 +59,8 @@ const toRecord = (r: Row): AuditRecord => ({ ...r, context: parseJson(r.context,
 export interface AuditFilter {
   agent_id?: string;
   user_id?: string;
+  /** the client ID of the application that asked */
+  caller?: string;
   decision?: string;
   kind?: string;
   /** the reason's code: `constraint_violated` matches `constraint_violated: amount max` */
@@ -65,7 +73,7 @@ export interface AuditFilter {
 }
 
 const VERIFY_PAGE = 1000;
-const COLUMNS = ['seq', 'time', 'kind', 'agent_id', 'user_id', 'action', 'resource', 'context', 'decision', 'reason', 'policy_version', 'actor', 'prev_hash', 'hash'] as const;
+const COLUMNS = ['seq', 'time', 'kind', 'agent_id', 'user_id', 'action', 'resource', 'context', 'decision', 'reason', 'policy_version', 'actor', 'caller', 'prev_hash', 'hash'] as const;
 /** Rows per INSERT: a batch goes in as few statements as these sizes allow (few distinct statements to prepare). */
 const CHUNKS = [64, 16, 4, 1];
 const insertOf = new Map<number, string>();
@@ -80,7 +88,7 @@ const insertSql = (n: number): string => {
 };
 
 export function auditStore(sql: Sql) {
-  const appendMany = (inputs: AuditInput[]): Promise<AuditRecord[]> => {
+  const appendAll = (inputs: AuditInput[]): Promise<AuditRecord[]> => {
     if (!inputs.length) return Promise.resolve([]);
     return sql.transaction(async (tx) => {
       await tx.lock('audit_log');
@@ -101,6 +109,7 @@ export function auditStore(sql: Sql) {
           reason: input.reason ?? null,
           policy_version: input.policy_version ?? null,
           actor: input.actor ?? null,
+          caller: input.caller ?? null,
           prev_hash: prevHash,
         };
         const full = { ...row, hash: auditHash(row) };
@@ -122,13 +131,17 @@ export function auditStore(sql: Sql) {
      * (a lock held until the transaction ends), so the chain stays one line with any number of
      * writers, on every instance.
      */
-    append: async (input: AuditInput): Promise<AuditRecord> => (await appendMany([input]))[0]!,
-    /** Appends records in order, in one transaction: one lock, one read of the chain's head, few statements. */
-    appendMany,
+    append: async (input: AuditInput): Promise<AuditRecord> => (await appendAll([input]))[0]!,
+    /**
+     * Appends records in order, in one transaction (or inside the caller's): one lock, one read
+     * of the chain's end, and their inserts in a few multi-row statements.
+     */
+    appendAll,
     async list(f: AuditFilter = {}): Promise<AuditRecord[]> {
       const rows = await sql.all<Row>(
         `SELECT * FROM audit_log
          WHERE (CAST(@agent_id AS TEXT) IS NULL OR agent_id = @agent_id) AND (CAST(@user_id AS TEXT) IS NULL OR user_id = @user_id)
+           AND (CAST(@caller AS TEXT) IS NULL OR caller = @caller)
            AND (CAST(@decision AS TEXT) IS NULL OR decision = @decision) AND (CAST(@kind AS TEXT) IS NULL OR kind = @kind) AND seq < @before
            AND (CAST(@reason_code AS TEXT) IS NULL OR reason = @reason_code OR substr(reason, 1, length(@reason_code) + 1) = @reason_code || ':')
            AND (CAST(@since AS INTEGER) IS NULL OR time >= @since) AND (CAST(@until AS INTEGER) IS NULL OR time <= @until)
@@ -136,6 +149,7 @@ export function auditStore(sql: Sql) {
         {
           agent_id: f.agent_id ?? null,
           user_id: f.user_id ?? null,
+          caller: f.caller ?? null,
           decision: f.decision ?? null,
           kind: f.kind ?? null,
           reason_code: f.reason_code ?? null,

@@ -100,7 +100,7 @@ describe('GATEHOUSE_PROJECT_FILE', () => {
     const env = { GATEHOUSE_PROJECT_FILE: file };
 
     let server = await startTestServer({ dir, env });
-    const expected = { roles: 1, users: 2, applications: 5, agents: 1, rules: 2 }; // 4 and the built-in console
+    const expected = { roles: 1, users: 2, applications: 6, agents: 1, rules: 2 }; // 4 and the built-in console and AuthZEN API
     let adaHash: string | null;
     try {
       expect(await counts(server)).toEqual(expected);
