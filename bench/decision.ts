@@ -7,6 +7,10 @@
  *   - the transaction-token + authorize pair (the second request uses the first one's token),
  *   - a bare Express handler returning the same JSON, same worker count (the framework's ceiling).
  * Runs alternate (bare, authorize, pair) for BENCH_ROUNDS rounds of BENCH_SECONDS; medians are printed.
+ * Then limits over time: the same decisions at 50 connections by an agent whose capability also
+ * has a budget (`amount sum`) and a rate (`count`), against the agent without them, in the
+ * same run and alternating; every decision has its own transaction token, so each allow
+ * consumes (the maximums are high enough that all are allowed).
  * Prints the table (markdown) for docs/agents.md.
  */
 import { execSync } from 'node:child_process';
@@ -79,20 +83,23 @@ async function main(): Promise<void> {
       roles: ['refunder'],
       capabilities: [{ name: 'create:refunds', limits: { amount: { max: 500 }, currency: { in: ['USD', 'EUR'] } } }],
     })) as { agent_id: string };
-    const t = Math.floor(Date.now() / 1000);
-    const clientAssertion = await new SignJWT({ iss: agent.agent_id, sub: agent.agent_id, aud: base, iat: t, exp: t + 60, jti: randomUUID() })
-      .setProtectedHeader({ alg: 'EdDSA' })
-      .sign(privateKey);
-    const tokenRes = await fetch(`${base}/apis/regional/v1/ai/auth/token`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({
-        grant_type: 'client_credentials',
-        client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer',
-        client_assertion: clientAssertion,
-      }),
-    });
-    const accessToken = ((await tokenRes.json()) as { access_token: string }).access_token;
+    const tokenFor = async (agentId: string): Promise<string> => {
+      const t = Math.floor(Date.now() / 1000);
+      const clientAssertion = await new SignJWT({ iss: agentId, sub: agentId, aud: base, iat: t, exp: t + 60, jti: randomUUID() })
+        .setProtectedHeader({ alg: 'EdDSA' })
+        .sign(privateKey);
+      const tokenRes = await fetch(`${base}/apis/regional/v1/ai/auth/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({
+          grant_type: 'client_credentials',
+          client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer',
+          client_assertion: clientAssertion,
+        }),
+      });
+      return ((await tokenRes.json()) as { access_token: string }).access_token;
+    };
+    const accessToken = await tokenFor(agent.agent_id);
     const bearer = { authorization: `Bearer ${accessToken}`, 'content-type': 'application/json' };
 
     const action = (i: number) => ({ action: 'create:refunds', resource: `refund:${i}`, context: { amount: 100 + (i % 300), currency: 'USD' } });
@@ -168,6 +175,82 @@ async function main(): Promise<void> {
       rows.push(`| authorize / bare | ${c} | ${Math.round((alone.requests.average / bareRes.requests.average) * 100)}% | | | |`);
       row('transaction-token + authorize (pairs/s)', c, median(pairRuns), 2);
     }
+
+    // ---- limits over time: a budget and a rate, against none ----
+    const budgeted = (await admin('POST', '/agents', {
+      name: 'bench-budgeted',
+      mode: 'autonomous',
+      public_jwk: await exportJWK(publicKey),
+      roles: ['refunder'],
+      capabilities: [{
+        name: 'create:refunds',
+        limits: { amount: { max: 500, sum: { max: 1e12, per: '24h' } }, currency: { in: ['USD', 'EUR'] }, count: [{ max: 1e9, per: '1h' }] },
+      }],
+    })) as { agent_id: string };
+    const budgetedToken = await tokenFor(budgeted.agent_id);
+    const plainBearer = bearer;
+    const budgetBearer = { authorization: `Bearer ${budgetedToken}`, 'content-type': 'application/json' };
+    /** `n` transaction tokens, bound 50 at a time: each decision of a run gets its own. */
+    const pool = async (agentId: string, headers: Record<string, string>, n: number) => {
+      const out: string[] = [];
+      for (let i = 0; i < n; i += 50) {
+        out.push(...(await Promise.all(Array.from({ length: Math.min(50, n - i) }, async (_, j) => {
+          const a = action(i + j);
+          const r = await fetch(`${base}/apis/regional/v1/ai/auth/transaction-token`, { method: 'POST', headers, body: JSON.stringify(a) });
+          const token = ((await r.json()) as { data: { transaction_token: string } }).data.transaction_token;
+          return JSON.stringify({ agent_id: agentId, transaction_token: token, ...a });
+        }))));
+      }
+      return out;
+    };
+    const fresh = (bodies: string[]): CannonRequest[] => {
+      let next = 0;
+      return [{ method: 'POST', path: '/apis/regional/v1/agents/authorize', setupRequest: (req) => ({ ...req, body: bodies[next++ % bodies.length] }) }];
+    };
+    const pairs = (agentId: string, headers: Record<string, string>): CannonRequest[] => {
+      let n = 0;
+      return [
+        {
+          method: 'POST', path: '/apis/regional/v1/ai/auth/transaction-token', headers,
+          setupRequest: (req, context) => { context.action = action(n++); return { ...req, body: JSON.stringify(context.action) }; },
+          onResponse: (_status, body, context) => { context.txn = (JSON.parse(body) as { data?: { transaction_token?: string } }).data?.transaction_token ?? 'none'; },
+        },
+        {
+          method: 'POST', path: '/apis/regional/v1/agents/authorize',
+          setupRequest: (req, context) => ({ ...req, body: JSON.stringify({ agent_id: agentId, transaction_token: context.txn, ...(context.action as object) }) }),
+        },
+      ];
+    };
+    const c = 50;
+    const plainRuns: CannonResult[] = [];
+    const budgetRuns: CannonResult[] = [];
+    const plainPairRuns: CannonResult[] = [];
+    const budgetPairRuns: CannonResult[] = [];
+    let poolSize = 4000;
+    for (let round = 0; round < ROUNDS; round++) {
+      const plainPool = await pool(agent.agent_id, plainBearer, poolSize);
+      const budgetPool = await pool(budgeted.agent_id, budgetBearer, poolSize);
+      const probe = await fetch(`${base}/apis/regional/v1/agents/authorize`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: budgetPool.pop() });
+      const probed = (await probe.json()) as { data?: { decision?: string } };
+      if (probed.data?.decision !== 'allow') throw new Error(`expected allow, got ${JSON.stringify(probed)}`);
+      plainRuns.push(await run(base, c, fresh(plainPool)));
+      budgetRuns.push(await run(base, c, fresh(budgetPool)));
+      plainPairRuns.push(await run(base, c, pairs(agent.agent_id, plainBearer)));
+      budgetPairRuns.push(await run(base, c, pairs(budgeted.agent_id, budgetBearer)));
+      // Enough tokens that no decision of the next round repeats one (a repeat consumes nothing).
+      poolSize = Math.min(60_000, Math.ceil(Math.max(plainRuns.at(-1)!.requests.total, budgetRuns.at(-1)!.requests.total) * 1.2));
+      process.stderr.write(`  limits over time, round ${round + 1}: none ${Math.round(plainRuns.at(-1)!.requests.average)}, budget+rate ${Math.round(budgetRuns.at(-1)!.requests.average)}; pairs none ${Math.round(plainPairRuns.at(-1)!.requests.average / 2)}, budget+rate ${Math.round(budgetPairRuns.at(-1)!.requests.average / 2)}\n`);
+    }
+    const plainMed = median(plainRuns);
+    const budgetMed = median(budgetRuns);
+    row('authorize, no budget (fresh tokens)', c, plainMed);
+    row('authorize, budget + rate (fresh tokens)', c, budgetMed);
+    rows.push(`| budget + rate / no budget | ${c} | ${Math.round((budgetMed.requests.average / plainMed.requests.average) * 100)}% | | | |`);
+    const plainPairMed = median(plainPairRuns);
+    const budgetPairMed = median(budgetPairRuns);
+    row('token + authorize, no budget (pairs/s)', c, plainPairMed, 2);
+    row('token + authorize, budget + rate (pairs/s)', c, budgetPairMed, 2);
+    rows.push(`| budget + rate / no budget (pairs) | ${c} | ${Math.round((budgetPairMed.requests.average / plainPairMed.requests.average) * 100)}% | | | |`);
 
     process.stdout.write(
       `\nworkers: ${WORKERS}, ${DURATION} s per run, median of ${ROUNDS} alternating rounds, ${availableParallelism()} cores (autocannon shares them)\n\n` +

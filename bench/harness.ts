@@ -58,7 +58,7 @@ export async function startGatehouse(dir: string, env: Record<string, string>): 
     GATEHOUSE_ISSUER: base,
     GATEHOUSE_DB: join(dir, 'bench.db'),
     GATEHOUSE_POLICY_DIR: join(dir, 'policies'),
-    GATEHOUSE_SECRET: 'bench-secret-0123456789abcdef',
+    GATEHOUSE_SECRET: 'bench-secret-0123456789abcdef-0123456789',
     LOG_LEVEL: 'warn',
     ...env,
   });

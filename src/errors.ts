@@ -1,5 +1,3 @@
-import type { ErrorRequestHandler, Response } from 'express';
-import type { Logger } from 'pino';
 import type { ZodError } from 'zod';
 
 /**
@@ -28,7 +26,7 @@ const make =
   (description?: string, extra?: Record<string, unknown>, headers?: Record<string, string>) =>
     new ProtocolError(status, error, description, extra, headers);
 
-/** The error codes of the description's Errors section, plus the management API's. */
+/** The OAuth error codes of the sign-in endpoints, plus the management API's. */
 export const errors = {
   invalidRequest: make(400, 'invalid_request'),
   invalidClient: make(401, 'invalid_client'),
@@ -64,40 +62,4 @@ export function validationError(err: ZodError, where = 'body'): ProtocolError {
   }));
   const description = issues.map((i) => `${i.path}: ${i.message}`).join('; ');
   return errors.invalidRequest(description, { issues });
-}
-
-export function sendError(res: Response, err: ProtocolError): void {
-  for (const [k, v] of Object.entries(err.headers)) res.setHeader(k, v);
-  res.setHeader('Cache-Control', 'no-store');
-  res.status(err.status).json(err.body());
-}
-
-interface BodyParserError { type?: string; status?: number; statusCode?: number; expose?: boolean }
-
-/** The one error path: protocol errors as their data, parser errors as 400/413, the rest as a bare 500. */
-export function errorHandler(logger: Logger): ErrorRequestHandler {
-  return (err: unknown, req, res, _next) => {
-    const log = (req as { log?: Logger }).log ?? logger;
-    let perr: ProtocolError;
-    if (err instanceof ProtocolError) {
-      perr = err;
-    } else {
-      const bp = err as BodyParserError;
-      if (bp?.type === 'entity.parse.failed') perr = errors.invalidRequest('the request body is not valid JSON');
-      else if (bp?.type === 'entity.too.large') perr = errors.payloadTooLarge('the request body is too large');
-      else if (bp?.type === 'encoding.unsupported' || bp?.type === 'charset.unsupported')
-        perr = errors.unsupportedMediaType('unsupported body encoding');
-      else if (typeof bp?.status === 'number' && bp.status >= 400 && bp.status < 500 && bp.expose)
-        perr = errors.invalidRequest('the request body could not be read');
-      else {
-        log.error({ err }, 'unhandled error');
-        perr = errors.serverError('an unexpected error occurred');
-      }
-    }
-    if (res.headersSent) {
-      res.end();
-      return;
-    }
-    sendError(res, perr);
-  };
 }

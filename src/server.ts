@@ -1,90 +1,260 @@
+import cluster, { type Worker } from 'node:cluster';
+import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { hostname } from 'node:os';
 import type { Config } from './config.js';
-import { ConfigError } from './config.js';
-import type { AppContext } from './context.js';
+import { ConfigError, loadConfig } from './config.js';
+import { systemClock, type AppContext, type Clock } from './context.js';
 import { randomToken, sha256 } from './crypto/hash.js';
-import { createSecretBox, resolveSecretKey } from './crypto/secret-box.js';
+import { createSecretBox, resolveSecretKey, type SecretBox } from './crypto/secret-box.js';
 import { SigningKeys } from './crypto/signing.js';
+import { createMetrics, serveClusterMetrics, workerMetrics } from './authz/metrics.js';
 import { PolicyLoadError, PolicyService } from './authz/policy-service.js';
 import { createApp } from './http/app.js';
 import { fastPaths } from './http/fast-path.js';
-import { tokenResponse } from './oauth/token.js';
-import { decisionAnswer } from './agents/authorize.js';
-import { OAUTH_CORS_HEADERS } from './oauth/router.js';
+import { EDGE_ROUTES } from './http/routes.js';
 import { createLogger, type Logger } from './logger.js';
 import { formatDiagnostic } from './policy/index.js';
 import { createSignalSink } from './ssf/sink.js';
 import { deliveryOptionsFromEnv, startDeliveryWorker } from './ssf/delivery-worker.js';
-import { checkpointWal, disableAutoCheckpoint, migrate, openDatabase } from './store/db.js';
-import { createStore } from './store/index.js';
+import { migrate, openDatabase } from './store/db.js';
+import { startHousekeeping } from './store/housekeeping.js';
+import { createStore, type Store } from './store/index.js';
 import { endpointUrls } from './urls.js';
 import { applyProjectFile } from './admin/project-file.js';
+import { ensureApiApplication } from './authzen/api-application.js';
+import { authzenFastPath } from './authzen/router.js';
+import { ensureConsoleApplication } from './console/application.js';
 
 export type ProcessRole = 'primary' | 'worker';
 
 const ADMIN_TOKEN_KEY = 'admin_token_hash';
 
+export interface OpenOptions {
+  clock?: Clock;
+  /** where a generated admin token is shown, once (default: standard error, never the JSON log) */
+  terminal?: (line: string) => void;
+}
+
 /**
- * Opens the database and builds the context. The primary (or a single process) also does
- * the once-per-deployment work: migrations, first keys, the admin token, the policy files
- * and the project file. Workers only read what the primary prepared.
+ * Opens the database and builds the context, refusing with a ConfigError (one line naming the
+ * variable) what would otherwise fail later: a database path that is not a database or not
+ * writable, a second instance on the same database, a secret that does not open the stored
+ * keys. The primary (or a single process) also does the once-per-deployment work: migrations,
+ * first keys, the admin token, the policy files and the project file. Workers only read what
+ * the primary prepared.
  */
-export async function openContext(config: Config, logger: Logger, role: ProcessRole = 'primary'): Promise<AppContext> {
-  const db = openDatabase(config.dbFile);
-  const applied = role === 'primary' ? migrate(db) : [];
-  if (role === 'worker') disableAutoCheckpoint(db);
-  if (applied.length) logger.info({ migrations: applied }, 'database migrated');
-  const store = createStore(db);
-  const box = createSecretBox(
-    resolveSecretKey(config.secret, `${config.dbFile}.key`, (msg) => role === 'primary' && logger.warn(msg)),
-  );
-  const keys = new SigningKeys(store.keys, store.settings, box);
-  const policy = new PolicyService(store, config.policyDir);
+export async function openContext(config: Config, logger: Logger, role: ProcessRole = 'primary', opts: OpenOptions = {}): Promise<AppContext> {
+  const { store, lease } = await openStore(config, logger, role);
+  try {
+    const box = await openSecretBox(config, store, role, logger);
+    const keys = new SigningKeys(store.keys, store.settings, box);
+    const policy = new PolicyService(store, config.policyDir, logger);
+    const metrics = createMetrics();
 
-  let adminTokenHash: string;
-  if (config.adminToken) {
-    adminTokenHash = sha256(config.adminToken);
-  } else if (role === 'primary') {
-    const token = randomToken();
-    if (store.settings.setIfAbsent(ADMIN_TOKEN_KEY, sha256(token))) {
-      // Printed once, on the first start; only its hash is kept.
-      logger.warn({ admin_token: token }, 'GATEHOUSE_ADMIN_TOKEN is not set: generated a management API token (shown once)');
+    let adminTokenHash: string;
+    if (config.adminToken) {
+      adminTokenHash = sha256(config.adminToken);
+    } else if (role === 'primary') {
+      const token = randomToken();
+      if (await store.settings.setIfAbsent(ADMIN_TOKEN_KEY, sha256(token))) {
+        // Shown once, on the terminal; only its hash is kept, and the JSON log never sees it.
+        (opts.terminal ?? ((line) => void process.stderr.write(`${line}\n`)))(
+          `gatehouse: generated a management API token (shown once; set GATEHOUSE_ADMIN_TOKEN to choose your own): ${token}`,
+        );
+        logger.warn('GATEHOUSE_ADMIN_TOKEN is not set: generated a management API token and printed it once on the terminal');
+      }
+      adminTokenHash = (await store.settings.get(ADMIN_TOKEN_KEY))!;
+    } else {
+      adminTokenHash = (await store.settings.get(ADMIN_TOKEN_KEY)) ?? sha256(randomToken());
     }
-    adminTokenHash = store.settings.get(ADMIN_TOKEN_KEY)!;
-  } else {
-    adminTokenHash = store.settings.get(ADMIN_TOKEN_KEY) ?? sha256(randomToken());
+
+    const ctx: AppContext = {
+      config,
+      logger,
+      store,
+      keys,
+      box,
+      urls: endpointUrls(config.issuer),
+      signals: createSignalSink({ issuer: config.issuer }),
+      policy,
+      clock: opts.clock ?? systemClock,
+      metrics,
+      adminTokenHash,
+    };
+    metrics.attach(ctx);
+    if (lease) leases.set(ctx, lease);
+
+    if (role === 'primary') {
+      await keys.ensureKeys();
+      await ensureConsoleApplication(ctx);
+      try {
+        await policy.reloadFromDisk();
+      } catch (err) {
+        if (err instanceof PolicyLoadError) {
+          throw new ConfigError('GATEHOUSE_POLICY_DIR', `the policy files have errors:\n${err.diagnostics.map(formatDiagnostic).join('\n')}`);
+        }
+        throw err;
+      }
+      await ensureApiApplication(ctx);
+      if (config.projectFile) await applyProjectFile(ctx, config.projectFile);
+    }
+    return ctx;
+  } catch (err) {
+    await lease?.release();
+    await store.close();
+    throw err;
   }
+}
 
-  const ctx: AppContext = {
-    config,
-    logger,
-    store,
-    keys,
-    box,
-    urls: endpointUrls(config.issuer),
-    signals: createSignalSink(store, { issuer: config.issuer }),
-    policy,
-    adminTokenHash,
-  };
+// ---- The database: a real, writable SQLite file used by one instance at a time, or PostgreSQL shared by many. ----
 
-  if (role === 'primary') {
-    await keys.ensureKeys();
-    try {
-      await policy.reloadFromDisk();
-    } catch (err) {
-      if (err instanceof PolicyLoadError) {
+async function openStore(config: Config, logger: Logger, role: ProcessRole): Promise<{ store: Store; lease: InstanceLease | null }> {
+  const file = config.dbFile;
+  let db: Awaited<ReturnType<typeof openDatabase>>;
+  try {
+    db = await openDatabase({ file, url: config.databaseUrl, worker: role === 'worker', warn: (msg) => logger.warn(msg) });
+  } catch (err) {
+    throw databaseError(config, err);
+  }
+  let store: Store | undefined;
+  try {
+    const applied = role === 'primary' ? await migrate(db) : [];
+    if (applied.length) logger.info({ migrations: applied }, 'database migrated');
+    store = createStore(db, await db.changeFeed());
+    // One instance per SQLite file; PostgreSQL is shared by many instances by design.
+    const lease = role === 'primary' && db.dialect === 'sqlite' ? await InstanceLease.acquire(store, file) : null;
+    return { store, lease };
+  } catch (err) {
+    await (store ? store.close() : db.close()).catch(() => undefined);
+    throw err instanceof ConfigError ? err : databaseError(config, err);
+  }
+}
+
+function databaseError(config: Config, err: unknown): ConfigError {
+  if (err instanceof ConfigError) return err;
+  const e = err as { code?: string; message?: string };
+  if (config.databaseUrl) return new ConfigError('GATEHOUSE_DATABASE_URL', `the database cannot be used (${e.message ?? String(err)})`);
+  const file = config.dbFile;
+  const code = e.code ?? '';
+  const why =
+    code === 'SQLITE_NOTADB'
+      ? 'is not a SQLite database'
+      : code === 'SQLITE_READONLY' || code.startsWith('SQLITE_READONLY') || code === 'EACCES' || code === 'EROFS' || code === 'SQLITE_PERM'
+        ? 'is not writable'
+        : code === 'SQLITE_CANTOPEN' || code === 'ENOTDIR' || code === 'EISDIR' || code === 'EEXIST'
+          ? 'cannot be opened for reading and writing'
+          : 'cannot be used';
+  return new ConfigError('GATEHOUSE_DB', `${file} ${why} (${e.message ?? String(err)})`);
+}
+
+const LEASE_KEY = 'instance_lease';
+const LEASE_TTL_SECONDS = 30;
+const LEASE_RENEW_MS = 10_000;
+
+interface LeaseRecord { id: string; pid: number; host: string; expires_at: number }
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * One instance per SQLite file: the primary (or the single process) holds a lease row, renewed
+ * every 10 s and valid for 30 s, so background work (Shared Signals delivery, WAL checkpoints)
+ * never runs twice. A lease left by a process that died on this host is taken over at once;
+ * one from another host, once it expires.
+ */
+class InstanceLease {
+  private timer: NodeJS.Timeout | undefined;
+
+  private constructor(
+    private readonly store: Store,
+    private readonly record: LeaseRecord,
+  ) {}
+
+  static async acquire(store: Store, file: string): Promise<InstanceLease> {
+    const now = Math.floor(Date.now() / 1000);
+    const mine: LeaseRecord = { id: randomUUID(), pid: process.pid, host: hostname(), expires_at: now + LEASE_TTL_SECONDS };
+    await store.transaction(async (tx) => {
+      const raw = await tx.settings.get(LEASE_KEY);
+      const held = raw ? (JSON.parse(raw) as LeaseRecord) : null;
+      const live = held && held.expires_at > now && (held.host !== mine.host || processAlive(held.pid));
+      if (live) {
         throw new ConfigError(
-          'GATEHOUSE_POLICY_DIR',
-          `the policy files have errors:\n${err.diagnostics.map(formatDiagnostic).join('\n')}`,
+          'GATEHOUSE_DB',
+          `${file} is in use by another Gatehouse instance (pid ${held.pid} on ${held.host}); stop it first, or give this one its own database`,
         );
       }
-      throw err;
-    }
-    if (config.projectFile) await applyProjectFile(ctx, config.projectFile);
+      await tx.settings.set(LEASE_KEY, JSON.stringify(mine));
+    });
+    const lease = new InstanceLease(store, mine);
+    lease.timer = setInterval(() => void lease.renew(), LEASE_RENEW_MS);
+    lease.timer.unref();
+    return lease;
   }
-  return ctx;
+
+  private async renew(): Promise<void> {
+    try {
+      this.record.expires_at = Math.floor(Date.now() / 1000) + LEASE_TTL_SECONDS;
+      await this.store.settings.set(LEASE_KEY, JSON.stringify(this.record));
+    } catch {
+      /* the database is busy or gone: the next renewal tries again, /healthz reports the database */
+    }
+  }
+
+  async release(): Promise<void> {
+    clearInterval(this.timer);
+    try {
+      await this.store.transaction(async (tx) => {
+        const raw = await tx.settings.get(LEASE_KEY);
+        if (raw && (JSON.parse(raw) as LeaseRecord).id === this.record.id) await tx.settings.set(LEASE_KEY, JSON.stringify({ ...this.record, expires_at: 0 }));
+      });
+    } catch {
+      /* closing anyway */
+    }
+  }
 }
+
+const leases = new WeakMap<AppContext, InstanceLease>();
+
+/** Closes the database, giving up this instance's lease first. */
+export async function closeContext(ctx: AppContext): Promise<void> {
+  const lease = leases.get(ctx);
+  leases.delete(ctx);
+  await lease?.release();
+  await ctx.store.close();
+}
+
+/**
+ * The secret box, checked against the stored signing keys: a GATEHOUSE_SECRET (or key file)
+ * that does not open them would start a healthy-looking server whose every token fails.
+ */
+async function openSecretBox(config: Config, store: Store, role: ProcessRole, logger: Logger): Promise<SecretBox> {
+  const keyFile = `${config.dbFile}.key`;
+  const box = createSecretBox(resolveSecretKey(config.secret, keyFile, (msg) => role === 'primary' && logger.warn(msg)));
+  const sample = (await store.keys.active())[0];
+  if (sample) {
+    try {
+      box.open(sample.private_enc);
+    } catch {
+      throw new ConfigError(
+        'GATEHOUSE_SECRET',
+        config.secret
+          ? `does not open the signing keys stored in ${store.database.location}; set the secret this database was created with`
+          : `is not set, and the key file ${keyFile} does not open the signing keys stored in ${config.dbFile}; set the secret this database was created with`,
+      );
+    }
+  }
+  return box;
+}
+
+// ---- The HTTP server. ----
 
 export interface RunningServer {
   url: string;
@@ -104,26 +274,25 @@ export function bind(port: number): Promise<Server> {
   });
   return new Promise((resolve, reject) => {
     server.once('listening', () => resolve(server));
-    server.once('error', (err: NodeJS.ErrnoException) => {
-      if (err.code === 'EADDRINUSE') reject(new ConfigError('PORT', `port ${port} is already in use`));
-      else if (err.code === 'EACCES') reject(new ConfigError('PORT', `no permission to listen on port ${port}`));
-      else reject(err);
-    });
+    server.once('error', (err: NodeJS.ErrnoException) => reject(listenError(port, err)));
     server.listen(port);
   });
 }
 
-/** Replaces the start-up handler with the app. */
+function listenError(port: number, err: NodeJS.ErrnoException): Error {
+  if (err.code === 'EADDRINUSE') return new ConfigError('PORT', `port ${port} is already in use`);
+  if (err.code === 'EACCES') return new ConfigError('PORT', `no permission to listen on port ${port}`);
+  return err;
+}
+
+/** Replaces the start-up handler with the app; the route table's requests skip Express when plain. */
 export function attach(server: Server, ctx: AppContext): void {
   const app = createApp(ctx);
-  // The two hottest endpoints skip Express when the request is plain (see fast-path.ts).
-  const fast = fastPaths(ctx, [
-    { path: '/oauth/token', body: 'form', headers: OAUTH_CORS_HEADERS, handle: (body, req) => tokenResponse(ctx, req, body) },
-    { path: '/apis/regional/v1/agents/authorize', body: 'json', handle: (body, req) => decisionAnswer(ctx, body, req.log) },
-  ]);
+  const fast = fastPaths(ctx, EDGE_ROUTES);
+  const authzen = authzenFastPath(ctx);
   server.removeAllListeners('request');
   server.on('request', (req, res) => {
-    if (!fast(req, res)) app(req, res);
+    if (!fast(req, res) && !authzen(req, res)) app(req, res);
   });
 }
 
@@ -134,12 +303,21 @@ export function withBoundPort(config: Config, port: number): Config {
   return { ...config, port, issuer, issuerHost: 'localhost' };
 }
 
-/** Background work that runs in exactly one process (the primary, or the single process). */
+/** Background work of one instance (its primary, or its single process); instances share it through leases. */
 export function startBackground(ctx: AppContext, opts: { walCheckpoints?: boolean } = {}): () => Promise<void> {
   const stops: (() => Promise<void> | void)[] = [];
   stops.push(startDeliveryWorker(ctx, deliveryOptionsFromEnv()));
+  stops.push(
+    startHousekeeping(ctx.store, {
+      everyMs: 10 * 60 * 1000,
+      onError: (err) => ctx.logger.warn({ err }, 'housekeeping failed'),
+      onDone: (removed) => ctx.logger.debug({ removed }, 'housekeeping done'),
+    }),
+  );
   if (opts.walCheckpoints) {
-    const timer = setInterval(() => checkpointWal(ctx.store.db), 1000);
+    const timer = setInterval(() => {
+      ctx.store.database.maintenance().catch((err: unknown) => ctx.logger.warn({ err }, 'database maintenance failed'));
+    }, 1000);
     timer.unref();
     stops.push(() => clearInterval(timer));
   }
@@ -148,25 +326,34 @@ export function startBackground(ctx: AppContext, opts: { walCheckpoints?: boolea
   };
 }
 
+export interface StartOptions extends OpenOptions {
+  logger?: Logger;
+  /** `worker`: a second process over a database a primary prepared (no migrations, lease or background work) */
+  role?: ProcessRole;
+}
+
 /** A single-process server: what tests start, and what `gatehouse serve` runs with one worker. */
-export async function startServer(config: Config, opts: { logger?: Logger } = {}): Promise<RunningServer> {
+export async function startServer(config: Config, opts: StartOptions = {}): Promise<RunningServer> {
   const logger = opts.logger ?? createLogger(config.logLevel);
+  const role = opts.role ?? 'primary';
   const server = await bind(config.port);
   const port = (server.address() as AddressInfo).port;
   let ctx: AppContext;
   try {
-    ctx = await openContext(withBoundPort(config, port), logger, 'primary');
+    ctx = await openContext(withBoundPort(config, port), logger, role, opts);
   } catch (err) {
     server.close();
     throw err;
   }
-  let stopBackground: () => Promise<void>;
-  try {
-    stopBackground = startBackground(ctx);
-  } catch (err) {
-    server.close();
-    ctx.store.db.close();
-    throw err;
+  let stopBackground: () => Promise<void> = async () => {};
+  if (role === 'primary') {
+    try {
+      stopBackground = startBackground(ctx);
+    } catch (err) {
+      server.close();
+      await closeContext(ctx);
+      throw err;
+    }
   }
   attach(server, ctx);
   logger.info({ port, issuer: ctx.urls.issuer }, 'listening');
@@ -180,7 +367,148 @@ export async function startServer(config: Config, opts: { logger?: Logger } = {}
         server.closeAllConnections();
       });
       await stopBackground();
-      ctx.store.db.close();
+      await closeContext(ctx);
     },
   };
+}
+
+// ---- `gatehouse serve`: one process, or a primary keeping one worker per core. ----
+
+const FATAL = 'gatehouse:fatal';
+/** A worker that exits within this long of its start (or before listening) died at start. */
+const QUICK_DEATH_MS = 10_000;
+/** After this many quick deaths in a row the primary gives up. */
+const MAX_QUICK_DEATHS = 5;
+const BACKOFF_BASE_MS = 250;
+const BACKOFF_MAX_MS = 10_000;
+
+/** Stops start-up with one line on standard error (the variable named when it is a ConfigError). */
+function fatal(err: unknown): never {
+  process.stderr.write(`gatehouse: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+}
+
+/** Runs `gatehouse serve` with the configuration from the environment. Returns once serving. */
+export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<void> {
+  const config = loadConfig(env);
+  const logger = createLogger(config.logLevel);
+  // A stray rejected promise is a bug to log, not a reason to drop every request in flight.
+  process.on('unhandledRejection', (err) => logger.error({ err }, 'unhandled promise rejection'));
+
+  if (config.workers <= 1) {
+    const running = await startServer(config, { logger });
+    const stop = async () => {
+      logger.info('shutting down');
+      await running.close();
+      process.exit(0);
+    };
+    process.once('SIGTERM', stop);
+    process.once('SIGINT', stop);
+    return;
+  }
+  if (cluster.isPrimary) return runPrimary(config, logger);
+  return runWorker(config, logger);
+}
+
+/** Whether the port can be bound now (the workers bind it through the primary next). */
+async function checkPortFree(port: number): Promise<void> {
+  if (port === 0) return;
+  const server = await bind(port);
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+}
+
+async function runPrimary(config: Config, logger: Logger): Promise<void> {
+  // The primary prepares the database once, runs the background work, and keeps workers up.
+  await checkPortFree(config.port);
+  const ctx = await openContext(config, logger, 'primary');
+  const stopBackground = startBackground(ctx, { walCheckpoints: true });
+  serveClusterMetrics(ctx.metrics.registry);
+  let stopping = false;
+  let quickDeaths = 0;
+  const startedAt = new Map<Worker, { at: number; listening: boolean }>();
+
+  // Each worker signs on libuv's thread pool; with a worker per core, two threads each keep
+  // every core busy without crowding it (measured with bench/token.ts).
+  const fork = () => {
+    const w = cluster.fork({ UV_THREADPOOL_SIZE: process.env.UV_THREADPOOL_SIZE ?? '2' });
+    startedAt.set(w, { at: Date.now(), listening: false });
+    w.on('listening', () => {
+      const s = startedAt.get(w);
+      if (s) s.listening = true;
+    });
+    w.on('message', (m: { type?: unknown; message?: unknown }) => {
+      // A worker that cannot start for a reason of configuration: no other worker will either.
+      if (m?.type === FATAL && typeof m.message === 'string' && !stopping) {
+        stopping = true;
+        for (const other of Object.values(cluster.workers ?? {})) other?.process.kill('SIGTERM');
+        void stopBackground()
+          .then(() => closeContext(ctx))
+          .finally(() => fatal(m.message));
+      }
+    });
+  };
+  for (let i = 0; i < config.workers; i++) fork();
+
+  cluster.on('exit', (worker, code, signal) => {
+    const started = startedAt.get(worker);
+    startedAt.delete(worker);
+    if (stopping) return;
+    const quick = !started || !started.listening || Date.now() - started.at < QUICK_DEATH_MS;
+    quickDeaths = quick ? quickDeaths + 1 : 0;
+    if (quickDeaths >= MAX_QUICK_DEATHS) {
+      stopping = true;
+      for (const other of Object.values(cluster.workers ?? {})) other?.process.kill('SIGTERM');
+      const line = `workers exit right after they start (${quickDeaths} in a row, the last with ${signal ? `signal ${signal}` : `code ${code}`}); giving up`;
+      void stopBackground()
+        .then(() => closeContext(ctx))
+        .finally(() => fatal(line));
+      return;
+    }
+    const delay = quick ? Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** (quickDeaths - 1)) : 0;
+    logger.error({ worker: worker.process.pid, code, signal, restart_in_ms: delay }, 'worker exited; starting another');
+    setTimeout(() => !stopping && fork(), delay);
+  });
+
+  const stop = async () => {
+    stopping = true;
+    logger.info('shutting down');
+    for (const w of Object.values(cluster.workers ?? {})) w?.process.kill('SIGTERM');
+    await new Promise<void>((resolve) => {
+      const check = () => (Object.keys(cluster.workers ?? {}).length === 0 ? resolve() : setTimeout(check, 20));
+      check();
+    });
+    await stopBackground();
+    await closeContext(ctx);
+    process.exit(0);
+  };
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
+}
+
+async function runWorker(config: Config, logger: Logger): Promise<void> {
+  let server: Server;
+  let ctx: AppContext;
+  try {
+    server = await bind(config.port);
+    const port = (server.address() as AddressInfo).port;
+    ctx = await openContext(withBoundPort(config, port), logger, 'worker');
+  } catch (err) {
+    if (err instanceof ConfigError && process.send) {
+      // The primary prints the one line and stops; this worker just ends.
+      process.send({ type: FATAL, message: err.message }, () => process.exit(1));
+      return;
+    }
+    throw err;
+  }
+  const port = (server.address() as AddressInfo).port;
+  ctx.metrics.text = workerMetrics(ctx.metrics.registry).text;
+  attach(server, ctx);
+  logger.info({ port, issuer: ctx.urls.issuer }, 'listening');
+  process.once('SIGTERM', () => {
+    server.close(() => {
+      void closeContext(ctx).finally(() => process.exit(0));
+    });
+    server.closeIdleConnections();
+    setTimeout(() => process.exit(0), 5000).unref();
+  });
 }

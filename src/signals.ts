@@ -1,7 +1,9 @@
+import type { Store } from './store/index.js';
+
 /**
- * The security events of the description, emitted by management operations (never by the
- * OAuth endpoints). `emit` is called inside the store transaction that makes the change, so
- * the event is recorded exactly when the change is (the Shared Signals outbox).
+ * The four Shared Signals security events, emitted by management operations (never by the
+ * OAuth endpoints). `emit` is given the store transaction that makes the change, so the event
+ * is recorded exactly when the change is (the Shared Signals outbox).
  */
 export const EVENT_TYPES = {
   sessionRevoked: 'https://schemas.openid.net/secevent/caep/event-type/session-revoked',
@@ -23,5 +25,6 @@ export interface SecurityEventInput {
 }
 
 export interface SignalSink {
-  emit(event: SecurityEventInput): void;
+  /** Records the event in `tx`, the transaction of the change (a store outside one: its own transaction). */
+  emit(tx: Store, event: SecurityEventInput): Promise<void>;
 }

@@ -1,5 +1,6 @@
 import type { Router } from 'express';
 import type { AppContext } from '../context.js';
+import type { Store } from '../store/index.js';
 import { errors } from '../errors.js';
 import type { Agent } from '../store/agents.js';
 import { onDuplicate, onStillReferenced } from './conflict.js';
@@ -26,6 +27,7 @@ export function agentJson(a: Agent) {
     public_jwk: a.public_jwk,
     roles: a.roles,
     capabilities: a.capabilities,
+    attributes: a.attributes,
     revoked: a.revoked,
     revoked_at: iso(a.revoked_at),
     created_at: iso(a.created_at),
@@ -33,8 +35,8 @@ export function agentJson(a: Agent) {
   };
 }
 
-function mustGet(ctx: AppContext, id: string): Agent {
-  const a = ctx.store.agents.get(id);
+async function mustGet(store: Store, id: string): Promise<Agent> {
+  const a = await store.agents.get(id);
   if (!a) throw errors.notFound(`no agent ${id}`);
   return a;
 }
@@ -51,40 +53,77 @@ const capabilities = (caps: AgentCreate['capabilities']) => caps.map((c) => ({ n
  * Every change to an agent or its capabilities moves the `agents` counter in the same
  * transaction: each worker's decision cache keys on it, so the next call sees the change.
  */
-export function createAgent(ctx: AppContext, input: AgentCreate): Agent {
+export function createAgent(ctx: AppContext, input: AgentCreate): Promise<Agent> {
   const agentId = input.agent_id ?? defaultAgentId(ctx.config.issuerHost, input.name);
   const problem = spiffeIdProblem(agentId);
   if (problem) throw errors.invalidRequest(`agent_id: ${problem}`, { issues: [{ path: 'agent_id', message: problem, code: 'custom' }] });
   return onDuplicate(`an agent ${agentId} exists`, () =>
-    ctx.store.transaction(() => {
-      if (ctx.store.agents.get(agentId)) throw errors.conflict(`an agent ${agentId} exists`);
-      const agent = ctx.store.agents.create(
+    ctx.store.transaction(async (tx) => {
+      if (await tx.agents.get(agentId)) throw errors.conflict(`an agent ${agentId} exists`);
+      const agent = await tx.agents.create(
         agentId,
-        { name: input.name, mode: input.mode, public_jwk: publicJwk(input.public_jwk), roles: input.roles },
+        { name: input.name, mode: input.mode, public_jwk: publicJwk(input.public_jwk), roles: input.roles, attributes: input.attributes },
         capabilities(input.capabilities),
       );
-      ctx.store.settings.bump('agents');
+      await tx.settings.bump('agents');
       return agent;
     }),
   );
 }
 
-export function updateAgent(ctx: AppContext, agentId: string, patch: AgentPatch): Agent {
-  return ctx.store.transaction(() => {
-    const cur = mustGet(ctx, agentId);
-    const agent = ctx.store.agents.update(
+export function updateAgent(ctx: AppContext, agentId: string, patch: AgentPatch): Promise<Agent> {
+  return ctx.store.transaction(async (tx) => {
+    const cur = await mustGet(tx, agentId);
+    const agent = (await tx.agents.update(
       agentId,
       {
         name: patch.name ?? cur.name,
         mode: patch.mode ?? cur.mode,
         public_jwk: patch.public_jwk ? publicJwk(patch.public_jwk) : cur.public_jwk,
         roles: patch.roles ?? cur.roles,
+        attributes: patch.attributes ?? cur.attributes,
       },
       patch.capabilities ? capabilities(patch.capabilities) : undefined,
-    )!;
-    ctx.store.settings.bump('agents');
+    ))!;
+    await tx.settings.bump('agents');
     return agent;
   });
+}
+
+/** Adds or changes one capability; a changed limit applies to the agent's next call. */
+export async function putCapability(ctx: AppContext, agentId: string, name: string, limits: Record<string, unknown>): Promise<{ name: string; limits: Record<string, unknown> }> {
+  await ctx.store.transaction(async (tx) => {
+    await mustGet(tx, agentId);
+    await tx.agents.putCapability(agentId, name, limits);
+    await tx.settings.bump('agents');
+  });
+  return { name, limits };
+}
+
+export async function deleteCapability(ctx: AppContext, agentId: string, name: string): Promise<void> {
+  await ctx.store.transaction(async (tx) => {
+    await mustGet(tx, agentId);
+    if (!(await tx.agents.deleteCapability(agentId, name))) throw errors.notFound(`the agent has no capability ${name}`);
+    await tx.settings.bump('agents');
+  });
+}
+
+/** Final: the agent's tokens and assertions stop working. */
+export async function revokeAgent(ctx: AppContext, agentId: string): Promise<void> {
+  await ctx.store.transaction(async (tx) => {
+    await mustGet(tx, agentId);
+    await tx.agents.revoke(agentId);
+    await tx.settings.bump('agents');
+  });
+}
+
+export async function deleteAgent(ctx: AppContext, agentId: string): Promise<void> {
+  await onStillReferenced(`agent ${agentId} still has records that refer to it; revoke it instead`, () =>
+    ctx.store.transaction(async (tx) => {
+      if (!(await tx.agents.delete(agentId))) throw errors.notFound(`no agent ${agentId}`);
+      await tx.settings.bump('agents');
+    }),
+  );
 }
 
 export function agentRoutes(router: Router, ctx: AppContext): void {
@@ -99,13 +138,13 @@ export function agentRoutes(router: Router, ctx: AppContext): void {
       request: agentCreate,
       responses: { 201: { description: 'the agent; `agent_id` is its SPIFFE ID', schema: agentView }, 409: 'the agent_id is taken' },
     },
-    (req, res) => void res.status(201).json(agentJson(createAgent(ctx, parseWith(agentCreate, req.body)))),
+    async (req, res) => void res.status(201).json(agentJson(await createAgent(ctx, parseWith(agentCreate, req.body)))),
   );
 
   adminRoute(
     router,
     { method: 'get', path: '/agents', tags, summary: 'List the agents', responses: { 200: { description: 'the agents', schema: listOf(agentView) } } },
-    (_req, res) => void res.json({ data: ctx.store.agents.list().map(agentJson) }),
+    async (_req, res) => void res.json({ data: (await ctx.store.agents.list()).map(agentJson) }),
   );
 
   // The longer paths first: the wildcard of the shorter one would take them too.
@@ -117,31 +156,19 @@ export function agentRoutes(router: Router, ctx: AppContext): void {
       request: capabilityPut,
       responses: { 200: { description: 'the capability', schema: capabilityView } },
     },
-    (req, res) => {
+    async (req, res) => {
       const agentId = param(req, 'agent_id');
       const name = parseWith(capabilityName, param(req, 'name'), 'name');
       const { limits } = parseWith(capabilityPut, req.body === undefined ? {} : req.body);
-      const stored = limits ?? {};
-      ctx.store.transaction(() => {
-        mustGet(ctx, agentId);
-        ctx.store.agents.putCapability(agentId, name, stored);
-        ctx.store.settings.bump('agents');
-      });
-      res.json({ name, limits: stored });
+      res.json(await putCapability(ctx, agentId, name, limits ?? {}));
     },
   );
 
   adminRoute(
     router,
     { method: 'delete', path: '/agents/{agent_id}/capabilities/{name}', expressPath: `${idPath}/capabilities/:name`, tags, summary: 'Remove a capability', responses: { 204: 'removed' } },
-    (req, res) => {
-      const agentId = param(req, 'agent_id');
-      const name = param(req, 'name');
-      ctx.store.transaction(() => {
-        mustGet(ctx, agentId);
-        if (!ctx.store.agents.deleteCapability(agentId, name)) throw errors.notFound(`the agent has no capability ${name}`);
-        ctx.store.settings.bump('agents');
-      });
+    async (req, res) => {
+      await deleteCapability(ctx, param(req, 'agent_id'), param(req, 'name'));
       res.status(204).end();
     },
   );
@@ -152,13 +179,8 @@ export function agentRoutes(router: Router, ctx: AppContext): void {
       method: 'post', path: '/agents/{agent_id}/revoke', expressPath: `${idPath}/revoke`, tags,
       summary: 'Revoke an agent: its tokens and assertions stop working', responses: { 204: 'revoked' },
     },
-    (req, res) => {
-      const agentId = param(req, 'agent_id');
-      ctx.store.transaction(() => {
-        mustGet(ctx, agentId);
-        ctx.store.agents.revoke(agentId);
-        ctx.store.settings.bump('agents');
-      });
+    async (req, res) => {
+      await revokeAgent(ctx, param(req, 'agent_id'));
       res.status(204).end();
     },
   );
@@ -166,34 +188,28 @@ export function agentRoutes(router: Router, ctx: AppContext): void {
   adminRoute(
     router,
     { method: 'get', path: '/agents/{agent_id}', expressPath: idPath, tags, summary: 'Read an agent', responses: { 200: { description: 'the agent', schema: agentView } } },
-    (req, res) => void res.json(agentJson(mustGet(ctx, param(req, 'agent_id')))),
+    async (req, res) => void res.json(agentJson(await mustGet(ctx.store, param(req, 'agent_id')))),
   );
 
   adminRoute(
     router,
     {
       method: 'patch', path: '/agents/{agent_id}', expressPath: idPath, tags,
-      summary: 'Change an agent: name, mode, roles, capabilities (replaced whole), public_jwk (key rotation)',
+      summary: 'Change an agent: name, mode, roles, capabilities and attributes (each replaced whole), public_jwk (key rotation)',
       request: agentPatch,
       responses: { 200: { description: 'the agent', schema: agentView } },
     },
-    (req, res) => {
+    async (req, res) => {
       const patch = parseWith(agentPatch, req.body);
-      res.json(agentJson(updateAgent(ctx, param(req, 'agent_id'), patch)));
+      res.json(agentJson(await updateAgent(ctx, param(req, 'agent_id'), patch)));
     },
   );
 
   adminRoute(
     router,
     { method: 'delete', path: '/agents/{agent_id}', expressPath: idPath, tags, summary: 'Delete an agent', responses: { 204: 'deleted' } },
-    (req, res) => {
-      const agentId = param(req, 'agent_id');
-      onStillReferenced(`agent ${agentId} still has records that refer to it; revoke it instead`, () =>
-        ctx.store.transaction(() => {
-          if (!ctx.store.agents.delete(agentId)) throw errors.notFound(`no agent ${agentId}`);
-          ctx.store.settings.bump('agents');
-        }),
-      );
+    async (req, res) => {
+      await deleteAgent(ctx, param(req, 'agent_id'));
       res.status(204).end();
     },
   );

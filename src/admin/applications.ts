@@ -1,8 +1,10 @@
 import type { Router } from 'express';
 import type { AppContext } from '../context.js';
+import type { Store } from '../store/index.js';
 import { randomToken, sha256 } from '../crypto/hash.js';
 import { errors } from '../errors.js';
 import type { Application, ApplicationType } from '../store/applications.js';
+import { builtInApplicationProblem, CONSOLE_CLIENT_ID } from '../console/built-in.js';
 import { onDuplicate, onStillReferenced } from './conflict.js';
 import { adminRoute, bodyOrEmpty, iso, param, parseWith } from './route.js';
 import {
@@ -19,7 +21,7 @@ import {
 const CONFIDENTIAL_BY_DEFAULT: Record<ApplicationType, boolean> = { web: true, m2m: true, api: true, spa: false, native: false };
 const REFRESH_BY_DEFAULT: Record<ApplicationType, boolean> = { web: true, spa: true, native: true, m2m: false, api: false };
 
-export function applicationJson(ctx: AppContext, app: Application) {
+export async function applicationJson(ctx: AppContext, app: Application) {
   return {
     client_id: app.client_id,
     name: app.name,
@@ -30,15 +32,15 @@ export function applicationJson(ctx: AppContext, app: Application) {
     refresh_tokens: app.refresh_tokens,
     first_party: app.first_party,
     has_secret: app.has_secret,
-    grants: ctx.store.applications.listGrants(app.client_id),
-    assignments: ctx.store.applications.listAssignments(app.client_id),
+    grants: await ctx.store.applications.listGrants(app.client_id),
+    assignments: await ctx.store.applications.listAssignments(app.client_id),
     created_at: iso(app.created_at),
     updated_at: iso(app.updated_at),
   };
 }
 
-function mustGet(ctx: AppContext, clientId: string): Application {
-  const app = ctx.store.applications.get(clientId);
+async function mustGet(store: Store, clientId: string): Promise<Application> {
+  const app = await store.applications.get(clientId);
   if (!app) throw errors.notFound(`no application ${clientId}`);
   return app;
 }
@@ -53,15 +55,15 @@ function checkConsistency(type: ApplicationType, confidential: boolean, secretGi
 }
 
 /** Creates an application; the secret (generated when confidential and not given) is returned this once. */
-export function createApplication(ctx: AppContext, input: ApplicationCreate): { app: Application; client_secret?: string } {
+export async function createApplication(ctx: AppContext, input: ApplicationCreate): Promise<{ app: Application; client_secret?: string }> {
   const confidential = input.confidential ?? CONFIDENTIAL_BY_DEFAULT[input.type];
   checkConsistency(input.type, confidential, input.client_secret !== undefined);
   const clientId = input.client_id ?? randomToken(16);
   const secret = confidential ? (input.client_secret ?? randomToken()) : undefined;
-  const app = onDuplicate(`an application with client_id ${clientId} exists`, () =>
-    ctx.store.transaction(() => {
-      if (ctx.store.applications.get(clientId)) throw errors.conflict(`an application with client_id ${clientId} exists`);
-      const created = ctx.store.applications.create({
+  const app = await onDuplicate(`an application with client_id ${clientId} exists`, () =>
+    ctx.store.transaction(async (tx) => {
+      if (await tx.applications.get(clientId)) throw errors.conflict(`an application with client_id ${clientId} exists`);
+      const created = await tx.applications.create({
         client_id: clientId,
         name: input.name,
         type: input.type,
@@ -72,7 +74,7 @@ export function createApplication(ctx: AppContext, input: ApplicationCreate): { 
         refresh_tokens: input.refresh_tokens ?? REFRESH_BY_DEFAULT[input.type],
         first_party: input.first_party,
       });
-      ctx.store.settings.bump('applications');
+      await tx.settings.bump('applications');
       return created;
     }),
   );
@@ -80,14 +82,14 @@ export function createApplication(ctx: AppContext, input: ApplicationCreate): { 
 }
 
 /** Changes the fields given; `rotate_secret` (or a public → confidential change) makes a new secret, returned once. */
-export function updateApplication(ctx: AppContext, clientId: string, patch: ApplicationPatch): { app: Application; client_secret?: string } {
-  return ctx.store.transaction(() => {
-    const cur = mustGet(ctx, clientId);
+export function updateApplication(ctx: AppContext, clientId: string, patch: ApplicationPatch): Promise<{ app: Application; client_secret?: string }> {
+  return ctx.store.transaction(async (tx) => {
+    const cur = await mustGet(tx, clientId);
     if (patch.type !== undefined && patch.type !== cur.type) throw fieldError('type', 'the type of an application cannot change; create a new one');
     const confidential = patch.confidential ?? cur.confidential;
     checkConsistency(cur.type, confidential, patch.client_secret !== undefined);
     if (patch.rotate_secret && !confidential) throw fieldError('rotate_secret', 'a public application has no secret');
-    const app = ctx.store.applications.update({
+    const next = {
       client_id: clientId,
       name: patch.name ?? cur.name,
       type: cur.type,
@@ -96,36 +98,55 @@ export function updateApplication(ctx: AppContext, clientId: string, patch: Appl
       confidential,
       refresh_tokens: patch.refresh_tokens ?? cur.refresh_tokens,
       first_party: patch.first_party ?? cur.first_party,
-    })!;
+    };
+    const builtIn = builtInApplicationProblem(ctx, clientId, next);
+    if (builtIn) throw fieldError(builtIn.path, builtIn.message);
+    const app = (await tx.applications.update(next))!;
     let secret: string | undefined;
     if (!confidential) {
-      if (cur.has_secret) ctx.store.applications.setSecretHash(clientId, null);
+      if (cur.has_secret) await tx.applications.setSecretHash(clientId, null);
     } else if (patch.client_secret !== undefined || patch.rotate_secret || !cur.has_secret) {
       secret = patch.client_secret ?? randomToken();
-      ctx.store.applications.setSecretHash(clientId, sha256(secret));
+      await tx.applications.setSecretHash(clientId, sha256(secret));
     }
-    ctx.store.settings.bump('applications');
-    return { app: ctx.store.applications.get(app.client_id)!, ...(secret && patch.client_secret === undefined ? { client_secret: secret } : {}) };
+    await tx.settings.bump('applications');
+    return { app: (await tx.applications.get(app.client_id))!, ...(secret && patch.client_secret === undefined ? { client_secret: secret } : {}) };
   });
 }
 
-export function putGrant(ctx: AppContext, clientId: string, apiClientId: string, scopes: string[]): void {
-  ctx.store.transaction(() => {
-    const app = mustGet(ctx, clientId);
+export async function putGrant(ctx: AppContext, clientId: string, apiClientId: string, scopes: string[]): Promise<void> {
+  await ctx.store.transaction(async (tx) => {
+    const app = await mustGet(tx, clientId);
     if (app.type !== 'm2m') throw fieldError('client_id', `only an m2m application holds grants; ${clientId} is ${app.type}`);
-    const api = ctx.store.applications.get(apiClientId);
+    const api = await tx.applications.get(apiClientId);
     if (!api) throw fieldError('api_client_id', `no application ${apiClientId}`);
     if (api.type !== 'api') throw fieldError('api_client_id', `a grant is on an application of type api; ${apiClientId} is ${api.type}`);
-    ctx.store.applications.putGrant(clientId, apiClientId, scopes);
-    ctx.store.settings.bump('applications');
+    await tx.applications.putGrant(clientId, apiClientId, scopes);
+    await tx.settings.bump('applications');
   });
 }
 
-export function assignUser(ctx: AppContext, clientId: string, userId: string): void {
-  ctx.store.transaction(() => {
-    mustGet(ctx, clientId);
-    if (!ctx.store.users.get(userId)) throw errors.notFound(`no user ${userId}`);
-    ctx.store.applications.assign(clientId, userId);
+/** Deletes an application with its grants, assignments and tokens. The console's own application stays. */
+export async function deleteApplication(ctx: AppContext, clientId: string): Promise<void> {
+  if (clientId === CONSOLE_CLIENT_ID) throw errors.conflict('the console application is built in and cannot be deleted');
+  await onStillReferenced(`application ${clientId} still has records that refer to it`, () =>
+    ctx.store.transaction(async (tx) => {
+      if (!(await tx.applications.delete(clientId))) throw errors.notFound(`no application ${clientId}`);
+      await tx.settings.bump('applications');
+    }),
+  );
+}
+
+export async function unassignUser(ctx: AppContext, clientId: string, userId: string): Promise<void> {
+  await mustGet(ctx.store, clientId);
+  if (!(await ctx.store.applications.unassign(clientId, userId))) throw errors.notFound(`${userId} is not assigned to ${clientId}`);
+}
+
+export async function assignUser(ctx: AppContext, clientId: string, userId: string): Promise<void> {
+  await ctx.store.transaction(async (tx) => {
+    await mustGet(tx, clientId);
+    if (!(await tx.users.get(userId))) throw errors.notFound(`no user ${userId}`);
+    await tx.applications.assign(clientId, userId);
   });
 }
 
@@ -139,22 +160,22 @@ export function applicationRoutes(router: Router, ctx: AppContext): void {
       request: applicationCreate,
       responses: { 201: { description: 'the application, with its secret this once', schema: applicationCreated }, 409: 'the client_id is taken' },
     },
-    (req, res) => {
-      const { app, client_secret } = createApplication(ctx, parseWith(applicationCreate, req.body));
-      res.status(201).json({ ...applicationJson(ctx, app), ...(client_secret ? { client_secret } : {}) });
+    async (req, res) => {
+      const { app, client_secret } = await createApplication(ctx, parseWith(applicationCreate, req.body));
+      res.status(201).json({ ...(await applicationJson(ctx, app)), ...(client_secret ? { client_secret } : {}) });
     },
   );
 
   adminRoute(
     router,
     { method: 'get', path: '/applications', tags, summary: 'List the applications', responses: { 200: { description: 'the applications', schema: listOf(applicationView) } } },
-    (_req, res) => void res.json({ data: ctx.store.applications.list().map((a) => applicationJson(ctx, a)) }),
+    async (_req, res) => void res.json({ data: await Promise.all((await ctx.store.applications.list()).map((a) => applicationJson(ctx, a))) }),
   );
 
   adminRoute(
     router,
     { method: 'get', path: '/applications/{client_id}', tags, summary: 'Read an application', responses: { 200: { description: 'the application (never its secret)', schema: applicationView } } },
-    (req, res) => void res.json(applicationJson(ctx, mustGet(ctx, param(req, 'client_id')))),
+    async (req, res) => void res.json(await applicationJson(ctx, await mustGet(ctx.store, param(req, 'client_id')))),
   );
 
   adminRoute(
@@ -164,24 +185,18 @@ export function applicationRoutes(router: Router, ctx: AppContext): void {
       request: applicationPatch,
       responses: { 200: { description: 'the application; `client_secret` only when a new one was generated', schema: applicationCreated } },
     },
-    (req, res) => {
+    async (req, res) => {
       const patch = parseWith(applicationPatch, req.body);
-      const { app, client_secret } = updateApplication(ctx, param(req, 'client_id'), patch);
-      res.json({ ...applicationJson(ctx, app), ...(client_secret ? { client_secret } : {}) });
+      const { app, client_secret } = await updateApplication(ctx, param(req, 'client_id'), patch);
+      res.json({ ...(await applicationJson(ctx, app)), ...(client_secret ? { client_secret } : {}) });
     },
   );
 
   adminRoute(
     router,
     { method: 'delete', path: '/applications/{client_id}', tags, summary: 'Delete an application (its grants, assignments and tokens go with it)', responses: { 204: 'deleted' } },
-    (req, res) => {
-      const clientId = param(req, 'client_id');
-      onStillReferenced(`application ${clientId} still has records that refer to it`, () =>
-        ctx.store.transaction(() => {
-          if (!ctx.store.applications.delete(clientId)) throw errors.notFound(`no application ${clientId}`);
-          ctx.store.settings.bump('applications');
-        }),
-      );
+    async (req, res) => {
+      await deleteApplication(ctx, param(req, 'client_id'));
       res.status(204).end();
     },
   );
@@ -193,9 +208,9 @@ export function applicationRoutes(router: Router, ctx: AppContext): void {
       request: grantBody,
       responses: { 204: 'granted', 400: 'not an m2m application, or the target is not an API' },
     },
-    (req, res) => {
+    async (req, res) => {
       const { scopes } = parseWith(grantBody, bodyOrEmpty(req));
-      putGrant(ctx, param(req, 'client_id'), param(req, 'api_client_id'), scopes);
+      await putGrant(ctx, param(req, 'client_id'), param(req, 'api_client_id'), scopes);
       res.status(204).end();
     },
   );
@@ -203,13 +218,13 @@ export function applicationRoutes(router: Router, ctx: AppContext): void {
   adminRoute(
     router,
     { method: 'delete', path: '/applications/{client_id}/grants/{api_client_id}', tags, summary: 'Remove a grant', responses: { 204: 'removed' } },
-    (req, res) => {
+    async (req, res) => {
       const clientId = param(req, 'client_id');
       const apiClientId = param(req, 'api_client_id');
-      ctx.store.transaction(() => {
-        mustGet(ctx, clientId);
-        if (!ctx.store.applications.deleteGrant(clientId, apiClientId)) throw errors.notFound(`${clientId} holds no grant on ${apiClientId}`);
-        ctx.store.settings.bump('applications');
+      await ctx.store.transaction(async (tx) => {
+        await mustGet(tx, clientId);
+        if (!(await tx.applications.deleteGrant(clientId, apiClientId))) throw errors.notFound(`${clientId} holds no grant on ${apiClientId}`);
+        await tx.settings.bump('applications');
       });
       res.status(204).end();
     },
@@ -218,8 +233,8 @@ export function applicationRoutes(router: Router, ctx: AppContext): void {
   adminRoute(
     router,
     { method: 'put', path: '/applications/{client_id}/assignments/{user_id}', tags, summary: 'Assign a person to an application', responses: { 204: 'assigned' } },
-    (req, res) => {
-      assignUser(ctx, param(req, 'client_id'), param(req, 'user_id'));
+    async (req, res) => {
+      await assignUser(ctx, param(req, 'client_id'), param(req, 'user_id'));
       res.status(204).end();
     },
   );
@@ -227,11 +242,8 @@ export function applicationRoutes(router: Router, ctx: AppContext): void {
   adminRoute(
     router,
     { method: 'delete', path: '/applications/{client_id}/assignments/{user_id}', tags, summary: 'Unassign a person', responses: { 204: 'unassigned' } },
-    (req, res) => {
-      const clientId = param(req, 'client_id');
-      const userId = param(req, 'user_id');
-      mustGet(ctx, clientId);
-      if (!ctx.store.applications.unassign(clientId, userId)) throw errors.notFound(`${userId} is not assigned to ${clientId}`);
+    async (req, res) => {
+      await unassignUser(ctx, param(req, 'client_id'), param(req, 'user_id'));
       res.status(204).end();
     },
   );

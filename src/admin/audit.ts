@@ -1,10 +1,11 @@
 import type { Router } from 'express';
 import type { AppContext } from '../context.js';
+import type { z } from 'zod';
 import type { AuditRecord } from '../store/audit.js';
 import { adminRoute, iso, parseWith } from './route.js';
 import { auditPage, auditQuery } from './schemas.js';
 
-const auditJson = (r: AuditRecord) => ({
+export const auditJson = (r: AuditRecord) => ({
   id: r.seq,
   time: iso(r.time),
   kind: r.kind,
@@ -16,7 +17,22 @@ const auditJson = (r: AuditRecord) => ({
   decision: r.decision,
   reason: r.reason,
   policy_version: r.policy_version,
+  actor: r.actor,
+  caller: r.caller,
+  ...(r.usage != null ? { usage: r.usage } : {}),
 });
+
+export type AuditQuery = z.output<typeof auditQuery>;
+
+/** One page of the trail, newest first; `next_before` is the `before` of the next page (null on the last). */
+export async function listAudit(ctx: AppContext, q: AuditQuery): Promise<{ data: ReturnType<typeof auditJson>[]; next_before: number | null }> {
+  // Decisions by default; token issues, approval answers and console changes with `kind=all` or by kind.
+  const kind = q.kind === undefined ? 'decision' : q.kind === 'all' ? undefined : q.kind;
+  const { reason, ...filter } = q;
+  const rows = await ctx.store.audit.list({ ...filter, reason_code: reason, kind, limit: q.limit + 1 });
+  const page = rows.slice(0, q.limit);
+  return { data: page.map(auditJson), next_before: rows.length > q.limit ? page[page.length - 1]!.seq : null };
+}
 
 export function auditRoutes(router: Router, ctx: AppContext): void {
   adminRoute(
@@ -26,13 +42,6 @@ export function auditRoutes(router: Router, ctx: AppContext): void {
       query: auditQuery,
       responses: { 200: { description: 'a page; pass `next_before` as `before` for the next (null on the last)', schema: auditPage } },
     },
-    (req, res) => {
-      const q = parseWith(auditQuery, req.query, 'query');
-      // CONTRACT 3 lists decisions; token issues and approval answers are there with `kind=all` or by kind.
-      const kind = q.kind === undefined ? 'decision' : q.kind === 'all' ? undefined : q.kind;
-      const rows = ctx.store.audit.list({ ...q, kind, limit: q.limit + 1 });
-      const page = rows.slice(0, q.limit);
-      res.json({ data: page.map(auditJson), next_before: rows.length > q.limit ? page[page.length - 1]!.seq : null });
-    },
+    async (req, res) => void res.json(await listAudit(ctx, parseWith(auditQuery, req.query, 'query'))),
   );
 }

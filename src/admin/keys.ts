@@ -1,8 +1,11 @@
 import type { Router } from 'express';
 import type { AppContext } from '../context.js';
-import { SIGNING_ALGS } from '../crypto/signing.js';
+import { SIGNING_ALGS, type SigningAlg } from '../crypto/signing.js';
 import { adminRoute, bodyOrEmpty, parseWith } from './route.js';
 import { keysRotate, keysRotated } from './schemas.js';
+
+/** New signing keys for `alg` (both when not given); the old ones stay published for 24 hours. */
+export const rotateKeys = (ctx: AppContext, alg?: SigningAlg) => ctx.keys.rotate(alg ? [alg] : SIGNING_ALGS);
 
 export function keyRoutes(router: Router, ctx: AppContext): void {
   adminRoute(
@@ -15,7 +18,7 @@ export function keyRoutes(router: Router, ctx: AppContext): void {
     },
     async (req, res) => {
       const { alg } = parseWith(keysRotate, bodyOrEmpty(req));
-      res.json({ keys: await ctx.keys.rotate(alg ? [alg] : SIGNING_ALGS) });
+      res.json({ keys: await rotateKeys(ctx, alg) });
     },
   );
 }

@@ -24,6 +24,8 @@ export interface OperationDef {
   request?: z.ZodType;
   /** query parameters, an object schema */
   query?: z.ZodObject;
+  /** path parameters, an object schema (documents their form; plain strings when absent) */
+  params?: z.ZodObject;
   responses: Record<number | string, ResponseDef | string>;
   /** false: no bearer token needed (the document itself) */
   auth?: boolean;
@@ -76,7 +78,7 @@ function operationObject(op: OperationDef): Record<string, unknown> {
     name: m[1],
     in: 'path',
     required: true,
-    schema: { type: 'string' },
+    schema: op.params?.shape[m[1]!] ? jsonSchema(op.params.shape[m[1]!] as z.ZodType, 'input') : { type: 'string' },
     ...(m[1] === 'agent_id' ? { description: 'URL-encoded' } : {}),
   }));
   const query = op.query
@@ -126,7 +128,7 @@ export function openApiDocument(issuer: string): Record<string, unknown> {
     info: {
       title: 'Gatehouse management API',
       version: '1',
-      description: 'Applications, people, roles, agents, rules, policy, keys and the audit trail. JSON in and out; `Authorization: Bearer <GATEHOUSE_ADMIN_TOKEN>`.',
+      description: 'Applications, people, roles, agents, entities, rules, policy, keys and the audit trail. JSON in and out; `Authorization: Bearer <GATEHOUSE_ADMIN_TOKEN>`.',
     },
     servers: [{ url: `${issuer}${ADMIN_BASE}` }],
     security: [{ adminToken: [] }],

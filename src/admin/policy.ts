@@ -17,7 +17,7 @@ export function policyRoutes(router: Router, ctx: AppContext): void {
       method: 'get', path: '/policy', tags, summary: 'The policy version in force and its sources (files and live rules)',
       responses: { 200: { description: 'the policy in force', schema: policyView } },
     },
-    (_req, res) => void res.json(policyJson(ctx.policy.current())),
+    async (_req, res) => void res.json(policyJson(await ctx.policy.current())),
   );
 
   adminRoute(

@@ -8,7 +8,8 @@ import { createAgent, updateAgent } from './agents.js';
 import { createApplication, updateApplication, putGrant, assignUser } from './applications.js';
 import { putRole } from './roles.js';
 import { createRule, disableRule, enableRule, updateRule, validateAndRecord } from './rules.js';
-import { agentCreate, projectApplication, projectRule, roleCreate, userCreate } from './schemas.js';
+import { putEntity } from './entities.js';
+import { agentCreate, projectApplication, projectEntity, projectRule, roleCreate, userCreate } from './schemas.js';
 import { defaultAgentId } from './spiffe.js';
 import { createUser, updateUser } from './users.js';
 import { mcpUpstreamsSection } from '../mcp/project-section.js';
@@ -41,12 +42,12 @@ const usersSection = defineSection<ProjectUser>({
   item: projectUser,
   async apply(ctx, items) {
     for (const u of items) {
-      const cur = (u.id && ctx.store.users.get(u.id)) || (!u.id ? ctx.store.users.getByEmail(u.email) : undefined);
+      const cur = (u.id && await ctx.store.users.get(u.id)) || (!u.id ? await ctx.store.users.getByEmail(u.email) : undefined);
       if (!cur) {
         await createUser(ctx, u);
         continue;
       }
-      const creds = ctx.store.users.credentialsById(cur.id)!;
+      const creds = (await ctx.store.users.credentialsById(cur.id))!;
       // A password is only re-hashed when it changed: a restart must not churn (or clear a compromise mark).
       const samePassword = await verifyPassword(u.password, creds.password_hash);
       const sameTotp = u.totp_secret
@@ -60,6 +61,7 @@ const usersSection = defineSection<ProjectUser>({
         locale: u.locale ?? null,
         groups: u.groups,
         roles: u.roles,
+        attributes: u.attributes,
         ...(samePassword ? {} : { password: u.password }),
         ...(sameTotp ? {} : { totp_secret: u.totp_secret ?? null }),
       });
@@ -70,10 +72,10 @@ const usersSection = defineSection<ProjectUser>({
 const rolesSection = defineSection<z.output<typeof roleCreate>>({
   key: 'roles', // by name
   item: roleCreate,
-  apply(ctx, items) {
+  async apply(ctx, items) {
     for (const r of items) {
-      const cur = ctx.store.roles.get(r.name);
-      if (!cur || JSON.stringify(cur.permissions) !== JSON.stringify([...new Set(r.permissions)])) putRole(ctx, r.name, r.permissions);
+      const cur = await ctx.store.roles.get(r.name);
+      if (!cur || JSON.stringify(cur.permissions) !== JSON.stringify([...new Set(r.permissions)])) await putRole(ctx, r.name, r.permissions);
     }
   },
 });
@@ -81,17 +83,17 @@ const rolesSection = defineSection<z.output<typeof roleCreate>>({
 const applicationsSection = defineSection<ProjectApplication>({
   key: 'applications', // by client_id when given, else by name
   item: projectApplication,
-  apply(ctx, items) {
+  async apply(ctx, items) {
     const ids: string[] = [];
     for (const a of items) {
-      const cur = a.client_id ? ctx.store.applications.get(a.client_id) : ctx.store.applications.list().find((x) => x.name === a.name);
+      const cur = a.client_id ? await ctx.store.applications.get(a.client_id) : (await ctx.store.applications.list()).find((x) => x.name === a.name);
       if (!cur) {
-        ids.push(createApplication(ctx, a).app.client_id);
+        ids.push((await createApplication(ctx, a)).app.client_id);
         continue;
       }
       const secretDiffers =
-        a.client_secret !== undefined && ctx.store.applications.getWithSecret(cur.client_id)!.secret_hash !== sha256(a.client_secret);
-      updateApplication(ctx, cur.client_id, {
+        a.client_secret !== undefined && (await ctx.store.applications.getWithSecret(cur.client_id))!.secret_hash !== sha256(a.client_secret);
+      await updateApplication(ctx, cur.client_id, {
         name: a.name,
         type: a.type,
         redirect_uris: a.redirect_uris,
@@ -104,25 +106,36 @@ const applicationsSection = defineSection<ProjectApplication>({
       ids.push(cur.client_id);
     }
     // Grants and assignments once every application exists (a grant may name an API listed later).
-    items.forEach((a, i) => {
-      for (const g of a.grants ?? []) putGrant(ctx, ids[i]!, g.api_client_id, g.scopes);
+    for (const [i, a] of items.entries()) {
+      for (const g of a.grants ?? []) await putGrant(ctx, ids[i]!, g.api_client_id, g.scopes);
       for (const who of a.assignments ?? []) {
-        const user = ctx.store.users.get(who) ?? ctx.store.users.getByEmail(who);
+        const user = await ctx.store.users.get(who) ?? await ctx.store.users.getByEmail(who);
         if (!user) throw new ProjectItemError(`applications.${i}.assignments: no user ${who}`);
-        assignUser(ctx, ids[i]!, user.id);
+        await assignUser(ctx, ids[i]!, user.id);
       }
-    });
+    }
   },
 });
 
 const agentsSection = defineSection<z.output<typeof agentCreate>>({
   key: 'agents', // by agent_id (the default one when not given)
   item: agentCreate,
-  apply(ctx, items) {
+  async apply(ctx, items) {
     for (const a of items) {
       const id = a.agent_id ?? defaultAgentId(ctx.config.issuerHost, a.name);
-      if (!ctx.store.agents.get(id)) createAgent(ctx, a);
-      else updateAgent(ctx, id, { name: a.name, mode: a.mode, public_jwk: a.public_jwk, roles: a.roles, capabilities: a.capabilities });
+      if (!(await ctx.store.agents.get(id))) await createAgent(ctx, a);
+      else await updateAgent(ctx, id, { name: a.name, mode: a.mode, public_jwk: a.public_jwk, roles: a.roles, capabilities: a.capabilities, attributes: a.attributes });
+    }
+  },
+});
+
+const entitiesSection = defineSection<z.output<typeof projectEntity>>({
+  key: 'entities', // by type and id; an entity whose attributes are already the file's is left alone
+  item: projectEntity,
+  async apply(ctx, items) {
+    for (const e of items) {
+      const cur = await ctx.store.entities.get(e.type, e.id);
+      if (!cur || JSON.stringify(cur.attributes) !== JSON.stringify(e.attributes)) await putEntity(ctx, e.type, e.id, e.attributes);
     }
   },
 });
@@ -130,22 +143,22 @@ const agentsSection = defineSection<z.output<typeof agentCreate>>({
 const rulesSection = defineSection<ProjectRule>({
   key: 'rules', // by name; `state` (optional) is brought about: live is validated first
   item: projectRule,
-  apply(ctx, items) {
+  async apply(ctx, items) {
     for (const [i, r] of items.entries()) {
       const { state, id, ...content } = r;
-      const cur = ctx.store.rules.getByName(r.name);
-      const rule = cur ? updateRule(ctx, cur.id, { ...content, condition: content.condition ?? null }) : createRule(ctx, content, id);
+      const cur = await ctx.store.rules.getByName(r.name);
+      const rule = cur ? await updateRule(ctx, cur.id, { ...content, condition: content.condition ?? null }) : await createRule(ctx, content, id);
       if (state === 'live' && rule.state !== 'live') {
-        const check = validateAndRecord(ctx, rule.id);
+        const check = await validateAndRecord(ctx, rule.id);
         if (!check.valid) throw new ProjectItemError(`rules.${i} (${r.name}) does not validate: ${check.errors.join('; ')}`);
-        enableRule(ctx, rule.id);
-      } else if (state === 'disabled') disableRule(ctx, rule.id);
+        await enableRule(ctx, rule.id);
+      } else if (state === 'disabled') await disableRule(ctx, rule.id);
     }
   },
 });
 
 /** The sections in the order they apply: roles and people before the things that refer to them. */
-export const projectSections: ProjectSection[] = [rolesSection, usersSection, applicationsSection, agentsSection, rulesSection, defineSection(mcpUpstreamsSection), defineSection(samlConnectionsSection)];
+export const projectSections: ProjectSection[] = [rolesSection, usersSection, applicationsSection, agentsSection, entitiesSection, rulesSection, defineSection(mcpUpstreamsSection), defineSection(samlConnectionsSection)];
 
 /** Adds a section (for example `mcp_upstreams`) after the built-in ones. */
 export function registerProjectSection(section: ProjectSection): void {

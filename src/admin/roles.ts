@@ -11,23 +11,30 @@ export const roleJson = (r: Role) => ({ name: r.name, permissions: r.permissions
 const dedupe = (ps: string[]) => [...new Set(ps)];
 
 /** Agents take their permissions from roles: every role change moves the `agents` counter. */
-export function createRole(ctx: AppContext, name: string, permissions: string[]): Role {
+export function createRole(ctx: AppContext, name: string, permissions: string[]): Promise<Role> {
   return onDuplicate(`a role named ${name} exists`, () =>
-    ctx.store.transaction(() => {
-      if (ctx.store.roles.get(name)) throw errors.conflict(`a role named ${name} exists`);
-      const role = ctx.store.roles.create(name, dedupe(permissions));
-      ctx.store.settings.bump('agents');
+    ctx.store.transaction(async (tx) => {
+      if (await tx.roles.get(name)) throw errors.conflict(`a role named ${name} exists`);
+      const role = await tx.roles.create(name, dedupe(permissions));
+      await tx.settings.bump('agents');
       return role;
     }),
   );
 }
 
-export function putRole(ctx: AppContext, name: string, permissions: string[]): { role: Role; created: boolean } {
-  return ctx.store.transaction(() => {
-    const created = !ctx.store.roles.get(name);
-    const role = ctx.store.roles.put(name, dedupe(permissions));
-    ctx.store.settings.bump('agents');
+export function putRole(ctx: AppContext, name: string, permissions: string[]): Promise<{ role: Role; created: boolean }> {
+  return ctx.store.transaction(async (tx) => {
+    const created = !(await tx.roles.get(name));
+    const role = await tx.roles.put(name, dedupe(permissions));
+    await tx.settings.bump('agents');
     return { role, created };
+  });
+}
+
+export async function deleteRole(ctx: AppContext, name: string): Promise<void> {
+  await ctx.store.transaction(async (tx) => {
+    if (!(await tx.roles.delete(name))) throw errors.notFound(`no role ${name}`);
+    await tx.settings.bump('agents');
   });
 }
 
@@ -41,24 +48,24 @@ export function roleRoutes(router: Router, ctx: AppContext): void {
       request: roleCreate,
       responses: { 201: { description: 'the role', schema: roleView }, 409: 'the name is taken' },
     },
-    (req, res) => {
+    async (req, res) => {
       const body = parseWith(roleCreate, req.body);
-      res.status(201).json(roleJson(createRole(ctx, body.name, body.permissions)));
+      res.status(201).json(roleJson(await createRole(ctx, body.name, body.permissions)));
     },
   );
 
   adminRoute(
     router,
     { method: 'get', path: '/roles', tags, summary: 'List the roles', responses: { 200: { description: 'the roles', schema: listOf(roleView) } } },
-    (_req, res) => void res.json({ data: ctx.store.roles.list().map(roleJson) }),
+    async (_req, res) => void res.json({ data: (await ctx.store.roles.list()).map(roleJson) }),
   );
 
   adminRoute(
     router,
     { method: 'get', path: '/roles/{name}', tags, summary: 'Read a role', responses: { 200: { description: 'the role', schema: roleView } } },
-    (req, res) => {
+    async (req, res) => {
       const name = param(req, 'name');
-      const role = ctx.store.roles.get(name);
+      const role = await ctx.store.roles.get(name);
       if (!role) throw errors.notFound(`no role ${name}`);
       res.json(roleJson(role));
     },
@@ -71,7 +78,7 @@ export function roleRoutes(router: Router, ctx: AppContext): void {
       request: rolePut,
       responses: { 200: { description: 'the role', schema: roleView } },
     },
-    (req, res) => {
+    async (req, res) => {
       const name = parseWith(roleName, param(req, 'name'), 'name');
       const body = parseWith(rolePut, req.body);
       if (body.name !== undefined && body.name !== name) {
@@ -79,19 +86,15 @@ export function roleRoutes(router: Router, ctx: AppContext): void {
           issues: [{ path: 'name', message: 'differs from the name in the path (a role cannot be renamed)', code: 'custom' }],
         });
       }
-      res.json(roleJson(putRole(ctx, name, body.permissions).role));
+      res.json(roleJson((await putRole(ctx, name, body.permissions)).role));
     },
   );
 
   adminRoute(
     router,
     { method: 'delete', path: '/roles/{name}', tags, summary: 'Delete a role', responses: { 204: 'deleted' } },
-    (req, res) => {
-      const name = param(req, 'name');
-      ctx.store.transaction(() => {
-        if (!ctx.store.roles.delete(name)) throw errors.notFound(`no role ${name}`);
-        ctx.store.settings.bump('agents');
-      });
+    async (req, res) => {
+      await deleteRole(ctx, param(req, 'name'));
       res.status(204).end();
     },
   );

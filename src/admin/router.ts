@@ -4,12 +4,14 @@ import { errors } from '../errors.js';
 import { agentRoutes } from './agents.js';
 import { applicationRoutes } from './applications.js';
 import { auditRoutes } from './audit.js';
+import { entityRoutes } from './entities.js';
 import { requireAdmin } from './auth.js';
 import { keyRoutes } from './keys.js';
 import { openApiDocument, registerOperation } from './openapi.js';
 import { policyRoutes } from './policy.js';
 import { roleRoutes } from './roles.js';
 import { ruleRoutes } from './rules.js';
+import { usageRoutes } from './usage.js';
 import { userRoutes } from './users.js';
 
 /** Admin answers are never cached; a body that is not JSON is refused rather than read as a form. */
@@ -23,7 +25,7 @@ const adminRequest: RequestHandler = (req, res, next) => {
   next();
 };
 
-/** The management API at /admin/v1 (CONTRACT section 3). */
+/** The management API at /admin/v1. */
 export function adminRouter(ctx: AppContext): Router {
   const router = Router();
 
@@ -42,7 +44,9 @@ export function adminRouter(ctx: AppContext): Router {
   applicationRoutes(router, ctx);
   userRoutes(router, ctx);
   roleRoutes(router, ctx);
+  usageRoutes(router, ctx);
   agentRoutes(router, ctx);
+  entityRoutes(router, ctx);
   ruleRoutes(router, ctx);
   policyRoutes(router, ctx);
   keyRoutes(router, ctx);

@@ -5,6 +5,7 @@ import { sha256 } from '../crypto/hash.js';
 import { errors } from '../errors.js';
 import { toJsonRule } from '../authz/policy-service.js';
 import { formatDiagnostic, validateJsonRule } from '../policy/index.js';
+import type { Store } from '../store/index.js';
 import type { Rule, RuleFields } from '../store/rules.js';
 import { onDuplicate } from './conflict.js';
 import { adminRoute, iso, param, parseWith } from './route.js';
@@ -25,8 +26,8 @@ export function ruleJson(r: Rule) {
   };
 }
 
-function mustGet(ctx: AppContext, id: string): Rule {
-  const r = ctx.store.rules.get(id);
+async function mustGet(store: Store, id: string): Promise<Rule> {
+  const r = await store.rules.get(id);
   if (!r) throw errors.notFound(`no rule ${id}`);
   return r;
 }
@@ -40,22 +41,22 @@ const fields = (r: RuleCreate): RuleFields => ({
   condition: r.condition ?? null,
 });
 
-export function createRule(ctx: AppContext, input: RuleCreate, id: string = randomUUID()): Rule {
+export function createRule(ctx: AppContext, input: RuleCreate, id: string = randomUUID()): Promise<Rule> {
   const f = fields(input);
   return onDuplicate(`a rule named ${f.name} exists`, () =>
-    ctx.store.transaction(() => {
-      if (ctx.store.rules.getByName(f.name)) throw errors.conflict(`a rule named ${f.name} exists`);
-      if (ctx.store.rules.get(id)) throw errors.conflict(`a rule with id ${id} exists`);
-      return ctx.store.rules.create(id, f);
+    ctx.store.transaction(async (tx) => {
+      if (await tx.rules.getByName(f.name)) throw errors.conflict(`a rule named ${f.name} exists`);
+      if (await tx.rules.get(id)) throw errors.conflict(`a rule with id ${id} exists`);
+      return await tx.rules.create(id, f);
     }),
   );
 }
 
 /** Changes the content; a live rule whose content changed goes back to draft (it needs a new validate). */
-export function updateRule(ctx: AppContext, id: string, patch: RulePatch): Rule {
+export function updateRule(ctx: AppContext, id: string, patch: RulePatch): Promise<Rule> {
   return onDuplicate(`a rule named ${patch.name ?? ''} exists`, () =>
-    ctx.store.transaction(() => {
-      const cur = mustGet(ctx, id);
+    ctx.store.transaction(async (tx) => {
+      const cur = await mustGet(tx, id);
       const next: RuleFields = {
         name: patch.name ?? cur.name,
         effect: patch.effect ?? cur.effect,
@@ -65,14 +66,14 @@ export function updateRule(ctx: AppContext, id: string, patch: RulePatch): Rule 
         condition: patch.condition !== undefined ? patch.condition : cur.condition,
       };
       if (ruleContentHash(next) === ruleContentHash(cur)) return cur;
-      const other = ctx.store.rules.getByName(next.name);
+      const other = await tx.rules.getByName(next.name);
       if (other && other.id !== id) throw errors.conflict(`a rule named ${next.name} exists`);
-      ctx.store.rules.update(id, next);
+      await tx.rules.update(id, next);
       if (cur.state === 'live') {
-        ctx.store.rules.setState(id, 'draft');
-        ctx.policy.invalidate();
+        await tx.rules.setState(id, 'draft');
+        await ctx.policy.invalidate(tx);
       }
-      return ctx.store.rules.get(id)!;
+      return (await tx.rules.get(id))!;
     }),
   );
 }
@@ -81,49 +82,62 @@ export function updateRule(ctx: AppContext, id: string, patch: RulePatch): Rule 
  * The rule on its own (patterns, field names, operators), then the policy as it would be
  * with this rule live beside the files and the other live rules.
  */
-export function validateRule(ctx: AppContext, rule: Rule): string[] {
+export async function validateRule(ctx: AppContext, rule: Rule, store: Store = ctx.store): Promise<string[]> {
   const own = validateJsonRule(toJsonRule(rule));
   if (own.length) return own.map(formatDiagnostic);
-  const others = ctx.store.rules.live().filter((r) => r.id !== rule.id);
-  return ctx.policy.check([...others, rule].map(toJsonRule)).map(formatDiagnostic);
+  const others = (await store.rules.live()).filter((r) => r.id !== rule.id);
+  return (await ctx.policy.check([...others, rule].map(toJsonRule), store)).map(formatDiagnostic);
 }
 
 /** Validates and, when valid, remembers the validated content. */
-export function validateAndRecord(ctx: AppContext, id: string): { valid: boolean; errors: string[] } {
-  return ctx.store.transaction(() => {
-    const rule = mustGet(ctx, id);
-    const problems = validateRule(ctx, rule);
-    ctx.store.rules.setValidatedHash(id, problems.length ? null : ruleContentHash(rule));
+export function validateAndRecord(ctx: AppContext, id: string): Promise<{ valid: boolean; errors: string[] }> {
+  return ctx.store.transaction(async (tx) => {
+    const rule = await mustGet(tx, id);
+    const problems = await validateRule(ctx, rule, tx);
+    await tx.rules.setValidatedHash(id, problems.length ? null : ruleContentHash(rule));
     return { valid: problems.length === 0, errors: problems };
   });
 }
 
 /** draft | disabled → live, only when the current content passed validate (checked again against today's policy). */
-export function enableRule(ctx: AppContext, id: string): Rule {
-  return ctx.store.transaction(() => {
-    const rule = mustGet(ctx, id);
+export async function enableRule(ctx: AppContext, id: string): Promise<Rule> {
+  let stale: string[] | undefined;
+  const enabled = await ctx.store.transaction(async (tx) => {
+    const rule = await mustGet(tx, id);
     if (rule.state === 'live') return rule;
     if (rule.validated_hash !== ruleContentHash(rule)) {
       throw errors.conflict('the rule must pass POST /rules/{id}/validate (of its current content) before it is enabled', { state: rule.state });
     }
-    const problems = validateRule(ctx, rule);
+    const problems = await validateRule(ctx, rule, tx);
     if (problems.length) {
-      ctx.store.rules.setValidatedHash(id, null);
-      throw errors.conflict('the rule no longer validates against the policy in force', { state: rule.state, errors: problems });
+      // Remembered (committed) before the 409 is thrown.
+      await tx.rules.setValidatedHash(id, null);
+      stale = problems;
+      return rule;
     }
-    ctx.store.rules.setState(id, 'live');
-    ctx.policy.invalidate();
-    return ctx.store.rules.get(id)!;
+    await tx.rules.setState(id, 'live');
+    await ctx.policy.invalidate(tx);
+    return (await tx.rules.get(id))!;
+  });
+  if (stale) throw errors.conflict('the rule no longer validates against the policy in force', { state: enabled.state, errors: stale });
+  return enabled;
+}
+
+export function disableRule(ctx: AppContext, id: string): Promise<Rule> {
+  return ctx.store.transaction(async (tx) => {
+    const rule = await mustGet(tx, id);
+    if (rule.state === 'disabled') return rule;
+    await tx.rules.setState(id, 'disabled');
+    if (rule.state === 'live') await ctx.policy.invalidate(tx);
+    return (await tx.rules.get(id))!;
   });
 }
 
-export function disableRule(ctx: AppContext, id: string): Rule {
-  return ctx.store.transaction(() => {
-    const rule = mustGet(ctx, id);
-    if (rule.state === 'disabled') return rule;
-    ctx.store.rules.setState(id, 'disabled');
-    if (rule.state === 'live') ctx.policy.invalidate();
-    return ctx.store.rules.get(id)!;
+export async function deleteRule(ctx: AppContext, id: string): Promise<void> {
+  await ctx.store.transaction(async (tx) => {
+    const rule = await mustGet(tx, id);
+    await tx.rules.delete(id);
+    if (rule.state === 'live') await ctx.policy.invalidate(tx);
   });
 }
 
@@ -137,19 +151,19 @@ export function ruleRoutes(router: Router, ctx: AppContext): void {
       request: ruleCreate,
       responses: { 201: { description: 'the rule, state draft', schema: ruleView }, 409: 'the name is taken' },
     },
-    (req, res) => void res.status(201).json(ruleJson(createRule(ctx, parseWith(ruleCreate, req.body)))),
+    async (req, res) => void res.status(201).json(ruleJson(await createRule(ctx, parseWith(ruleCreate, req.body)))),
   );
 
   adminRoute(
     router,
     { method: 'get', path: '/rules', tags, summary: 'List the rules', responses: { 200: { description: 'the rules', schema: listOf(ruleView) } } },
-    (_req, res) => void res.json({ data: ctx.store.rules.list().map(ruleJson) }),
+    async (_req, res) => void res.json({ data: (await ctx.store.rules.list()).map(ruleJson) }),
   );
 
   adminRoute(
     router,
     { method: 'get', path: '/rules/{id}', tags, summary: 'Read a rule', responses: { 200: { description: 'the rule', schema: ruleView } } },
-    (req, res) => void res.json(ruleJson(mustGet(ctx, param(req, 'id')))),
+    async (req, res) => void res.json(ruleJson(await mustGet(ctx.store, param(req, 'id')))),
   );
 
   adminRoute(
@@ -159,22 +173,17 @@ export function ruleRoutes(router: Router, ctx: AppContext): void {
       request: rulePatch,
       responses: { 200: { description: 'the rule', schema: ruleView }, 409: 'the name is taken' },
     },
-    (req, res) => {
+    async (req, res) => {
       const patch = parseWith(rulePatch, req.body);
-      res.json(ruleJson(updateRule(ctx, param(req, 'id'), patch)));
+      res.json(ruleJson(await updateRule(ctx, param(req, 'id'), patch)));
     },
   );
 
   adminRoute(
     router,
     { method: 'delete', path: '/rules/{id}', tags, summary: 'Delete a rule', responses: { 204: 'deleted' } },
-    (req, res) => {
-      const id = param(req, 'id');
-      ctx.store.transaction(() => {
-        const rule = mustGet(ctx, id);
-        ctx.store.rules.delete(id);
-        if (rule.state === 'live') ctx.policy.invalidate();
-      });
+    async (req, res) => {
+      await deleteRule(ctx, param(req, 'id'));
       res.status(204).end();
     },
   );
@@ -185,7 +194,7 @@ export function ruleRoutes(router: Router, ctx: AppContext): void {
       method: 'post', path: '/rules/{id}/validate', tags, summary: 'Validate a rule against the policy in force',
       responses: { 200: { description: '`valid`, and the errors as `source:line:col: message`', schema: ruleValidation } },
     },
-    (req, res) => void res.json(validateAndRecord(ctx, param(req, 'id'))),
+    async (req, res) => void res.json(await validateAndRecord(ctx, param(req, 'id'))),
   );
 
   adminRoute(
@@ -194,7 +203,7 @@ export function ruleRoutes(router: Router, ctx: AppContext): void {
       method: 'post', path: '/rules/{id}/enable', tags, summary: 'Make a validated rule live',
       responses: { 200: { description: 'the rule, state live', schema: ruleView }, 409: 'not validated (or no longer valid)' },
     },
-    (req, res) => void res.json(ruleJson(enableRule(ctx, param(req, 'id')))),
+    async (req, res) => void res.json(ruleJson(await enableRule(ctx, param(req, 'id')))),
   );
 
   adminRoute(
@@ -203,6 +212,6 @@ export function ruleRoutes(router: Router, ctx: AppContext): void {
       method: 'post', path: '/rules/{id}/disable', tags, summary: 'Take a rule out of force',
       responses: { 200: { description: 'the rule, state disabled', schema: ruleView } },
     },
-    (req, res) => void res.json(ruleJson(disableRule(ctx, param(req, 'id')))),
+    async (req, res) => void res.json(ruleJson(await disableRule(ctx, param(req, 'id')))),
   );
 }

@@ -109,6 +109,99 @@ export const spiffeId = z
 const timestamp = z.string().meta({ description: 'ISO 8601 time' });
 const nullableTimestamp = z.string().nullable().meta({ description: 'ISO 8601 time' });
 
+// ---- attributes and entities ------------------------------------------------------
+
+/** Bounds on one `attributes` object: policy facts, not a document store. */
+export const ATTRIBUTES_MAX_BYTES = 16_384;
+export const ATTRIBUTES_MAX_DEPTH = 8;
+const ATTRIBUTE_KEY_MAX = 200;
+
+const isPlainObject = (v: unknown): v is Record<string, unknown> =>
+  v !== null && typeof v === 'object' && !Array.isArray(v);
+
+/**
+ * Why a value is not an acceptable attributes object, or null. Depth counts the object itself
+ * as 1 and each nested object or list as one more; the walk stops at the bound, so a
+ * deeply nested body costs no more than the bound.
+ */
+export function attributesProblem(value: unknown): string | null {
+  if (!isPlainObject(value)) return 'must be a JSON object';
+  const walk = (v: unknown, depth: number, at: string): string | null => {
+    if (v === null || typeof v === 'string' || typeof v === 'boolean') return null;
+    if (typeof v === 'number') return Number.isFinite(v) ? null : `${at} must be a finite number`;
+    if (typeof v !== 'object') return `${at} is not a JSON value`;
+    if (depth > ATTRIBUTES_MAX_DEPTH) return `must nest at most ${ATTRIBUTES_MAX_DEPTH} levels of objects and lists (${at} is deeper)`;
+    if (Array.isArray(v)) {
+      for (let i = 0; i < v.length; i++) {
+        const p = walk(v[i], depth + 1, `${at}[${i}]`);
+        if (p) return p;
+      }
+      return null;
+    }
+    for (const [k, item] of Object.entries(v)) {
+      const key = at ? `${at}.${k}` : k;
+      // A member named __proto__ would become a prototype wherever the object is copied naively.
+      if (k === '__proto__') return `${key}: the name __proto__ is not allowed`;
+      if (k.length === 0 || k.length > ATTRIBUTE_KEY_MAX) return `${at ? `${at}: ` : ''}a name must be 1 to ${ATTRIBUTE_KEY_MAX} characters`;
+      const p = walk(item, depth + 1, key);
+      if (p) return p;
+    }
+    return null;
+  };
+  const p = walk(value, 1, '');
+  if (p) return p;
+  const bytes = Buffer.byteLength(JSON.stringify(value), 'utf8');
+  if (bytes > ATTRIBUTES_MAX_BYTES) return `must be at most ${ATTRIBUTES_MAX_BYTES} bytes as JSON (this is ${bytes})`;
+  return null;
+}
+
+/**
+ * Custom attributes: a JSON object, nested objects and lists allowed. Checked as it came
+ * (not rebuilt member by member) so that what is stored is exactly what was sent.
+ */
+export const attributes = z
+  .custom<Record<string, unknown>>()
+  .superRefine((v, c) => {
+    const p = attributesProblem(v);
+    if (p) c.addIssue({ code: 'custom', message: p });
+  })
+  .meta({
+    type: 'object',
+    additionalProperties: true,
+    description: `custom attributes for policy conditions: a JSON object (nested objects and lists allowed), at most ${ATTRIBUTES_MAX_BYTES} bytes as JSON and ${ATTRIBUTES_MAX_DEPTH} levels deep`,
+  });
+
+/** The kind of `<kind>:<id>` objects, as rules name it (`todo` in `todo:*`). */
+export const entityType = z
+  .string()
+  .regex(/^[A-Za-z0-9_.-]{1,100}$/, 'must be a kind name: 1 to 100 characters of letters, digits and _ . -');
+
+/** The id of `<kind>:<id>`: visible ASCII without `*` (the wildcard of object patterns). */
+export const entityId = z
+  .string()
+  .regex(/^[\x21-\x29\x2b-\x7e]{1,256}$/, 'must be 1 to 256 visible ASCII characters, without spaces or *');
+
+/** The path of one entity: `/entities/{type}/{id}`. */
+export const entityKey = z.object({ type: entityType, id: entityId });
+
+export const entityPut = z.object({ attributes });
+
+export const entityView = z.object({
+  type: z.string(),
+  id: z.string(),
+  attributes: z.record(z.string(), z.unknown()),
+  created_at: timestamp,
+  updated_at: timestamp,
+});
+
+export const entityListQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(1000).default(100),
+  offset: z.coerce.number().int().min(0).default(0),
+});
+
+/** The project file's entity: the key and the body of the PUT. */
+export const projectEntity = entityKey.extend({ attributes });
+
 // ---- applications ----------------------------------------------------------------
 
 export const APPLICATION_TYPES = ['web', 'spa', 'native', 'm2m', 'api'] as const;
@@ -182,7 +275,15 @@ export const applicationCreated = applicationView.extend({
 
 /** The project file's application: the API's fields plus its grants and assignments. */
 export const projectApplication = applicationCreate.extend({
-  grants: z.array(z.object({ api_client_id: clientIdSchema, scopes: grantBody.shape.scopes })).optional(),
+  grants: z
+    .array(
+      z.object({
+        // An API's client ID, or a URL one such as the AuthZEN API's `{issuer}/access/v1`.
+        api_client_id: clientIdSchema.or(z.url({ protocol: /^https?$/ }).max(2000)),
+        scopes: grantBody.shape.scopes,
+      }),
+    )
+    .optional(),
   assignments: z.array(z.string().min(1)).optional().meta({ description: 'user ids or emails' }),
 });
 
@@ -209,6 +310,7 @@ const userFields = {
   locale: z.string().regex(/^[A-Za-z]{2,8}([_-][A-Za-z0-9]{1,8})*$/, 'must be a BCP 47 language tag').nullable(),
   groups: z.array(tag).max(200),
   roles: z.array(tag).max(200),
+  attributes,
 };
 
 export const userCreate = z.object({
@@ -221,6 +323,7 @@ export const userCreate = z.object({
   locale: userFields.locale.optional(),
   groups: userFields.groups.default([]),
   roles: userFields.roles.default([]),
+  attributes: userFields.attributes.default({}),
   totp_secret: totpSecret.optional(),
 });
 export type UserCreate = z.output<typeof userCreate>;
@@ -234,6 +337,7 @@ export const userPatch = z.object({
   locale: userFields.locale.optional(),
   groups: userFields.groups.optional(),
   roles: userFields.roles.optional(),
+  attributes: userFields.attributes.optional().meta({ description: 'replaces all attributes' }),
   totp_secret: totpSecret.nullable().optional().meta({ description: 'null removes the second factor' }),
 });
 export type UserPatch = z.output<typeof userPatch>;
@@ -247,6 +351,7 @@ export const userView = z.object({
   locale: z.string().nullable(),
   groups: z.array(z.string()),
   roles: z.array(z.string()),
+  attributes: z.record(z.string(), z.unknown()),
   totp_enabled: z.boolean(),
   password_compromised: z.boolean(),
   created_at: timestamp,
@@ -300,6 +405,7 @@ export const agentCreate = z
     agent_id: spiffeId.optional().meta({ description: 'default spiffe://<issuer host>/agent/<name>' }),
     roles: z.array(tag).max(200).default([]),
     capabilities: z.array(capability).max(500).default([]),
+    attributes: attributes.default({}),
   })
   .superRefine((a, c) => uniqueCapabilities(a.capabilities, c));
 export type AgentCreate = z.output<typeof agentCreate>;
@@ -311,6 +417,7 @@ export const agentPatch = z
     public_jwk: ed25519PublicJwk.optional().meta({ description: 'a new key: key rotation' }),
     roles: z.array(tag).max(200).optional(),
     capabilities: z.array(capability).max(500).optional().meta({ description: 'replaces all capabilities' }),
+    attributes: attributes.optional().meta({ description: 'replaces all attributes' }),
   })
   .superRefine((a, c) => uniqueCapabilities(a.capabilities, c));
 export type AgentPatch = z.output<typeof agentPatch>;
@@ -326,6 +433,7 @@ export const agentView = z.object({
   public_jwk: z.record(z.string(), z.unknown()),
   roles: z.array(z.string()),
   capabilities: z.array(capabilityView),
+  attributes: z.record(z.string(), z.unknown()),
   revoked: z.boolean(),
   revoked_at: nullableTimestamp,
   created_at: timestamp,
@@ -397,11 +505,31 @@ export const policyReloadError = z.object({ error: z.string(), error_description
 export const keysRotate = z.object({ alg: z.enum(['RS256', 'EdDSA']).optional().meta({ description: 'default: both' }) });
 export const keysRotated = z.object({ keys: z.array(z.object({ kid: z.string(), alg: z.enum(['RS256', 'EdDSA']) })) });
 
+/** A time in a query: ISO 8601 or unix seconds, as unix seconds. */
+const auditTime = z
+  .string()
+  .transform((v, c) => {
+    const t = /^\d{1,12}$/.test(v) ? Number(v) : Math.floor(Date.parse(v) / 1000);
+    if (!Number.isFinite(t)) {
+      c.addIssue({ code: 'custom', message: 'must be an ISO 8601 time or unix seconds' });
+      return z.NEVER;
+    }
+    return t;
+  });
+
 export const auditQuery = z.object({
   agent_id: z.string().optional(),
   user_id: z.string().optional(),
+  caller: z.string().optional().meta({ description: 'the client ID of the application that asked (an AuthZEN caller)' }),
   decision: z.enum(['allow', 'deny', 'approval_required']).optional(),
-  kind: z.string().optional().meta({ description: '`decision` (the default), `token`, `approval`, or `all`' }),
+  kind: z.string().optional().meta({ description: '`decision` (the default), `token`, `approval`, `admin` (changes made in the console), or `all`' }),
+  reason: z
+    .string()
+    .regex(/^[a-z_]{1,64}$/, 'must be a reason code such as constraint_violated')
+    .optional()
+    .meta({ description: 'the reason code: `constraint_violated` matches `constraint_violated: amount max`' }),
+  since: auditTime.optional().meta({ description: 'records at or after this time (ISO 8601 or unix seconds)' }),
+  until: auditTime.optional().meta({ description: 'records at or before this time (ISO 8601 or unix seconds)' }),
   limit: z.coerce.number().int().min(1).max(500).default(50),
   before: z.coerce.number().int().min(1).optional().meta({ description: 'the `next_before` of the previous page' }),
 });
@@ -419,6 +547,12 @@ export const auditPage = z.object({
       decision: z.string().nullable(),
       reason: z.string().nullable(),
       policy_version: z.string().nullable(),
+      actor: z.string().nullable().meta({ description: 'the person (user id) who made a change in the console' }),
+      caller: z.string().nullable().meta({ description: 'the client ID of the application that asked; null for an agent\'s own request' }),
+      usage: z
+        .array(z.object({ id: z.string(), counter: z.string(), key: z.string().optional(), max: z.number(), before: z.number(), after: z.number() }))
+        .optional()
+        .meta({ description: 'a decision under rates and budgets: each counter read, its value before and after the decision' }),
     }),
   ),
   next_before: z.number().nullable(),

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Router } from 'express';
 import type { AppContext } from '../context.js';
+import type { Store } from '../store/index.js';
 import { hashPassword } from '../crypto/hash.js';
 import { errors } from '../errors.js';
 import { EVENT_TYPES } from '../signals.js';
@@ -28,6 +29,7 @@ export function userJson(u: User) {
     locale: u.locale,
     groups: u.groups,
     roles: u.roles,
+    attributes: u.attributes,
     totp_enabled: u.has_totp,
     password_compromised: u.password_compromised,
     created_at: iso(u.created_at),
@@ -35,14 +37,22 @@ export function userJson(u: User) {
   };
 }
 
-function mustGet(ctx: AppContext, id: string): User {
-  const u = ctx.store.users.get(id);
+async function mustGet(store: Store, id: string): Promise<User> {
+  const u = await store.users.get(id);
   if (!u) throw errors.notFound(`no user ${id}`);
   return u;
 }
 
 const normalizeTotp = (s: string): string => s.replace(/[\s=]/g, '').toUpperCase();
 const sameList = (a: string[], b: string[]) => a.length === b.length && a.every((v, i) => v === b[i]);
+const sameJson = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+
+/**
+ * A person's email, groups, roles and attributes are facts of the decisions a delegated agent
+ * (or the person) asks for: a change moves the counter the agent cache follows, in the same
+ * transaction, so every worker's next decision sees it.
+ */
+const PERSON_FACTS_DOMAIN = 'agents';
 const emailTaken = (email: string) => `a user with email ${email} exists`;
 
 export async function createUser(ctx: AppContext, input: UserCreate): Promise<User> {
@@ -58,12 +68,15 @@ export async function createUser(ctx: AppContext, input: UserCreate): Promise<Us
     locale: input.locale ?? null,
     groups: input.groups,
     roles: input.roles,
+    attributes: input.attributes,
   };
   return onDuplicate(emailTaken(fields.email), () =>
-    ctx.store.transaction(() => {
-      if (ctx.store.users.get(id)) throw errors.conflict(`a user with id ${id} exists`);
-      if (ctx.store.users.getByEmail(fields.email)) throw errors.conflict(emailTaken(fields.email));
-      return ctx.store.users.create(id, fields, passwordHash, totp);
+    ctx.store.transaction(async (tx) => {
+      if (await tx.users.get(id)) throw errors.conflict(`a user with id ${id} exists`);
+      if (await tx.users.getByEmail(fields.email)) throw errors.conflict(emailTaken(fields.email));
+      const user = await tx.users.create(id, fields, passwordHash, totp);
+      await tx.settings.bump(PERSON_FACTS_DOMAIN);
+      return user;
     }),
   );
 }
@@ -74,15 +87,15 @@ export async function createUser(ctx: AppContext, input: UserCreate): Promise<Us
  * transaction as the change.
  */
 export async function updateUser(ctx: AppContext, id: string, patch: UserPatch): Promise<User> {
-  mustGet(ctx, id);
+  await mustGet(ctx.store, id);
   const passwordHash = patch.password !== undefined ? await hashPassword(patch.password) : undefined;
   const totp = patch.totp_secret === undefined ? undefined : patch.totp_secret === null ? null : ctx.box.seal(normalizeTotp(patch.totp_secret));
   const email = patch.email?.trim();
   return onDuplicate(emailTaken(email ?? ''), () =>
-    ctx.store.transaction(() => {
-      const cur = mustGet(ctx, id);
+    ctx.store.transaction(async (tx) => {
+      const cur = await mustGet(tx, id);
       if (email !== undefined && email.toLowerCase() !== cur.email.toLowerCase()) {
-        const other = ctx.store.users.getByEmail(email);
+        const other = await tx.users.getByEmail(email);
         if (other && other.id !== id) throw errors.conflict(emailTaken(email));
       }
       const next: UserFields = {
@@ -93,50 +106,53 @@ export async function updateUser(ctx: AppContext, id: string, patch: UserPatch):
         locale: patch.locale !== undefined ? patch.locale : cur.locale,
         groups: patch.groups ?? cur.groups,
         roles: patch.roles ?? cur.roles,
+        attributes: patch.attributes ?? cur.attributes,
       };
-      ctx.store.users.update(id, next);
-      if (passwordHash !== undefined) ctx.store.users.setPasswordHash(id, passwordHash);
-      if (totp !== undefined) ctx.store.users.setTotpSecret(id, totp);
+      await tx.users.update(id, next);
+      if (passwordHash !== undefined) await tx.users.setPasswordHash(id, passwordHash);
+      if (totp !== undefined) await tx.users.setTotpSecret(id, totp);
 
       const claims: Record<string, unknown> = {};
       if (next.email !== cur.email) claims.email = next.email;
       if (!sameList(next.groups, cur.groups)) claims.groups = next.groups;
       if (!sameList(next.roles, cur.roles)) claims.roles = next.roles;
+      if (Object.keys(claims).length || !sameJson(next.attributes, cur.attributes)) await tx.settings.bump(PERSON_FACTS_DOMAIN);
       if (Object.keys(claims).length) {
-        ctx.signals.emit({
+        await ctx.signals.emit(tx, {
           type: EVENT_TYPES.tokenClaimsChange,
           subject: { user_id: id, email: next.email },
           payload: { claims },
           initiatingEntity: 'admin',
         });
       }
-      return ctx.store.users.get(id)!;
+      return (await tx.users.get(id))!;
     }),
   );
 }
 
 /** Deletes the person and everything of theirs (sessions, tokens, assignments go by cascade). */
-export function deleteUser(ctx: AppContext, id: string): void {
-  onStillReferenced(`user ${id} still has records that refer to it`, () =>
-    ctx.store.transaction(() => {
-      const u = mustGet(ctx, id);
-      ctx.store.users.delete(id);
-      ctx.signals.emit({ type: EVENT_TYPES.accountPurged, subject: { user_id: u.id, email: u.email }, payload: {}, initiatingEntity: 'admin' });
+export async function deleteUser(ctx: AppContext, id: string): Promise<void> {
+  await onStillReferenced(`user ${id} still has records that refer to it`, () =>
+    ctx.store.transaction(async (tx) => {
+      const u = await mustGet(tx, id);
+      await tx.users.delete(id);
+      await tx.settings.bump(PERSON_FACTS_DOMAIN);
+      await ctx.signals.emit(tx, { type: EVENT_TYPES.accountPurged, subject: { user_id: u.id, email: u.email }, payload: {}, initiatingEntity: 'admin' });
     }),
   );
 }
 
 /** Ends every live session of the person: one session-revoked event per session. */
-export function revokeSessions(ctx: AppContext, id: string): number {
-  return ctx.store.transaction(() => {
-    const u = mustGet(ctx, id);
+export function revokeSessions(ctx: AppContext, id: string): Promise<number> {
+  return ctx.store.transaction(async (tx) => {
+    const u = await mustGet(tx, id);
     let ended = 0;
-    for (const s of ctx.store.sessions.activeForUser(id)) {
-      if (!ctx.store.sessions.end(s.sid)) continue;
+    for (const s of await tx.sessions.activeForUser(id)) {
+      if (!(await tx.sessions.end(s.sid))) continue;
       ended++;
       // The session's sign-in ends with it: its refresh tokens stop working too.
-      ctx.store.oauth.revokeFamiliesOfSession(s.sid);
-      ctx.signals.emit({
+      await tx.oauth.revokeFamiliesOfSession(s.sid);
+      await ctx.signals.emit(tx, {
         type: EVENT_TYPES.sessionRevoked,
         subject: { user_id: u.id, email: u.email, session_id: s.sid },
         payload: {},
@@ -147,12 +163,12 @@ export function revokeSessions(ctx: AppContext, id: string): number {
   });
 }
 
-export function markCredentialCompromised(ctx: AppContext, id: string, credentialType: string, reason?: string): void {
-  ctx.store.transaction(() => {
-    const u = mustGet(ctx, id);
+export async function markCredentialCompromised(ctx: AppContext, id: string, credentialType: string, reason?: string): Promise<void> {
+  await ctx.store.transaction(async (tx) => {
+    const u = await mustGet(tx, id);
     // Only the password is a credential this service holds; other kinds are reported onward.
-    if (credentialType === 'password') ctx.store.users.markPasswordCompromised(id);
-    ctx.signals.emit({
+    if (credentialType === 'password') await tx.users.markPasswordCompromised(id);
+    await ctx.signals.emit(tx, {
       type: EVENT_TYPES.credentialCompromise,
       subject: { user_id: u.id, email: u.email },
       payload: { credential_type: credentialType, ...(reason ? { reason_admin: { en: reason } } : {}) },
@@ -184,14 +200,14 @@ export function userRoutes(router: Router, ctx: AppContext): void {
       query: userListQuery,
       responses: { 200: { description: 'a page; `next_offset` is null on the last', schema: listOf(userView).extend({ next_offset: userListQuery.shape.offset.nullable() }) } },
     },
-    (req, res) => {
+    async (req, res) => {
       const q = parseWith(userListQuery, req.query, 'query');
       if (q.email !== undefined) {
-        const u = ctx.store.users.getByEmail(q.email);
+        const u = await ctx.store.users.getByEmail(q.email);
         res.json({ data: u ? [userJson(u)] : [], next_offset: null });
         return;
       }
-      const page = ctx.store.users.list(q.limit + 1, q.offset);
+      const page = await ctx.store.users.list(q.limit + 1, q.offset);
       const more = page.length > q.limit;
       res.json({ data: page.slice(0, q.limit).map(userJson), next_offset: more ? q.offset + q.limit : null });
     },
@@ -200,13 +216,13 @@ export function userRoutes(router: Router, ctx: AppContext): void {
   adminRoute(
     router,
     { method: 'get', path: '/users/{id}', tags, summary: 'Read a person (never the password or TOTP secret)', responses: { 200: { description: 'the person', schema: userView } } },
-    (req, res) => void res.json(userJson(mustGet(ctx, param(req, 'id')))),
+    async (req, res) => void res.json(userJson(await mustGet(ctx.store, param(req, 'id')))),
   );
 
   adminRoute(
     router,
     {
-      method: 'patch', path: '/users/{id}', tags, summary: 'Change a person; groups, roles or email emit token-claims-change',
+      method: 'patch', path: '/users/{id}', tags, summary: 'Change a person (attributes are replaced whole); groups, roles or email emit token-claims-change',
       request: userPatch,
       responses: { 200: { description: 'the person', schema: userView }, 409: 'the email is taken' },
     },
@@ -219,8 +235,8 @@ export function userRoutes(router: Router, ctx: AppContext): void {
   adminRoute(
     router,
     { method: 'delete', path: '/users/{id}', tags, summary: 'Delete a person and everything of theirs; emits account-purged', responses: { 204: 'deleted' } },
-    (req, res) => {
-      deleteUser(ctx, param(req, 'id'));
+    async (req, res) => {
+      await deleteUser(ctx, param(req, 'id'));
       res.status(204).end();
     },
   );
@@ -228,8 +244,8 @@ export function userRoutes(router: Router, ctx: AppContext): void {
   adminRoute(
     router,
     { method: 'post', path: '/users/{id}/sessions/revoke', tags, summary: 'End every session of a person; emits session-revoked per session', responses: { 204: 'ended' } },
-    (req, res) => {
-      revokeSessions(ctx, param(req, 'id'));
+    async (req, res) => {
+      await revokeSessions(ctx, param(req, 'id'));
       res.status(204).end();
     },
   );
@@ -242,9 +258,9 @@ export function userRoutes(router: Router, ctx: AppContext): void {
       request: credentialCompromise,
       responses: { 204: 'marked' },
     },
-    (req, res) => {
+    async (req, res) => {
       const body = parseWith(credentialCompromise, req.body);
-      markCredentialCompromised(ctx, param(req, 'id'), body.credential_type, body.reason);
+      await markCredentialCompromised(ctx, param(req, 'id'), body.credential_type, body.reason);
       res.status(204).end();
     },
   );

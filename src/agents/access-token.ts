@@ -13,11 +13,9 @@ export interface AgentPrincipal {
   claims: JWTPayload;
 }
 
-/** Agent access tokens live 900 seconds (the description's default). */
+/** Agent access tokens live 900 seconds (the default access-token lifetime). */
 export const AGENT_ACCESS_TOKEN_TTL = 900;
 export const AGENT_ACCESS_TOKEN_TYP = 'at+jwt';
-
-const now = () => Math.floor(Date.now() / 1000);
 
 /**
  * Verifies an agent access token of ours: EdDSA, `typ: at+jwt`, our issuer, unexpired, for
@@ -28,7 +26,7 @@ export async function verifyAgentAccessToken(ctx: AppContext, token: string, aud
   const claims = await verifySignature(ctx, token, audience);
   const clientId = claims.client_id;
   if (typeof clientId !== 'string' || !clientId) throw invalidToken('the token names no agent');
-  const state = agentCache(ctx).active(clientId);
+  const state = await agentCache(ctx).active(clientId);
   if (!state) throw invalidToken('the agent is unknown or revoked');
 
   let userId: string | null = null;
@@ -51,7 +49,7 @@ export function rememberIssued(ctx: AppContext, token: string, audience: string,
 
 async function verifySignature(ctx: AppContext, token: string, audience: string): Promise<JWTPayload> {
   const cache = verifiedTokens(ctx, `at:${audience}`);
-  const hit = cache.get(token, now());
+  const hit = cache.get(token, Math.floor(ctx.clock.now() / 1000));
   if (hit) return hit.payload;
   try {
     const { payload, protectedHeader } = await ctx.keys.verify(token, 'EdDSA', {

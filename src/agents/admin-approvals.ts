@@ -45,9 +45,9 @@ export function adminApprovalsRouter(ctx: AppContext): Router {
       query: listQuery,
       responses: { 200: { description: 'the approvals', schema: approvalList } },
     },
-    (req, res) => {
+    async (req, res) => {
       const q = parseWith(listQuery, req.query, 'query');
-      const data = ctx.store.agentAuth.list(q).map((a) => approvalView(ctx, a));
+      const data = (await ctx.store.agentAuth.list(q)).map((a) => approvalView(ctx, a));
       res.json({ data });
     },
   );
@@ -66,8 +66,8 @@ export function adminApprovalsRouter(ctx: AppContext): Router {
           409: 'the request is not pending (already answered or expired)',
         },
       },
-      (req, res) => {
-        const approval = answerApproval(ctx, param(req, 'id'), answer, { admin: true });
+      async (req, res) => {
+        const approval = await answerApproval(ctx, param(req, 'id'), answer, { admin: true });
         res.json({ data: [approvalView(ctx, approval)] });
       },
     );

@@ -1,7 +1,7 @@
 import { createPublicKey, type KeyObject } from 'node:crypto';
 import type { AppContext } from '../context.js';
 import type { Agent } from '../store/agents.js';
-import type { PolicySet } from '../policy/index.js';
+import type { SubjectFacts } from '../authz/policy-interface.js';
 
 /** An agent as the hot path needs it: its record, its permissions through roles, its public key. */
 export interface AgentState {
@@ -9,30 +9,24 @@ export interface AgentState {
   permissions: string[];
   /** null when the registered JWK cannot be imported (then every assertion fails) */
   publicKey: KeyObject | null;
+  /** the agent as a decision's subject (a delegated agent's groups are its person's, added per decision) */
+  subject: SubjectFacts;
 }
 
 /**
- * Agent state cached in memory per process, dropped whenever the `agents` change counter
+ * Agent state cached in memory per process, dropped whenever the `agents` change stamp
  * moves (the management API bumps it on every agent, role and capability change), so every
- * worker sees a change on its next request at the cost of one small counter read.
+ * process and instance sees a change on its next request after it commits, at the cost of
+ * one small counter read per event-loop turn (none on PostgreSQL, where changes are pushed).
  */
 export class AgentCache {
   private version = -1;
-  private byId = new Map<string, AgentState | null>();
+  private byId = new Map<string, Promise<AgentState | null>>();
 
   constructor(private readonly ctx: AppContext) {}
 
-  // The counter is read at most once per event-loop turn: a change committed during this turn
-  // is concurrent with the requests handled in it, and the next turn sees it.
-  private checkedThisTurn = false;
-
-  private sync(): void {
-    if (this.checkedThisTurn) return;
-    this.checkedThisTurn = true;
-    setImmediate(() => {
-      this.checkedThisTurn = false;
-    });
-    const v = this.ctx.store.agentAuth.changeCounter('agents');
+  private async sync(): Promise<void> {
+    const v = await this.ctx.store.changes.version('agents');
     if (v !== this.version) {
       this.byId.clear();
       this.version = v;
@@ -40,27 +34,31 @@ export class AgentCache {
   }
 
   /** The agent's current state, or undefined when unknown. Revoked agents are returned (callers decide). */
-  get(agentId: string): AgentState | undefined {
-    this.sync();
+  async get(agentId: string): Promise<AgentState | undefined> {
+    await this.sync();
     let state = this.byId.get(agentId);
     if (state === undefined) {
-      const agent = this.ctx.store.agents.get(agentId);
-      state = agent ? load(this.ctx, agent) : null;
+      // The load itself is cached, so requests arriving together share one read.
+      state = this.ctx.store.agents.get(agentId).then((agent) => (agent ? load(this.ctx, agent) : null));
       // Bounded: a flood of unknown IDs must not grow memory without limit.
       if (this.byId.size > 10_000) this.byId.clear();
-      this.byId.set(agentId, state);
+      const loading = state;
+      this.byId.set(agentId, loading);
+      loading.catch(() => {
+        if (this.byId.get(agentId) === loading) this.byId.delete(agentId);
+      });
     }
-    return state ?? undefined;
+    return (await state) ?? undefined;
   }
 
   /** The agent when it exists and is not revoked. */
-  active(agentId: string): AgentState | undefined {
-    const s = this.get(agentId);
+  async active(agentId: string): Promise<AgentState | undefined> {
+    const s = await this.get(agentId);
     return s && !s.agent.revoked ? s : undefined;
   }
 }
 
-function load(ctx: AppContext, agent: Agent): AgentState {
+async function load(ctx: AppContext, agent: Agent): Promise<AgentState> {
   let publicKey: KeyObject | null = null;
   try {
     const jwk = agent.public_jwk as { kty?: string; crv?: string; x?: string };
@@ -70,7 +68,19 @@ function load(ctx: AppContext, agent: Agent): AgentState {
   } catch {
     publicKey = null;
   }
-  return { agent, permissions: ctx.store.roles.permissionsOf(agent.roles), publicKey };
+  const permissions = await ctx.store.roles.permissionsOf(agent.roles);
+  const subject: SubjectFacts = Object.freeze({
+    type: 'agent',
+    id: agent.agent_id,
+    name: agent.name,
+    mode: agent.mode,
+    roles: agent.roles,
+    groups: [],
+    permissions,
+    attributes: agent.attributes,
+    capabilities: agent.capabilities.map((c) => ({ name: c.name, limits: c.limits })),
+  });
+  return { agent, permissions, publicKey, subject };
 }
 
 const caches = new WeakMap<AppContext, AgentCache>();
@@ -80,29 +90,4 @@ export function agentCache(ctx: AppContext): AgentCache {
   let c = caches.get(ctx);
   if (!c) caches.set(ctx, (c = new AgentCache(ctx)));
   return c;
-}
-
-/** A person's permissions through their roles: one indexed read of the person, roles from the store. */
-export function personPermissions(ctx: AppContext, userId: string): string[] {
-  const user = ctx.store.users.get(userId);
-  return user ? ctx.store.roles.permissionsOf(user.roles) : [];
-}
-
-const policies = new WeakMap<AppContext, { set: PolicySet | undefined }>();
-
-/**
- * The policy in force (`ctx.policy.current()`, which reads the `policy` counter), looked up at
- * most once per event-loop turn, like the agent cache.
- */
-export function currentPolicy(ctx: AppContext): PolicySet {
-  let memo = policies.get(ctx);
-  if (!memo) policies.set(ctx, (memo = { set: undefined }));
-  if (memo.set) return memo.set;
-  const set = ctx.policy.current();
-  memo.set = set;
-  const m = memo;
-  setImmediate(() => {
-    m.set = undefined;
-  });
-  return set;
 }

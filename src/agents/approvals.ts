@@ -1,9 +1,9 @@
 import type { AppContext } from '../context.js';
 import { errors } from '../errors.js';
 import { displayState, type Approval } from '../store/agent-auth.js';
-import { APPROVAL_WINDOW_SECONDS } from './decision.js';
+import { APPROVAL_WINDOW_SECONDS } from '../authz/authorize.js';
 
-/** An approval as the management API and the approvals page show it (CONTRACT 3). */
+/** An approval as the management API and the approvals page show it. */
 export interface ApprovalView {
   id: string;
   kind: 'ciba' | 'action';
@@ -57,17 +57,17 @@ export type Answer = 'approve' | 'deny';
  * their own. An approved action is then allowed once within the next 10 minutes; a denied
  * one stays denied for as long. A CIBA request keeps its expiry (the agent must redeem in time).
  */
-export function answerApproval(ctx: AppContext, id: string, answer: Answer, by: { admin: true } | { userId: string }): Approval {
-  const approval = ctx.store.agentAuth.get(id);
+export async function answerApproval(ctx: AppContext, id: string, answer: Answer, by: { admin: true } | { userId: string }): Promise<Approval> {
+  const approval = await ctx.store.agentAuth.get(id);
   if (!approval || ('userId' in by && approval.user_id !== by.userId)) throw errors.notFound('no such approval');
   if (displayState(approval) !== 'pending') throw errors.conflict(`the request is ${displayState(approval)}, not pending`);
-  const t = Math.floor(Date.now() / 1000);
+  const t = Math.floor(ctx.clock.now() / 1000);
   const expiresAt = approval.kind === 'action' ? t + APPROVAL_WINDOW_SECONDS : approval.expires_at;
   const state = answer === 'approve' ? 'approved' : 'denied';
   const who = 'admin' in by ? 'admin' : `user:${by.userId}`;
-  ctx.store.transaction(() => {
-    if (!ctx.store.agentAuth.decide(id, state, who, expiresAt)) throw errors.conflict('the request is no longer pending');
-    ctx.store.audit.append({
+  await ctx.store.transaction(async (tx) => {
+    if (!(await tx.agentAuth.decide(id, state, who, expiresAt))) throw errors.conflict('the request is no longer pending');
+    await tx.audit.append({
       kind: 'approval',
       agent_id: approval.agent_id,
       user_id: approval.user_id,
@@ -78,5 +78,5 @@ export function answerApproval(ctx: AppContext, id: string, answer: Answer, by: 
       reason: `${state} by ${who}`,
     });
   });
-  return ctx.store.agentAuth.get(id)!;
+  return (await ctx.store.agentAuth.get(id))!;
 }

@@ -1,6 +1,7 @@
 import { decodeJwt, decodeProtectedHeader, jwtVerify, type JWTPayload } from 'jose';
 import type { AppContext } from '../context.js';
-import { errors } from '../errors.js';
+import { errors, ProtocolError } from '../errors.js';
+import { recordAuditOrLog } from '../authz/audit.js';
 import { agentCache, type AgentState } from './agent-cache.js';
 
 export const JWT_BEARER_ASSERTION_TYPE = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
@@ -9,15 +10,49 @@ export const JWT_BEARER_ASSERTION_TYPE = 'urn:ietf:params:oauth:client-assertion
 export const MAX_ASSERTION_LIFETIME = 300;
 export const CLOCK_SKEW = 10;
 
-const now = () => Math.floor(Date.now() / 1000);
 const fail = (why: string) => errors.invalidClient(why);
 
 /**
  * `private_key_jwt` (RFC 7523) for agents: an EdDSA assertion with `iss` = `sub` = the agent ID,
  * `aud` one of `audiences`, `exp` at most 5 minutes ahead, `iat`, and a `jti` used once
- * (recorded in SQLite until the assertion expires). Every failure is `invalid_client` (401).
+ * (recorded in the database until the assertion expires). Every failure is `invalid_client` (401) and
+ * is written to the audit trail (kind `token`, decision `refused`, `action` = `purpose`) under
+ * the agent ID the assertion claimed.
  */
-export async function authenticateAgent(ctx: AppContext, body: Record<string, unknown>, audiences: string[]): Promise<AgentState> {
+export async function authenticateAgent(
+  ctx: AppContext,
+  body: Record<string, unknown>,
+  audiences: string[],
+  purpose: string,
+): Promise<AgentState> {
+  try {
+    return await checkAssertion(ctx, body, audiences);
+  } catch (err) {
+    if (err instanceof ProtocolError) {
+      await recordAuditOrLog(ctx, {
+        kind: 'token',
+        agent_id: claimedAgent(body.client_assertion),
+        action: purpose,
+        decision: 'refused',
+        reason: `${err.error}: ${err.description ?? ''}`,
+      });
+    }
+    throw err;
+  }
+}
+
+/** The `iss` an assertion claims, unverified (only for the record of a refusal). */
+function claimedAgent(assertion: unknown): string | null {
+  if (typeof assertion !== 'string') return null;
+  try {
+    const iss = decodeJwt(assertion).iss;
+    return typeof iss === 'string' && iss ? iss.slice(0, 256) : null;
+  } catch {
+    return null;
+  }
+}
+
+async function checkAssertion(ctx: AppContext, body: Record<string, unknown>, audiences: string[]): Promise<AgentState> {
   const assertionType = body.client_assertion_type;
   const assertion = body.client_assertion;
   if (assertionType !== JWT_BEARER_ASSERTION_TYPE) {
@@ -39,7 +74,7 @@ export async function authenticateAgent(ctx: AppContext, body: Record<string, un
   const agentId = claims.iss;
   if (typeof agentId !== 'string' || !agentId || claims.sub !== agentId) throw fail('the client assertion needs iss = sub = the agent ID');
   if (body.client_id !== undefined && body.client_id !== agentId) throw fail('client_id does not match the client assertion');
-  const state = agentCache(ctx).active(agentId);
+  const state = await agentCache(ctx).active(agentId);
   if (!state || !state.publicKey) throw fail('unknown or revoked agent');
 
   // 3. Signature with the agent's registered key, audience, times.
@@ -52,11 +87,12 @@ export async function authenticateAgent(ctx: AppContext, body: Record<string, un
       audience: audiences,
       requiredClaims: ['exp', 'iat', 'jti'],
       clockTolerance: CLOCK_SKEW,
+      currentDate: new Date(ctx.clock.now()),
     }));
   } catch {
     throw fail('the client assertion is not valid (signature, audience or time)');
   }
-  const t = now();
+  const t = Math.floor(ctx.clock.now() / 1000);
   const exp = verified.exp!;
   if (exp - t > MAX_ASSERTION_LIFETIME + CLOCK_SKEW) throw fail('the client assertion may be valid for at most 5 minutes');
   if (typeof verified.iat !== 'number' || verified.iat > t + CLOCK_SKEW) throw fail('the client assertion iat is in the future');
@@ -64,6 +100,6 @@ export async function authenticateAgent(ctx: AppContext, body: Record<string, un
   if (typeof jti !== 'string' || !jti || jti.length > 512) throw fail('the client assertion needs a jti');
 
   // 4. Single use, across restarts and worker processes.
-  if (!ctx.store.agentAuth.useJti(agentId, jti, exp + CLOCK_SKEW)) throw fail('the client assertion was already used');
+  if (!(await ctx.store.agentAuth.useJti(agentId, jti, exp + CLOCK_SKEW))) throw fail('the client assertion was already used');
   return state;
 }

@@ -20,8 +20,6 @@ const POLL_TOLERANCE_MS = 100;
 /** The errors of CIBA Core 1.0 section 11 and 13, all 400 unless named otherwise. */
 const ciba = (error: string, description: string, status = 400) => new ProtocolError(status, error, description);
 
-const now = () => Math.floor(Date.now() / 1000);
-
 const one = (v: unknown, name: string): string | undefined => {
   if (v === undefined) return undefined;
   if (typeof v !== 'string') throw errors.invalidRequest(`${name} must be given once, as a string`);
@@ -38,19 +36,19 @@ export const cibaAudiences = (ctx: AppContext) => [ctx.urls.issuer, ctx.urls.age
  */
 export async function backchannelAuthorize(ctx: AppContext, req: Request, res: Response): Promise<void> {
   const body = (req.body ?? {}) as Record<string, unknown>;
-  const { agent } = await authenticateAgent(ctx, body, cibaAudiences(ctx));
+  const { agent } = await authenticateAgent(ctx, body, cibaAudiences(ctx), 'ciba:request');
   if (agent.mode !== 'delegated') {
     throw errors.unauthorizedClient('only a delegated agent may ask a person through CIBA; an autonomous agent uses client_credentials');
   }
   const { capabilities, openid } = requestedCapabilities(agent, one(body.scope, 'scope'));
   // Only the MCP gateway may be named as `resource`; the token is always for it.
   agentAudience(ctx, one(body.resource, 'resource'));
-  const user = findPerson(ctx, body);
+  const user = await findPerson(ctx, body);
   const bindingMessage = checkBindingMessage(one(body.binding_message, 'binding_message'));
   const expiresIn = requestedExpiry(body.requested_expiry);
 
   const authReqId = randomToken();
-  ctx.store.agentAuth.createCiba({
+  await ctx.store.agentAuth.createCiba({
     id: randomUUID(),
     agent_id: agent.agent_id,
     user_id: user.id,
@@ -60,18 +58,18 @@ export async function backchannelAuthorize(ctx: AppContext, req: Request, res: R
     scope: capabilities,
     openid,
     poll_interval: CIBA_INTERVAL,
-    expires_at: now() + expiresIn,
+    expires_at: Math.floor(ctx.clock.now() / 1000) + expiresIn,
   });
   sendTokenResponse(res, { auth_req_id: authReqId, expires_in: expiresIn, interval: CIBA_INTERVAL });
 }
 
-function findPerson(ctx: AppContext, body: Record<string, unknown>): User {
+async function findPerson(ctx: AppContext, body: Record<string, unknown>): Promise<User> {
   const hints = (['login_hint', 'login_hint_token', 'id_token_hint'] as const).filter((h) => body[h] !== undefined && body[h] !== '');
   if (hints.length === 0) throw errors.invalidRequest('login_hint is required (the person\'s email or id)');
   if (hints.length > 1) throw errors.invalidRequest('give exactly one of login_hint, login_hint_token, id_token_hint');
   if (hints[0] !== 'login_hint') throw errors.invalidRequest(`${hints[0]} is not supported; use login_hint`);
   const hint = one(body.login_hint, 'login_hint')!.trim();
-  const user = hint.includes('@') ? ctx.store.users.getByEmail(hint) : (ctx.store.users.get(hint) ?? ctx.store.users.getByEmail(hint));
+  const user = hint.includes('@') ? await ctx.store.users.getByEmail(hint) : ((await ctx.store.users.get(hint)) ?? (await ctx.store.users.getByEmail(hint)));
   if (!user) throw ciba('unknown_user_id', 'no person matches login_hint');
   return user;
 }
@@ -105,12 +103,12 @@ function requestedExpiry(raw: unknown): number {
 export async function cibaGrant(ctx: AppContext, agent: Agent, body: Record<string, unknown>, res: Response): Promise<void> {
   const authReqId = one(body.auth_req_id, 'auth_req_id');
   if (!authReqId) throw errors.invalidRequest('auth_req_id is required');
-  const outcome = ctx.store.agentAuth.poll(sha256(authReqId), Date.now(), POLL_TOLERANCE_MS);
+  const outcome = await ctx.store.agentAuth.poll(sha256(authReqId), ctx.clock.now(), POLL_TOLERANCE_MS);
   if (outcome.kind === 'unknown' || outcome.approval.agent_id !== agent.agent_id || outcome.approval.kind !== 'ciba') {
     throw errors.invalidGrant('unknown auth_req_id');
   }
   const request = outcome.approval;
-  const t = now();
+  const t = Math.floor(ctx.clock.now() / 1000);
   if (request.state === 'consumed') throw errors.invalidGrant('the auth_req_id was already redeemed');
   if (request.state === 'denied') throw ciba('access_denied', 'the person denied the request');
   if (request.expires_at <= t) throw ciba('expired_token', 'the auth_req_id has expired; start a new request');
@@ -121,8 +119,8 @@ export async function cibaGrant(ctx: AppContext, agent: Agent, body: Record<stri
   }
 
   // Approved: the token, exactly once.
-  if (!ctx.store.agentAuth.consume(request.id)) throw errors.invalidGrant('the auth_req_id was already redeemed');
-  const user = request.user_id ? ctx.store.users.get(request.user_id) : undefined;
+  if (!(await ctx.store.agentAuth.consume(request.id))) throw errors.invalidGrant('the auth_req_id was already redeemed');
+  const user = request.user_id ? await ctx.store.users.get(request.user_id) : undefined;
   if (!user) throw ciba('access_denied', 'the person no longer exists');
   // Capabilities removed since the request are not granted.
   const held = new Set(agent.capabilities.map((c) => c.name));
@@ -139,7 +137,7 @@ export async function cibaGrant(ctx: AppContext, agent: Agent, body: Record<stri
 }
 
 async function idToken(ctx: AppContext, agent: Agent, user: User, authTime: number): Promise<string> {
-  const iat = now();
+  const iat = Math.floor(ctx.clock.now() / 1000);
   return ctx.keys.sign(
     'RS256',
     {

@@ -4,9 +4,8 @@ import type { AppContext } from '../context.js';
 import type { Agent } from '../store/agents.js';
 import { errors } from '../errors.js';
 import type { JWTPayload } from 'jose';
+import { recordAudit } from '../authz/audit.js';
 import { AGENT_ACCESS_TOKEN_TTL, AGENT_ACCESS_TOKEN_TYP, rememberIssued } from './access-token.js';
-
-const now = () => Math.floor(Date.now() / 1000);
 
 /**
  * The capabilities a token carries: all of the agent's, or the requested `scope` narrowed to
@@ -38,7 +37,7 @@ export async function issueAgentAccessToken(
   ctx: AppContext,
   p: { agent: Agent; userId: string | null; capabilities: string[]; audience: string },
 ): Promise<IssuedAgentToken> {
-  const iat = now();
+  const iat = Math.floor(ctx.clock.now() / 1000);
   const jti = randomUUID();
   const scope = p.capabilities.join(' ');
   const claims = {
@@ -55,7 +54,7 @@ export async function issueAgentAccessToken(
   };
   const token = await ctx.keys.sign('EdDSA', claims, AGENT_ACCESS_TOKEN_TYP);
   rememberIssued(ctx, token, p.audience, JSON.parse(JSON.stringify(claims)) as JWTPayload);
-  ctx.store.audit.append({
+  await recordAudit(ctx, {
     kind: 'token',
     agent_id: p.agent.agent_id,
     user_id: p.userId,
@@ -65,6 +64,7 @@ export async function issueAgentAccessToken(
     decision: 'issued',
     reason: 'token issued',
   });
+  ctx.metrics.tokens.inc({ grant: p.userId ? 'ciba' : 'agent_client_credentials' });
   return { access_token: token, expires_in: AGENT_ACCESS_TOKEN_TTL, scope, jti };
 }
 

@@ -1,6 +1,7 @@
 import type { Request, Response } from 'express';
 import type { AppContext } from '../context.js';
-import { errors } from '../errors.js';
+import { errors, ProtocolError } from '../errors.js';
+import { recordAuditOrLog } from '../authz/audit.js';
 import { authenticateAgent } from './assertion.js';
 import { CIBA_GRANT_TYPE, cibaGrant } from './ciba.js';
 import { agentAudience, issueAgentAccessToken, requestedCapabilities, sendTokenResponse } from './issue-token.js';
@@ -18,18 +19,38 @@ export async function agentToken(ctx: AppContext, req: Request, res: Response): 
   if (typeof grantType !== 'string' || !GRANTS.includes(grantType)) {
     throw errors.unsupportedGrantType('grant_type must be client_credentials or urn:openid:params:grant-type:ciba');
   }
-  const { agent } = await authenticateAgent(ctx, body, [ctx.urls.agentToken, ctx.urls.issuer]);
+  const { agent } = await authenticateAgent(
+    ctx,
+    body,
+    [ctx.urls.agentToken, ctx.urls.issuer],
+    grantType === CIBA_GRANT_TYPE ? 'token:ciba' : 'token:client_credentials',
+  );
   if (grantType === CIBA_GRANT_TYPE) {
     await cibaGrant(ctx, agent, body, res);
     return;
   }
 
-  // client_credentials: the agent acting for itself.
-  if (agent.mode !== 'autonomous') {
-    throw errors.unauthorizedClient('a delegated agent gets its token through CIBA, not client_credentials');
+  // client_credentials: the agent acting for itself. A refusal past the assertion is recorded too.
+  let audience: string;
+  let capabilities: string[];
+  try {
+    if (agent.mode !== 'autonomous') {
+      throw errors.unauthorizedClient('a delegated agent gets its token through CIBA, not client_credentials');
+    }
+    audience = agentAudience(ctx, body.resource);
+    ({ capabilities } = requestedCapabilities(agent, body.scope));
+  } catch (err) {
+    if (err instanceof ProtocolError) {
+      await recordAuditOrLog(ctx, {
+        kind: 'token',
+        agent_id: agent.agent_id,
+        action: 'token:client_credentials',
+        decision: 'refused',
+        reason: `${err.error}: ${err.description ?? ''}`,
+      });
+    }
+    throw err;
   }
-  const audience = agentAudience(ctx, body.resource);
-  const { capabilities } = requestedCapabilities(agent, body.scope);
   const token = await issueAgentAccessToken(ctx, { agent, userId: null, capabilities, audience });
   sendTokenResponse(res, {
     access_token: token.access_token,

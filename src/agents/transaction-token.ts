@@ -1,18 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import type { Request, Response } from 'express';
-import { errors as joseErrors, type JWTPayload } from 'jose';
+import type { JWTPayload } from 'jose';
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
 import { errors, ProtocolError, validationError } from '../errors.js';
-import { decide } from '../policy/index.js';
+import { authorize } from '../authz/authorize.js';
+import { recordAuditOrLog } from '../authz/audit.js';
+import { TRANSACTION_TOKEN_TTL, TRANSACTION_TOKEN_TYP } from '../authz/transaction-tokens.js';
 import { verifyAgentAccessToken } from './access-token.js';
-import { agentCache, currentPolicy } from './agent-cache.js';
-import { buildRequest } from './decision.js';
 import { verifiedTokens } from './verified-tokens.js';
-import { appendAudit } from './audit-batch.js';
 
-export const TRANSACTION_TOKEN_TTL = 60;
-export const TRANSACTION_TOKEN_TYP = 'txntoken+jwt';
+export { TRANSACTION_TOKEN_TTL, TRANSACTION_TOKEN_TYP };
 
 /** The action an agent asks about: the body of both the transaction-token and the decision endpoints. */
 export const actionFields = {
@@ -22,40 +19,67 @@ export const actionFields = {
 };
 const bindBody = z.object(actionFields);
 
-const now = () => Math.floor(Date.now() / 1000);
-
-export function bearerToken(req: Request): string {
+/** A bearer token from the Authorization header, or 401. */
+export function bearerToken(req: { get(name: string): string | undefined }): string {
   const m = /^Bearer\s+(\S+)\s*$/i.exec(req.get('authorization') ?? '');
   if (!m) throw errors.invalidToken('an agent access token is required (Authorization: Bearer)', {}, { 'WWW-Authenticate': 'Bearer' });
   return m[1]!;
 }
 
+const headerSafe = (s: string) => s.replace(/[^\x20-\x7e]|["\\]/g, '');
+
 /**
- * POST /apis/regional/v1/ai/auth/transaction-token. Steps: authenticate the agent's access
- * token, validate the body, check the action is one of the token's capabilities, check the
- * limits (403 constraint_violated, nothing bound), sign the transaction token.
+ * POST /apis/regional/v1/ai/auth/transaction-token, after the body is read. Steps: authenticate
+ * the agent's access token, validate the body, then the decision pipeline's binding check (the
+ * action is one of the token's capabilities, else 403 insufficient_scope; the limits hold, else
+ * 403 constraint_violated with the field and operator in `reason`; nothing is bound either way),
+ * then sign the transaction token. Refusals and issued tokens are in the audit trail.
  */
-export async function transactionToken(ctx: AppContext, req: Request, res: Response): Promise<void> {
+export async function transactionTokenEndpoint(
+  ctx: AppContext,
+  rawBody: unknown,
+  req: { get(name: string): string | undefined },
+): Promise<{ data: { transaction_token: string; expires_in: number } }> {
   const principal = await verifyAgentAccessToken(ctx, bearerToken(req));
-  const parsed = bindBody.safeParse(req.body ?? {});
-  if (!parsed.success) throw validationError(parsed.error);
+  const parsed = bindBody.safeParse(rawBody ?? {});
+  if (!parsed.success) {
+    const err = validationError(parsed.error);
+    await recordAuditOrLog(ctx, {
+      kind: 'token',
+      agent_id: principal.agent.agent_id,
+      user_id: principal.userId,
+      action: 'token:transaction',
+      decision: 'refused',
+      reason: `invalid_request: ${err.description ?? 'bad body'}`.slice(0, 1000),
+    });
+    throw err;
+  }
   const { action, resource, context } = parsed.data;
 
-  if (!principal.capabilities.includes(action)) {
-    throw errors.insufficientScope(`${action} is not one of the token's capabilities`, {}, {
-      'WWW-Authenticate': `Bearer error="insufficient_scope", scope="${action.replace(/[^\x20-\x7e]|["\\]/g, '')}"`,
-    });
-  }
-
-  const state = agentCache(ctx).active(principal.agent.agent_id);
-  if (!state) throw errors.invalidToken('the agent is unknown or revoked');
-  const check = decide(buildRequest(ctx, state, { principal, action, resource, context }), currentPolicy(ctx));
-  if (check.reason.startsWith('constraint_violated') || check.trace.some((s) => s.step === 'limits' && s.outcome === 'fail')) {
-    throw new ProtocolError(403, 'invalid_body', 'constraint_violated');
-  }
-
-  const iat = now();
   const txn = randomUUID();
+  const result = await authorize(ctx, { via: 'bind', principal, action, resource, context, txn });
+  if (result.outcome === 'unknown_agent') throw errors.invalidToken('the agent is unknown or revoked');
+  const { decision } = result;
+  if (decision.decision !== 'allow') {
+    const reason = { reason: decision.reason };
+    switch (decision.cause.code) {
+      case 'not_granted':
+        throw errors.insufficientScope(`${action} is not one of the token's capabilities`, reason, {
+          'WWW-Authenticate': `Bearer error="insufficient_scope", scope="${headerSafe(action)}"`,
+        });
+      case 'constraint_violated':
+        // The description's body, plus the field and operator that failed.
+        throw new ProtocolError(403, 'invalid_body', 'constraint_violated', reason);
+      case 'agent_revoked':
+        throw errors.invalidToken('the agent is unknown or revoked', {}, { 'WWW-Authenticate': 'Bearer error="invalid_token"' });
+      case 'policy_unavailable':
+        throw errors.temporarilyUnavailable('no policy is in force', reason, { 'Retry-After': '5' });
+      default:
+        throw errors.serverError('the binding could not be checked', reason);
+    }
+  }
+
+  const iat = Math.floor(ctx.clock.now() / 1000);
   const claims = {
     iss: ctx.urls.issuer,
     aud: ctx.urls.issuer,
@@ -70,39 +94,6 @@ export async function transactionToken(ctx: AppContext, req: Request, res: Respo
   const token = await ctx.keys.sign('EdDSA', claims, TRANSACTION_TOKEN_TYP);
   // We just signed it: this process need not verify it again (the decision usually comes here next).
   verifiedTokens(ctx, 'txn').set(token, JSON.parse(JSON.stringify(claims)) as JWTPayload, { alg: 'EdDSA', typ: TRANSACTION_TOKEN_TYP });
-  // Every token issued to an agent is in the audit trail.
-  await appendAudit(ctx, {
-    kind: 'token',
-    agent_id: principal.agent.agent_id,
-    user_id: principal.userId,
-    action,
-    resource,
-    context,
-    decision: 'issued',
-    reason: `transaction token ${txn}`,
-    policy_version: check.policyVersion,
-  });
-  res.setHeader('Cache-Control', 'no-store');
-  res.status(200).json({ data: { transaction_token: token, expires_in: TRANSACTION_TOKEN_TTL } });
-}
-
-/** A transaction token's claims, or why it is not good (the reason after `invalid_transaction_token: `). */
-export async function readTransactionToken(ctx: AppContext, token: string): Promise<{ claims: JWTPayload } | { why: string }> {
-  const cache = verifiedTokens(ctx, 'txn');
-  const hit = cache.get(token, now());
-  if (hit) return { claims: hit.payload };
-  try {
-    const { payload, protectedHeader } = await ctx.keys.verify(token, 'EdDSA', {
-      issuer: ctx.urls.issuer,
-      audience: ctx.urls.issuer,
-      typ: TRANSACTION_TOKEN_TYP,
-      requiredClaims: ['exp', 'iat', 'txn', 'req_wl', 'tctx'],
-    });
-    cache.set(token, payload, protectedHeader as Record<string, unknown>);
-    return { claims: payload };
-  } catch (err) {
-    if (err instanceof joseErrors.JWTExpired) return { why: 'expired' };
-    if (err instanceof joseErrors.JWTClaimValidationFailed) return { why: `claim ${err.claim} is not valid` };
-    return { why: 'not a transaction token of this issuer' };
-  }
+  ctx.metrics.tokens.inc({ grant: 'transaction_token' });
+  return { data: { transaction_token: token, expires_in: TRANSACTION_TOKEN_TTL } };
 }

@@ -1,201 +1,394 @@
-// `gatehouse policy check|fmt|test|diff|explain` (CONTRACT section 5).
+// `gatehouse policy check|fmt|test|diff|explain`. Every error is printed with its source line and
+// a caret; `--format json` gives the same facts to machines. Exit codes: 0 success, 1 a policy
+// error (or a failing test, a file fmt would change under --check), 2 a usage or input error;
+// diff: 1 when something changes; explain: 0 allow, 3 deny, 4 approval_required.
 
 import { readFile, readdir, stat, writeFile } from 'node:fs/promises';
-import { isAbsolute, join, resolve } from 'node:path';
-import type { Diagnostic, SourceFile } from '../policy/types.js';
-import { formatDiagnostic } from '../policy/diagnostics.js';
-import { buildPolicySet, isTestsFile, parseAndValidate, POLICY_EXT, TESTS_EXT } from '../policy/load.js';
+import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
+import type { Diagnostic, DecisionRequest, DecisionValue, SourceFile } from '../policy/types.js';
+import { diagnosticCode, isError, renderDiagnostic, severityOf } from '../policy/diagnostics.js';
+import { buildPolicySet, isTestsFile, parseAndValidate, POLICY_EXT, TESTS_EXT, type ParsedSet } from '../policy/load.js';
 import { parsePolicy } from '../policy/parser.js';
 import { formatFile } from '../policy/format.js';
 import { collectTests, runTests } from '../policy/test-runner.js';
 import { DiffTooLarge, diffPolicySets, diffText } from '../policy/diff.js';
-import { decide } from '../policy/decide.js';
-import { completeRequest, explainText } from '../policy/explain.js';
+import { decideOn } from '../authz/core.js';
+import { completeRequest } from '../policy/explain.js';
+import { UsageError, type CliIO, type ParsedArgs } from './args.js';
+import { explainText } from './explain-text.js';
+import { runCli } from './main.js';
+import { unifiedDiff } from './udiff.js';
 
-export interface PolicyIO { stdout: (s: string) => void; stderr: (s: string) => void; cwd: string }
+/** `gatehouse policy ...` as one call (tests run it in process). */
+export async function runPolicyCommand(args: string[], io: CliIO): Promise<number> {
+  return (await runCli(['policy', ...args], io)) ?? 0;
+}
 
-const USAGE = `usage: gatehouse policy <command>
-  check [dir]                      parse and validate; every error as file:line:col: message
-  fmt [dir|file...] [--check]      rewrite in the canonical layout (--check: list files that would change, exit 1)
-  test [dir]                       run the test blocks kept beside the policies
-  diff <old> <new> [--json]        requests whose decision changes (exit 0 none, 1 some, 2 error)
-  explain [dir] --request <json|@file>
-  explain [dir] --agent <id> --action <a> --resource <r> [--context <json>] [--person <id>]
-                [--mode delegated|autonomous] [--permissions a,b] [--approved] [--json]
-The default dir is $GATEHOUSE_POLICY_DIR or ./policies.
-`;
+export const EXPLAIN_EXIT: Record<DecisionValue, number> = { allow: 0, deny: 3, approval_required: 4 };
 
 function defaultDir(): string {
   return process.env.GATEHOUSE_POLICY_DIR || 'policies';
 }
 
-function parseArgs(args: string[]): { pos: string[]; flags: Map<string, string | true> } {
-  const pos: string[] = [];
-  const flags = new Map<string, string | true>();
-  const valued = new Set(['--request', '--agent', '--action', '--resource', '--context', '--person', '--mode', '--permissions', '--capabilities']);
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i]!;
-    if (a.startsWith('--')) {
-      const eq = a.indexOf('=');
-      if (eq > 0) flags.set(a.slice(0, eq), a.slice(eq + 1));
-      else if (valued.has(a)) {
-        if (i + 1 >= args.length) throw new UsageError(`${a} needs a value`);
-        flags.set(a, args[++i]!);
-      } else flags.set(a, true);
-    } else pos.push(a);
-  }
-  return { pos, flags };
+function plural(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? '' : 's'}`;
 }
 
-class UsageError extends Error {}
-
-/** Files of a target (a file, or the policy and tests files of a directory), with paths as the user wrote them. */
-async function readTarget(target: string, cwd: string, exts: string[]): Promise<SourceFile[]> {
-  const abs = isAbsolute(target) ? target : resolve(cwd, target);
-  const st = await stat(abs);
-  if (st.isFile()) return [{ path: target, text: await readFile(abs, 'utf8') }];
-  const names = (await readdir(abs, { withFileTypes: true }))
-    .filter((d) => d.isFile() && exts.some((e) => d.name.endsWith(e)))
-    .map((d) => d.name)
-    .sort();
-  return Promise.all(names.map(async (n) => ({ path: join(target, n), text: await readFile(join(abs, n), 'utf8') })));
+function wantsJson(a: ParsedArgs): boolean {
+  return a.options.has('--json') || a.options.get('--format') === 'json';
 }
 
-function printDiagnostics(io: PolicyIO, ds: Diagnostic[]): void {
-  for (const d of ds) io.stderr(formatDiagnostic(d) + '\n');
+function json(io: CliIO, value: unknown): void {
+  io.stdout(JSON.stringify(value, null, 2) + '\n');
 }
 
-export async function runPolicyCommand(args: string[], io: PolicyIO): Promise<number> {
-  const [cmd, ...rest] = args;
+/** A file or directory the user named that cannot be read: an input error, exit 2. */
+class InputError extends Error {}
+
+function abs(io: CliIO, p: string): string {
+  return isAbsolute(p) ? p : resolve(io.cwd, p);
+}
+
+async function isDirectory(io: CliIO, target: string): Promise<boolean> {
   try {
-    const { pos, flags } = parseArgs(rest);
-    switch (cmd) {
-      case 'check': return await check(pos, io);
-      case 'fmt': return await fmt(pos, flags.has('--check'), io);
-      case 'test': return await test(pos, io);
-      case 'diff': return await diff(pos, flags.has('--json'), io);
-      case 'explain': return await explain(pos, flags, io);
-      case undefined: case 'help': case '--help': case '-h':
-        io.stdout(USAGE);
-        return cmd === undefined ? 2 : 0;
-      default:
-        io.stderr(`gatehouse policy: unknown command "${cmd}"\n${USAGE}`);
-        return 2;
-    }
+    return (await stat(abs(io, target))).isDirectory();
   } catch (e) {
-    if (e instanceof UsageError) { io.stderr(`gatehouse policy ${cmd}: ${e.message}\n${USAGE}`); return 2; }
-    const err = e as NodeJS.ErrnoException;
-    io.stderr(`gatehouse policy ${cmd}: ${err.code === 'ENOENT' ? `no such file or directory: ${err.path}` : err.message}\n`);
-    return 2;
+    throw new InputError(ioMessage(e, target));
   }
 }
 
-async function check(pos: string[], io: PolicyIO): Promise<number> {
-  const dir = pos[0] ?? defaultDir();
-  const files = await readTarget(dir, io.cwd, [POLICY_EXT, TESTS_EXT]);
-  const parsed = parseAndValidate({ files });
-  if (parsed.diagnostics.length) {
-    printDiagnostics(io, parsed.diagnostics);
-    io.stderr(`${parsed.diagnostics.length} error${parsed.diagnostics.length === 1 ? '' : 's'}\n`);
-    return 1;
+function ioMessage(e: unknown, path: string): string {
+  const code = (e as NodeJS.ErrnoException).code;
+  if (code === 'ENOENT') return `no such file or directory: ${path}`;
+  if (code === 'EACCES') return `permission denied: ${path}`;
+  if (code === 'EISDIR') return `is a directory: ${path}`;
+  return `cannot read ${path}: ${(e as Error).message}`;
+}
+
+async function readSource(io: CliIO, path: string): Promise<SourceFile> {
+  try {
+    return { path, text: await readFile(abs(io, path), 'utf8') };
+  } catch (e) {
+    throw new InputError(ioMessage(e, path));
   }
+}
+
+/** The files of a directory with the given endings, sorted by name, paths as the user wrote them. */
+async function readDirFiles(io: CliIO, dir: string, exts: string[]): Promise<SourceFile[]> {
+  let names: string[];
+  try {
+    names = (await readdir(abs(io, dir), { withFileTypes: true }))
+      .filter((d) => d.isFile() && exts.some((e) => d.name.endsWith(e)))
+      .map((d) => d.name)
+      .sort();
+  } catch (e) {
+    throw new InputError(ioMessage(e, dir));
+  }
+  return Promise.all(names.map((n) => readSource(io, join(dir, n))));
+}
+
+/** A target: a file as itself, a directory as its policy and tests files. */
+async function readTarget(io: CliIO, target: string, exts = [POLICY_EXT, TESTS_EXT]): Promise<SourceFile[]> {
+  return (await isDirectory(io, target)) ? readDirFiles(io, target, exts) : [await readSource(io, join(target))];
+}
+
+/** Source texts by path, for the caret under each diagnostic. */
+type Sources = Map<string, string>;
+
+function sourcesOf(files: SourceFile[], into: Sources = new Map()): Sources {
+  for (const f of files) into.set(f.path, f.text);
+  return into;
+}
+
+/** By file (in the order read), then line and column: every file's diagnostics together. */
+function sortDiagnostics(ds: Diagnostic[], sources: Sources): Diagnostic[] {
+  const order = new Map([...sources.keys()].map((p, i) => [p, i]));
+  const rank = (d: Diagnostic) => order.get(d.file) ?? order.size;
+  return [...ds].sort((a, b) => rank(a) - rank(b) || a.line - b.line || a.col - b.col);
+}
+
+function printDiagnostics(io: CliIO, ds: Diagnostic[], sources: Sources): void {
+  for (const d of sortDiagnostics(ds, sources)) io.stderr(renderDiagnostic(d, sources.get(d.file)) + '\n');
+}
+
+function summary(errors: number, warnings: number): string {
+  return [errors ? plural(errors, 'error') : '', warnings ? plural(warnings, 'warning') : ''].filter(Boolean).join(', ');
+}
+
+/** Diagnostics as JSON: the parse errors are told apart by comparing with a parse-only pass. */
+function diagnosticsJson(ds: Diagnostic[], files: SourceFile[], sources: Sources) {
+  const parseErrors = new Set<Diagnostic>();
+  const parsedKeys = new Set<string>();
+  for (const f of files) for (const d of parsePolicy(f.path, f.text).diagnostics) parsedKeys.add(`${d.file}:${d.line}:${d.col}:${d.message}`);
+  for (const d of ds) if (parsedKeys.has(`${d.file}:${d.line}:${d.col}:${d.message}`)) parseErrors.add(d);
+  return sortDiagnostics(ds, sources).map((d) => ({
+    file: d.file, line: d.line, col: d.col, severity: severityOf(d), code: diagnosticCode(d, parseErrors), message: d.message,
+  }));
+}
+
+/** Runs a command body; a missing file or directory becomes one line and exit 2. */
+async function guarded(io: CliIO, name: string, body: () => Promise<number>): Promise<number> {
+  try {
+    return await body();
+  } catch (e) {
+    if (e instanceof InputError) {
+      io.stderr(`gatehouse policy ${name}: ${e.message}\n`);
+      return 2;
+    }
+    throw e;
+  }
+}
+
+// ---- check ------------------------------------------------------------------------------
+
+export function check(a: ParsedArgs, io: CliIO): Promise<number> {
+  return guarded(io, 'check', async () => {
+    const targets = a.positionals.length ? a.positionals : [defaultDir()];
+    const strict = a.options.has('--strict');
+    const asJson = wantsJson(a);
+    const diagnostics: ReturnType<typeof diagnosticsJson> = [];
+    const results = [];
+    let errors = 0;
+    let warnings = 0;
+    for (const target of targets) {
+      const files = await readTarget(io, target);
+      const sources = sourcesOf(files);
+      const parsed = parseAndValidate({ files }, { warnings: true });
+      const errs = parsed.diagnostics.filter(isError);
+      const warns = parsed.diagnostics.filter((d) => !isError(d));
+      errors += errs.length;
+      warnings += warns.length;
+      const ok = !errs.length && !(strict && warns.length);
+      const facts = errs.length ? null : described(parsed);
+      if (asJson) {
+        diagnostics.push(...diagnosticsJson(parsed.diagnostics, files, sources));
+        results.push({ target, ok, files: files.map((f) => f.path), rules: facts?.rules ?? null, tests: facts?.tests ?? null, policy_version: facts?.version ?? null });
+        continue;
+      }
+      printDiagnostics(io, parsed.diagnostics, sources);
+      if (facts && ok) io.stdout(`ok: ${plural(files.length, 'file')}, ${plural(facts.rules, 'rule')}, ${plural(facts.tests, 'test')}; policy version ${facts.version}\n`);
+    }
+    const failed = errors > 0 || (strict && warnings > 0);
+    if (asJson) json(io, { ok: !failed, errors, warnings, strict, diagnostics, targets: results });
+    else if (errors || warnings) io.stderr(`${summary(errors, warnings)}${strict && warnings ? ' (warnings fail under --strict)' : ''}\n`);
+    return failed ? 1 : 0;
+  });
+}
+
+function described(parsed: ParsedSet) {
   const set = buildPolicySet(parsed.files, []);
-  const rules = set.compiled.rules.length;
-  const tests = collectTests(parsed.files).length;
-  io.stdout(`ok: ${files.length} file${files.length === 1 ? '' : 's'}, ${rules} rule${rules === 1 ? '' : 's'}, ${tests} test${tests === 1 ? '' : 's'}; policy version ${set.version}\n`);
-  return 0;
+  return { rules: set.compiled.rules.length, tests: collectTests(parsed.files).length, version: set.version };
 }
 
-async function fmt(pos: string[], checkOnly: boolean, io: PolicyIO): Promise<number> {
-  const targets = pos.length ? pos : [defaultDir()];
-  let failed = false;
-  const changed: string[] = [];
-  for (const t of targets) {
-    for (const f of await readTarget(t, io.cwd, [POLICY_EXT, TESTS_EXT])) {
+// ---- fmt --------------------------------------------------------------------------------
+
+export function fmt(a: ParsedArgs, io: CliIO): Promise<number> {
+  return guarded(io, 'fmt', async () => {
+    const write = a.options.has('--write');
+    const checkOnly = a.options.has('--check');
+    const showDiff = a.options.has('--diff');
+    if (write && checkOnly) throw new UsageError('--check never writes: use --check or --write, not both');
+    const targets = a.positionals.length ? a.positionals : [defaultDir()];
+    const files: SourceFile[] = [];
+    for (const t of targets) files.push(...(await readTarget(io, t)));
+    const headers = files.length > 1;
+    let unparsable = false;
+    let changed = 0;
+    for (const f of files) {
       const r = parsePolicy(f.path, f.text);
-      if (!r.file) { printDiagnostics(io, r.diagnostics); failed = true; continue; }
+      if (!r.file) {
+        printDiagnostics(io, r.diagnostics.filter(isError), sourcesOf([f]));
+        unparsable = true;
+        continue;
+      }
       const out = formatFile(r.file);
-      if (out === f.text) continue;
-      changed.push(f.path);
-      if (!checkOnly) await writeFile(isAbsolute(f.path) ? f.path : resolve(io.cwd, f.path), out);
+      const differs = out !== f.text;
+      if (differs) changed++;
+      if (showDiff) io.stdout(unifiedDiff(f.text, out, f.path, f.path));
+      if (write && differs) {
+        await writeFile(abs(io, f.path), out);
+        if (!showDiff) io.stdout(`formatted ${f.path}\n`);
+      } else if (checkOnly && differs && !showDiff) {
+        io.stdout(`would reformat ${f.path}\n`);
+      } else if (!write && !checkOnly && !showDiff) {
+        io.stdout(headers ? `==> ${f.path} <==\n${out}` : out);
+      }
     }
-  }
-  for (const c of changed) io.stdout(`${checkOnly ? 'would reformat' : 'formatted'} ${c}\n`);
-  if (failed) return 1;
-  return checkOnly && changed.length ? 1 : 0;
+    if (unparsable) return 1;
+    return checkOnly && changed ? 1 : 0;
+  });
 }
 
-async function test(pos: string[], io: PolicyIO): Promise<number> {
-  const dir = pos[0] ?? defaultDir();
-  const files = await readTarget(dir, io.cwd, [POLICY_EXT, TESTS_EXT]);
-  const parsed = parseAndValidate({ files });
-  if (parsed.diagnostics.length) { printDiagnostics(io, parsed.diagnostics); return 1; }
-  const set = buildPolicySet(parsed.files, []);
-  const tests = collectTests(parsed.files);
-  if (!tests.length) { io.stdout('no tests\n'); return 0; }
-  const results = runTests(tests, set);
-  let failed = 0;
-  for (const r of results) {
-    if (r.passed) io.stdout(`ok    ${r.name}\n`);
-    else {
-      failed++;
-      io.stdout(`FAIL  ${r.name} (${r.source}): expected ${r.expected}, got ${r.decision.decision} "${r.decision.reason}"\n`);
+// ---- test -------------------------------------------------------------------------------
+
+/**
+ * The policies a test runs against are those of a directory: a directory target's own files, a
+ * file target's directory. A file's tests run alone; the directory's other tests files do not.
+ */
+interface TestGroup { dir: string; files: Map<string, SourceFile>; testsFrom: Set<string> | null }
+
+async function testGroups(io: CliIO, targets: string[]): Promise<TestGroup[]> {
+  const groups = new Map<string, TestGroup>();
+  const group = async (dir: string) => {
+    let g = groups.get(dir);
+    if (!g) {
+      const files = new Map((await readDirFiles(io, dir, [POLICY_EXT])).map((f) => [f.path, f]));
+      g = { dir, files, testsFrom: new Set() };
+      groups.set(dir, g);
+    }
+    return g;
+  };
+  for (const target of targets) {
+    if (await isDirectory(io, target)) {
+      const g = await group(join(target));
+      for (const f of await readDirFiles(io, target, [POLICY_EXT, TESTS_EXT])) g.files.set(f.path, f);
+      g.testsFrom = null; // every file's tests
+    } else {
+      const path = join(dirname(target), basename(target));
+      const g = await group(dirname(path));
+      if (!g.files.has(path)) g.files.set(path, await readSource(io, path));
+      g.testsFrom?.add(path);
     }
   }
-  io.stdout(`${results.length - failed} passed, ${failed} failed; policy version ${set.version}\n`);
-  return failed ? 1 : 0;
+  return [...groups.values()];
 }
 
-async function loadSide(target: string, io: PolicyIO) {
-  const files = (await readTarget(target, io.cwd, [POLICY_EXT])).filter((f) => !isTestsFile(f.path));
+export function test(a: ParsedArgs, io: CliIO): Promise<number> {
+  return guarded(io, 'test', async () => {
+    const asJson = wantsJson(a);
+    const groups = await testGroups(io, a.positionals.length ? a.positionals : [defaultDir()]);
+    const diagnostics: ReturnType<typeof diagnosticsJson> = [];
+    const results = [];
+    let broken = false;
+    let passed = 0;
+    let failed = 0;
+    for (const g of groups) {
+      const files = [...g.files.values()];
+      const sources = sourcesOf(files);
+      const parsed = parseAndValidate({ files });
+      const errs = parsed.diagnostics.filter(isError);
+      if (errs.length) {
+        broken = true;
+        if (asJson) diagnostics.push(...diagnosticsJson(errs, files, sources));
+        else { printDiagnostics(io, errs, sources); io.stderr(`${summary(errs.length, 0)}\n`); }
+        continue;
+      }
+      const set = buildPolicySet(parsed.files, []);
+      const tests = collectTests(parsed.files.filter((f) => g.testsFrom === null || g.testsFrom.has(f.path)));
+      const run = runTests(tests, set);
+      const groupFailed = run.filter((r) => !r.passed).length;
+      passed += run.length - groupFailed;
+      failed += groupFailed;
+      if (asJson) {
+        for (const [i, r] of run.entries()) {
+          const t = tests[i]!;
+          results.push({
+            name: r.name, file: t.loc?.file ?? null, line: t.loc?.line ?? null,
+            expected: { decision: t.expect!.decision, ...(t.expect!.reason !== undefined ? { reason: t.expect!.reason } : {}) },
+            actual: { decision: r.decision.decision, reason: r.decision.reason },
+            pass: r.passed, policy_version: set.version,
+          });
+        }
+        continue;
+      }
+      if (!run.length) { io.stdout(`no tests${groups.length > 1 ? ` in ${g.dir}` : ''}\n`); continue; }
+      for (const r of run) {
+        if (r.passed) io.stdout(`ok    ${r.name}\n`);
+        else io.stdout(`FAIL  ${r.name} (${r.source}): expected ${r.expected}, got ${r.decision.decision} "${r.decision.reason}"\n`);
+      }
+      io.stdout(`${run.length - groupFailed} passed, ${groupFailed} failed; policy version ${set.version}\n`);
+    }
+    if (asJson) json(io, { ok: !broken && failed === 0, passed, failed, diagnostics, results });
+    return broken || failed ? 1 : 0;
+  });
+}
+
+// ---- diff -------------------------------------------------------------------------------
+
+async function loadSide(io: CliIO, target: string) {
+  const files = (await readTarget(io, target, [POLICY_EXT])).filter((f) => !isTestsFile(f.path));
   const parsed = parseAndValidate({ files });
-  if (parsed.diagnostics.length) { printDiagnostics(io, parsed.diagnostics); return null; }
+  const errs = parsed.diagnostics.filter(isError);
+  if (errs.length) { printDiagnostics(io, errs, sourcesOf(files)); return null; }
   return buildPolicySet(parsed.files, []);
 }
 
-async function diff(pos: string[], json: boolean, io: PolicyIO): Promise<number> {
-  if (pos.length !== 2) throw new UsageError('diff needs <old> and <new> (each a file or a directory)');
-  const before = await loadSide(pos[0]!, io);
-  const after = await loadSide(pos[1]!, io);
-  if (!before || !after) return 2;
-  let r;
-  try { r = diffPolicySets(before, after); } catch (e) {
-    if (e instanceof DiffTooLarge) { io.stderr(`gatehouse policy diff: ${e.message}\n`); return 2; }
-    throw e;
-  }
-  if (json) io.stdout(JSON.stringify(r.notes.length ? { changes: r.changes, notes: r.notes } : { changes: r.changes }, null, 2) + '\n');
-  else io.stdout(diffText(r));
-  return r.changes.length ? 1 : 0;
+export function diff(a: ParsedArgs, io: CliIO): Promise<number> {
+  return guarded(io, 'diff', async () => {
+    const [oldT, newT] = a.positionals as [string, string];
+    const before = await loadSide(io, oldT);
+    const after = await loadSide(io, newT);
+    if (!before || !after) return 2;
+    let r;
+    try {
+      r = diffPolicySets(before, after);
+    } catch (e) {
+      if (e instanceof DiffTooLarge) { io.stderr(`gatehouse policy diff: ${e.message}\n`); return 2; }
+      throw e;
+    }
+    if (wantsJson(a)) json(io, r.notes.length ? { changes: r.changes, notes: r.notes } : { changes: r.changes });
+    else io.stdout(diffText(r));
+    return r.changes.length ? 1 : 0;
+  });
 }
 
-async function explain(pos: string[], flags: Map<string, string | true>, io: PolicyIO): Promise<number> {
-  const dir = pos[0] ?? defaultDir();
-  let raw: unknown;
-  const str = (k: string) => { const v = flags.get(k); return typeof v === 'string' ? v : undefined; };
+// ---- explain ----------------------------------------------------------------------------
+
+function parseJson(what: string, text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw new UsageError(`${what} is not JSON: ${(e as Error).message}`);
+  }
+}
+
+async function explainRequest(a: ParsedArgs, io: CliIO): Promise<Record<string, unknown>> {
+  const str = (k: string) => { const v = a.options.get(k); return typeof v === 'string' ? v : undefined; };
   const reqArg = str('--request');
+  let raw: unknown;
   if (reqArg !== undefined) {
-    const text = reqArg.startsWith('@') ? await readFile(resolve(io.cwd, reqArg.slice(1)), 'utf8') : reqArg;
-    try { raw = JSON.parse(text); } catch (e) { throw new UsageError(`--request is not JSON: ${(e as Error).message}`); }
+    const flags = ['--agent', '--action', '--resource', '--context', '--person', '--mode', '--permissions', '--capabilities', '--approved'].filter((f) => a.options.has(f));
+    if (flags.length) throw new UsageError(`--request already holds the whole request: drop ${flags.join(', ')}`);
+    raw = parseJson('--request', reqArg.startsWith('@') ? (await readSource(io, reqArg.slice(1))).text : reqArg);
   } else {
-    if (!str('--agent') || !str('--action') || !str('--resource')) throw new UsageError('explain needs --request, or --agent, --action and --resource');
-    let context: unknown = {};
-    if (str('--context')) { try { context = JSON.parse(str('--context')!); } catch (e) { throw new UsageError(`--context is not JSON: ${(e as Error).message}`); } }
+    const missing = ['--agent', '--action', '--resource'].filter((f) => !str(f));
+    if (missing.length) throw new UsageError(`explain needs --request, or --agent, --action and --resource (missing ${missing.join(', ')})`);
+    const context = str('--context') !== undefined ? parseJson('--context', str('--context')!) : {};
     const agent: Record<string, unknown> = { id: str('--agent') };
     if (str('--mode')) agent.mode = str('--mode');
-    if (str('--permissions')) agent.permissions = str('--permissions')!.split(',').filter(Boolean);
-    if (str('--capabilities')) agent.capabilities = str('--capabilities')!.split(',').filter(Boolean);
-    raw = { agent, action: str('--action'), resource: str('--resource'), context, ...(str('--person') ? { person: str('--person') } : {}), ...(flags.has('--approved') ? { approved: true } : {}) };
+    if (str('--permissions') !== undefined) agent.permissions = str('--permissions')!.split(',').filter(Boolean);
+    if (str('--capabilities') !== undefined) agent.capabilities = str('--capabilities')!.split(',').filter(Boolean);
+    raw = { agent, action: str('--action'), resource: str('--resource'), context, ...(str('--person') ? { person: str('--person') } : {}), ...(a.options.has('--approved') ? { approved: true } : {}) };
   }
-  const files = (await readTarget(dir, io.cwd, [POLICY_EXT])).filter((f) => !isTestsFile(f.path));
-  const parsed = parseAndValidate({ files });
-  if (parsed.diagnostics.length) { printDiagnostics(io, parsed.diagnostics); return 2; }
-  const set = buildPolicySet(parsed.files, []);
-  const { request, assumed } = completeRequest(raw);
-  const d = decide(request, set);
-  if (flags.has('--json')) io.stdout(JSON.stringify({ request, assumed, ...d }, null, 2) + '\n');
-  else {
-    if (assumed.length) io.stdout(`assuming: ${assumed.join(', ')}\n`);
-    io.stdout(explainText(request, d));
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new UsageError('the request must be a JSON object');
+  const r = raw as Record<string, unknown>;
+  for (const field of ['action', 'resource'] as const) {
+    if (typeof r[field] !== 'string' || !r[field]) throw new UsageError(`the request needs "${field}", a non-empty string`);
   }
-  return 0;
+  if (r.context !== undefined && (typeof r.context !== 'object' || r.context === null || Array.isArray(r.context))) {
+    throw new UsageError('the request\'s "context" must be a JSON object');
+  }
+  return r;
+}
+
+export function explain(a: ParsedArgs, io: CliIO): Promise<number> {
+  return guarded(io, 'explain', async () => {
+    const raw = await explainRequest(a, io);
+    const dir = a.positionals[0] ?? defaultDir();
+    const files = (await readTarget(io, dir, [POLICY_EXT])).filter((f) => !isTestsFile(f.path));
+    const parsed = parseAndValidate({ files });
+    const errs = parsed.diagnostics.filter(isError);
+    if (errs.length) {
+      printDiagnostics(io, errs, sourcesOf(files));
+      io.stderr(`${summary(errs.length, 0)}\n`);
+      return 1;
+    }
+    const set = buildPolicySet(parsed.files, []);
+    const { request, assumed } = completeRequest(raw);
+    // The server's decision core, fed the request's facts: explain answers as the endpoints do.
+    const d = decideOn(request, set);
+    if (wantsJson(a)) json(io, { request, assumed, ...d });
+    else io.stdout(explainText(request, d, assumed));
+    return EXPLAIN_EXIT[d.decision];
+  });
 }

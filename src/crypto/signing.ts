@@ -17,7 +17,7 @@ import type { SettingsStore } from '../store/settings.js';
 export type SigningAlg = 'RS256' | 'EdDSA';
 export const SIGNING_ALGS: SigningAlg[] = ['RS256', 'EdDSA'];
 
-/** A rotated key stays in the JWK Set this long (the description: 24 hours). */
+/** A rotated key stays in the JWK Set this long: 24 hours. */
 export const RETIRED_KEY_PUBLISHED_SECONDS = 24 * 60 * 60;
 
 const genKeyPair = promisify(generateKeyPair);
@@ -46,7 +46,7 @@ export class SigningKeys {
 
   /** Makes one key per algorithm when none is active (first start). */
   async ensureKeys(): Promise<void> {
-    const have = new Set(this.keys.active().map((k) => k.alg));
+    const have = new Set((await this.keys.active()).map((k) => k.alg));
     for (const alg of SIGNING_ALGS) if (!have.has(alg)) await this.createKey(alg);
   }
 
@@ -66,26 +66,30 @@ export class SigningKeys {
     const kid = await calculateJwkThumbprint(jwk, 'sha256');
     const publicJwk = { ...jwk, kid, alg, use: 'sig' };
     const pem = privateKey.export({ type: 'pkcs8', format: 'pem' }) as string;
-    this.keys.add({ kid, alg, public_jwk: JSON.stringify(publicJwk), private_enc: this.box.seal(pem), created_at: this.clock() });
-    this.settings.bump('keys');
-    this.checkedThisTurn = false; // this process sees its own rotation at once
+    await this.keys.add({ kid, alg, public_jwk: JSON.stringify(publicJwk), private_enc: this.box.seal(pem), created_at: this.clock() });
+    // this process sees its own rotation at once (the change feed moves on commit)
+    await this.settings.bump('keys');
     return { kid, alg };
   }
 
-  // The keys counter is read at most once per event-loop turn: under load many signatures
-  // share one read, and a rotation made by another worker is seen from its next turn on.
-  private checkedThisTurn = false;
+  private reloading: Promise<void> | undefined;
 
-  private refresh(): void {
-    if (this.checkedThisTurn) return;
-    this.checkedThisTurn = true;
-    setImmediate(() => {
-      this.checkedThisTurn = false;
-    });
-    const version = this.settings.version('keys');
+  /**
+   * Follows the `keys` change stamp (read at most once per event-loop turn, or pushed by the
+   * database): under load many signatures share one read, and a rotation made by another
+   * process or instance is seen at once after it commits.
+   */
+  private async refresh(): Promise<void> {
+    const version = await this.settings.version('keys');
     if (version === this.loadedVersion) return;
+    // One reload at a time; callers arriving meanwhile wait for it.
+    this.reloading ??= this.reload(version).finally(() => (this.reloading = undefined));
+    await this.reloading;
+  }
+
+  private async reload(version: number): Promise<void> {
     const active = new Map<SigningAlg, ActiveKey>();
-    for (const row of this.keys.active()) {
+    for (const row of await this.keys.active()) {
       if (active.has(row.alg)) continue; // newest first
       active.set(row.alg, { kid: row.kid, alg: row.alg, privateKey: createPrivateKey(this.box.open(row.private_enc)) });
     }
@@ -95,16 +99,16 @@ export class SigningKeys {
     this.loadedVersion = version;
   }
 
-  private published(): SigningKeyRow[] {
+  private published(): Promise<SigningKeyRow[]> {
     return this.keys.published(this.clock(), RETIRED_KEY_PUBLISHED_SECONDS);
   }
 
   /** The JWK Set: public members only, active keys and those retired less than 24 hours ago. */
-  jwks(): { keys: JWK[] } {
-    this.refresh();
+  async jwks(): Promise<{ keys: JWK[] }> {
+    await this.refresh();
     const t = this.clock();
     if (!this.jwksCache || t - this.jwksCache.at >= 60) {
-      this.jwksCache = { at: t, keys: this.published().map((r) => JSON.parse(r.public_jwk) as JWK) };
+      this.jwksCache = { at: t, keys: (await this.published()).map((r) => JSON.parse(r.public_jwk) as JWK) };
     }
     return { keys: this.jwksCache.keys };
   }
@@ -117,15 +121,15 @@ export class SigningKeys {
    * signatures) so the key itself never leaves this module. Made once per key and kept in settings
    * `saml_cert:<kid>` (first writer wins): every worker and every restart serves the same certificate.
    */
-  certificate(alg: 'RS256', subjectCn: string): Promise<KeyCertificate> {
-    this.refresh();
+  async certificate(alg: 'RS256', subjectCn: string): Promise<KeyCertificate> {
+    await this.refresh();
     const k = this.active.get(alg);
     if (!k) throw new Error(`no active ${alg} signing key`);
     let made = this.certificates.get(k.kid);
     if (made) return made;
     made = (async () => {
       const settingKey = `saml_cert:${k.kid}`;
-      if (!this.settings.get(settingKey)) {
+      if (!(await this.settings.get(settingKey))) {
         await import('reflect-metadata'); // @peculiar/x509 needs the Reflect polyfill loaded first
         const x509 = await import('@peculiar/x509');
         const algorithm = { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' };
@@ -135,7 +139,7 @@ export class SigningKeys {
           privateKey: await webcrypto.subtle.importKey('pkcs8', der('pkcs8'), algorithm, false, ['sign']),
           publicKey: await webcrypto.subtle.importKey('spki', der('spki'), algorithm, true, ['verify']),
         };
-        const createdAt = new Date((this.keys.active().find((r) => r.kid === k.kid)?.created_at ?? this.clock()) * 1000);
+        const createdAt = new Date(((await this.keys.active()).find((r) => r.kid === k.kid)?.created_at ?? this.clock()) * 1000);
         const notAfter = new Date(createdAt);
         notAfter.setUTCFullYear(notAfter.getUTCFullYear() + 10);
         type SelfSigned = Parameters<typeof x509.X509CertificateGenerator.createSelfSigned>;
@@ -151,9 +155,9 @@ export class SigningKeys {
           },
           webcrypto as unknown as SelfSigned[1],
         );
-        this.settings.setIfAbsent(settingKey, cert.toString('pem'));
+        await this.settings.setIfAbsent(settingKey, cert.toString('pem'));
       }
-      const pem = this.settings.get(settingKey)!;
+      const pem = (await this.settings.get(settingKey))!;
       return { kid: k.kid, pem, der: Buffer.from(new X509Certificate(pem).raw), sign: (data: string | Buffer) => signBytes('sha256', Buffer.from(data), k.privateKey) };
     })();
     made.catch(() => this.certificates.delete(k.kid));
@@ -161,8 +165,8 @@ export class SigningKeys {
     return made;
   }
 
-  activeKid(alg: SigningAlg): string {
-    this.refresh();
+  async activeKid(alg: SigningAlg): Promise<string> {
+    await this.refresh();
     const k = this.active.get(alg);
     if (!k) throw new Error(`no active ${alg} signing key`);
     return k.kid;
@@ -174,31 +178,26 @@ export class SigningKeys {
    * keeps serving while RSA works, and one process signs on every core.
    */
   async sign(alg: SigningAlg, claims: JWTPayload, typ?: string): Promise<string> {
-    const { input, key } = this.signingInput(alg, claims, typ);
+    const { input, key } = await this.signingInput(alg, claims, typ);
     const signature = await new Promise<Buffer>((resolve, reject) =>
       signBytes(alg === 'RS256' ? 'sha256' : null, Buffer.from(input), key, (err, sig) => (err ? reject(err) : resolve(sig))),
     );
     return `${input}.${signature.toString('base64url')}`;
   }
 
-  private signingInput(alg: SigningAlg, claims: JWTPayload, typ?: string): { input: string; key: KeyObject } {
-    this.refresh();
+  private async signingInput(alg: SigningAlg, claims: JWTPayload, typ?: string): Promise<{ input: string; key: KeyObject }> {
+    await this.refresh();
     const k = this.active.get(alg);
     if (!k) throw new Error(`no active ${alg} signing key`);
     const header = { alg, kid: k.kid, ...(typ ? { typ } : {}) };
     return { input: `${b64json(header)}.${b64json(claims)}`, key: k.privateKey };
   }
 
-  /** The same, on the calling thread (for code that cannot wait). */
-  signSync(alg: SigningAlg, claims: JWTPayload, typ?: string): string {
-    const { input, key } = this.signingInput(alg, claims, typ);
-    return `${input}.${signBytes(alg === 'RS256' ? 'sha256' : null, Buffer.from(input), key).toString('base64url')}`;
-  }
-
-  private publicKey(kid: string): { alg: SigningAlg; key: KeyObject } | undefined {
+  /** A published key by kid: from memory, else from the database (a key just made elsewhere is found at once). */
+  private async publicKey(kid: string): Promise<{ alg: SigningAlg; key: KeyObject } | undefined> {
     let k = this.publicByKid.get(kid);
     if (k) return k;
-    const row = this.published().find((r) => r.kid === kid);
+    const row = (await this.published()).find((r) => r.kid === kid);
     if (!row) return undefined;
     k = { alg: row.alg, key: createPublicKey({ key: JSON.parse(row.public_jwk), format: 'jwk' }) };
     this.publicByKid.set(kid, k);
@@ -212,18 +211,14 @@ export class SigningKeys {
    * required claims), and failures throw jose's error classes.
    */
   async verify(token: string, alg: SigningAlg, options: Omit<JWTVerifyOptions, 'algorithms'> = {}): Promise<JWTVerifyResult> {
-    return this.verifySync(token, alg, options);
-  }
-
-  verifySync(token: string, alg: SigningAlg, options: Omit<JWTVerifyOptions, 'algorithms'> = {}): JWTVerifyResult {
-    this.refresh();
+    await this.refresh();
     const parts = typeof token === 'string' ? token.split('.') : [];
     if (parts.length !== 3) throw new joseErrors.JWSInvalid('Invalid Compact JWS');
     const [h, p, sig] = parts as [string, string, string];
     const header = decodeJsonPart<JWTHeaderParameters>(h, 'header');
     if (header.alg !== alg) throw new joseErrors.JOSEAlgNotAllowed('"alg" (Algorithm) Header Parameter value not allowed');
     if (header.crit !== undefined) throw new joseErrors.JWSInvalid('"crit" is not supported');
-    const k = typeof header.kid === 'string' ? this.publicKey(header.kid) : undefined;
+    const k = typeof header.kid === 'string' ? await this.publicKey(header.kid) : undefined;
     if (!k || k.alg !== alg) throw new joseErrors.JWKSNoMatchingKey('no published key matches the token');
     const ok = verifyBytes(alg === 'RS256' ? 'sha256' : null, Buffer.from(`${h}.${p}`), k.key, Buffer.from(sig, 'base64url'));
     if (!ok) throw new joseErrors.JWSSignatureVerificationFailed();

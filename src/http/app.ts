@@ -1,10 +1,13 @@
-import { randomUUID } from 'node:crypto';
 import express, { type Express, type RequestHandler } from 'express';
 import cookieParser from 'cookie-parser';
 import type { AppContext } from '../context.js';
-import { errorHandler, errors } from '../errors.js';
+import { errors } from '../errors.js';
+import { checkJsonDepth, expressErrorHandler, requestFinished, requestIdOf } from './edge.js';
+import { mountOperations } from './health.js';
+import { mountEdgeRoutes } from './routes.js';
 import { discoveryRouter } from './discovery.js';
 import { oauthRouter } from '../oauth/router.js';
+import { accountRouter } from '../account/router.js';
 import { adminRouter } from '../admin/router.js';
 import { mcpRouter } from '../mcp/router.js';
 import { mcpAdminRouter } from '../mcp/admin-router.js';
@@ -15,6 +18,8 @@ import { samlAdminRouter } from '../saml/admin-router.js';
 import { agentsRouter } from '../agents/router.js';
 import { adminApprovalsRouter } from '../agents/admin-approvals.js';
 import { badPathEncoding, bareNotFound } from './error-shapes.js';
+import { authzenRouter } from '../authzen/router.js';
+import { consoleRouter } from '../console/router.js';
 
 declare module 'express-serve-static-core' {
   interface Request {
@@ -23,24 +28,29 @@ declare module 'express-serve-static-core' {
   }
 }
 
-/** One child logger per request, bound to its id (an incoming `X-Request-Id` is reused, else made). */
+/** One child logger per request, bound to its id; every answer ends with the edge's log line and metrics. */
 function requestContext(ctx: AppContext): RequestHandler {
   return (req, res, next) => {
-    const incoming = req.get('x-request-id');
-    req.id = incoming && /^[\w.:-]{1,128}$/.test(incoming) ? incoming : randomUUID();
+    req.id = requestIdOf(req.headers['x-request-id']);
     res.setHeader('X-Request-Id', req.id);
     req.log = ctx.logger.child({ req_id: req.id });
-    const start = process.hrtime.bigint();
+    const startNs = process.hrtime.bigint();
+    const path = req.path;
     res.on('finish', () => {
-      // Path only: query strings can carry codes and tokens. Debug level keeps hot paths quiet.
-      req.log.debug(
-        { method: req.method, path: req.path, status: res.statusCode, ms: Number(process.hrtime.bigint() - start) / 1e6 },
-        'request',
-      );
+      // The route pattern, not the path: ids stay out of the metrics.
+      const route = req.route ? `${req.baseUrl}${String(req.route.path)}` : 'unmatched';
+      requestFinished(ctx, req.log, { method: req.method, path, route, status: res.statusCode, startNs });
     });
     next();
   };
 }
+
+/** Every JSON body is bounded in depth before it is parsed (a 400 at the edge, for every endpoint). */
+const boundedJson = express.json({
+  limit: '256kb',
+  type: ['application/json', 'application/*+json'],
+  verify: (_req, _res, buf) => checkJsonDepth(buf),
+});
 
 export function createApp(ctx: AppContext): Express {
   const app = express();
@@ -48,15 +58,18 @@ export function createApp(ctx: AppContext): Express {
   app.set('etag', false);
   app.set('query parser', 'simple');
   app.use(requestContext(ctx));
-  app.use(express.json({ limit: '256kb', type: ['application/json', 'application/*+json'] }));
+  app.use(authzenRouter(ctx)); // before the body parsers: it reads its own JSON and echoes X-Request-ID
+  app.use(boundedJson);
   app.use(express.urlencoded({ extended: false, limit: '64kb', parameterLimit: 100 }));
   app.use(cookieParser());
 
-  app.get('/healthz', (_req, res) => void res.json({ status: 'ok' }));
-  // The agent endpoints first: the decision endpoint is the hottest path.
+  mountOperations(ctx, app);
+  // The route table first: the decision endpoint is the hottest path.
+  mountEdgeRoutes(ctx, app);
   app.use(agentsRouter(ctx));
   app.use(discoveryRouter(ctx));
   app.use(oauthRouter(ctx));
+  app.use(accountRouter(ctx));
   app.use('/admin/v1/mcp', requireAdmin(ctx), mcpAdminRouter(ctx));
   app.use('/admin/v1/approvals', requireAdmin(ctx), adminApprovalsRouter(ctx));
   app.use('/admin/v1/saml', requireAdmin(ctx), samlAdminRouter(ctx));
@@ -64,10 +77,11 @@ export function createApp(ctx: AppContext): Express {
   app.use('/mcp', mcpRouter(ctx));
   app.use(ssfRouter(ctx));
   app.use(samlRouter(ctx));
+  app.use('/console', consoleRouter(ctx));
 
   app.use((_req, _res, next) => next(errors.notFound('no such endpoint')));
   app.use(['/admin/v1', '/v1/ssf'], bareNotFound);
   app.use(badPathEncoding);
-  app.use(errorHandler(ctx.logger));
+  app.use(expressErrorHandler(ctx.logger));
   return app;
 }

@@ -49,7 +49,7 @@ export function discoveryDocuments(ctx: AppContext) {
     },
     'oauth-authorization-server': {
       issuer: u.issuer,
-      // CONTRACT 6: RFC 8414 allows leaving it out, but the MCP SDK refuses metadata without it.
+      // RFC 8414 allows leaving it out, but the MCP SDK refuses metadata without it.
       authorization_endpoint: u.authorize,
       token_endpoint: u.agentToken,
       jwks_uri: u.jwks,
@@ -95,16 +95,20 @@ export function discoveryRouter(ctx: AppContext): Router {
   const router = Router();
   const docs = discoveryDocuments(ctx);
   const doc = publicDocument(300);
-  for (const [name, body] of Object.entries(docs)) {
+  const paths: [string, object][] = Object.entries(docs).map(([name, body]) => [`/.well-known/${name}`, body]);
+  // RFC 9728 section 3.1: the metadata of the resource {base_url}/mcp also lives at the
+  // well-known URL with the resource's path appended (where the MCP SDK looks first).
+  paths.push([`/.well-known/oauth-protected-resource${new URL(ctx.urls.mcp).pathname}`, docs['oauth-protected-resource']]);
+  for (const [path, body] of paths) {
     const json = JSON.stringify(body);
-    router.get(`/.well-known/${name}`, doc, (_req, res) => {
+    router.get(path, doc, (_req, res) => {
       res.type('application/json').send(json);
     });
-    router.options(`/.well-known/${name}`, doc, (_req, res) => void res.sendStatus(204));
+    router.options(path, doc, (_req, res) => void res.sendStatus(204));
   }
   const keys = publicDocument(60);
-  const jwks: RequestHandler = (_req, res) => {
-    res.type('application/json').send(JSON.stringify(ctx.keys.jwks()));
+  const jwks: RequestHandler = async (_req, res) => {
+    res.type('application/json').send(JSON.stringify(await ctx.keys.jwks()));
   };
   router.get('/.well-known/jwks.json', keys, jwks);
   router.get('/oidc/.well-known/jwks.json', keys, jwks);

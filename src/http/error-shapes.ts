@@ -2,7 +2,7 @@ import type { ErrorRequestHandler } from 'express';
 import { errors, ProtocolError } from '../errors.js';
 
 /**
- * The management API's unknown id is exactly `{"error":"not_found"}` (CONTRACT 3), whichever
+ * The management API's unknown id is exactly `{"error":"not_found"}`, whichever
  * router under /admin/v1 (or the SSF stream endpoints, which share its token) threw it. The
  * detail goes to the debug log instead of the body.
  */

@@ -31,8 +31,8 @@ const TAGS = ['MCP gateway'];
  */
 export function mcpAdminRouter(ctx: AppContext): Router {
   const router = Router();
-  const named = (name: string) => {
-    const row = isValidUpstreamName(name) ? ctx.store.mcp.get(name) : undefined;
+  const named = async (name: string) => {
+    const row = isValidUpstreamName(name) ? await ctx.store.mcp.get(name) : undefined;
     if (!row) throw errors.notFound(`no upstream named ${name}`);
     return row;
   };
@@ -48,9 +48,9 @@ export function mcpAdminRouter(ctx: AppContext): Router {
       request: upstreamCreateSchema,
       responses: { 201: { description: 'the upstream', schema: upstreamView }, 409: 'an upstream with this name exists' },
     },
-    (req, res) => {
+    async (req, res) => {
       const body = parseWith(upstreamCreateSchema, req.body ?? {});
-      res.status(201).json(publicView(ctx, createUpstream(ctx, body)));
+      res.status(201).json(publicView(ctx, await createUpstream(ctx, body)));
     },
   );
 
@@ -64,8 +64,8 @@ export function mcpAdminRouter(ctx: AppContext): Router {
       tags: TAGS,
       responses: { 200: { description: 'the upstreams', schema: z.object({ data: z.array(upstreamView) }) } },
     },
-    (_req, res) => {
-      res.json({ data: ctx.store.mcp.list().map((r) => publicView(ctx, r)) });
+    async (_req, res) => {
+      res.json({ data: (await ctx.store.mcp.list()).map((r) => publicView(ctx, r)) });
     },
   );
 
@@ -79,8 +79,8 @@ export function mcpAdminRouter(ctx: AppContext): Router {
       tags: TAGS,
       responses: { 200: { description: 'the upstream', schema: upstreamView } },
     },
-    (req, res) => {
-      res.json(publicView(ctx, named(param(req, 'name'))));
+    async (req, res) => {
+      res.json(publicView(ctx, await named(param(req, 'name'))));
     },
   );
 
@@ -95,7 +95,7 @@ export function mcpAdminRouter(ctx: AppContext): Router {
       request: upstreamPutSchema,
       responses: { 200: { description: 'replaced', schema: upstreamView }, 201: { description: 'created', schema: upstreamView } },
     },
-    (req, res) => {
+    async (req, res) => {
       const name = param(req, 'name');
       const body = parseWith(upstreamPutSchema, req.body ?? {});
       if (!isValidUpstreamName(name)) {
@@ -103,7 +103,7 @@ export function mcpAdminRouter(ctx: AppContext): Router {
           issues: [{ path: 'name', message: 'letters, digits and single - or _ between them', code: 'invalid_format' }],
         });
       }
-      const { upstream, created } = putUpstream(ctx, name, body);
+      const { upstream, created } = await putUpstream(ctx, name, body);
       res.status(created ? 201 : 200).json(publicView(ctx, upstream));
     },
   );
@@ -118,9 +118,9 @@ export function mcpAdminRouter(ctx: AppContext): Router {
       tags: TAGS,
       responses: { 204: 'removed' },
     },
-    (req, res) => {
+    async (req, res) => {
       const name = param(req, 'name');
-      if (!isValidUpstreamName(name) || !deleteUpstream(ctx, name)) throw errors.notFound(`no upstream named ${name}`);
+      if (!isValidUpstreamName(name) || !(await deleteUpstream(ctx, name))) throw errors.notFound(`no upstream named ${name}`);
       res.status(204).end();
     },
   );

@@ -5,15 +5,19 @@ import {
   ListToolsRequestSchema,
   McpError,
   type CallToolResult,
+  type ServerNotification,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
 import type { AppContext } from '../context.js';
 import type { AgentPrincipal } from '../agents/access-token.js';
-import { auditEarlyDecision, decideAction, type ActionDecision } from '../agents/decision.js';
+import { decisionAnswer, type DecisionAnswer } from '../agents/authorize.js';
+import { authorize } from '../authz/authorize.js';
+import { recordAuditOrLog } from '../authz/audit.js';
+import { renderCause, type PipelineCause } from '../authz/cause.js';
 import { toolAccess } from './tool-access.js';
 import { gatewayToolName, mapToolCall, mappedTarget, MappingError, parseGatewayToolName, type MappedCall } from './tool-mapping.js';
-import { UpstreamError, type UpstreamPool } from './upstream-pool.js';
+import { UpstreamError, type CallListeners, type UpstreamPool } from './upstream-pool.js';
 import type { UpstreamConfig } from './upstream-config.js';
 
 const SERVER_INFO = { name: 'gatehouse-mcp-gateway', version: '1.0.0' };
@@ -23,7 +27,8 @@ export const DECISION_META_KEY = 'io.gatehouse/decision';
 /**
  * The MCP server one request talks to (the gateway is stateless: a fresh one per HTTP request,
  * bound to the caller's verified principal). It lists the upstream tools the agent may use
- * and puts every call to the decision order before forwarding it.
+ * and puts every call to the decision pipeline before forwarding it; the upstream's progress
+ * and log notifications for the call are passed on to the caller.
  */
 export function createGatewayServer(
   ctx: AppContext,
@@ -32,22 +37,30 @@ export function createGatewayServer(
   jsonSchemaValidator: jsonSchemaValidator,
 ): Server {
   const server = new Server(SERVER_INFO, {
-    capabilities: { tools: {} },
+    capabilities: { tools: {}, logging: {} },
     // Shared: building one (an Ajv instance) per request would cost more than the request.
     jsonSchemaValidator,
     instructions: 'Tools of the project\'s upstream MCP servers, named <upstream>.<tool>. Every call is authorized by Gatehouse.',
   });
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: await listTools(ctx, pool, principal) }));
-  server.setRequestHandler(CallToolRequestSchema, async (request) =>
-    callTool(ctx, pool, principal, request.params.name, request.params.arguments),
-  );
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+    const progressToken = request.params._meta?.progressToken;
+    const notify = (n: ServerNotification) => extra.sendNotification(n).catch(() => undefined);
+    const listeners: CallListeners = {
+      onLog: (params) => void notify({ method: 'notifications/message', params }),
+      ...(progressToken !== undefined
+        ? { onProgress: (p) => void notify({ method: 'notifications/progress', params: { ...p, progressToken } }) }
+        : {}),
+    };
+    return callTool(ctx, pool, principal, request.params.name, request.params.arguments, listeners);
+  });
   return server;
 }
 
 /** Steps: read the upstreams → fetch each one's tools (cached; a down upstream is left out) → keep the permitted ones, renamed. */
 async function listTools(ctx: AppContext, pool: UpstreamPool, principal: AgentPrincipal): Promise<Tool[]> {
-  const upstreams = [...pool.upstreams().values()];
-  const mayUse = toolAccess(ctx, principal);
+  const upstreams = [...(await pool.upstreams()).values()];
+  const mayUse = await toolAccess(ctx, principal);
   const lists = await Promise.allSettled(upstreams.map((u) => pool.tools(u)));
   const out: Tool[] = [];
   lists.forEach((r, i) => {
@@ -64,10 +77,36 @@ async function listTools(ctx: AppContext, pool: UpstreamPool, principal: AgentPr
   return out;
 }
 
+/** A tool call resolved against the configured upstreams: the upstream, and the action it maps to (or why it cannot be mapped). */
+export interface ResolvedCall {
+  upstream: UpstreamConfig;
+  tool: string;
+  /** the action and resource as far as known without the arguments */
+  target: { action: string; resource: string };
+  mapped: MappedCall | { error: string };
+}
+
+/** Resolves `<upstream>.<tool>` (or a bare name only one upstream has) and maps its arguments; undefined when no such tool. */
+export async function resolveToolCall(pool: UpstreamPool, name: string, args: unknown): Promise<ResolvedCall | undefined> {
+  const upstreams = await pool.upstreams();
+  const target = parseGatewayToolName(name, upstreams.keys()) ?? (await ownerOfBareName(pool, [...upstreams.values()], name));
+  if (!target) return undefined;
+  const upstream = upstreams.get(target.upstream)!;
+  const mapping = upstream.tools[target.tool];
+  let mapped: ResolvedCall['mapped'];
+  try {
+    mapped = mapToolCall(upstream.name, target.tool, mapping, args);
+  } catch (err) {
+    if (!(err instanceof MappingError)) throw err;
+    mapped = { error: err.message };
+  }
+  return { upstream, tool: target.tool, target: mappedTarget(upstream.name, target.tool, mapping), mapped };
+}
+
 /**
- * Steps: resolve the tool → map it to action, resource, context → the token must carry the
- * capability → the decision order → allow: forward and return the upstream's answer;
- * otherwise a tool error with the reason. Every outcome is in the audit trail.
+ * Steps: resolve the tool → map it to action, resource, context → the decision pipeline (the
+ * token must carry the capability, then the decision order) → allow: forward and return the
+ * upstream's answer; otherwise a tool error with the reason. Every outcome is in the audit trail.
  */
 async function callTool(
   ctx: AppContext,
@@ -75,35 +114,23 @@ async function callTool(
   principal: AgentPrincipal,
   name: string,
   args: Record<string, unknown> | undefined,
+  listeners: CallListeners,
 ): Promise<CallToolResult> {
-  const agentId = principal.agent.agent_id;
-  const upstreams = pool.upstreams();
-  const target = parseGatewayToolName(name, upstreams.keys()) ?? (await ownerOfBareName(pool, [...upstreams.values()], name));
-  if (!target) {
-    audit(ctx, principal, { action: null, resource: `tool:${name}`, context: args ?? {} }, 'deny', `not_found: no tool named ${name}`);
+  const resolved = await resolveToolCall(pool, name, args);
+  if (!resolved) {
+    await refusal(ctx, principal, { action: null, resource: `tool:${name}`, context: args ?? {} }, { code: 'unknown_tool', tool: name });
     throw new McpError(ErrorCode.InvalidParams, `Tool ${name} not found`);
   }
-  const upstream = upstreams.get(target.upstream)!;
-
-  let call: MappedCall;
-  try {
-    call = mapToolCall(upstream.name, target.tool, upstream.tools[target.tool], args);
-  } catch (err) {
-    if (!(err instanceof MappingError)) throw err;
-    const { action, resource } = mappedTarget(upstream.name, target.tool, upstream.tools[target.tool]);
-    const reason = `invalid_request: ${err.message}`;
-    audit(ctx, principal, { action, resource, context: args ?? {} }, 'deny', reason);
-    return toolError(`denied: ${reason}`, { decision: 'deny', reason, policy_version: safePolicyVersion(ctx) });
+  const { upstream, tool, target, mapped } = resolved;
+  if ('error' in mapped) {
+    const cause: PipelineCause = { code: 'invalid_request', message: mapped.error };
+    const answer = await refusal(ctx, principal, { ...target, context: args ?? {} }, cause);
+    return toolError(`denied: ${answer.reason}`, answer);
   }
 
-  // The token's capabilities bound what this sign-in may do, whatever the agent holds now.
-  if (!principal.capabilities.includes(call.action)) {
-    const reason = `not_granted: ${call.action} (capability)`;
-    auditEarlyDecision(ctx, { agent_id: agentId, user_id: principal.userId, ...call, decision: 'deny', reason });
-    return toolError(`denied: ${reason}`, { decision: 'deny', reason, policy_version: safePolicyVersion(ctx) });
-  }
-
-  const decision = decideAction(ctx, { principal, ...call, via: 'mcp' });
+  const result = await authorize(ctx, { via: 'mcp', principal, ...mapped });
+  if (result.outcome === 'unknown_agent') throw new McpError(ErrorCode.InvalidRequest, 'the agent is unknown or revoked');
+  const decision = decisionAnswer(result.decision, result.approvalId);
   if (decision.decision === 'deny') return toolError(`denied: ${decision.reason}`, decision);
   if (decision.decision === 'approval_required') {
     return toolError(
@@ -114,12 +141,43 @@ async function callTool(
   }
 
   try {
-    return await pool.call(upstream, target.tool, args);
+    return await pool.call(upstream, tool, args, listeners);
   } catch (err) {
     if (!(err instanceof UpstreamError)) throw err;
-    audit(ctx, principal, call, null, err.reason, 'tool_call');
+    await recordAuditOrLog(ctx, {
+      kind: 'tool_call',
+      agent_id: principal.agent.agent_id,
+      user_id: principal.userId,
+      ...mapped,
+      decision: null,
+      reason: err.reason,
+      policy_version: decision.policy_version,
+    });
     return toolError(err.reason, undefined);
   }
+}
+
+/** A call refused before the decision order (no such tool, arguments that do not map): recorded as a deny. */
+async function refusal(
+  ctx: AppContext,
+  principal: AgentPrincipal,
+  call: { action: string | null; resource: string; context: unknown },
+  cause: PipelineCause,
+): Promise<DecisionAnswer> {
+  const policyVersion = (await ctx.policy.state()).set?.version ?? '';
+  const reason = renderCause(cause);
+  await recordAuditOrLog(ctx, {
+    kind: 'decision',
+    time: Math.floor(ctx.clock.now() / 1000),
+    agent_id: principal.agent.agent_id,
+    user_id: principal.userId,
+    ...call,
+    decision: 'deny',
+    reason,
+    policy_version: policyVersion,
+  });
+  ctx.metrics.decisions.inc({ via: 'mcp', outcome: 'deny', reason: cause.code });
+  return { decision: 'deny', reason, policy_version: policyVersion };
 }
 
 /** A tool called without its upstream prefix is accepted when exactly one upstream has a tool of that name. */
@@ -132,43 +190,10 @@ async function ownerOfBareName(pool: UpstreamPool, upstreams: UpstreamConfig[], 
   return owners.length === 1 ? { upstream: owners[0]!.name, tool: name } : undefined;
 }
 
-function toolError(text: string, decision: ActionDecision | undefined): CallToolResult {
+function toolError(text: string, decision: DecisionAnswer | undefined): CallToolResult {
   return {
     content: [{ type: 'text', text }],
     isError: true,
     ...(decision ? { _meta: { [DECISION_META_KEY]: { ...decision } } } : {}),
   };
-}
-
-function audit(
-  ctx: AppContext,
-  principal: AgentPrincipal,
-  call: { action: string | null; resource: string; context: unknown },
-  decision: string | null,
-  reason: string,
-  kind = 'decision',
-): void {
-  try {
-    ctx.store.audit.append({
-      kind,
-      agent_id: principal.agent.agent_id,
-      user_id: principal.userId,
-      action: call.action,
-      resource: call.resource,
-      context: call.context,
-      decision,
-      reason,
-      policy_version: safePolicyVersion(ctx),
-    });
-  } catch (err) {
-    ctx.logger.error({ err }, 'audit append failed');
-  }
-}
-
-function safePolicyVersion(ctx: AppContext): string {
-  try {
-    return ctx.policy.current().version;
-  } catch {
-    return '';
-  }
 }

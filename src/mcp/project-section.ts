@@ -12,16 +12,16 @@ type UpstreamItem = z.output<typeof upstreamCreateSchema>;
 export const mcpUpstreamsSection = {
   key: 'mcp_upstreams',
   item: upstreamCreateSchema,
-  apply(ctx: AppContext, items: UpstreamItem[]): void {
+  async apply(ctx: AppContext, items: UpstreamItem[]): Promise<void> {
     for (const u of items) {
-      const cur = ctx.store.mcp.get(u.name);
+      const cur = await ctx.store.mcp.get(u.name);
       const same =
         cur !== undefined &&
         cur.url === u.url &&
         cur.timeout_ms === (u.timeout_ms ?? DEFAULT_TIMEOUT_MS) &&
         JSON.stringify(cur.tools) === JSON.stringify(u.tools ?? {}) &&
         JSON.stringify(openHeaders(ctx, cur.headers_sealed)) === JSON.stringify(u.headers ?? {});
-      if (!same) putUpstream(ctx, u.name, { ...u, headers: u.headers ?? null });
+      if (!same) await putUpstream(ctx, u.name, { ...u, headers: u.headers ?? null });
     }
   },
 };

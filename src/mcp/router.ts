@@ -5,7 +5,9 @@ import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/t
 import type { AppContext } from '../context.js';
 import { errors, ProtocolError } from '../errors.js';
 import { verifyAgentAccessToken, type AgentPrincipal } from '../agents/access-token.js';
-import { createGatewayServer } from './gateway-server.js';
+import { agentCache } from '../agents/agent-cache.js';
+import { authorize } from '../authz/authorize.js';
+import { createGatewayServer, resolveToolCall } from './gateway-server.js';
 import { UpstreamPool } from './upstream-pool.js';
 
 declare module 'express-serve-static-core' {
@@ -25,7 +27,7 @@ export function mcpRouter(ctx: AppContext): Router {
   const validator = new AjvJsonSchemaValidator();
   router.use(cors);
   router.use(requireAgentToken(ctx));
-  router.post('/', handlePost(ctx, pool, validator));
+  router.post('/', stepUp(ctx, pool), handlePost(ctx, pool, validator));
   router.all('/', (_req, _res, next) =>
     next(errors.methodNotAllowed('this stateless MCP endpoint serves POST only', {}, { Allow: 'POST' })),
   );
@@ -49,7 +51,7 @@ const cors: RequestHandler = (req, res, next) => {
 
 /** Steps: a bearer token → an agent access token of ours for this resource, of an agent not revoked; else 401 with the challenge. */
 function requireAgentToken(ctx: AppContext): RequestHandler {
-  // CONTRACT 6: exactly this challenge, so MCP clients find the protected-resource metadata.
+  // Exactly this challenge, so MCP clients find the protected-resource metadata.
   const challenge = `Bearer resource_metadata="${ctx.urls.protectedResource}"`;
   const unauthorized = (description: string) =>
     new ProtocolError(401, 'invalid_token', description, {}, { 'WWW-Authenticate': challenge });
@@ -66,12 +68,63 @@ function requireAgentToken(ctx: AppContext): RequestHandler {
   };
 }
 
-/** Steps: a server bound to the principal → a stateless transport → the SDK handles the JSON-RPC message(s). */
+interface JsonRpcMessage { method?: unknown; params?: { name?: unknown; arguments?: unknown } }
+
+const messagesOf = (body: unknown): JsonRpcMessage[] =>
+  (Array.isArray(body) ? body : [body]).filter((m): m is JsonRpcMessage => typeof m === 'object' && m !== null);
+
+const quoted = (s: string) => s.replace(/[^\x20-\x7e]|["\\]/g, '');
+
+/**
+ * A tools/call whose tool needs a capability the agent holds but its token does not carry: 403
+ * with `WWW-Authenticate: Bearer error="insufficient_scope", scope="<the capability>"` and the
+ * protected-resource metadata, so an MCP client can
+ * get a token with that capability and try again (step-up). The refusal is a decision like any
+ * other (a deny in the audit trail). A capability the agent does not hold at all cannot be
+ * stepped up to: that call goes on to the decision order and its tool error says why.
+ */
+function stepUp(ctx: AppContext, pool: UpstreamPool): RequestHandler {
+  return async (req, res, next) => {
+    const principal = res.locals.mcpPrincipal!;
+    try {
+      for (const m of messagesOf(req.body)) {
+        if (m.method !== 'tools/call' || typeof m.params?.name !== 'string') continue;
+        const resolved = await resolveToolCall(pool, m.params.name, m.params.arguments);
+        if (!resolved) continue;
+        const { action } = resolved.target;
+        if (principal.capabilities.includes(action)) continue;
+        const state = await agentCache(ctx).active(principal.agent.agent_id);
+        if (!state?.agent.capabilities.some((c) => c.name === action)) continue;
+        const call = 'error' in resolved.mapped ? { ...resolved.target, context: {} } : resolved.mapped;
+        const result = await authorize(ctx, { via: 'mcp', principal, ...call });
+        const reason = result.outcome === 'decided' ? result.decision.reason : `not_granted: ${action} (capability)`;
+        // RFC 6750 section 3.1: the scope this request needs; the client keeps what it holds besides.
+        const scope = quoted(action);
+        const description = `the access token does not carry the capability ${action}`;
+        return next(
+          new ProtocolError(403, 'insufficient_scope', description, { reason }, {
+            'WWW-Authenticate': `Bearer error="insufficient_scope", scope="${scope}", resource_metadata="${ctx.urls.protectedResource}", error_description="${quoted(description)}"`,
+          }),
+        );
+      }
+    } catch (err) {
+      return next(err);
+    }
+    next();
+  };
+}
+
+/**
+ * Steps: a server bound to the principal → a stateless transport → the SDK handles the JSON-RPC
+ * message(s). A batch with a tools/call is answered as an event stream, so the upstream's
+ * progress and log notifications reach the caller before the result; anything else as JSON.
+ */
 function handlePost(ctx: AppContext, pool: UpstreamPool, validator: jsonSchemaValidator): RequestHandler {
   return async (req, res, next) => {
     const principal = res.locals.mcpPrincipal!;
     const server = createGatewayServer(ctx, pool, principal, validator);
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    const streams = messagesOf(req.body).some((m) => m.method === 'tools/call');
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: !streams });
     res.on('close', () => {
       void transport.close();
       void server.close();

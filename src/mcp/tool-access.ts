@@ -1,6 +1,7 @@
 import type { AppContext } from '../context.js';
 import type { AgentPrincipal } from '../agents/access-token.js';
-import { agentCache, personPermissions } from '../agents/agent-cache.js';
+import { agentCache } from '../agents/agent-cache.js';
+import { personFacts } from '../authz/facts.js';
 import { permissionCovers } from '../policy/index.js';
 
 /**
@@ -9,15 +10,15 @@ import { permissionCovers } from '../policy/index.js';
  * person's) cover the action on the mapped resource. Listing is a convenience: every call is
  * still put to the full decision order.
  */
-export function toolAccess(ctx: AppContext, principal: AgentPrincipal): (action: string, resource: string) => boolean {
-  const state = agentCache(ctx).active(principal.agent.agent_id);
+export async function toolAccess(ctx: AppContext, principal: AgentPrincipal): Promise<(action: string, resource: string) => boolean> {
+  const state = await agentCache(ctx).active(principal.agent.agent_id);
   if (!state) return () => false;
   const tokenCaps = new Set(principal.capabilities);
   const agentCaps = new Set(state.agent.capabilities.map((c) => c.name));
-  const singulars = policySingulars(ctx);
+  const singulars = await policySingulars(ctx);
   const agentPerms = state.permissions;
   const personPerms =
-    state.agent.mode === 'delegated' ? (principal.userId ? personPermissions(ctx, principal.userId) : []) : null;
+    state.agent.mode === 'delegated' ? (principal.userId ? (await personFacts(ctx, principal.userId)).permissions : []) : null;
   const covers = (perms: string[], action: string, resource: string) =>
     perms.some((p) => permissionCovers(p, action, resource, singulars));
   return (action, resource) =>
@@ -28,11 +29,7 @@ export function toolAccess(ctx: AppContext, principal: AgentPrincipal): (action:
 }
 
 /** Kind singulars a policy file declares (`refunds` → `refund` by default), read from the compiled policy. */
-function policySingulars(ctx: AppContext): Record<string, string> | undefined {
-  try {
-    const compiled = ctx.policy.current().compiled as { singulars?: Record<string, string> } | undefined;
-    return compiled?.singulars;
-  } catch {
-    return undefined;
-  }
+async function policySingulars(ctx: AppContext): Promise<Record<string, string> | undefined> {
+  const { set } = await ctx.policy.state();
+  return (set?.compiled as { singulars?: Record<string, string> } | undefined)?.singulars;
 }

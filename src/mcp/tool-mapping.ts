@@ -2,7 +2,7 @@ import type { ToolMapping } from '../store/mcp.js';
 
 /**
  * How a gateway tool name and its arguments become the action, resource and context that the
- * decision order judges. Defaults (issue 7): tool `t` of upstream `u` is action `invoke:tools`
+ * decision order judges. Defaults: tool `t` of upstream `u` is action `invoke:tools`
  * on resource `tool:u.t` with the arguments as context.
  */
 

@@ -167,35 +167,35 @@ function fields(ctx: AppContext, name: string, body: Omit<UpstreamPut, 'name'>, 
   };
 }
 
-export function createUpstream(ctx: AppContext, body: UpstreamCreate): McpUpstreamRow {
-  if (ctx.store.mcp.get(body.name)) throw errors.conflict(`an upstream named "${body.name}" exists`);
-  const row = ctx.store.transaction(() => {
-    const r = ctx.store.mcp.create(fields(ctx, body.name, body, null));
-    ctx.store.settings.bump(MCP_DOMAIN);
+export async function createUpstream(ctx: AppContext, body: UpstreamCreate): Promise<McpUpstreamRow> {
+  if (await ctx.store.mcp.get(body.name)) throw errors.conflict(`an upstream named "${body.name}" exists`);
+  const row = await ctx.store.transaction(async (tx) => {
+    const r = await tx.mcp.create(fields(ctx, body.name, body, null));
+    await tx.settings.bump(MCP_DOMAIN);
     return r;
   });
   return row;
 }
 
 /** Creates or replaces the named upstream. */
-export function putUpstream(ctx: AppContext, name: string, body: UpstreamPut): { upstream: McpUpstreamRow; created: boolean } {
+export function putUpstream(ctx: AppContext, name: string, body: UpstreamPut): Promise<{ upstream: McpUpstreamRow; created: boolean }> {
   if (body.name !== undefined && body.name !== name) {
     throw errors.invalidRequest('name: must match the name in the path', {
       issues: [{ path: 'name', message: 'must match the name in the path', code: 'custom' }],
     });
   }
-  return ctx.store.transaction(() => {
-    const existing = ctx.store.mcp.get(name);
-    const out = ctx.store.mcp.put(fields(ctx, name, body, existing?.headers_sealed ?? null));
-    ctx.store.settings.bump(MCP_DOMAIN);
+  return ctx.store.transaction(async (tx) => {
+    const existing = await tx.mcp.get(name);
+    const out = await tx.mcp.put(fields(ctx, name, body, existing?.headers_sealed ?? null));
+    await tx.settings.bump(MCP_DOMAIN);
     return out;
   });
 }
 
-export function deleteUpstream(ctx: AppContext, name: string): boolean {
-  return ctx.store.transaction(() => {
-    const gone = ctx.store.mcp.delete(name);
-    if (gone) ctx.store.settings.bump(MCP_DOMAIN);
+export function deleteUpstream(ctx: AppContext, name: string): Promise<boolean> {
+  return ctx.store.transaction(async (tx) => {
+    const gone = await tx.mcp.delete(name);
+    if (gone) await tx.settings.bump(MCP_DOMAIN);
     return gone;
   });
 }

@@ -1,10 +1,14 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
   ErrorCode,
+  LoggingMessageNotificationSchema,
   McpError,
   ToolListChangedNotificationSchema,
   type CallToolResult,
+  type LoggingMessageNotification,
+  type Progress,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { AppContext } from '../context.js';
@@ -67,6 +71,21 @@ function classify(upstream: UpstreamConfig, err: unknown): { error: UpstreamErro
   };
 }
 
+/** What the caller of one tool call hears while it runs. */
+export interface CallListeners {
+  /** progress notifications of the call (asked for by the caller with a progress token) */
+  onProgress?: (progress: Progress) => void;
+  /** log notifications the upstream sends while answering the call */
+  onLog?: (params: LoggingMessageNotification['params']) => void;
+}
+
+/**
+ * The call an upstream notification belongs to. A notification related to a request arrives on
+ * the response stream of that request, which the SDK reads in the async context of the call
+ * that sent it; connections are made outside any call, so their own streams belong to none.
+ */
+const callScope = new AsyncLocalStorage<CallListeners>();
+
 /**
  * One SDK client per upstream, reused across requests, with the upstream's tool list cached
  * briefly. Per process: every worker keeps its own and drops them all when the `mcp` change
@@ -82,10 +101,10 @@ export class UpstreamPool {
   constructor(private readonly ctx: AppContext) {}
 
   /** The configured upstreams, freshly read when the configuration changed. */
-  upstreams(): Map<string, UpstreamConfig> {
-    const version = this.ctx.store.settings.version(MCP_DOMAIN);
+  async upstreams(): Promise<Map<string, UpstreamConfig>> {
+    const version = await this.ctx.store.settings.version(MCP_DOMAIN);
     if (version !== this.loadedVersion) {
-      const next = new Map(this.ctx.store.mcp.list().map((r) => [r.name, toUpstreamConfig(this.ctx, r)] as const));
+      const next = new Map((await this.ctx.store.mcp.list()).map((r) => [r.name, toUpstreamConfig(this.ctx, r)] as const));
       for (const [name, conn] of this.conns) {
         const cfg = next.get(name);
         if (!cfg || keyOf(cfg) !== conn.key) this.drop(name);
@@ -100,9 +119,9 @@ export class UpstreamPool {
   /** The upstream's tools, from the cache when fresh. Throws UpstreamError. */
   async tools(upstream: UpstreamConfig): Promise<Tool[]> {
     const failed = this.unreachable.get(upstream.name);
-    if (failed && Date.now() - failed.at < UNREACHABLE_TTL_MS) throw failed.error;
+    if (failed && this.ctx.clock.now() - failed.at < UNREACHABLE_TTL_MS) throw failed.error;
     const conn = this.connection(upstream);
-    if (conn.tools && Date.now() - conn.tools.at < TOOL_LIST_TTL_MS) return conn.tools.list;
+    if (conn.tools && this.ctx.clock.now() - conn.tools.at < TOOL_LIST_TTL_MS) return conn.tools.list;
     let client: Client;
     try {
       client = await conn.client;
@@ -110,7 +129,7 @@ export class UpstreamPool {
       // A connection that never came up is never reused.
       this.drop(upstream.name, conn);
       const { error } = classify(upstream, err);
-      this.unreachable.set(upstream.name, { at: Date.now(), error });
+      this.unreachable.set(upstream.name, { at: this.ctx.clock.now(), error });
       throw error;
     }
     try {
@@ -121,20 +140,28 @@ export class UpstreamPool {
         list.push(...page.tools);
         cursor = page.nextCursor;
       } while (cursor && list.length < 10_000);
-      if (this.conns.get(upstream.name) === conn) conn.tools = { at: Date.now(), list };
+      if (this.conns.get(upstream.name) === conn) conn.tools = { at: this.ctx.clock.now(), list };
       this.unreachable.delete(upstream.name);
       return list;
     } catch (err) {
       const { error, stale } = classify(upstream, err);
       if (stale) this.drop(upstream.name, conn);
       // Remember the failure briefly so a down upstream does not slow every tools/list.
-      this.unreachable.set(upstream.name, { at: Date.now(), error });
+      this.unreachable.set(upstream.name, { at: this.ctx.clock.now(), error });
       throw error;
     }
   }
 
-  /** Calls one tool of the upstream within its timeout. Throws UpstreamError. */
-  async call(upstream: UpstreamConfig, tool: string, args: Record<string, unknown> | undefined): Promise<CallToolResult> {
+  /**
+   * Calls one tool of the upstream within its timeout (restarted by each progress notification);
+   * its progress and log notifications go to `listeners`. Throws UpstreamError.
+   */
+  async call(
+    upstream: UpstreamConfig,
+    tool: string,
+    args: Record<string, unknown> | undefined,
+    listeners: CallListeners = {},
+  ): Promise<CallToolResult> {
     for (let attempt = 0; ; attempt++) {
       const conn = this.connection(upstream);
       let client: Client;
@@ -145,7 +172,9 @@ export class UpstreamPool {
         throw classify(upstream, err).error;
       }
       try {
-        const result = (await client.callTool({ name: tool, arguments: args }, undefined, { timeout: upstream.timeoutMs })) as CallToolResult;
+        const { onProgress } = listeners;
+        const options = { timeout: upstream.timeoutMs, ...(onProgress ? { onprogress: onProgress, resetTimeoutOnProgress: true } : {}) };
+        const result = (await callScope.run(listeners, () => client.callTool({ name: tool, arguments: args }, undefined, options))) as CallToolResult;
         this.unreachable.delete(upstream.name);
         return result;
       } catch (err) {
@@ -168,7 +197,7 @@ export class UpstreamPool {
     const existing = this.conns.get(upstream.name);
     if (existing && existing.key === key) return existing;
     if (existing) this.drop(upstream.name);
-    const conn: Connection = { key, client: this.connect(upstream) };
+    const conn: Connection = { key, client: callScope.exit(() => this.connect(upstream)) };
     // An unhandled rejection would crash the process; callers see the failure when they await.
     conn.client.catch(() => undefined);
     this.conns.set(upstream.name, conn);
@@ -181,6 +210,7 @@ export class UpstreamPool {
       const conn = this.conns.get(upstream.name);
       if (conn) conn.tools = undefined;
     });
+    client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => callScope.getStore()?.onLog?.(n.params));
     client.onerror = (err) => this.ctx.logger.debug({ upstream: upstream.name, err: describe(err) }, 'mcp upstream transport error');
     const transport = new StreamableHTTPClientTransport(new URL(upstream.url), {
       requestInit: { headers: upstream.headers },

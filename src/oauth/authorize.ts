@@ -2,7 +2,7 @@ import type { Request, RequestHandler, Response } from 'express';
 import type { AppContext } from '../context.js';
 import { randomToken, sha256 } from '../crypto/hash.js';
 import { errors, ProtocolError } from '../errors.js';
-import { ACR_VALUES } from '../http/discovery.js';
+import { ACR_VALUES, ACR_VALUES_SUPPORTED } from '../http/discovery.js';
 import { sendPage } from '../pages/layout.js';
 import { errorPage } from '../pages/error.js';
 import type { Application } from '../store/applications.js';
@@ -10,6 +10,7 @@ import type { AuthorizationParams, PendingRequest } from '../store/oauth.js';
 import { parseScope, single, type Params } from './params.js';
 import { currentSession, type SignedIn } from './session.js';
 import { CODE_TTL } from './tokens.js';
+import { mayUseApplication } from '../console/built-in.js';
 
 /** How long a person has to finish signing in before the request must start again. */
 export const PENDING_REQUEST_TTL = 30 * 60;
@@ -23,9 +24,93 @@ export const STRENGTH = {
   mfa: { acr: ACR_VALUES.mfa, amr: ['pwd', 'otp', 'mfa'] },
 } as const;
 
+export interface Strength {
+  acr: string;
+  amr: string[];
+}
+
+/** The amr method of a passkey: `swk` for a synced (backup eligible) one, `hwk` for one bound to its device. */
+export type PasskeyMethod = 'hwk' | 'swk';
+const PASSKEY_METHODS: readonly string[] = ['hwk', 'swk'];
+
+/**
+ * A passkey sign-in: with user verification (PIN, biometrics) it is two factors on its own,
+ * `passkey_mfa` with `[method, "user", "mfa"]`; without, `passkey` with `[method]`. A password
+ * before it on the same session is not counted: the passkey sets the session's strength afresh.
+ */
+export function passkeyStrength(method: PasskeyMethod, userVerified: boolean): Strength {
+  return userVerified
+    ? { acr: ACR_VALUES.passkeyMfa, amr: [method, 'user', 'mfa'] }
+    : { acr: ACR_VALUES.passkey, amr: [method] };
+}
+
+/** The strength after the TOTP step: password + code is `mfa`, passkey + code is `passkey_mfa`. */
+export function withOneTimeCode(before: { amr: string[] } | undefined): Strength {
+  const method = before?.amr.find((m) => PASSKEY_METHODS.includes(m));
+  return method ? { acr: ACR_VALUES.passkeyMfa, amr: [method, 'otp', 'mfa'] } : { acr: STRENGTH.mfa.acr, amr: [...STRENGTH.mfa.amr] };
+}
+
+/** Which requested values a session's acr meets: a stronger sign-in meets every weaker class it contains. */
+const MEETS: Record<string, readonly string[]> = {
+  [ACR_VALUES.oneFactor]: [ACR_VALUES.oneFactor],
+  [ACR_VALUES.mfa]: [ACR_VALUES.oneFactor, ACR_VALUES.mfa],
+  [ACR_VALUES.passkey]: [ACR_VALUES.oneFactor, ACR_VALUES.passkey],
+  [ACR_VALUES.passkeyMfa]: ACR_VALUES_SUPPORTED,
+};
+
+/** The acr values a pending request accepts (undefined: any sign-in will do). */
+export function acceptedAcr(p: AuthorizationParams): string[] | undefined {
+  return p.acr_values ?? (p.acr_required ? [p.acr_required] : undefined);
+}
+
+/** The step that still stands between a person and the strength a request accepts. */
+export type StrengthStep = 'done' | 'otp' | 'passkey' | 'unmet';
+
+/**
+ * What the person must do next for a request that accepts `accepted`, given what they have
+ * done so far (`signedIn`: their session, or undefined right after a password that started no
+ * session yet). Values are tried in the order asked; the first the person can reach wins.
+ */
+export async function nextStrengthStep(
+  ctx: AppContext,
+  user: { id: string; has_totp: boolean },
+  accepted: string[] | undefined,
+  signedIn: { acr: string; amr: string[] } | undefined,
+): Promise<StrengthStep> {
+  if (!accepted) return 'done';
+  if (signedIn && accepted.some((a) => MEETS[signedIn.acr]?.includes(a))) return 'done';
+  const afterPasskey = !!signedIn?.amr.some((m) => PASSKEY_METHODS.includes(m));
+  const passkeys = await ctx.store.webauthn.usableCount(user.id);
+  for (const value of accepted) {
+    if (value === ACR_VALUES.oneFactor) return 'done';
+    if (value === ACR_VALUES.mfa && user.has_totp) return 'otp';
+    if (value === ACR_VALUES.passkey && passkeys > 0) return 'passkey';
+    if (value === ACR_VALUES.passkeyMfa) {
+      // A passkey without user verification needs the code next; without TOTP this value is out of reach.
+      if (afterPasskey) {
+        if (user.has_totp) return 'otp';
+      } else if (passkeys > 0) {
+        return 'passkey';
+      }
+    }
+  }
+  return 'unmet';
+}
+
+/** Why a request's strength is out of reach, for `error_description`. */
+export function unmetDescription(accepted: string[]): string {
+  const needs = accepted.map((a) => UNMET_TEXT[a] ?? a).join(', or ');
+  return `the sign-in strength asked for cannot be reached: it needs ${needs}`;
+}
+const UNMET_TEXT: Record<string, string> = {
+  [ACR_VALUES.mfa]: 'a one-time code (TOTP), which the person has not set up',
+  [ACR_VALUES.passkey]: 'a passkey, which the person has not registered',
+  [ACR_VALUES.passkeyMfa]: 'a user-verifying passkey or a passkey with a one-time code',
+};
+
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 
-/** The authorize errors that are shown on the issuer instead of redirected (the description's table). */
+/** The authorize errors that are shown on the issuer instead of redirected (shown on the issuer so the browser is never sent to an unchecked URI). */
 function showErrorPage(res: Response, err: ProtocolError): void {
   sendPage(res, err.status, errorPage(err.error, err.description ?? err.error));
 }
@@ -47,26 +132,30 @@ export function redirectError(ctx: AppContext, res: Response, redirectUri: strin
 const consentRequired = (d: string) => new ProtocolError(400, 'consent_required', d);
 const unsupportedResponseType = (d: string) => new ProtocolError(400, 'unsupported_response_type', d);
 
-/** The strength a request needs from `acr_values`: the weakest listed value we can reach. */
-function requiredStrength(acrValues: string | undefined): string | undefined {
+/**
+ * The strengths a request accepts, from `acr_values`: ours in the order asked, unknown values
+ * ignored (they are voluntary, OIDC Core 3.1.2.1). Nothing of ours listed → unmet.
+ */
+function acceptedStrengths(acrValues: string | undefined): string[] | undefined {
   if (acrValues === undefined) return undefined;
-  const values = acrValues.split(' ').filter(Boolean);
-  if (values.includes(ACR_VALUES.oneFactor)) return ACR_VALUES.oneFactor;
-  if (values.includes(ACR_VALUES.mfa)) return ACR_VALUES.mfa;
-  throw errors.unmetAuthenticationRequirements('none of the acr_values can be reached: this service signs in with a password, and a one-time code for urn:service:acr:mfa');
+  const values = [...new Set(acrValues.split(' ').filter((v) => (ACR_VALUES_SUPPORTED as readonly string[]).includes(v)))];
+  if (values.length === 0) {
+    throw errors.unmetAuthenticationRequirements(`none of the acr_values is offered here: ${ACR_VALUES_SUPPORTED.join(', ')}`);
+  }
+  return values;
 }
 
 /** A `resource` (RFC 8707) a person's token may be for: the MCP gateway or an API application. */
-function checkResource(ctx: AppContext, resource: string | undefined): string | undefined {
+async function checkResource(ctx: AppContext, resource: string | undefined): Promise<string | undefined> {
   if (resource === undefined) return undefined;
   if (resource === ctx.urls.mcp) return resource;
-  const api = ctx.store.applications.get(resource);
+  const api = await ctx.store.applications.get(resource);
   if (api && api.type === 'api') return resource;
   throw errors.invalidTarget('resource is not an API of this project');
 }
 
 /** Everything after client and redirect URI: errors from here on go to the redirect URI. */
-function validateRequest(ctx: AppContext, app: Application, q: Params, redirectUri: string): AuthorizationParams {
+async function validateRequest(ctx: AppContext, app: Application, q: Params, redirectUri: string): Promise<AuthorizationParams> {
   const responseType = single(q, 'response_type');
   if (responseType !== undefined && responseType !== 'code') throw unsupportedResponseType('response_type must be code');
   if (app.type === 'm2m' || app.type === 'api') throw errors.unauthorizedClient('this application may not use the authorization code flow');
@@ -110,15 +199,15 @@ function validateRequest(ctx: AppContext, app: Application, q: Params, redirectU
     code_challenge: challenge,
     prompt,
     max_age: maxAgeRaw !== undefined ? Number(maxAgeRaw) : undefined,
-    acr_required: requiredStrength(single(q, 'acr_values')),
+    acr_values: acceptedStrengths(single(q, 'acr_values')),
     login_hint: loginHint,
-    resource: checkResource(ctx, single(q, 'resource')),
+    resource: await checkResource(ctx, single(q, 'resource')),
   };
 }
 
 /** GET (or POST) /oauth/authorize. */
 export function authorizeEndpoint(ctx: AppContext): RequestHandler {
-  return (req, res) => {
+  return async (req, res) => {
     const q: Params = req.method === 'POST' ? ((req.body as Params) ?? {}) : (req.query as Params);
 
     // 1. The application: unknown → a 401 page, no redirect
@@ -131,7 +220,7 @@ export function authorizeEndpoint(ctx: AppContext): RequestHandler {
       return showErrorPage(res, errors.invalidRequest('client_id and redirect_uri must be given once'));
     }
     if (clientId === undefined) return showErrorPage(res, errors.invalidRequest('client_id is required'));
-    const app = ctx.store.applications.get(clientId);
+    const app = await ctx.store.applications.get(clientId);
     if (!app) return showErrorPage(res, errors.invalidClient('unknown client_id'));
 
     // 2. The redirect URI: missing or not registered → a 400 page; never a redirect there
@@ -141,7 +230,7 @@ export function authorizeEndpoint(ctx: AppContext): RequestHandler {
     // 3. The rest of the request: errors go back to the redirect URI with state
     let params: AuthorizationParams;
     try {
-      params = validateRequest(ctx, app, q, redirectUri);
+      params = await validateRequest(ctx, app, q, redirectUri);
     } catch (err) {
       if (!(err instanceof ProtocolError)) throw err;
       const state = typeof q.state === 'string' ? q.state : undefined;
@@ -151,41 +240,44 @@ export function authorizeEndpoint(ctx: AppContext): RequestHandler {
     // 4. Keep the request while the person signs in, then move it on
     // Housekeeping now and then, in whichever worker: expired requests, codes and counters.
     if (Math.random() < 0.01) {
-      ctx.store.oauth.purgeExpired();
-      ctx.store.rateLimits.purgeOlderThan(nowSeconds() - 24 * 60 * 60);
+      await ctx.store.oauth.purgeExpired();
+      await ctx.store.rateLimits.purgeOlderThan(nowSeconds() - 24 * 60 * 60);
+      await ctx.store.webauthn.purgeExpiredChallenges();
     }
     const id = randomToken();
-    ctx.store.oauth.createRequest(id, params, PENDING_REQUEST_TTL);
-    continueAuthorization(ctx, req, res, ctx.store.oauth.getRequest(id)!);
+    await ctx.store.oauth.createRequest(id, params, PENDING_REQUEST_TTL);
+    await continueAuthorization(ctx, req, res, (await ctx.store.oauth.getRequest(id))!);
   };
 }
 
 /**
- * Moves a pending request to its next step: sign-in, second step, assignment, consent, and
- * finally the code. Called by authorize and after each page the person submits.
+ * Moves a pending request to its next step: sign-in, strength (second step or passkey),
+ * assignment, consent, and finally the code. Called by authorize and after each page the
+ * person submits.
  */
-export function continueAuthorization(
+export async function continueAuthorization(
   ctx: AppContext,
   req: Request,
   res: Response,
   pending: PendingRequest,
-  signedIn: SignedIn | undefined = currentSession(ctx, req),
-): void {
+  signedInGiven?: SignedIn,
+): Promise<void> {
+  const signedIn = signedInGiven ?? (await currentSession(ctx, req));
   const p = pending.params;
-  const app = ctx.store.applications.get(pending.client_id);
+  const app = await ctx.store.applications.get(pending.client_id);
   if (!app || !app.redirect_uris.includes(p.redirect_uri)) {
-    ctx.store.oauth.deleteRequest(pending.id);
+    await ctx.store.oauth.deleteRequest(pending.id);
     return showErrorPage(res, errors.invalidRequest('the application or its redirect URI changed; start again'));
   }
   const silent = p.prompt.includes('none');
-  const fail = (err: ProtocolError) => {
-    ctx.store.oauth.deleteRequest(pending.id);
+  const fail = async (err: ProtocolError) => {
+    await ctx.store.oauth.deleteRequest(pending.id);
     redirectError(ctx, res, p.redirect_uri, p.state, err);
   };
   const goTo = (path: string) => res.redirect(302, `${path}?request=${encodeURIComponent(pending.id)}`);
 
   // 1. Signed in, recently enough (prompt=login and max_age are met by a sign-in during this request)
-  // max_age=0 means "sign in now" (the description), so it always asks, like prompt=login.
+  // max_age=0 means "sign in now", so it always asks, like prompt=login.
   const tooOld = !pending.fresh && signedIn && p.max_age !== undefined &&
     (p.max_age === 0 || nowSeconds() - signedIn.session.auth_time > p.max_age);
   const forced = !pending.fresh && p.prompt.includes('login');
@@ -196,20 +288,22 @@ export function continueAuthorization(
   const { session, user } = signedIn;
 
   // 2. Assigned to the application
-  if (!ctx.store.applications.isAssigned(app.client_id, user.id)) {
+  if (!(await mayUseApplication(ctx, app.client_id, user))) {
     return fail(errors.accessDenied('the person is not assigned to this application'));
   }
 
-  // 3. Strength: urn:service:acr:mfa needs the one-time code
-  if (p.acr_required === ACR_VALUES.mfa && session.acr !== ACR_VALUES.mfa) {
-    if (!user.has_totp) return fail(errors.unmetAuthenticationRequirements('a second factor is required and the person has none'));
-    if (silent) return fail(errors.interactionRequired('a second factor is required'));
-    return goTo('/login/otp');
+  // 3. Strength: the acr_values asked for (a one-time code or a passkey still to come)
+  const accepted = acceptedAcr(p);
+  const step = await nextStrengthStep(ctx, user, accepted, session);
+  if (step === 'unmet') return fail(errors.unmetAuthenticationRequirements(unmetDescription(accepted ?? [])));
+  if (step !== 'done') {
+    if (silent) return fail(errors.interactionRequired(step === 'otp' ? 'a one-time code is required' : 'a passkey sign-in is required'));
+    return goTo(step === 'otp' ? '/login/otp' : '/login/passkey');
   }
 
   // 4. Consent for a third-party application
   if (!app.first_party && !pending.consented) {
-    const had = ctx.store.oauth.consentedScopes(user.id, app.client_id);
+    const had = await ctx.store.oauth.consentedScopes(user.id, app.client_id);
     const covered = p.scope.every((s) => had.includes(s));
     if (!covered || p.prompt.includes('consent')) {
       if (silent) return fail(consentRequired('the person has not allowed this application these scopes'));
@@ -219,7 +313,7 @@ export function continueAuthorization(
 
   // 5. The code
   const code = randomToken();
-  ctx.store.oauth.createCode(
+  await ctx.store.oauth.createCode(
     sha256(code),
     {
       client_id: app.client_id,
@@ -236,6 +330,6 @@ export function continueAuthorization(
     },
     CODE_TTL,
   );
-  ctx.store.oauth.deleteRequest(pending.id);
+  await ctx.store.oauth.deleteRequest(pending.id);
   redirectToClient(ctx, res, p.redirect_uri, { code, state: p.state });
 }

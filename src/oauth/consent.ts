@@ -11,12 +11,12 @@ import { currentSession } from './session.js';
 
 /** GET /consent?request=<pending id>: the scopes a third-party application asks for. */
 export function consentForm(ctx: AppContext): RequestHandler {
-  return (req, res) => {
-    const pending = loadPending(ctx, res, (req.query as Record<string, unknown>).request);
+  return async (req, res) => {
+    const pending = await loadPending(ctx, res, (req.query as Record<string, unknown>).request);
     if (!pending) return;
-    const signedIn = currentSession(ctx, req);
+    const signedIn = await currentSession(ctx, req);
     if (!signedIn) return void res.redirect(302, `/login?request=${encodeURIComponent(pending.id)}`);
-    const app = ctx.store.applications.get(pending.client_id);
+    const app = await ctx.store.applications.get(pending.client_id);
     sendPage(res, 200, consentPage({
       csrf: csrfToken(ctx, req, res),
       requestId: pending.id,
@@ -29,19 +29,19 @@ export function consentForm(ctx: AppContext): RequestHandler {
 
 /** POST /consent: `decision=approve` remembers the scopes for (person, application); `deny` → access_denied. */
 export function consentSubmit(ctx: AppContext): RequestHandler {
-  return (req, res) => {
+  return async (req, res) => {
     const body = formBody(req);
-    const pending = loadPending(ctx, res, body.request);
+    const pending = await loadPending(ctx, res, body.request);
     if (!pending) return;
-    const signedIn = currentSession(ctx, req);
+    const signedIn = await currentSession(ctx, req);
     if (!signedIn) return void res.redirect(302, `/login?request=${encodeURIComponent(pending.id)}`);
     if (!verifyCsrf(req)) return void res.redirect(302, `/consent?request=${encodeURIComponent(pending.id)}`);
     if (body.decision === 'approve') {
-      ctx.store.oauth.addConsent(signedIn.user.id, pending.client_id, pending.params.scope);
-      ctx.store.oauth.markRequestConsented(pending.id);
-      return continueAuthorization(ctx, req, res, { ...pending, consented: true }, signedIn);
+      await ctx.store.oauth.addConsent(signedIn.user.id, pending.client_id, pending.params.scope);
+      await ctx.store.oauth.markRequestConsented(pending.id);
+      return await continueAuthorization(ctx, req, res, { ...pending, consented: true }, signedIn);
     }
-    ctx.store.oauth.deleteRequest(pending.id);
+    await ctx.store.oauth.deleteRequest(pending.id);
     redirectError(ctx, res, pending.params.redirect_uri, pending.params.state, errors.accessDenied('the person denied access'));
   };
 }

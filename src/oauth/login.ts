@@ -1,41 +1,65 @@
 import type { Request, RequestHandler, Response } from 'express';
+import { signInOptions, verifySignIn, type AllowList, type SignInFailure } from '../account/webauthn.js';
 import type { AppContext } from '../context.js';
-import { verifyPassword } from '../crypto/hash.js';
+import { sha256, verifyPassword } from '../crypto/hash.js';
 import { ACR_VALUES } from '../http/discovery.js';
-import { sendPage } from '../pages/layout.js';
-import { loginPage, type LoginPageInput } from '../pages/login.js';
-import { continueAuthorization, redirectError, STRENGTH } from './authorize.js';
+import { sendPage, SCRIPT_PAGE_CSP } from '../pages/layout.js';
+import { loginPage, passkeyStepPage, type LoginPageInput } from '../pages/login.js';
+import type { PendingRequest } from '../store/oauth.js';
+import type { User } from '../store/users.js';
+import {
+  acceptedAcr, continueAuthorization, nextStrengthStep, redirectError, STRENGTH, unmetDescription, type Strength,
+} from './authorize.js';
 import { csrfToken, verifyCsrf } from './csrf.js';
 import { errors } from '../errors.js';
 import { formBody } from './params.js';
 import { loadPending } from './pending.js';
-import { signInLimiter } from './rate-limit.js';
-import { currentSession, safeReturnTo, startSession } from './session.js';
+import { LIMITS, signInLimiter } from './rate-limit.js';
+import { currentSession, safeReturnTo, startSession, type SignedIn } from './session.js';
 
 const clientIp = (req: Request) => req.ip ?? req.socket.remoteAddress ?? 'unknown';
 
 function showLogin(ctx: AppContext, req: Request, res: Response, status: number, p: Omit<LoginPageInput, 'csrf'>): void {
-  sendPage(res, status, loginPage({ ...p, csrf: csrfToken(ctx, req, res) }));
+  sendPage(res, status, loginPage({ ...p, csrf: csrfToken(ctx, req, res) }), SCRIPT_PAGE_CSP);
+}
+
+const PASSKEY_VALUES: readonly string[] = [ACR_VALUES.passkey, ACR_VALUES.passkeyMfa];
+/** Every strength the request accepts needs a passkey. */
+const onlyPasskeys = (pending: PendingRequest | undefined) => {
+  const accepted = pending && acceptedAcr(pending.params);
+  return !!accepted && accepted.every((a) => PASSKEY_VALUES.includes(a));
+};
+
+/** The sign-in page for a pending request (or a return path), with a message. */
+async function loginAgain(
+  ctx: AppContext, req: Request, res: Response, status: number,
+  at: { pending?: PendingRequest; returnTo?: string; email?: string }, message?: string,
+): Promise<void> {
+  const app = at.pending ? await ctx.store.applications.get(at.pending.client_id) : undefined;
+  showLogin(ctx, req, res, status, {
+    requestId: at.pending?.id,
+    returnTo: at.pending ? undefined : at.returnTo,
+    email: at.email ?? at.pending?.params.login_hint,
+    applicationName: app?.name,
+    passkeyRequired: onlyPasskeys(at.pending),
+    message,
+  });
 }
 
 /** GET /login?request=<pending id> (or ?return_to=/path for the service's own pages). */
 export function loginForm(ctx: AppContext): RequestHandler {
-  return (req, res) => {
+  return async (req, res) => {
     const q = req.query as Record<string, unknown>;
-    if (q.request === undefined) {
-      const returnTo = safeReturnTo(q.return_to) ?? '/';
-      return showLogin(ctx, req, res, 200, { returnTo });
-    }
-    const pending = loadPending(ctx, res, q.request);
+    if (q.request === undefined) return loginAgain(ctx, req, res, 200, { returnTo: safeReturnTo(q.return_to) ?? '/' });
+    const pending = await loadPending(ctx, res, q.request);
     if (!pending) return;
-    const app = ctx.store.applications.get(pending.client_id);
-    showLogin(ctx, req, res, 200, { requestId: pending.id, email: pending.params.login_hint, applicationName: app?.name });
+    await loginAgain(ctx, req, res, 200, { pending });
   };
 }
 
 /**
  * POST /login: check the CSRF value, the rate limits and the password; then start the session
- * (or hold the person for the second step) and move the authorization request on.
+ * (or hold the person for the second step or the passkey) and move the authorization request on.
  */
 export function loginSubmit(ctx: AppContext): RequestHandler {
   return async (req, res) => {
@@ -46,11 +70,9 @@ export function loginSubmit(ctx: AppContext): RequestHandler {
     const returnTo = requestId ? undefined : (safeReturnTo(body.return_to) ?? '/');
 
     // 1. The pending request (when signing in for an application)
-    const pending = requestId ? loadPending(ctx, res, requestId) : undefined;
+    const pending = requestId ? await loadPending(ctx, res, requestId) : undefined;
     if (requestId && !pending) return;
-    const appName = pending ? ctx.store.applications.get(pending.client_id)?.name : undefined;
-    const again = (status: number, message: string) =>
-      showLogin(ctx, req, res, status, { requestId, returnTo, email, applicationName: appName, message });
+    const again = (status: number, message: string) => loginAgain(ctx, req, res, status, { pending, returnTo, email }, message);
 
     // 2. The form came from our page
     if (!verifyCsrf(req)) return again(400, 'The form expired. Please sign in again.');
@@ -59,40 +81,184 @@ export function loginSubmit(ctx: AppContext): RequestHandler {
     // 3. Not too many failures for this account or address
     const limiter = signInLimiter(ctx);
     const ip = clientIp(req);
-    if (limiter.blocked(email, ip)) {
+    if (await limiter.blocked(email, ip)) {
       res.setHeader('Retry-After', '900');
       return again(429, 'Too many failed sign-in attempts (rate_limited). Try again later.');
     }
 
     // 4. The password (always hashed, so timing does not tell whether the account exists)
-    const account = ctx.store.users.credentialsByEmail(email);
+    const account = await ctx.store.users.credentialsByEmail(email);
     const ok = await verifyPassword(password, account?.password_hash);
     if (!account || !ok) {
-      limiter.fail(email, ip);
+      await limiter.fail(email, ip);
       return again(200, 'The email or password is not correct.');
     }
     if (account.password_compromised) {
       return again(200, 'This password can no longer be used because it may be compromised. Reset your password to sign in.');
     }
-    limiter.succeed(email);
+    await limiter.succeed(email);
 
-    // 5. Sign in: a session now, or the second step first
-    const previous = currentSession(ctx, req)?.session;
+    // 5. Sign in: a session now, or first the second step or a passkey
+    const previous = (await currentSession(ctx, req))?.session;
     if (!pending) {
-      startSession(ctx, res, account.id, [...STRENGTH.oneFactor.amr], STRENGTH.oneFactor.acr, previous);
+      await startSession(ctx, res, account.id, [...STRENGTH.oneFactor.amr], STRENGTH.oneFactor.acr, previous);
       return res.redirect(302, returnTo!);
     }
-    if (pending.params.acr_required === ACR_VALUES.mfa) {
-      if (!account.has_totp) {
-        ctx.store.oauth.deleteRequest(pending.id);
-        return redirectError(ctx, res, pending.params.redirect_uri, pending.params.state,
-          errors.unmetAuthenticationRequirements('a second factor is required and the person has none'));
-      }
-      ctx.store.oauth.setRequestUser(pending.id, account.id);
-      return res.redirect(302, `/login/otp?request=${encodeURIComponent(pending.id)}`);
+    const accepted = acceptedAcr(pending.params);
+    const step = await nextStrengthStep(ctx, account, accepted, undefined);
+    if (step === 'unmet') {
+      await ctx.store.oauth.deleteRequest(pending.id);
+      return redirectError(ctx, res, pending.params.redirect_uri, pending.params.state,
+        errors.unmetAuthenticationRequirements(unmetDescription(accepted ?? [])));
     }
-    const session = startSession(ctx, res, account.id, [...STRENGTH.oneFactor.amr], STRENGTH.oneFactor.acr, previous);
-    ctx.store.oauth.markRequestFresh(pending.id);
-    continueAuthorization(ctx, req, res, { ...pending, fresh: true }, { session, user: account });
+    if (step !== 'done') {
+      // No session from the password alone: it does not reach the strength asked for.
+      await ctx.store.oauth.setRequestUser(pending.id, account.id);
+      return res.redirect(302, `${step === 'otp' ? '/login/otp' : '/login/passkey'}?request=${encodeURIComponent(pending.id)}`);
+    }
+    const session = await startSession(ctx, res, account.id, [...STRENGTH.oneFactor.amr], STRENGTH.oneFactor.acr, previous);
+    await ctx.store.oauth.markRequestFresh(pending.id);
+    await continueAuthorization(ctx, req, res, { ...pending, fresh: true }, { session, user: account });
   };
+}
+
+// ---- Passkeys ---------------------------------------------------------------------------------
+
+/** Challenges asked for per client address (each is a row until it is used or expires). */
+const OPTIONS_LIMIT = { max: 120, windowSeconds: 5 * 60 };
+const optionsKey = (ip: string) => `webauthn:options:${sha256(ip)}`;
+/**
+ * Refused passkeys per client address, counted apart from passwords: a passkey cannot be
+ * guessed, so password failures on an account never lock its passkeys out.
+ */
+const PASSKEY_FAILURES = { max: LIMITS.address.max, windowSeconds: LIMITS.address.windowSeconds };
+const passkeyFailureKey = (ip: string) => `webauthn:fail:${sha256(ip)}`;
+
+const FAILURE_TEXT: Record<SignInFailure, string> = {
+  malformed: 'The answer from your passkey could not be read. Try again.',
+  challenge: 'The passkey request expired or was already used. Try again.',
+  unknown_credential: 'This passkey is not registered here. Sign in with your password or another passkey.',
+  wrong_person: 'This passkey belongs to another account.',
+  suspended: 'This passkey has been suspended because it may have been copied. Sign in another way and remove it from your account.',
+  cloned: 'This passkey has been suspended because it may have been copied. Sign in another way and remove it from your account.',
+  invalid: 'The passkey could not be verified. Try again.',
+};
+
+/**
+ * The person a passkey step is for: the one who passed the password step of this request, or
+ * (a step-up) the person of the current session.
+ */
+async function stepPerson(ctx: AppContext, req: Request, pending: PendingRequest): Promise<{ user: User; signedIn?: SignedIn } | undefined> {
+  const signedIn = await currentSession(ctx, req);
+  const userId = pending.user_id ?? signedIn?.user.id;
+  const user = userId ? await ctx.store.users.get(userId) : undefined;
+  return user ? { user, signedIn } : undefined;
+}
+
+const jsonError = (res: Response, status: number, error: string, description: string) =>
+  void res.status(status).setHeader('Cache-Control', 'no-store').json({ error, error_description: description });
+
+/**
+ * POST /login/passkey/options (JSON `{csrf, request?, return_to?, mode, email?}`): a sign-in
+ * challenge. `mode` `autofill` or `button` without an email: discoverable passkeys; `button`
+ * with an email: that account's passkeys (email first); `step`: the passkeys of the person the
+ * request's passkey step is for.
+ */
+export function passkeyOptions(ctx: AppContext): RequestHandler {
+  return async (req, res) => {
+    const body = formBody(req);
+    if (!verifyCsrf(req)) return jsonError(res, 403, 'invalid_request', 'the CSRF value is missing or wrong; reload the page');
+    const ip = clientIp(req);
+    if ((await ctx.store.rateLimits.hit(optionsKey(ip), OPTIONS_LIMIT.windowSeconds)) > OPTIONS_LIMIT.max) {
+      res.setHeader('Retry-After', String(OPTIONS_LIMIT.windowSeconds));
+      return jsonError(res, 429, 'rate_limited', 'too many passkey requests; try again later');
+    }
+    const mode = body.mode;
+    if (mode !== 'autofill' && mode !== 'button' && mode !== 'step') return jsonError(res, 400, 'invalid_request', 'mode must be autofill, button or step');
+    const requestId = body.request === undefined ? undefined : body.request;
+    if (requestId !== undefined && typeof requestId !== 'string') return jsonError(res, 400, 'invalid_request', 'request must be a string');
+    const pending = requestId ? await ctx.store.oauth.getRequest(requestId.slice(0, 100)) : undefined;
+    if (requestId && !pending) return jsonError(res, 400, 'invalid_request', 'this sign-in request has expired; go back to the application and start again');
+
+    let allow: AllowList = { kind: 'any' };
+    if (mode === 'step') {
+      const who = pending && (await stepPerson(ctx, req, pending));
+      if (!who) return jsonError(res, 400, 'invalid_request', 'no passkey step is waiting for this browser');
+      allow = { kind: 'person', user: who.user };
+    } else if (mode === 'button' && typeof body.email === 'string' && body.email.trim()) {
+      const email = body.email.trim().slice(0, 320);
+      allow = { kind: 'email', email, user: await ctx.store.users.getByEmail(email) };
+    }
+    const options = await signInOptions(ctx, req, res, allow, pending?.id);
+    res.setHeader('Cache-Control', 'no-store');
+    res.json(options);
+  };
+}
+
+/** GET /login/passkey?request=<pending id>: the passkey step for a person already known. */
+export function passkeyStepForm(ctx: AppContext): RequestHandler {
+  return async (req, res) => {
+    const pending = await loadPending(ctx, res, (req.query as Record<string, unknown>).request);
+    if (!pending) return;
+    await showPasskeyStep(ctx, req, res, pending, 200);
+  };
+}
+
+async function showPasskeyStep(ctx: AppContext, req: Request, res: Response, pending: PendingRequest, status: number, message?: string): Promise<void> {
+  const who = await stepPerson(ctx, req, pending);
+  if (!who) return void res.redirect(302, `/login?request=${encodeURIComponent(pending.id)}`);
+  const app = await ctx.store.applications.get(pending.client_id);
+  sendPage(res, status, passkeyStepPage({
+    csrf: csrfToken(ctx, req, res), requestId: pending.id, email: who.user.email, applicationName: app?.name, message,
+  }), SCRIPT_PAGE_CSP);
+}
+
+/**
+ * POST /login/passkey (form: `csrf`, `request` or `return_to`, `credential` = the browser's
+ * answer as JSON, `mode`): verifies the passkey, then signs in like the password form does.
+ * The same person's session is stepped up (same `sid`); anyone else gets a new session.
+ */
+export function passkeySubmit(ctx: AppContext): RequestHandler {
+  return async (req, res) => {
+    const body = formBody(req);
+    const requestId = typeof body.request === 'string' ? body.request : undefined;
+    const returnTo = requestId ? undefined : (safeReturnTo(body.return_to) ?? '/');
+    const pending = requestId ? await loadPending(ctx, res, requestId) : undefined;
+    if (requestId && !pending) return;
+    const step = body.mode === 'step' && pending !== undefined;
+    const again = (status: number, message: string) =>
+      step ? showPasskeyStep(ctx, req, res, pending!, status, message) : loginAgain(ctx, req, res, status, { pending, returnTo }, message);
+
+    if (!verifyCsrf(req)) return again(400, 'The form expired. Please try again.');
+    const ip = clientIp(req);
+    if ((await ctx.store.rateLimits.count(passkeyFailureKey(ip), PASSKEY_FAILURES.windowSeconds)) >= PASSKEY_FAILURES.max) {
+      res.setHeader('Retry-After', '900');
+      return again(429, 'Too many failed sign-in attempts (rate_limited). Try again later.');
+    }
+
+    const result = await verifySignIn(ctx, req, body.credential, pending?.id);
+    if (!result.ok) {
+      await ctx.store.rateLimits.hit(passkeyFailureKey(ip), PASSKEY_FAILURES.windowSeconds);
+      req.log.info({ reason: result.reason, user_id: result.userId }, 'passkey sign-in refused');
+      return again(result.reason === 'challenge' || result.reason === 'malformed' ? 400 : 200, FAILURE_TEXT[result.reason]);
+    }
+    const { user, credential, strength } = result;
+    const signedIn = await currentSession(ctx, req);
+    const session = await passkeySession(ctx, res, user, strength, signedIn);
+    await ctx.store.webauthn.linkSession(session.sid, credential.id);
+    if (!pending) return res.redirect(302, returnTo!);
+    await ctx.store.oauth.setRequestUser(pending.id, null);
+    await ctx.store.oauth.markRequestFresh(pending.id);
+    await continueAuthorization(ctx, req, res, { ...pending, user_id: null, fresh: true }, { session, user });
+  };
+}
+
+/** The session after a passkey: the same person's session gets the new strength, anyone else a new one. */
+async function passkeySession(ctx: AppContext, res: Response, user: User, strength: Strength, signedIn: SignedIn | undefined) {
+  if (signedIn && signedIn.user.id === user.id) {
+    const authTime = Math.floor(Date.now() / 1000);
+    await ctx.store.sessions.update(signedIn.session.sid, authTime, strength.amr, strength.acr);
+    return { ...signedIn.session, auth_time: authTime, amr: strength.amr, acr: strength.acr };
+  }
+  return startSession(ctx, res, user.id, strength.amr, strength.acr, signedIn?.session);
 }

@@ -6,7 +6,7 @@ import type { Application } from '../store/applications.js';
 import { single, type Params } from './params.js';
 import { endSession } from './session.js';
 
-/** Listed in post_logout_redirect_uris, or the scheme and host of a registered redirect URI (CONTRACT 4). */
+/** Listed in post_logout_redirect_uris, or the scheme and host of a registered redirect URI. */
 function allowedAfterLogout(app: Application, uri: string): boolean {
   if (app.post_logout_redirect_uris.includes(uri)) return true;
   let target: URL;
@@ -38,7 +38,7 @@ async function clientFromHint(ctx: AppContext, hint: string | undefined): Promis
 }
 
 /**
- * GET /oauth/logout, the description's four rules: the session ends and its cookie goes; the
+ * GET /oauth/logout, in four rules: the session ends and its cookie goes; the
  * person is sent to an allowed post_logout_redirect_uri (with state), else sees a signed-out
  * page; refresh tokens are left alone (the application revokes them).
  */
@@ -53,11 +53,11 @@ export function logoutEndpoint(ctx: AppContext): RequestHandler {
       }
     };
     // 1. End the session
-    endSession(ctx, req, res);
+    await endSession(ctx, req, res);
     // 2. Back to the application when allowed
     const clientId = get('client_id') ?? (await clientFromHint(ctx, get('id_token_hint')));
     const target = get('post_logout_redirect_uri');
-    const app = clientId ? ctx.store.applications.get(clientId) : undefined;
+    const app = clientId ? await ctx.store.applications.get(clientId) : undefined;
     if (app && target && allowedAfterLogout(app, target)) {
       const url = new URL(target);
       const state = get('state');

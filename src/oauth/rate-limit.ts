@@ -2,8 +2,8 @@ import type { AppContext } from '../context.js';
 import { sha256 } from '../crypto/hash.js';
 
 /**
- * Thresholds for failed attempts (the description leaves them open; docs/sign-in.md lists them).
- * Counters live in SQLite so every worker process shares them.
+ * Thresholds for failed attempts (docs/sign-in.md lists them).
+ * Counters live in the database so every process and instance shares them.
  */
 export const LIMITS = {
   /** wrong passwords or codes for one account */
@@ -23,19 +23,19 @@ const clientKey = (clientId: string, ip: string) => `client:${sha256(`${clientId
 export function signInLimiter(ctx: AppContext) {
   const rl = ctx.store.rateLimits;
   return {
-    blocked(email: string, ip: string): boolean {
+    async blocked(email: string, ip: string): Promise<boolean> {
       return (
-        rl.count(accountKey(email), LIMITS.account.windowSeconds) >= LIMITS.account.max ||
-        rl.count(addressKey(ip), LIMITS.address.windowSeconds) >= LIMITS.address.max
+        (await rl.count(accountKey(email), LIMITS.account.windowSeconds)) >= LIMITS.account.max ||
+        (await rl.count(addressKey(ip), LIMITS.address.windowSeconds)) >= LIMITS.address.max
       );
     },
-    fail(email: string, ip: string): void {
-      rl.hit(accountKey(email), LIMITS.account.windowSeconds);
-      rl.hit(addressKey(ip), LIMITS.address.windowSeconds);
+    async fail(email: string, ip: string): Promise<void> {
+      await rl.hit(accountKey(email), LIMITS.account.windowSeconds);
+      await rl.hit(addressKey(ip), LIMITS.address.windowSeconds);
     },
     /** A success clears the account's counter (not the address's). */
-    succeed(email: string): void {
-      rl.clear(accountKey(email));
+    async succeed(email: string): Promise<void> {
+      await rl.clear(accountKey(email));
     },
   };
 }
@@ -44,8 +44,10 @@ export function signInLimiter(ctx: AppContext) {
 export function clientAuthLimiter(ctx: AppContext) {
   const rl = ctx.store.rateLimits;
   return {
-    blocked: (clientId: string, ip: string): boolean =>
-      rl.count(clientKey(clientId, ip), LIMITS.client.windowSeconds) >= LIMITS.client.max,
-    fail: (clientId: string, ip: string): void => void rl.hit(clientKey(clientId, ip), LIMITS.client.windowSeconds),
+    blocked: async (clientId: string, ip: string): Promise<boolean> =>
+      (await rl.count(clientKey(clientId, ip), LIMITS.client.windowSeconds)) >= LIMITS.client.max,
+    fail: async (clientId: string, ip: string): Promise<void> => {
+      await rl.hit(clientKey(clientId, ip), LIMITS.client.windowSeconds);
+    },
   };
 }

@@ -21,8 +21,8 @@ export function revokeEndpoint(ctx: AppContext): RequestHandler {
     if (token === undefined) throw errors.invalidRequest('token is required');
     // 3. Its family, when it is this application's refresh token
     if (token.length <= 512) {
-      const family = ctx.store.oauth.familyOfRefresh(sha256(token));
-      if (family && family.client_id === caller.app.client_id) ctx.store.oauth.revokeFamily(family.id);
+      const family = await ctx.store.oauth.familyOfRefresh(sha256(token));
+      if (family && family.client_id === caller.app.client_id) await ctx.store.oauth.revokeFamily(family.id);
     }
     res.status(200).end();
   };

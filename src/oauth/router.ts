@@ -4,11 +4,11 @@ import { errors } from '../errors.js';
 import { authorizeEndpoint } from './authorize.js';
 import { consentForm, consentSubmit } from './consent.js';
 import { introspectEndpoint } from './introspect.js';
-import { loginForm, loginSubmit } from './login.js';
+import { loginForm, loginSubmit, passkeyOptions, passkeyStepForm, passkeySubmit } from './login.js';
+import { staticRouter } from '../pages/static.js';
 import { logoutEndpoint } from './logout.js';
 import { revokeEndpoint } from './revoke.js';
 import { secondStepForm, secondStepSubmit } from './second-step.js';
-import { tokenEndpoint } from './token.js';
 import { userinfoEndpoint } from './userinfo.js';
 
 const methodNotAllowed: RequestHandler = (_req, _res, next) => next(errors.methodNotAllowed('method not allowed'));
@@ -26,7 +26,7 @@ const cors: RequestHandler = (req, res, next) => {
   next();
 };
 
-/** The sign-in part of the description: /oauth/* and the sign-in pages. */
+/** People signing in: /oauth/* and the sign-in pages. */
 export function oauthRouter(ctx: AppContext): Router {
   const router = Router();
 
@@ -34,7 +34,7 @@ export function oauthRouter(ctx: AppContext): Router {
   router.post('/oauth/authorize', authorizeEndpoint(ctx));
 
   router.options(['/oauth/token', '/oauth/userinfo', '/oauth/token/introspect', '/oauth/token/revoke'], cors);
-  router.post('/oauth/token', cors, tokenEndpoint(ctx));
+  // POST /oauth/token is in the edge's route table (src/http/routes.ts), served by both transports.
   router.get('/oauth/userinfo', cors, userinfoEndpoint(ctx));
   router.post('/oauth/userinfo', cors, userinfoEndpoint(ctx));
   router.post('/oauth/token/introspect', cors, introspectEndpoint(ctx));
@@ -45,9 +45,14 @@ export function oauthRouter(ctx: AppContext): Router {
 
   router.get('/login', loginForm(ctx));
   router.post('/login', loginSubmit(ctx));
+  router.post('/login/passkey/options', passkeyOptions(ctx));
+  router.get('/login/passkey', passkeyStepForm(ctx));
+  router.post('/login/passkey', passkeySubmit(ctx));
   router.get('/login/otp', secondStepForm(ctx));
   router.post('/login/otp', secondStepSubmit(ctx));
   router.get('/consent', consentForm(ctx));
   router.post('/consent', consentSubmit(ctx));
+  // The sign-in and account pages' scripts (WebAuthn)
+  router.use(staticRouter());
   return router;
 }

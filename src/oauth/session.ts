@@ -6,7 +6,7 @@ import type { User } from '../store/users.js';
 
 /** The browser's sign-in session: a random value whose sha256 is sessions.token_hash. */
 export const SESSION_COOKIE = 'gatehouse_session';
-/** How long a sign-in session lives (the description leaves it open): 12 hours. */
+/** How long a sign-in session lives : 12 hours. */
 export const SESSION_TTL_SECONDS = 12 * 60 * 60;
 
 export interface SignedIn {
@@ -16,34 +16,34 @@ export interface SignedIn {
 
 const isHttps = (ctx: AppContext) => ctx.config.issuer.startsWith('https:');
 
-/** Cookie options of CONTRACT 2: HttpOnly, SameSite=Lax, Secure when the issuer is https. */
+/** Session cookie options: HttpOnly, SameSite=Lax, Secure when the issuer is https. */
 export function cookieOptions(ctx: AppContext) {
   return { httpOnly: true, sameSite: 'lax' as const, secure: isHttps(ctx), path: '/' };
 }
 
 /** The live session of this browser and its person, or undefined. Exported for other pages (approvals). */
-export function currentSession(ctx: AppContext, req: Request): SignedIn | undefined {
+export async function currentSession(ctx: AppContext, req: Request): Promise<SignedIn | undefined> {
   const value = (req.cookies as Record<string, unknown> | undefined)?.[SESSION_COOKIE];
   if (typeof value !== 'string' || value.length < 20 || value.length > 200) return undefined;
-  const session = ctx.store.sessions.findByTokenHash(sha256(value));
+  const session = await ctx.store.sessions.findByTokenHash(sha256(value));
   if (!session) return undefined;
-  const user = ctx.store.users.get(session.user_id);
+  const user = await ctx.store.users.get(session.user_id);
   if (!user) return undefined;
   return { session, user };
 }
 
 /** Starts a session for a person and sets its cookie. Ends `previous` (no session fixation). */
-export function startSession(
+export async function startSession(
   ctx: AppContext,
   res: Response,
   userId: string,
   amr: string[],
   acr: string,
   previous?: Session,
-): Session {
-  if (previous) ctx.store.sessions.end(previous.sid);
+): Promise<Session> {
+  if (previous) await ctx.store.sessions.end(previous.sid);
   const value = randomToken();
-  const session = ctx.store.sessions.create({
+  const session = await ctx.store.sessions.create({
     sid: randomToken(16),
     user_id: userId,
     token_hash: sha256(value),
@@ -57,9 +57,9 @@ export function startSession(
 }
 
 /** Ends this browser's session (if any) and removes its cookie. */
-export function endSession(ctx: AppContext, req: Request, res: Response): Session | undefined {
-  const current = currentSession(ctx, req);
-  if (current) ctx.store.sessions.end(current.session.sid);
+export async function endSession(ctx: AppContext, req: Request, res: Response): Promise<Session | undefined> {
+  const current = await currentSession(ctx, req);
+  if (current) await ctx.store.sessions.end(current.session.sid);
   res.clearCookie(SESSION_COOKIE, cookieOptions(ctx));
   return current?.session;
 }

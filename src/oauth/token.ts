@@ -1,11 +1,10 @@
-import type { RequestHandler } from 'express';
 import type { AppContext } from '../context.js';
 import { errors } from '../errors.js';
 import { authenticateClient, type ClientRequest } from './client-auth.js';
 import { authorizationCodeGrant } from './grants/authorization-code.js';
 import { clientCredentialsGrant } from './grants/client-credentials.js';
 import { refreshTokenGrant } from './grants/refresh-token.js';
-import { formBody, single, type Params } from './params.js';
+import { single, type Params } from './params.js';
 
 const GRANTS = {
   authorization_code: authorizationCodeGrant,
@@ -25,14 +24,4 @@ export async function tokenResponse(ctx: AppContext, req: ClientRequest, body: P
   const client = await authenticateClient(ctx, req, body);
   // 3. The grant
   return GRANTS[grantType](ctx, client, body);
-}
-
-/** POST /oauth/token: a form body, then tokenResponse, a no-store JSON answer. */
-export function tokenEndpoint(ctx: AppContext): RequestHandler {
-  return async (req, res) => {
-    res.setHeader('Cache-Control', 'no-store');
-    res.setHeader('Pragma', 'no-cache');
-    if (!req.is('application/x-www-form-urlencoded')) throw errors.invalidRequest('the body must be application/x-www-form-urlencoded');
-    res.json(await tokenResponse(ctx, req, formBody(req)));
-  };
 }

@@ -10,7 +10,7 @@ const challenge = (error?: string) => ({
 
 /**
  * GET or POST /oauth/userinfo: the person's profile filtered by the token's scopes. The profile
- * is read on every call; groups and roles come from the access token (the description).
+ * is read on every call; groups and roles come from the access token.
  */
 export function userinfoEndpoint(ctx: AppContext): RequestHandler {
   return async (req, res) => {
@@ -20,7 +20,7 @@ export function userinfoEndpoint(ctx: AppContext): RequestHandler {
     if (!token) throw errors.invalidToken('a bearer access token is required', {}, challenge());
     const claims = await verifyAccessToken(ctx, token);
     // 2. A person's token (it carries a session id), for a person who still exists
-    const user = claims?.sid ? ctx.store.users.get(claims.sub!) : undefined;
+    const user = claims?.sid ? await ctx.store.users.get(claims.sub!) : undefined;
     if (!claims || !user) throw errors.invalidToken('the access token is not valid', {}, challenge('invalid_token'));
     // 3. Filter by scope
     const scopes = new Set((claims.scope ?? '').split(' '));

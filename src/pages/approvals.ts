@@ -19,24 +19,24 @@ const MESSAGES: Record<string, [string, 'info' | 'error']> = {
 };
 
 /** GET /approvals: the signed-in person's requests waiting for them, each with approve and deny. */
-export function showApprovals(ctx: AppContext, req: Request, res: Response): void {
-  const signedIn = currentSession(ctx, req);
+export async function showApprovals(ctx: AppContext, req: Request, res: Response): Promise<void> {
+  const signedIn = await currentSession(ctx, req);
   if (!signedIn) {
     res.redirect(302, LOGIN);
     return;
   }
   const csrf = csrfToken(ctx, req, res);
-  const pending = ctx.store.agentAuth.list({ state: 'pending', user_id: signedIn.user.id });
+  const pending = await ctx.store.agentAuth.list({ state: 'pending', user_id: signedIn.user.id });
   const done = typeof req.query.done === 'string' ? MESSAGES[req.query.done] : undefined;
-  const items = pending.map((a) => approvalItem(ctx, a, csrf)).join('\n');
+  const items = (await Promise.all(pending.map((a) => approvalItem(ctx, a, csrf)))).join('\n');
   const body = `${done ? notice(done[0], done[1]) : ''}
 <p>Signed in as ${escapeHtml(signedIn.user.email)}.</p>
 ${pending.length ? `<ul class="approvals">\n${items}\n</ul>` : '<p>Nothing is waiting for you.</p>'}`;
   sendPage(res, 200, renderPage('Requests waiting for you', body));
 }
 
-function approvalItem(ctx: AppContext, a: Approval, csrf: string): string {
-  const agentName = agentCache(ctx).get(a.agent_id)?.agent.name ?? a.agent_id;
+async function approvalItem(ctx: AppContext, a: Approval, csrf: string): Promise<string> {
+  const agentName = (await agentCache(ctx).get(a.agent_id))?.agent.name ?? a.agent_id;
   const what =
     a.kind === 'ciba'
       ? `<p>wants to act for you with: ${escapeHtml(a.scope.join(', ') || '(no capabilities)')}</p>`
@@ -56,8 +56,8 @@ ${hiddenInput('id', a.id)}
 }
 
 /** POST /approvals: one answer (`id`, `decision=approve|deny`, CSRF token), then back to the list. */
-export function postApproval(ctx: AppContext, req: Request, res: Response): void {
-  const signedIn = currentSession(ctx, req);
+export async function postApproval(ctx: AppContext, req: Request, res: Response): Promise<void> {
+  const signedIn = await currentSession(ctx, req);
   if (!signedIn) {
     res.redirect(303, LOGIN);
     return;
@@ -74,7 +74,7 @@ export function postApproval(ctx: AppContext, req: Request, res: Response): void
     return;
   }
   try {
-    answerApproval(ctx, id, decision as Answer, { userId: signedIn.user.id });
+    await answerApproval(ctx, id, decision as Answer, { userId: signedIn.user.id });
   } catch (err) {
     if (err instanceof ProtocolError && (err.status === 404 || err.status === 409)) {
       res.redirect(303, `${RETURN_TO}?done=gone`);

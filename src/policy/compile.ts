@@ -13,6 +13,7 @@ import { atomsOf, pathText } from './ast.js';
 import { fmtExpr, fmtLimitField } from './format.js';
 import { compileAgentMatcher, compileTypedMatcher, splitFirstColon } from './patterns.js';
 import { compileReader, MISSING, scalarTypeOf, type Env, type Read } from './values.js';
+import type { UsageLimit } from './usage.js';
 
 export type Ctx = Record<string, unknown>;
 
@@ -62,6 +63,8 @@ export interface CompiledLimitBlock {
   forAgent: string;
   agent: (id: string) => boolean;
   fields: CompiledLimitField[];
+  /** the block's limits over time (`count max 20 per 1h`) */
+  usage?: UsageLimit[];
   source: string;
   ast: LimitsNode;
 }

@@ -1,5 +1,6 @@
-// The decision order (description, "Decision order"):
-//   2. limits      → deny  constraint_violated: <field> <operator>      (agents: their capability's and the files')
+// The decision order, each step with its reason code:
+//   2. limits      → deny  constraint_violated: <field> <operator>      (agents: their capability's and the files',
+//                    plain ones first, then limits over time against the usage the request states)
 //   3. deny rules  → deny  rule_denied: <rule>
 //   4. grants      → deny  not_granted: <action> [(capability)|(person)]
 //                    an agent needs the capability; the subject (and, for a delegated agent, its
@@ -16,6 +17,7 @@ import { fmtExpr } from './format.js';
 import { permissionCovers } from './patterns.js';
 import { renderReason } from './reason.js';
 import { compileReader, envOf, MISSING, type Env } from './values.js';
+import { apiUsageLimits, checkUsageLimits, isCountEntry, usageViolationField, type UsageLimit } from './usage.js';
 
 const STEPS: TraceStep['step'][] = ['limits', 'deny_rules', 'grants', 'approval_rules', 'allow'];
 
@@ -31,6 +33,9 @@ function checkApiLimits(limits: JsonLimits, ctx: Ctx, trace: TraceStep[], source
   for (const field in limits) {
     if (!hasOwn(limits, field)) continue;
     const spec = limits[field];
+    // Limits over time are the usage step's.
+    if (isCountEntry(field, spec)) continue;
+    if (typeof spec === 'object' && spec !== null && hasOwn(spec, 'sum') && Object.keys(spec).length === 1) continue;
     const present = hasOwn(ctx, field) && ctx[field] !== undefined;
     const v = present ? ctx[field] : undefined;
     let violated: LimitOp | string | null = null;
@@ -54,7 +59,7 @@ function checkApiLimits(limits: JsonLimits, ctx: Ctx, trace: TraceStep[], source
         }
       }
       for (const op in s) {
-        if (!hasOwn(s, op) || API_OPS.includes(op)) continue;
+        if (!hasOwn(s, op) || API_OPS.includes(op) || op === 'sum') continue;
         check += ` ${op} ${JSON.stringify(s[op])}`;
         violated ??= op;
       }
@@ -200,6 +205,7 @@ function run(req: DecisionRequest, p: CompiledPolicy, version: string, trace: Tr
 
   // 2. limits: the capability's API limits, then every file block for this agent. People have neither.
   let capability: { name: string; limits?: JsonLimits | null } | undefined;
+  let usage: Decision['usage'];
   if (isAgent) {
     const caps = isArray(subject.capabilities) ? subject.capabilities : [];
     for (let i = 0; i < caps.length; i++) if (caps[i]?.name === action) { capability = caps[i]; break; }
@@ -224,10 +230,57 @@ function run(req: DecisionRequest, p: CompiledPolicy, version: string, trace: Tr
         }
       }
     }
+    // Limits over time, after the plain ones, against the usage the request states.
+    const overTime = usageLimitsOf(capability, action, blocks, subject.id);
+    if (overTime.length) {
+      limitChecks += overTime.length;
+      const r = checkUsageLimits(overTime, ctx, req.usage, trace);
+      usage = r.checks;
+      if (r.violated) {
+        const { field, operator } = usageViolationField(r.violated);
+        const d = deny({ code: 'constraint_violated', field, operator }, version, trace, 'limits');
+        d.usage = usage;
+        return d;
+      }
+    }
     if (limitChecks === 0) trace.push({ step: 'limits', check: `no limits on ${action}`, outcome: 'pass' });
   } else {
     trace.push({ step: 'limits', check: 'a person acting directly has no capability limits', outcome: 'pass' });
   }
+  const decided = rulesAndGrants(req, p, version, trace, explain, env, subject, isAgent, capability);
+  if (usage) decided.usage = usage;
+  return decided;
+}
+
+/**
+ * The limits over time a request is judged by, in the order decide() checks them: what the
+ * server must read (and, on an allow, consume) around the decision. People have none.
+ */
+export function usageLimitsFor(request: DecisionRequest, policySet: PolicySet): UsageLimit[] {
+  const { subject, action } = request;
+  if (subject.type !== 'agent') return [];
+  const capability = (subject.capabilities ?? []).find((c) => c.name === action);
+  return usageLimitsOf(capability, action, policySet.compiled.limits.get(action), subject.id);
+}
+
+/** The limits over time of a request: its capability's (management API), then every file block's for the agent. */
+function usageLimitsOf(
+  capability: { name: string; limits?: JsonLimits | null } | undefined,
+  action: string,
+  blocks: CompiledPolicy['limits'] extends Map<string, infer B> ? B | undefined : never,
+  agentId: string,
+): UsageLimit[] {
+  const out: UsageLimit[] = capability && capability.limits ? [...apiUsageLimits(capability.limits, action)] : [];
+  if (blocks) for (const b of blocks) if (b.usage && b.usage.length && b.agent(agentId)) out.push(...b.usage);
+  return out;
+}
+
+/** Steps 3 to 6: deny rules, grants, approval rules, allow. */
+function rulesAndGrants(
+  req: DecisionRequest, p: CompiledPolicy, version: string, trace: TraceStep[], explain: boolean,
+  env: Env, subject: SubjectFacts, isAgent: boolean, capability: { name: string; limits?: JsonLimits | null } | undefined,
+): Decision {
+  const { action, resource } = req;
 
   // 3. deny rules
   const ri = resource.indexOf(':');

@@ -10,7 +10,7 @@ export type { PolicySet } from './compile.js';
 export { formatDiagnostic } from './diagnostics.js';
 export { validateJsonRule, validateJsonLimits, ruleToJson } from './json.js';
 export { loadPolicySet, readPolicyDir, parseAndValidate, hasErrors, type CheckOptions } from './load.js';
-export { decide } from './decide.js';
+export { decide, usageLimitsFor } from './decide.js';
 export { renderReason } from './reason.js';
 export { explainDecision, explainText, completeRequest } from './explain.js';
 export { permissionCovers, singularOf } from './patterns.js';

@@ -7,6 +7,7 @@ import { checkFieldName } from './names.js';
 import { validateLimitFields, validateRule } from './validate.js';
 import { parseExpr } from './parser.js';
 import { fmtExpr } from './format.js';
+import { isCountEntry, jsonUsageLimits } from './usage.js';
 
 const OPS: ReadonlySet<string> = new Set(['gte', 'gt', 'lte', 'lt', 'eq', 'ne']);
 
@@ -102,9 +103,13 @@ export function jsonLimitsToAst(limits: unknown, source = 'api:limits'): { field
   if (!isObject(limits)) return { fields: null, diagnostics: [{ ...loc, message: 'limits must be a JSON object {field: value | {max, min, in, not_in}}', severity: 'error' }] };
   const fields: LimitField[] = [];
   for (const [field, v] of Object.entries(limits)) {
+    // Limits over time (`count`, a field's `sum`) are read by jsonUsageLimits below.
+    if (isCountEntry(field, v)) continue;
+    if (isObject(v) && Object.hasOwn(v, 'sum') && Object.keys(v).length === 1) continue;
     const f: LimitField = { field, loc };
     if (isObject(v)) {
       for (const [op, raw] of Object.entries(v)) {
+        if (op === 'sum') continue;
         const lit = toLiteral(raw);
         if (op !== 'max' && op !== 'min' && op !== 'in' && op !== 'not_in') {
           (f.bad ??= []).push({ message: `${field}: unknown operator "${op}" (use max, min, in or not_in)`, loc });
@@ -122,6 +127,7 @@ export function jsonLimitsToAst(limits: unknown, source = 'api:limits'): { field
     fields.push(f);
   }
   validateLimitFields(fields, loc, out);
+  out.push(...jsonUsageLimits(limits, source).diagnostics);
   return { fields: out.length ? null : fields, diagnostics: out };
 }
 

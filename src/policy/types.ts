@@ -2,6 +2,8 @@
 // (parser, validator, compiler, evaluator, CLI) and the other parts of Gatehouse
 // share exactly one definition.
 
+import type { UsageCheck, UsageFacts } from './usage.js';
+
 export interface SourceFile { path: string; text: string }
 
 /**
@@ -26,7 +28,7 @@ export interface JsonFieldCondition { field: string; op: ConditionOp; value: unk
 /** A condition in the file syntax: `{"expr": "resource.owner == person.email"}`. */
 export interface JsonExprCondition { expr: string }
 
-/** The rule shape of the management API (the description's "Rule shape"). */
+/** The rule shape of the management API: subjects, relation, object, an optional condition. */
 export interface JsonRule {
   id?: string;
   name: string;
@@ -93,6 +95,8 @@ export interface DecisionRequest {
   /** The clock: milliseconds since the Unix epoch. Never read inside decide(). */
   now: number;
   approved?: boolean;
+  /** What the agent has used of its limits over time, by usage key (`count per 1h`); none stated is none used. */
+  usage?: UsageFacts;
 }
 
 export type DecisionValue = 'allow' | 'deny' | 'approval_required';
@@ -116,7 +120,7 @@ export interface TraceStep {
   source?: string;
   /** The rule this step evaluated. */
   rule?: string;
-  /** The values the check read (for the rule that decided, and for every rule under explain). */
+  /** The values the check read: a rule's (the one that decided, and every rule under explain), a limit's, a limit over time's usage. */
   reads?: ValueRead[];
   /** Why the rule applied or did not, in words: `condition holds`, `fails closed: context.amount is missing`, ... */
   why?: string;
@@ -130,4 +134,6 @@ export interface Decision {
   policyVersion: string;
   rule?: string;
   trace: TraceStep[];
+  /** The limits over time checked, with the usage read and what an allow adds (the server consumes it). */
+  usage?: UsageCheck[];
 }

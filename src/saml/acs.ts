@@ -109,10 +109,10 @@ function showError(res: Response, description: string, status = 400): void {
  * account with that email (no accounts are created here).
  */
 export function acsEndpoint(ctx: AppContext): RequestHandler {
-  return (req, res) => {
+  return async (req, res) => {
     try {
       // 1. The connection and the message
-      const idp = usableIdp(ctx, String(req.params.name));
+      const idp = await usableIdp(ctx, String(req.params.name));
       if (typeof idp === 'string') return sendPage(res, 404, errorPage('not_found', idp));
       const message = readBindingMessage(req, 'SAMLResponse');
       if (!message || message.binding !== 'post') fail('SAMLResponse is missing (HTTP-POST binding)');
@@ -134,12 +134,12 @@ export function acsEndpoint(ctx: AppContext): RequestHandler {
       if (responseInResponseTo && responseInResponseTo !== inResponseTo) fail('the Response and its Assertion answer different requests');
 
       // 4. Our request, used up (a replayed Response finds nothing)
-      const pending = ctx.store.saml.takeSpRequest(inResponseTo, idp.name) ?? fail('the Response answers no pending request (expired or already used)');
+      const pending = await ctx.store.saml.takeSpRequest(inResponseTo, idp.name) ?? fail('the Response answers no pending request (expired or already used)');
 
       // 5. The person, by email; then a session of our own
       const email = emailOf(assertion) ?? fail('the Assertion carries no email address');
-      const user = ctx.store.users.getByEmail(email) ?? fail(`there is no account for ${email}`);
-      startSession(ctx, res, user.id, SAML_AMR, SAML_ACR, currentSession(ctx, req)?.session);
+      const user = await ctx.store.users.getByEmail(email) ?? fail(`there is no account for ${email}`);
+      await startSession(ctx, res, user.id, SAML_AMR, SAML_ACR, (await currentSession(ctx, req))?.session);
       ctx.logger.info({ connection: idp.name, sub: user.id }, 'saml sign-in through external idp');
       res.setHeader('Cache-Control', 'no-store');
       res.redirect(302, pending!.return_to ?? '/');

@@ -13,8 +13,8 @@ const tags = ['SAML'];
  */
 export function samlAdminRouter(ctx: AppContext): Router {
   const router = Router();
-  const named = (name: string) => {
-    const c = ctx.store.saml.get(name);
+  const named = async (name: string) => {
+    const c = await ctx.store.saml.get(name);
     if (!c) throw errors.notFound(`no SAML connection named ${name}`);
     return c;
   };
@@ -26,9 +26,9 @@ export function samlAdminRouter(ctx: AppContext): Router {
       request: connectionCreate,
       responses: { 201: { description: 'the connection', schema: connectionView }, 409: 'the name (or an sp entity_id) is taken' },
     },
-    (req, res) => {
+    async (req, res) => {
       const body = parseWith(connectionCreate, req.body ?? {});
-      res.status(201).json(connectionJson(ctx, createConnection(ctx, body)));
+      res.status(201).json(connectionJson(ctx, await createConnection(ctx, body)));
     },
   );
 
@@ -38,7 +38,7 @@ export function samlAdminRouter(ctx: AppContext): Router {
       method: 'get', path: '/saml/connections', expressPath: '/connections', tags, summary: 'List the SAML connections',
       responses: { 200: { description: 'the connections', schema: z.object({ data: z.array(connectionView) }) } },
     },
-    (_req, res) => void res.json({ data: ctx.store.saml.list().map((c) => connectionJson(ctx, c)) }),
+    async (_req, res) => void res.json({ data: (await ctx.store.saml.list()).map((c) => connectionJson(ctx, c)) }),
   );
 
   adminRoute(
@@ -47,7 +47,7 @@ export function samlAdminRouter(ctx: AppContext): Router {
       method: 'get', path: '/saml/connections/{name}', expressPath: '/connections/:name', tags, summary: 'Read a SAML connection',
       responses: { 200: { description: 'the connection', schema: connectionView } },
     },
-    (req, res) => void res.json(connectionJson(ctx, named(param(req, 'name')))),
+    async (req, res) => void res.json(connectionJson(ctx, await named(param(req, 'name')))),
   );
 
   adminRoute(
@@ -57,13 +57,13 @@ export function samlAdminRouter(ctx: AppContext): Router {
       request: connectionPut,
       responses: { 200: { description: 'the connection', schema: connectionView }, 409: 'the sp entity_id is taken' },
     },
-    (req, res) => {
+    async (req, res) => {
       const name = param(req, 'name');
-      const current = named(name);
+      const current = await named(name);
       // `kind` may be left out: the connection keeps its kind
       const sent = req.body && typeof req.body === 'object' && !Array.isArray(req.body) ? req.body : {};
       const body = parseWith(connectionPut, { kind: current.kind, ...sent });
-      res.json(connectionJson(ctx, replaceConnection(ctx, name, body)));
+      res.json(connectionJson(ctx, await replaceConnection(ctx, name, body)));
     },
   );
 
@@ -73,8 +73,8 @@ export function samlAdminRouter(ctx: AppContext): Router {
       method: 'delete', path: '/saml/connections/{name}', expressPath: '/connections/:name', tags, summary: 'Delete a SAML connection',
       responses: { 204: 'deleted' },
     },
-    (req, res) => {
-      deleteConnection(ctx, param(req, 'name'));
+    async (req, res) => {
+      await deleteConnection(ctx, param(req, 'name'));
       res.status(204).end();
     },
   );

@@ -187,34 +187,34 @@ function toFields(name: string, b: ConnectionPut): SamlConnectionFields {
 
 const entityTaken = (entityId: string) => `an sp connection with entity_id ${entityId} exists`;
 
-export function createConnection(ctx: AppContext, b: ConnectionCreate): SamlConnection {
+export function createConnection(ctx: AppContext, b: ConnectionCreate): Promise<SamlConnection> {
   const f = toFields(b.name, b);
   return onDuplicate(`a SAML connection named ${b.name} exists`, () =>
-    ctx.store.transaction(() => {
-      if (ctx.store.saml.get(b.name)) throw errors.conflict(`a SAML connection named ${b.name} exists`);
-      if (f.kind === 'sp' && ctx.store.saml.spByEntityId(f.entity_id)) throw errors.conflict(entityTaken(f.entity_id));
-      return ctx.store.saml.create(f);
+    ctx.store.transaction(async (tx) => {
+      if (await tx.saml.get(b.name)) throw errors.conflict(`a SAML connection named ${b.name} exists`);
+      if (f.kind === 'sp' && await tx.saml.spByEntityId(f.entity_id)) throw errors.conflict(entityTaken(f.entity_id));
+      return await tx.saml.create(f);
     }),
   );
 }
 
-export function replaceConnection(ctx: AppContext, name: string, b: ConnectionPut): SamlConnection {
+export function replaceConnection(ctx: AppContext, name: string, b: ConnectionPut): Promise<SamlConnection> {
   if (b.name !== undefined && b.name !== name) {
     const message = 'differs from the name in the path (a connection cannot be renamed)';
     throw errors.invalidRequest(`name: ${message}`, { issues: [{ path: 'name', message, code: 'custom' }] });
   }
   const f = toFields(name, b);
   return onDuplicate(entityTaken(f.entity_id), () =>
-    ctx.store.transaction(() => {
-      const other = f.kind === 'sp' ? ctx.store.saml.spByEntityId(f.entity_id) : undefined;
+    ctx.store.transaction(async (tx) => {
+      const other = f.kind === 'sp' ? await tx.saml.spByEntityId(f.entity_id) : undefined;
       if (other && other.name !== name) throw errors.conflict(entityTaken(f.entity_id));
-      const updated = ctx.store.saml.update(f);
+      const updated = await tx.saml.update(f);
       if (!updated) throw errors.notFound(`no SAML connection named ${name}`);
       return updated;
     }),
   );
 }
 
-export function deleteConnection(ctx: AppContext, name: string): void {
-  if (!ctx.store.saml.delete(name)) throw errors.notFound(`no SAML connection named ${name}`);
+export async function deleteConnection(ctx: AppContext, name: string): Promise<void> {
+  if (!(await ctx.store.saml.delete(name))) throw errors.notFound(`no SAML connection named ${name}`);
 }

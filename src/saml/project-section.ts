@@ -8,10 +8,10 @@ import { connectionCreate, createConnection, replaceConnection, type ConnectionC
 export const samlConnectionsSection = {
   key: 'saml_connections',
   item: connectionCreate,
-  apply(ctx: AppContext, items: ConnectionCreate[]): void {
+  async apply(ctx: AppContext, items: ConnectionCreate[]): Promise<void> {
     for (const c of items) {
-      if (ctx.store.saml.get(c.name)) replaceConnection(ctx, c.name, c);
-      else createConnection(ctx, c);
+      if (await ctx.store.saml.get(c.name)) await replaceConnection(ctx, c.name, c);
+      else await createConnection(ctx, c);
     }
   },
 };

@@ -29,7 +29,7 @@ export function samlRouter(ctx: AppContext): Router {
 
   router.get('/saml/sp/:name/metadata', async (req, res) => {
     const name = param(req, 'name');
-    const connection = CONNECTION_NAME.test(name) ? ctx.store.saml.get(name) : undefined;
+    const connection = CONNECTION_NAME.test(name) ? await ctx.store.saml.get(name) : undefined;
     if (!connection || connection.kind !== 'idp') throw errors.notFound(`no SAML identity-provider connection named ${name}`);
     const xml = spMetadataXml(ctx, connection, await samlCertificate(ctx));
     metadataHeaders(req, res, () => res.send(xml));

@@ -41,11 +41,11 @@ export function sloEndpoint(ctx: AppContext): RequestHandler {
     // 1. The LogoutRequest of a registered SP
     const request = readLogoutRequest(req);
     if (typeof request === 'string') return showError(res, request);
-    const sp = ctx.store.saml.spByEntityId(request.issuer);
+    const sp = await ctx.store.saml.spByEntityId(request.issuer);
     if (!sp) return showError(res, `The service provider ${request.issuer} is not registered.`);
 
     // 2. Sign out
-    endSession(ctx, req, res);
+    await endSession(ctx, req, res);
     res.setHeader('Cache-Control', 'no-store');
     if (!sp.slo_url) return sendPage(res, 200, signedOutPage());
 

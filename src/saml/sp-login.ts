@@ -15,8 +15,8 @@ export const SP_REQUEST_TTL_SECONDS = 10 * 60;
 export const RSA_SHA256 = 'http://www.w3.org/2001/04/xmldsig-more#rsa-sha256';
 
 /** An `idp` connection that can sign people in: its SSO URL and certificate are known. */
-export function usableIdp(ctx: AppContext, name: string): SamlConnection | string {
-  const c = ctx.store.saml.get(name);
+export async function usableIdp(ctx: AppContext, name: string): Promise<SamlConnection | string> {
+  const c = await ctx.store.saml.get(name);
   if (!c || c.kind !== 'idp') return `There is no SAML identity provider named ${name}.`;
   if (!c.idp_sso_url || !c.idp_certificate) return `The SAML identity provider ${name} is not configured yet (idp_sso_url and idp_certificate).`;
   return c;
@@ -31,14 +31,14 @@ export function spLoginEndpoint(ctx: AppContext): RequestHandler {
   return async (req, res) => {
     // 1. The connection
     const name = String(req.params.name);
-    const idp = usableIdp(ctx, name);
+    const idp = await usableIdp(ctx, name);
     if (typeof idp === 'string') return sendPage(res, 404, errorPage('not_found', idp));
 
     // 2. The AuthnRequest, remembered
     const u = samlUrls(ctx);
     const id = newSamlId();
     const returnTo = safeReturnTo((req.query as Record<string, unknown>).return_to) ?? null;
-    ctx.store.saml.addSpRequest(id, idp.name, returnTo, SP_REQUEST_TTL_SECONDS);
+    await ctx.store.saml.addSpRequest(id, idp.name, returnTo, SP_REQUEST_TTL_SECONDS);
     const xml =
       `<samlp:AuthnRequest xmlns:samlp="${NS.samlp}" xmlns:saml="${NS.saml}" ID="${id}" Version="2.0" IssueInstant="${samlInstant(Math.floor(Date.now() / 1000))}"` +
       ` Destination="${escapeXml(idp.idp_sso_url)}" AssertionConsumerServiceURL="${escapeXml(u.spAcs(idp.name))}" ProtocolBinding="${BINDINGS.post}">` +

@@ -33,8 +33,8 @@ interface Accepted {
 }
 
 /** The SP by its entityID, and its ACS: a request naming an ACS other than the registered one is refused. */
-function registeredServiceProvider(ctx: AppContext, r: AuthnRequest): SamlConnection | string {
-  const sp = ctx.store.saml.spByEntityId(r.issuer);
+async function registeredServiceProvider(ctx: AppContext, r: AuthnRequest): Promise<SamlConnection | string> {
+  const sp = await ctx.store.saml.spByEntityId(r.issuer);
   if (!sp || !sp.acs_url) return `The service provider ${r.issuer} is not registered.`;
   if (r.acsUrl !== undefined && r.acsUrl !== sp.acs_url) return 'The AssertionConsumerServiceURL is not the one registered for this service provider.';
   if (r.acsUrl === undefined && r.acsIndex !== undefined && r.acsIndex !== '0') return 'Only AssertionConsumerServiceIndex 0 (the registered ACS URL) is known.';
@@ -63,10 +63,10 @@ async function answerSignedIn(ctx: AppContext, res: Response, a: Accepted, who: 
 }
 
 /** Keeps the request in SQLite (any worker may see the person come back) and sends the browser to sign in. */
-function holdForSignIn(ctx: AppContext, res: Response, a: Accepted): void {
+async function holdForSignIn(ctx: AppContext, res: Response, a: Accepted): Promise<void> {
   const id = randomToken();
   const t = nowSeconds();
-  ctx.store.saml.addPending({
+  await ctx.store.saml.addPending({
     id_hash: sha256(id),
     connection: a.sp.name,
     request_id: a.requestId,
@@ -96,7 +96,7 @@ export function ssoEndpoint(ctx: AppContext): RequestHandler {
     if (message.relayState && message.relayState.length > MAX_RELAY_STATE) return showError(res, `RelayState is longer than ${MAX_RELAY_STATE} characters.`);
 
     // 2. The registered SP and its ACS: until both are known, nothing is sent anywhere
-    const sp = registeredServiceProvider(ctx, request);
+    const sp = await registeredServiceProvider(ctx, request);
     if (typeof sp === 'string') return showError(res, sp);
     const base = { sp, requestId: request.id, relayState: message.relayState };
 
@@ -111,10 +111,10 @@ export function ssoEndpoint(ctx: AppContext): RequestHandler {
     const accepted: Accepted = { ...base, nameIdFormat: format, forceAuthn: request.forceAuthn };
 
     // 4. The person: signed in already, or sent to sign in and back to /saml/sso/resume
-    const who = currentSession(ctx, req);
+    const who = await currentSession(ctx, req);
     if (who && !request.forceAuthn) return answerSignedIn(ctx, res, accepted, who);
     if (request.isPassive) return answerWithStatus(ctx, res, base, NO_PASSIVE, 'The person is not signed in');
-    holdForSignIn(ctx, res, accepted);
+    await holdForSignIn(ctx, res, accepted);
   };
 }
 
@@ -124,21 +124,21 @@ export function ssoResumeEndpoint(ctx: AppContext): RequestHandler {
     // 1. The held request
     const id = (req.query as Record<string, unknown>).request;
     const idHash = typeof id === 'string' && id.length <= 200 ? sha256(id) : undefined;
-    const pending = idHash ? ctx.store.saml.pending(idHash) : undefined;
-    const sp = pending ? ctx.store.saml.get(pending.connection) : undefined;
+    const pending = idHash ? await ctx.store.saml.pending(idHash) : undefined;
+    const sp = pending ? await ctx.store.saml.get(pending.connection) : undefined;
     if (!pending || !sp || sp.kind !== 'sp' || !sp.acs_url) {
       return showError(res, 'This sign-in request has expired or is not known. Go back to the application and start again.');
     }
 
     // 2. The person, signed in after the request when it asked for ForceAuthn
-    const who = currentSession(ctx, req);
+    const who = await currentSession(ctx, req);
     if (!who || (pending.force_authn && who.session.auth_time < pending.created_at)) {
       res.setHeader('Cache-Control', 'no-store');
       return res.redirect(302, loginUrl(`/saml/sso/resume?request=${encodeURIComponent(String(id))}`));
     }
 
     // 3. Single use across every worker, then the answer
-    if (!ctx.store.saml.consumePending(idHash!)) return showError(res, 'This sign-in request was already answered.');
+    if (!(await ctx.store.saml.consumePending(idHash!))) return showError(res, 'This sign-in request was already answered.');
     return answerSignedIn(ctx, res, {
       sp,
       requestId: pending.request_id,

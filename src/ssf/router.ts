@@ -4,6 +4,7 @@ import { requireAdmin } from '../admin/auth.js';
 import type { AppContext } from '../context.js';
 import { randomToken } from '../crypto/hash.js';
 import { errors } from '../errors.js';
+import type { Store } from '../store/index.js';
 import type { OutboxEvent, OutboxState, StreamFields, StreamRecord } from '../store/ssf.js';
 import { enqueueVerification } from './sink.js';
 import {
@@ -50,18 +51,32 @@ function queryStreamId(req: Request, required: boolean): string | undefined {
 }
 
 /** SSF endpoints answer 404 for a stream this receiver does not have. */
-function loadStream(ctx: AppContext, id: string): StreamRecord {
-  const s = ctx.store.ssf.getStream(id);
+async function loadStream(store: Store, id: string): Promise<StreamRecord> {
+  const s = await store.ssf.getStream(id);
   if (!s) throw errors.notFound(`no stream ${JSON.stringify(id)}`);
   return s;
 }
 
 /** One stream per receiver endpoint: a second stream on the same `endpoint_url` is a 409. */
-function assertEndpointFree(ctx: AppContext, fields: StreamFields, selfId?: string): void {
-  const other = ctx.store.ssf.streamByEndpoint(fields.endpoint_url);
+async function assertEndpointFree(store: Store, fields: StreamFields, selfId?: string): Promise<void> {
+  const other = await store.ssf.streamByEndpoint(fields.endpoint_url);
   if (other && other.stream_id !== selfId) {
     throw errors.conflict(`a stream already delivers to this endpoint_url: ${other.stream_id}`, { stream_id: other.stream_id });
   }
+}
+
+/** Creates a stream from a receiver's request body (one stream per endpoint_url). */
+export async function createStream(ctx: AppContext, raw: unknown): Promise<StreamRecord> {
+  const fields = fieldsForCreate(ctx, raw);
+  return ctx.store.transaction(async (tx) => {
+    await assertEndpointFree(tx, fields);
+    return await tx.ssf.createStream(randomToken(16), fields);
+  });
+}
+
+/** Deletes a stream with its subjects and undelivered events. */
+export async function deleteStream(ctx: AppContext, id: string): Promise<void> {
+  if (!(await ctx.store.ssf.deleteStream(id))) throw errors.notFound(`no stream ${JSON.stringify(id)}`);
 }
 
 function outboxView(e: OutboxEvent) {
@@ -87,35 +102,31 @@ export function ssfRouter(ctx: AppContext): Router {
   router.use('/v1/ssf', noStore, requireAdmin(ctx));
 
   // Create a stream
-  router.post('/v1/ssf/streams', (req, res: Response) => {
-    const fields = fieldsForCreate(ctx, req.body);
-    const stream = ctx.store.transaction(() => {
-      assertEndpointFree(ctx, fields);
-      return ctx.store.ssf.createStream(randomToken(16), fields);
-    });
+  router.post('/v1/ssf/streams', async (req, res: Response) => {
+    const stream = await createStream(ctx, req.body);
     req.log.info({ stream_id: stream.stream_id }, 'ssf stream created');
     res.status(201).json(streamView(ctx, stream));
   });
 
   // Read one stream, or the list
-  router.get('/v1/ssf/streams', (req, res) => {
+  router.get('/v1/ssf/streams', async (req, res) => {
     const id = queryStreamId(req, false);
     if (id === undefined) {
-      res.json(ctx.store.ssf.listStreams().map((s) => streamView(ctx, s)));
+      res.json((await ctx.store.ssf.listStreams()).map((s) => streamView(ctx, s)));
       return;
     }
-    res.json(streamView(ctx, loadStream(ctx, id)));
+    res.json(streamView(ctx, await loadStream(ctx.store, id)));
   });
 
   // Update (PATCH) and replace (PUT)
   const change = (parse: typeof parsePatch | typeof parsePut, merge: typeof fieldsForPatch | typeof fieldsForPut) =>
-    ((req, res) => {
+    (async (req, res) => {
       const body = parse(req.body);
-      const stream = ctx.store.transaction(() => {
-        const current = loadStream(ctx, body.stream_id);
+      const stream = await ctx.store.transaction(async (tx) => {
+        const current = await loadStream(tx, body.stream_id);
         const fields = merge(ctx, current, body as never);
-        assertEndpointFree(ctx, fields, current.stream_id);
-        return ctx.store.ssf.updateStream(current.stream_id, fields)!;
+        await assertEndpointFree(tx, fields, current.stream_id);
+        return (await tx.ssf.updateStream(current.stream_id, fields))!;
       });
       res.json(streamView(ctx, stream));
     }) satisfies RequestHandler;
@@ -123,63 +134,63 @@ export function ssfRouter(ctx: AppContext): Router {
   router.put('/v1/ssf/streams', change(parsePut, fieldsForPut));
 
   // Delete: the stream, its subjects and its undelivered events
-  router.delete('/v1/ssf/streams', (req, res) => {
+  router.delete('/v1/ssf/streams', async (req, res) => {
     const id = queryStreamId(req, true)!;
-    if (!ctx.store.ssf.deleteStream(id)) throw errors.notFound(`no stream ${JSON.stringify(id)}`);
+    await deleteStream(ctx, id);
     req.log.info({ stream_id: id }, 'ssf stream deleted');
     res.status(204).end();
   });
 
   // Status
-  router.get('/v1/ssf/status', (req, res) => {
-    const s = loadStream(ctx, queryStreamId(req, true)!);
+  router.get('/v1/ssf/status', async (req, res) => {
+    const s = await loadStream(ctx.store, queryStreamId(req, true)!);
     res.json({ stream_id: s.stream_id, status: s.status, ...(s.status_reason ? { reason: s.status_reason } : {}) });
   });
-  router.post('/v1/ssf/status', (req, res) => {
+  router.post('/v1/ssf/status', async (req, res) => {
     const body = parseBody(statusBody, req.body);
-    const s = ctx.store.transaction(() => {
-      loadStream(ctx, body.stream_id);
-      ctx.store.ssf.setStatus(body.stream_id, body.status, body.reason ?? null);
-      return loadStream(ctx, body.stream_id);
+    const s = await ctx.store.transaction(async (tx) => {
+      await loadStream(tx, body.stream_id);
+      await tx.ssf.setStatus(body.stream_id, body.status, body.reason ?? null);
+      return loadStream(tx, body.stream_id);
     });
     req.log.info({ stream_id: s.stream_id, status: s.status }, 'ssf stream status changed');
     res.json({ stream_id: s.stream_id, status: s.status, ...(s.status_reason ? { reason: s.status_reason } : {}) });
   });
 
   // Subjects (the `:` is literal in these paths, not a route parameter)
-  router.post('/v1/ssf/subjects\\:add', (req, res) => {
+  router.post('/v1/ssf/subjects\\:add', async (req, res) => {
     const body = parseBody(addSubjectBody, req.body);
-    ctx.store.transaction(() => {
-      loadStream(ctx, body.stream_id);
-      ctx.store.ssf.addSubject(body.stream_id, canonicalKey(body.subject), body.subject, body.verified ?? true);
+    await ctx.store.transaction(async (tx) => {
+      await loadStream(tx, body.stream_id);
+      await tx.ssf.addSubject(body.stream_id, canonicalKey(body.subject), body.subject, body.verified ?? true);
     });
     res.status(200).end();
   });
-  router.post('/v1/ssf/subjects\\:remove', (req, res) => {
+  router.post('/v1/ssf/subjects\\:remove', async (req, res) => {
     const body = parseBody(removeSubjectBody, req.body);
-    ctx.store.transaction(() => {
-      loadStream(ctx, body.stream_id);
+    await ctx.store.transaction(async (tx) => {
+      await loadStream(tx, body.stream_id);
       // removing a subject that was never added is not an error (SSF lets us stay silent)
-      ctx.store.ssf.removeSubject(body.stream_id, canonicalKey(body.subject));
+      await tx.ssf.removeSubject(body.stream_id, canonicalKey(body.subject));
     });
     res.status(204).end();
   });
 
   // Verification: a verification SET carrying `state`, delivered like any other event
-  router.post('/v1/ssf/verify', (req, res) => {
+  router.post('/v1/ssf/verify', async (req, res) => {
     const body = parseBody(verifyBody, req.body);
-    ctx.store.transaction(() => {
-      const s = loadStream(ctx, body.stream_id);
+    await ctx.store.transaction(async (tx) => {
+      const s = await loadStream(tx, body.stream_id);
       // a disabled stream holds nothing, a verification event included
-      if (s.status !== 'disabled') enqueueVerification(ctx.store, ctx.urls.issuer, s, body.state);
+      if (s.status !== 'disabled') await enqueueVerification(tx, ctx.urls.issuer, s, body.state);
     });
     res.status(204).end();
   });
 
   // Delivery state of a stream's events (our addition): failed ones stay visible here
-  router.get('/v1/ssf/events', (req, res) => {
+  router.get('/v1/ssf/events', async (req, res) => {
     const id = queryStreamId(req, true)!;
-    loadStream(ctx, id);
+    await loadStream(ctx.store, id);
     const state = req.query.state;
     if (state !== undefined && !OUTBOX_STATES.includes(state as OutboxState)) {
       throw errors.invalidRequest(`state: must be one of ${OUTBOX_STATES.join(', ')}`, {
@@ -188,15 +199,15 @@ export function ssfRouter(ctx: AppContext): Router {
     }
     const limitRaw = req.query.limit;
     const limit = typeof limitRaw === 'string' && /^\d{1,4}$/.test(limitRaw) ? Math.max(1, Math.min(1000, Number(limitRaw))) : 100;
-    const data = ctx.store.ssf.events(id, (state as OutboxState | undefined) ?? null, limit).map(outboxView);
+    const data = (await ctx.store.ssf.events(id, (state as OutboxState | undefined) ?? null, limit)).map(outboxView);
     res.json({ data });
   });
   // Puts a stream's failed events back in the queue
-  router.post('/v1/ssf/events\\:retry', (req, res) => {
+  router.post('/v1/ssf/events\\:retry', async (req, res) => {
     const body = parseBody(streamIdBody, req.body);
-    const requeued = ctx.store.transaction(() => {
-      loadStream(ctx, body.stream_id);
-      return ctx.store.ssf.retryFailed(body.stream_id);
+    const requeued = await ctx.store.transaction(async (tx) => {
+      await loadStream(tx, body.stream_id);
+      return await tx.ssf.retryFailed(body.stream_id);
     });
     res.json({ stream_id: body.stream_id, requeued });
   });

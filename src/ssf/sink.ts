@@ -30,28 +30,28 @@ export function eventPayload(event: SecurityEventInput, nowSeconds: number): Rec
 }
 
 /** Does a stream want this event: the type requested, and (when it added subjects) one of them names the person. */
-function streamWants(store: Store, stream: StreamRecord, type: string, subject: EventSubject): boolean {
+async function streamWants(store: Store, stream: StreamRecord, type: string, subject: EventSubject): Promise<boolean> {
   if (!stream.events_requested.includes(type)) return false;
-  const added = store.ssf.subjects(stream.stream_id);
+  const added = await store.ssf.subjects(stream.stream_id);
   return added.length === 0 || added.some((a) => subjectMatches(a.subject, subject));
 }
 
 /**
  * The Shared Signals sink. `emit` runs inside the caller's store transaction and writes one
- * outbox row per stream that wants the event, synchronously (better-sqlite3, no awaits): the
- * event exists exactly when the change does. The delivery worker signs and sends the rows.
+ * outbox row per stream that wants the event: the event exists exactly when the change does.
+ * The delivery worker signs and sends the rows.
  */
-export function createSignalSink(store: Store, opts: { issuer: string }): SignalSink {
+export function createSignalSink(opts: { issuer: string }): SignalSink {
   return {
-    emit(event: SecurityEventInput): void {
+    async emit(store: Store, event: SecurityEventInput): Promise<void> {
       const t = Math.floor(Date.now() / 1000);
       const subject: EventSubject = { issuer: opts.issuer, ...event.subject };
       const payload = eventPayload(event, t);
       // one txn for every SET this change causes, on every stream
       const txn = newId();
-      store.transaction(() => {
-        for (const stream of store.ssf.liveStreams()) {
-          if (!streamWants(store, stream, event.type, subject)) continue;
+      await store.transaction(async (tx) => {
+        for (const stream of await tx.ssf.liveStreams()) {
+          if (!(await streamWants(tx, stream, event.type, subject))) continue;
           const claims = setClaims({
             issuer: opts.issuer,
             aud: stream.aud,
@@ -61,7 +61,7 @@ export function createSignalSink(store: Store, opts: { issuer: string }): Signal
             eventType: event.type,
             event: payload,
           });
-          store.ssf.enqueue({ stream_id: stream.stream_id, jti: claims.jti, event_type: event.type, claims });
+          await tx.ssf.enqueue({ stream_id: stream.stream_id, jti: claims.jti, event_type: event.type, claims });
         }
       });
     },
@@ -69,7 +69,7 @@ export function createSignalSink(store: Store, opts: { issuer: string }): Signal
 }
 
 /** Records a verification event for a stream (SSF 1.0 §8.1.4): `sub_id` is the stream itself. */
-export function enqueueVerification(store: Store, issuer: string, stream: StreamRecord, state: string | undefined): void {
+export async function enqueueVerification(store: Store, issuer: string, stream: StreamRecord, state: string | undefined): Promise<void> {
   const claims = setClaims({
     issuer,
     aud: stream.aud,
@@ -78,5 +78,5 @@ export function enqueueVerification(store: Store, issuer: string, stream: Stream
     eventType: VERIFICATION_EVENT,
     event: state === undefined ? {} : { state },
   });
-  store.ssf.enqueue({ stream_id: stream.stream_id, jti: claims.jti, event_type: VERIFICATION_EVENT, claims });
+  await store.ssf.enqueue({ stream_id: stream.stream_id, jti: claims.jti, event_type: VERIFICATION_EVENT, claims });
 }

@@ -1,4 +1,4 @@
-import type { Db } from './db.js';
+import type { Sql } from './sql.js';
 import { bool, now, parseJson } from './util.js';
 
 export type ApprovalKind = 'ciba' | 'action';
@@ -34,10 +34,11 @@ interface Row extends Omit<Approval, 'scope' | 'openid' | 'context'> {
   openid: number;
   context: string | null;
   auth_req_hash: string | null;
+  seq?: number;
 }
 
 const toApproval = (r: Row): Approval => {
-  const { auth_req_hash: _h, ...rest } = r;
+  const { auth_req_hash: _h, seq: _s, ...rest } = r;
   return {
     ...rest,
     scope: parseJson<string[]>(r.scope, []),
@@ -82,115 +83,111 @@ export type PollOutcome =
   | { kind: 'too_soon'; approval: Approval }
   | { kind: 'ok'; approval: Approval };
 
+const BY_ID = 'SELECT * FROM agent_approvals WHERE id = ?';
+const BY_AUTH_REQ = 'SELECT * FROM agent_approvals WHERE auth_req_hash = ?';
+
 /** Client assertion replay protection, CIBA requests and approvals. */
-export function agentAuthStore(db: Db) {
-  const insertJti = db.prepare('INSERT OR IGNORE INTO agent_assertion_jtis (agent_id, jti, expires_at) VALUES (?, ?, ?)');
-  const purgeJtis = db.prepare('DELETE FROM agent_assertion_jtis WHERE expires_at < ?');
-  // Answered or expired requests are kept a day for the administrators' list, then dropped.
-  const purgeApprovals = db.prepare('DELETE FROM agent_approvals WHERE expires_at < ?');
-
-  const insertCiba = db.prepare(
-    `INSERT INTO agent_approvals (id, kind, agent_id, user_id, binding_message, auth_req_hash, auth_req_enc, scope, openid, poll_interval, last_poll_ms, created_at, expires_at)
-     VALUES (@id, 'ciba', @agent_id, @user_id, @binding_message, @auth_req_hash, @auth_req_enc, @scope, @openid, @poll_interval, @last_poll_ms, @created_at, @expires_at)`,
-  );
-  const insertAction = db.prepare(
-    `INSERT INTO agent_approvals (id, kind, agent_id, user_id, binding_message, action, resource, context, action_key, rule, created_at, expires_at)
-     VALUES (@id, 'action', @agent_id, @user_id, @binding_message, @action, @resource, @context, @action_key, @rule, @created_at, @expires_at)`,
-  );
-  const byId = db.prepare<[string], Row>('SELECT * FROM agent_approvals WHERE id = ?');
-  const byAuthReq = db.prepare<[string], Row>('SELECT * FROM agent_approvals WHERE auth_req_hash = ?');
-  const setPoll = db.prepare('UPDATE agent_approvals SET last_poll_ms = ? WHERE id = ?');
-  const decide = db.prepare(
-    `UPDATE agent_approvals SET state = @state, decided_at = @t, decided_by = @by, expires_at = @expires_at
-     WHERE id = @id AND state = 'pending' AND expires_at > @t`,
-  );
-  const consume = db.prepare(
-    "UPDATE agent_approvals SET state = 'consumed', consumed_at = @t WHERE id = @id AND state = 'approved' AND expires_at > @t",
-  );
-  // The newest request for one action that still matters: pending, approved or denied and not past its window.
-  const latestForAction = db.prepare<[string, number], Row>(
-    `SELECT * FROM agent_approvals WHERE action_key = ? AND kind = 'action' AND state IN ('pending', 'approved', 'denied') AND expires_at > ?
-     ORDER BY created_at DESC, rowid DESC LIMIT 1`,
-  );
-  const list = db.prepare<Record<string, unknown>, Row>(
-    `SELECT * FROM agent_approvals
-     WHERE (@user_id IS NULL OR user_id = @user_id)
-       AND (@state IS NULL
-            OR (@state = 'pending' AND state = 'pending' AND expires_at > @t)
-            OR (@state = 'expired' AND state = 'pending' AND expires_at <= @t)
-            OR (@state NOT IN ('pending', 'expired') AND state = @state))
-     ORDER BY created_at DESC, rowid DESC LIMIT @limit`,
-  );
-
-  const pollTx = db.transaction((hash: string, nowMs: number, toleranceMs: number): PollOutcome => {
-    const r = byAuthReq.get(hash);
-    if (!r) return { kind: 'unknown' };
-    const last = r.last_poll_ms ?? 0;
-    const interval = (r.poll_interval ?? 5) * 1000;
-    setPoll.run(nowMs, r.id);
-    const approval = toApproval({ ...r, last_poll_ms: nowMs });
-    return nowMs - last + toleranceMs < interval ? { kind: 'too_soon', approval } : { kind: 'ok', approval };
-  });
-
-  // One primary-key read: the hot path checks the `agents` counter on every call.
-  const counter = db.prepare<[string], number>('SELECT version FROM change_counters WHERE domain = ?').pluck();
-
+export function agentAuthStore(sql: Sql) {
   let inserts = 0;
+  const purge = async (t: number): Promise<number> => {
+    const jtis = await sql.run('DELETE FROM agent_assertion_jtis WHERE expires_at < ?', [t - 60]);
+    // Answered or expired requests are kept a day for the administrators' list, then dropped.
+    const approvals = await sql.run('DELETE FROM agent_approvals WHERE expires_at < ?', [t - 24 * 60 * 60]);
+    return jtis.changes + approvals.changes;
+  };
+  const byId = async (s: Sql, id: string): Promise<Approval | undefined> => {
+    const r = await s.get<Row>(BY_ID, [id]);
+    return r && toApproval(r);
+  };
 
   return {
-    /** The `agents` (or another domain's) change counter, as settings.version reads it but by key. */
-    changeCounter: (domain: string): number => counter.get(domain) ?? 0,
-    /** Records a client assertion's jti; false when it was seen before (a replay). */
-    useJti(agentId: string, jti: string, expiresAt: number): boolean {
+    /**
+     * Records a client assertion's jti; false when it was seen before (a replay). One
+     * INSERT ... ON CONFLICT DO NOTHING: of two uses at once, on any instance, one inserts.
+     */
+    async useJti(agentId: string, jti: string, expiresAt: number): Promise<boolean> {
       // Purge now and then: rows are only needed until the assertion itself expires.
-      if (++inserts % 500 === 0) {
-        purgeJtis.run(now() - 60);
-        purgeApprovals.run(now() - 24 * 60 * 60);
-      }
-      return insertJti.run(agentId, jti, expiresAt).changes === 1;
+      if (++inserts % 500 === 0) await purge(now());
+      const r = await sql.run('INSERT INTO agent_assertion_jtis (agent_id, jti, expires_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING', [agentId, jti, expiresAt]);
+      return r.changes === 1;
     },
-    createCiba(r: NewCibaRequest): Approval {
+    /** Drops jtis of expired assertions and approvals answered or expired more than a day ago. */
+    purgeExpired: (t: number = now()): Promise<number> => purge(t),
+    async createCiba(r: NewCibaRequest): Promise<Approval> {
       const t = now();
-      insertCiba.run({
-        ...r,
-        scope: JSON.stringify(r.scope),
-        openid: r.openid ? 1 : 0,
-        last_poll_ms: Date.now(),
-        created_at: t,
-      });
-      return toApproval(byId.get(r.id)!);
+      await sql.run(
+        `INSERT INTO agent_approvals (id, kind, agent_id, user_id, binding_message, auth_req_hash, auth_req_enc, scope, openid, poll_interval, last_poll_ms, created_at, expires_at)
+         VALUES (@id, 'ciba', @agent_id, @user_id, @binding_message, @auth_req_hash, @auth_req_enc, @scope, @openid, @poll_interval, @last_poll_ms, @created_at, @expires_at)`,
+        { ...r, scope: JSON.stringify(r.scope), openid: r.openid ? 1 : 0, last_poll_ms: Date.now(), created_at: t },
+      );
+      return (await byId(sql, r.id))!;
     },
-    createAction(r: NewActionApproval): Approval {
-      insertAction.run({ ...r, created_at: now() });
-      return toApproval(byId.get(r.id)!);
+    async createAction(r: NewActionApproval): Promise<Approval> {
+      await sql.run(
+        `INSERT INTO agent_approvals (id, kind, agent_id, user_id, binding_message, action, resource, context, action_key, rule, created_at, expires_at)
+         VALUES (@id, 'action', @agent_id, @user_id, @binding_message, @action, @resource, @context, @action_key, @rule, @created_at, @expires_at)`,
+        { ...r, created_at: now() },
+      );
+      return (await byId(sql, r.id))!;
     },
-    get(id: string): Approval | undefined {
-      const r = byId.get(id);
-      return r && toApproval(r);
-    },
-    byAuthReqHash(hash: string): Approval | undefined {
-      const r = byAuthReq.get(hash);
+    get: (id: string): Promise<Approval | undefined> => byId(sql, id),
+    async byAuthReqHash(hash: string): Promise<Approval | undefined> {
+      const r = await sql.get<Row>(BY_AUTH_REQ, [hash]);
       return r && toApproval(r);
     },
     /**
-     * One poll of a CIBA request, atomically across processes: records the poll time and says
-     * whether it came sooner than `interval` seconds after the request or the previous poll.
+     * One poll of a CIBA request, atomically across processes and instances: records the poll
+     * time and says whether it came sooner than `interval` seconds after the request or the
+     * previous poll.
      */
-    poll: (hash: string, nowMs: number, toleranceMs: number): PollOutcome => pollTx.immediate(hash, nowMs, toleranceMs),
-    /** pending → approved or denied; `expiresAt` is the window that follows (false when not pending or expired). */
-    decide(id: string, state: 'approved' | 'denied', by: string, expiresAt: number): boolean {
-      return decide.run({ id, state, by, t: now(), expires_at: expiresAt }).changes === 1;
+    poll(hash: string, nowMs: number, toleranceMs: number): Promise<PollOutcome> {
+      return sql.transaction(async (tx): Promise<PollOutcome> => {
+        await tx.lock(`ciba-poll:${hash}`);
+        const r = await tx.get<Row>(BY_AUTH_REQ, [hash]);
+        if (!r) return { kind: 'unknown' };
+        const last = r.last_poll_ms ?? 0;
+        const interval = (r.poll_interval ?? 5) * 1000;
+        await tx.run('UPDATE agent_approvals SET last_poll_ms = ? WHERE id = ?', [nowMs, r.id]);
+        const approval = toApproval({ ...r, last_poll_ms: nowMs });
+        return nowMs - last + toleranceMs < interval ? { kind: 'too_soon', approval } : { kind: 'ok', approval };
+      });
     },
-    /** approved → consumed, once: true for exactly one caller. */
-    consume: (id: string): boolean => consume.run({ id, t: now() }).changes === 1,
-    latestForAction(actionKey: string): Approval | undefined {
-      const r = latestForAction.get(actionKey, now());
+    /** pending → approved or denied; `expiresAt` is the window that follows (false when not pending or expired). */
+    async decide(id: string, state: 'approved' | 'denied', by: string, expiresAt: number): Promise<boolean> {
+      const r = await sql.run(
+        `UPDATE agent_approvals SET state = @state, decided_at = @t, decided_by = @by, expires_at = @expires_at
+         WHERE id = @id AND state = 'pending' AND expires_at > @t`,
+        { id, state, by, t: now(), expires_at: expiresAt },
+      );
+      return r.changes === 1;
+    },
+    /** approved → consumed, once: true for exactly one caller, on any instance (one conditional UPDATE). */
+    consume: async (id: string): Promise<boolean> =>
+      (await sql.run("UPDATE agent_approvals SET state = 'consumed', consumed_at = @t WHERE id = @id AND state = 'approved' AND expires_at > @t", { id, t: now() }))
+        .changes === 1,
+    /** The newest request for one action that still matters: pending, approved or denied and not past its window. */
+    async latestForAction(actionKey: string): Promise<Approval | undefined> {
+      const r = await sql.get<Row>(
+        `SELECT * FROM agent_approvals WHERE action_key = ? AND kind = 'action' AND state IN ('pending', 'approved', 'denied') AND expires_at > ?
+         ORDER BY created_at DESC, seq DESC LIMIT 1`,
+        [actionKey, now()],
+      );
       return r && toApproval(r);
     },
-    list(f: { state?: string; user_id?: string; limit?: number } = {}): Approval[] {
-      return list
-        .all({ user_id: f.user_id ?? null, state: f.state ?? null, t: now(), limit: Math.min(Math.max(f.limit ?? 100, 1), 1000) })
-        .map(toApproval);
+    /** Serializes the decisions about one action (its approval is looked up, then consumed or created). */
+    lockAction: (actionKey: string): Promise<void> => sql.lock(`approval:${actionKey}`),
+    async list(f: { state?: string; user_id?: string; limit?: number } = {}): Promise<Approval[]> {
+      const rows = await sql.all<Row>(
+        `SELECT * FROM agent_approvals
+         WHERE (CAST(@user_id AS TEXT) IS NULL OR user_id = @user_id)
+           AND (CAST(@state AS TEXT) IS NULL
+                OR (@state = 'pending' AND state = 'pending' AND expires_at > @t)
+                OR (@state = 'expired' AND state = 'pending' AND expires_at <= @t)
+                OR (@state NOT IN ('pending', 'expired') AND state = @state))
+         ORDER BY created_at DESC, seq DESC LIMIT @limit`,
+        { user_id: f.user_id ?? null, state: f.state ?? null, t: now(), limit: Math.min(Math.max(f.limit ?? 100, 1), 1000) },
+      );
+      return rows.map(toApproval);
     },
   };
 }

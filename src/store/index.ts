@@ -1,11 +1,14 @@
-import type { Db } from './db.js';
 import { agentsStore } from './agents.js';
 import { agentAuthStore } from './agent-auth.js';
 import { applicationsStore } from './applications.js';
 import { auditStore } from './audit.js';
+import { entitiesStore } from './entities.js';
+import { perTurnFeed, type ChangeFeed } from './changes.js';
 import { keysStore } from './keys.js';
+import { leasesStore } from './leases.js';
 import { mcpStore } from './mcp.js';
 import { oauthStore } from './oauth.js';
+import { policyVersionsStore } from './policy-versions.js';
 import { rateLimitsStore } from './rate-limits.js';
 import { rolesStore } from './roles.js';
 import { samlStore } from './saml.js';
@@ -14,33 +17,81 @@ import { sessionsStore } from './sessions.js';
 import { settingsStore } from './settings.js';
 import { ssfStore } from './ssf.js';
 import { usersStore } from './users.js';
+import { usageStore } from './usage.js';
+import { webauthnStore } from './webauthn.js';
+import type { Sql, SqlDatabase } from './sql.js';
 
 /**
  * Every table is reached through one of these modules; the rest of the code writes no SQL.
- * Each area adds its module here (one line) and its migration file in ./migrations.
+ * Each area adds its module here (one line) and its migration file in ./migrations. A module
+ * is written once against `Sql`, so it runs on SQLite and on PostgreSQL alike.
  */
-export function createStore(db: Db) {
+function modules(sql: Sql, changes: ChangeFeed) {
   return {
-    db,
-    /** Runs `fn` in one immediate (write-locking) transaction. */
-    transaction<T>(fn: () => T): T {
-      return db.inTransaction ? fn() : db.transaction(fn).immediate();
-    },
-    settings: settingsStore(db),
-    keys: keysStore(db),
-    applications: applicationsStore(db),
-    users: usersStore(db),
-    roles: rolesStore(db),
-    agents: agentsStore(db),
-    agentAuth: agentAuthStore(db),
-    rules: rulesStore(db),
-    sessions: sessionsStore(db),
-    audit: auditStore(db),
-    mcp: mcpStore(db),
-    ssf: ssfStore(db),
-    oauth: oauthStore(db),
-    rateLimits: rateLimitsStore(db),
-    saml: samlStore(db),
+    settings: settingsStore(sql, changes),
+    keys: keysStore(sql),
+    applications: applicationsStore(sql, changes),
+    users: usersStore(sql),
+    roles: rolesStore(sql),
+    agents: agentsStore(sql),
+    agentAuth: agentAuthStore(sql),
+    entities: entitiesStore(sql),
+    rules: rulesStore(sql),
+    sessions: sessionsStore(sql),
+    audit: auditStore(sql),
+    mcp: mcpStore(sql),
+    ssf: ssfStore(sql),
+    oauth: oauthStore(sql),
+    rateLimits: rateLimitsStore(sql),
+    saml: samlStore(sql),
+    leases: leasesStore(sql),
+    policyVersions: policyVersionsStore(sql),
+    usage: usageStore(sql),
+    webauthn: webauthnStore(sql),
   };
 }
-export type Store = ReturnType<typeof createStore>;
+
+export interface Store extends ReturnType<typeof modules> {
+  /** The executor this store runs on (inside a transaction: that transaction's). Raw SQL is for src/store and tests only. */
+  readonly sql: Sql;
+  /** The change counters the in-memory caches follow. */
+  readonly changes: ChangeFeed;
+  /** The database the process opened. */
+  readonly database: SqlDatabase;
+  /**
+   * Runs `fn` in one transaction with `tx`, a store bound to it, and commits when `fn`
+   * resolves. The body awaits only calls on `tx` (see Sql.transaction); inside a transaction,
+   * `transaction` runs `fn` in the same one.
+   */
+  transaction<T>(fn: (tx: Store) => Promise<T>): Promise<T>;
+  /** Stops the change feed and closes the database. */
+  close(): Promise<void>;
+}
+
+/** The store over an opened (and migrated) database, with the database's own change feed. */
+export async function openStore(database: SqlDatabase): Promise<Store> {
+  return createStore(database, await database.changeFeed());
+}
+
+export function createStore(database: SqlDatabase, changes: ChangeFeed = perTurnFeed(database)): Store {
+  // One store per transaction executor: on SQLite there is only ever one, so it is built once.
+  const bound = new WeakMap<Sql, Store>();
+  const storeOf = (sql: Sql): Store => {
+    let store = bound.get(sql);
+    if (store) return store;
+    const self: Store = {
+      sql,
+      changes,
+      database,
+      ...modules(sql, changes),
+      transaction: <T>(fn: (tx: Store) => Promise<T>): Promise<T> => (sql.inTransaction ? fn(self) : sql.transaction((tx) => fn(storeOf(tx)))),
+      close: async () => {
+        await changes.close();
+        await database.close();
+      },
+    };
+    bound.set(sql, (store = self));
+    return store;
+  };
+  return storeOf(database);
+}

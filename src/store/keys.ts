@@ -1,4 +1,4 @@
-import type { Db } from './db.js';
+import type { Sql } from './sql.js';
 
 export interface SigningKeyRow {
   kid: string;
@@ -9,28 +9,25 @@ export interface SigningKeyRow {
   retired_at: number | null;
 }
 
-export function keysStore(db: Db) {
-  const insert = db.prepare(
-    'INSERT INTO signing_keys (kid, alg, public_jwk, private_enc, created_at, retired_at) VALUES (@kid, @alg, @public_jwk, @private_enc, @created_at, NULL)',
-  );
-  const retire = db.prepare('UPDATE signing_keys SET retired_at = ? WHERE alg = ? AND retired_at IS NULL AND kid != ?');
-  const published = db.prepare<[number], SigningKeyRow>(
-    'SELECT * FROM signing_keys WHERE retired_at IS NULL OR retired_at > ? ORDER BY created_at DESC, kid',
-  );
-  const active = db.prepare<[], SigningKeyRow>('SELECT * FROM signing_keys WHERE retired_at IS NULL ORDER BY created_at DESC');
-  const purge = db.prepare('DELETE FROM signing_keys WHERE retired_at IS NOT NULL AND retired_at <= ?');
+export function keysStore(sql: Sql) {
   return {
     /** Adds a key and retires the alg's previous active key in one step. */
-    add(row: Omit<SigningKeyRow, 'retired_at'>): void {
-      db.transaction(() => {
-        insert.run(row);
-        retire.run(row.created_at, row.alg, row.kid);
-      }).immediate();
+    async add(row: Omit<SigningKeyRow, 'retired_at'>): Promise<void> {
+      await sql.transaction(async (tx) => {
+        await tx.run(
+          'INSERT INTO signing_keys (kid, alg, public_jwk, private_enc, created_at, retired_at) VALUES (@kid, @alg, @public_jwk, @private_enc, @created_at, NULL)',
+          row,
+        );
+        await tx.run('UPDATE signing_keys SET retired_at = ? WHERE alg = ? AND retired_at IS NULL AND kid != ?', [row.created_at, row.alg, row.kid]);
+      });
     },
-    active: (): SigningKeyRow[] => active.all(),
+    active: (): Promise<SigningKeyRow[]> =>
+      sql.all<SigningKeyRow>('SELECT * FROM signing_keys WHERE retired_at IS NULL ORDER BY created_at DESC, kid'),
     /** Keys still in the JWK Set: active, or retired less than `keepSeconds` ago. */
-    published: (nowSec: number, keepSeconds: number): SigningKeyRow[] => published.all(nowSec - keepSeconds),
-    purgeRetiredBefore: (cutoff: number): number => purge.run(cutoff).changes,
+    published: (nowSec: number, keepSeconds: number): Promise<SigningKeyRow[]> =>
+      sql.all<SigningKeyRow>('SELECT * FROM signing_keys WHERE retired_at IS NULL OR retired_at > ? ORDER BY created_at DESC, kid', [nowSec - keepSeconds]),
+    purgeRetiredBefore: async (cutoff: number): Promise<number> =>
+      (await sql.run('DELETE FROM signing_keys WHERE retired_at IS NOT NULL AND retired_at <= ?', [cutoff])).changes,
   };
 }
 export type KeysStore = ReturnType<typeof keysStore>;

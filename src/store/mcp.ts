@@ -1,4 +1,4 @@
-import type { Db } from './db.js';
+import type { Sql } from './sql.js';
 import { now, parseJson } from './util.js';
 
 /** How one upstream tool becomes an action on a resource with a context (all optional: defaults apply). */
@@ -26,41 +26,40 @@ export type McpUpstreamFields = Omit<McpUpstreamRow, 'created_at' | 'updated_at'
 
 const toUpstream = (r: Row): McpUpstreamRow => ({ ...r, tools: parseJson(r.tools, {}) });
 
-/** The upstream MCP servers of the gateway. Callers bump the `mcp` change counter on writes. */
-export function mcpStore(db: Db) {
-  const insert = db.prepare(
-    `INSERT INTO mcp_upstreams (name, url, headers_sealed, timeout_ms, tools, created_at, updated_at)
-     VALUES (@name, @url, @headers_sealed, @timeout_ms, @tools, @t, @t)`,
-  );
-  const upsert = db.prepare(
-    `INSERT INTO mcp_upstreams (name, url, headers_sealed, timeout_ms, tools, created_at, updated_at)
-     VALUES (@name, @url, @headers_sealed, @timeout_ms, @tools, @t, @t)
-     ON CONFLICT (name) DO UPDATE SET url = excluded.url, headers_sealed = excluded.headers_sealed,
-       timeout_ms = excluded.timeout_ms, tools = excluded.tools, updated_at = excluded.updated_at`,
-  );
-  const byName = db.prepare<[string], Row>('SELECT * FROM mcp_upstreams WHERE name = ?');
-  const list = db.prepare<[], Row>('SELECT * FROM mcp_upstreams ORDER BY name');
-  const del = db.prepare('DELETE FROM mcp_upstreams WHERE name = ?');
-  const params = (f: McpUpstreamFields) => ({ ...f, tools: JSON.stringify(f.tools), t: now() });
+const BY_NAME = 'SELECT * FROM mcp_upstreams WHERE name = ?';
+const params = (f: McpUpstreamFields) => ({ ...f, tools: JSON.stringify(f.tools), t: now() });
 
+/** The upstream MCP servers of the gateway. Callers bump the `mcp` change counter on writes. */
+export function mcpStore(sql: Sql) {
+  const byName = (name: string) => sql.get<Row>(BY_NAME, [name]);
   return {
-    /** Throws on a duplicate name (SQLITE_CONSTRAINT_PRIMARYKEY). */
-    create(f: McpUpstreamFields): McpUpstreamRow {
-      insert.run(params(f));
-      return toUpstream(byName.get(f.name)!);
+    /** Throws on a duplicate name (a unique violation). */
+    async create(f: McpUpstreamFields): Promise<McpUpstreamRow> {
+      await sql.run(
+        `INSERT INTO mcp_upstreams (name, url, headers_sealed, timeout_ms, tools, created_at, updated_at)
+         VALUES (@name, @url, @headers_sealed, @timeout_ms, @tools, @t, @t)`,
+        params(f),
+      );
+      return toUpstream((await byName(f.name))!);
     },
     /** Creates or replaces; `created` tells which. */
-    put(f: McpUpstreamFields): { upstream: McpUpstreamRow; created: boolean } {
-      const existed = byName.get(f.name) !== undefined;
-      upsert.run(params(f));
-      return { upstream: toUpstream(byName.get(f.name)!), created: !existed };
+    async put(f: McpUpstreamFields): Promise<{ upstream: McpUpstreamRow; created: boolean }> {
+      const existed = (await byName(f.name)) !== undefined;
+      await sql.run(
+        `INSERT INTO mcp_upstreams (name, url, headers_sealed, timeout_ms, tools, created_at, updated_at)
+         VALUES (@name, @url, @headers_sealed, @timeout_ms, @tools, @t, @t)
+         ON CONFLICT (name) DO UPDATE SET url = excluded.url, headers_sealed = excluded.headers_sealed,
+           timeout_ms = excluded.timeout_ms, tools = excluded.tools, updated_at = excluded.updated_at`,
+        params(f),
+      );
+      return { upstream: toUpstream((await byName(f.name))!), created: !existed };
     },
-    get(name: string): McpUpstreamRow | undefined {
-      const r = byName.get(name);
+    async get(name: string): Promise<McpUpstreamRow | undefined> {
+      const r = await byName(name);
       return r && toUpstream(r);
     },
-    list: (): McpUpstreamRow[] => list.all().map(toUpstream),
-    delete: (name: string): boolean => del.run(name).changes === 1,
+    list: async (): Promise<McpUpstreamRow[]> => (await sql.all<Row>('SELECT * FROM mcp_upstreams ORDER BY name')).map(toUpstream),
+    delete: async (name: string): Promise<boolean> => (await sql.run('DELETE FROM mcp_upstreams WHERE name = ?', [name])).changes === 1,
   };
 }
 export type McpStore = ReturnType<typeof mcpStore>;

@@ -1,4 +1,4 @@
-import type { Db } from './db.js';
+import type { Sql } from './sql.js';
 import { now, parseJson } from './util.js';
 
 export type RuleState = 'draft' | 'live' | 'disabled';
@@ -49,46 +49,44 @@ const params = (id: string, f: RuleFields) => ({
   t: now(),
 });
 
-export function rulesStore(db: Db) {
-  const insert = db.prepare(
-    `INSERT INTO rules (id, name, effect, subjects, relation, object, condition, state, created_at, updated_at)
-     VALUES (@id, @name, @effect, @subjects, @relation, @object, @condition, 'draft', @t, @t)`,
-  );
-  const byId = db.prepare<[string], Row>('SELECT * FROM rules WHERE id = ?');
-  const byName = db.prepare<[string], Row>('SELECT * FROM rules WHERE name = ?');
-  const list = db.prepare<[], Row>('SELECT * FROM rules ORDER BY created_at, id');
-  const live = db.prepare<[], Row>("SELECT * FROM rules WHERE state = 'live' ORDER BY name");
-  const setState = db.prepare('UPDATE rules SET state = ?, updated_at = ? WHERE id = ?');
-  const setValidated = db.prepare('UPDATE rules SET validated_hash = ?, updated_at = ? WHERE id = ?');
-  const del = db.prepare('DELETE FROM rules WHERE id = ?');
-  const update = db.prepare(
-    `UPDATE rules SET name = @name, effect = @effect, subjects = @subjects, relation = @relation, object = @object,
-       condition = @condition, updated_at = @t WHERE id = @id`,
-  );
+const BY_ID = 'SELECT * FROM rules WHERE id = ?';
+
+export function rulesStore(sql: Sql) {
+  const byId = async (id: string): Promise<Rule | undefined> => {
+    const r = await sql.get<Row>(BY_ID, [id]);
+    return r && toRule(r);
+  };
   return {
-    create(id: string, f: RuleFields): Rule {
-      insert.run(params(id, f));
-      return toRule(byId.get(id)!);
+    async create(id: string, f: RuleFields): Promise<Rule> {
+      await sql.run(
+        `INSERT INTO rules (id, name, effect, subjects, relation, object, condition, state, created_at, updated_at)
+         VALUES (@id, @name, @effect, @subjects, @relation, @object, @condition, 'draft', @t, @t)`,
+        params(id, f),
+      );
+      return (await byId(id))!;
     },
-    get(id: string): Rule | undefined {
-      const r = byId.get(id);
+    get: byId,
+    async getByName(name: string): Promise<Rule | undefined> {
+      const r = await sql.get<Row>('SELECT * FROM rules WHERE name = ?', [name]);
       return r && toRule(r);
     },
-    getByName(name: string): Rule | undefined {
-      const r = byName.get(name);
-      return r && toRule(r);
-    },
-    list: (): Rule[] => list.all().map(toRule),
-    live: (): Rule[] => live.all().map(toRule),
+    list: async (): Promise<Rule[]> => (await sql.all<Row>('SELECT * FROM rules ORDER BY created_at, id')).map(toRule),
+    live: async (): Promise<Rule[]> => (await sql.all<Row>("SELECT * FROM rules WHERE state = 'live' ORDER BY name")).map(toRule),
     /** Replaces the content; the state is left to the caller (a changed rule needs a new validate). */
-    update(id: string, f: RuleFields): Rule | undefined {
-      const changes = update.run(params(id, f)).changes;
-      if (changes === 0) return undefined;
-      return toRule(byId.get(id)!);
+    async update(id: string, f: RuleFields): Promise<Rule | undefined> {
+      const r = await sql.run(
+        `UPDATE rules SET name = @name, effect = @effect, subjects = @subjects, relation = @relation, object = @object,
+           condition = @condition, updated_at = @t WHERE id = @id`,
+        params(id, f),
+      );
+      if (r.changes === 0) return undefined;
+      return byId(id);
     },
-    setState: (id: string, state: RuleState): boolean => setState.run(state, now(), id).changes === 1,
-    setValidatedHash: (id: string, hash: string | null): boolean => setValidated.run(hash, now(), id).changes === 1,
-    delete: (id: string): boolean => del.run(id).changes === 1,
+    setState: async (id: string, state: RuleState): Promise<boolean> =>
+      (await sql.run('UPDATE rules SET state = ?, updated_at = ? WHERE id = ?', [state, now(), id])).changes === 1,
+    setValidatedHash: async (id: string, hash: string | null): Promise<boolean> =>
+      (await sql.run('UPDATE rules SET validated_hash = ?, updated_at = ? WHERE id = ?', [hash, now(), id])).changes === 1,
+    delete: async (id: string): Promise<boolean> => (await sql.run('DELETE FROM rules WHERE id = ?', [id])).changes === 1,
   };
 }
 export type RulesStore = ReturnType<typeof rulesStore>;

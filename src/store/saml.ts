@@ -1,4 +1,4 @@
-import type { Db } from './db.js';
+import type { Sql } from './sql.js';
 import { now } from './util.js';
 
 export type SamlConnectionKind = 'sp' | 'idp';
@@ -29,68 +29,61 @@ export interface SamlPendingRequest {
   expires_at: number;
 }
 
-export function samlStore(db: Db) {
-  const insert = db.prepare(
-    `INSERT INTO saml_connections (name, kind, entity_id, acs_url, slo_url, name_id_format, idp_sso_url, idp_certificate, created_at, updated_at)
-     VALUES (@name, @kind, @entity_id, @acs_url, @slo_url, @name_id_format, @idp_sso_url, @idp_certificate, @t, @t)`,
-  );
-  const update = db.prepare(
-    `UPDATE saml_connections SET kind = @kind, entity_id = @entity_id, acs_url = @acs_url, slo_url = @slo_url,
-       name_id_format = @name_id_format, idp_sso_url = @idp_sso_url, idp_certificate = @idp_certificate, updated_at = @t
-     WHERE name = @name`,
-  );
-  const byName = db.prepare<[string], SamlConnection>('SELECT * FROM saml_connections WHERE name = ?');
-  const spByEntity = db.prepare<[string], SamlConnection>("SELECT * FROM saml_connections WHERE kind = 'sp' AND entity_id = ?");
-  const list = db.prepare<[], SamlConnection>('SELECT * FROM saml_connections ORDER BY name');
-  const del = db.prepare('DELETE FROM saml_connections WHERE name = ?');
+const BY_NAME = 'SELECT * FROM saml_connections WHERE name = ?';
 
-  const addPending = db.prepare(
-    `INSERT INTO saml_pending_requests (id_hash, connection, request_id, relay_state, name_id_format, force_authn, created_at, expires_at)
-     VALUES (@id_hash, @connection, @request_id, @relay_state, @name_id_format, @force_authn, @created_at, @expires_at)`,
-  );
-  const pending = db.prepare<[string, number], SamlPendingRequest>('SELECT * FROM saml_pending_requests WHERE id_hash = ? AND expires_at > ?');
-  const consumePending = db.prepare('DELETE FROM saml_pending_requests WHERE id_hash = ? AND expires_at > ?');
-  const purgePending = db.prepare('DELETE FROM saml_pending_requests WHERE expires_at <= ?');
-
-  const addSpRequest = db.prepare('INSERT INTO saml_sp_requests (request_id, connection, return_to, expires_at) VALUES (?, ?, ?, ?)');
-  const takeSpRequest = db.prepare<[string, string, number], { return_to: string | null }>(
-    'DELETE FROM saml_sp_requests WHERE request_id = ? AND connection = ? AND expires_at > ? RETURNING return_to',
-  );
-  const purgeSpRequests = db.prepare('DELETE FROM saml_sp_requests WHERE expires_at <= ?');
-
+export function samlStore(sql: Sql) {
+  const get = (name: string) => sql.get<SamlConnection>(BY_NAME, [name]);
   return {
-    create(c: SamlConnectionFields): SamlConnection {
-      insert.run({ ...c, t: now() });
-      return byName.get(c.name)!;
+    async create(c: SamlConnectionFields): Promise<SamlConnection> {
+      await sql.run(
+        `INSERT INTO saml_connections (name, kind, entity_id, acs_url, slo_url, name_id_format, idp_sso_url, idp_certificate, created_at, updated_at)
+         VALUES (@name, @kind, @entity_id, @acs_url, @slo_url, @name_id_format, @idp_sso_url, @idp_certificate, @t, @t)`,
+        { ...c, t: now() },
+      );
+      return (await get(c.name))!;
     },
     /** Replaces every field but the name; undefined when there is no such connection. */
-    update(c: SamlConnectionFields): SamlConnection | undefined {
-      if (update.run({ ...c, t: now() }).changes !== 1) return undefined;
-      return byName.get(c.name);
+    async update(c: SamlConnectionFields): Promise<SamlConnection | undefined> {
+      const r = await sql.run(
+        `UPDATE saml_connections SET kind = @kind, entity_id = @entity_id, acs_url = @acs_url, slo_url = @slo_url,
+           name_id_format = @name_id_format, idp_sso_url = @idp_sso_url, idp_certificate = @idp_certificate, updated_at = @t
+         WHERE name = @name`,
+        { ...c, t: now() },
+      );
+      if (r.changes !== 1) return undefined;
+      return get(c.name);
     },
-    get: (name: string): SamlConnection | undefined => byName.get(name),
-    spByEntityId: (entityId: string): SamlConnection | undefined => spByEntity.get(entityId),
-    list: (): SamlConnection[] => list.all(),
-    delete: (name: string): boolean => del.run(name).changes === 1,
+    get,
+    spByEntityId: (entityId: string): Promise<SamlConnection | undefined> =>
+      sql.get<SamlConnection>("SELECT * FROM saml_connections WHERE kind = 'sp' AND entity_id = ?", [entityId]),
+    list: (): Promise<SamlConnection[]> => sql.all<SamlConnection>('SELECT * FROM saml_connections ORDER BY name'),
+    delete: async (name: string): Promise<boolean> => (await sql.run('DELETE FROM saml_connections WHERE name = ?', [name])).changes === 1,
 
-    addPending(p: SamlPendingRequest): void {
-      purgePending.run(now());
-      addPending.run(p);
+    async addPending(p: SamlPendingRequest): Promise<void> {
+      await sql.run('DELETE FROM saml_pending_requests WHERE expires_at <= ?', [now()]);
+      await sql.run(
+        `INSERT INTO saml_pending_requests (id_hash, connection, request_id, relay_state, name_id_format, force_authn, created_at, expires_at)
+         VALUES (@id_hash, @connection, @request_id, @relay_state, @name_id_format, @force_authn, @created_at, @expires_at)`,
+        p,
+      );
     },
-    pending: (idHash: string): SamlPendingRequest | undefined => pending.get(idHash, now()),
-    /** true for exactly one caller across every worker process (single use). */
-    consumePending: (idHash: string): boolean => consumePending.run(idHash, now()).changes === 1,
+    pending: (idHash: string): Promise<SamlPendingRequest | undefined> =>
+      sql.get<SamlPendingRequest>('SELECT * FROM saml_pending_requests WHERE id_hash = ? AND expires_at > ?', [idHash, now()]),
+    /** true for exactly one caller across every process and instance (single use). */
+    consumePending: async (idHash: string): Promise<boolean> =>
+      (await sql.run('DELETE FROM saml_pending_requests WHERE id_hash = ? AND expires_at > ?', [idHash, now()])).changes === 1,
 
     /** An AuthnRequest we sent as the SP of connection `name`. */
-    addSpRequest(requestId: string, name: string, returnTo: string | null, ttlSeconds: number): void {
+    async addSpRequest(requestId: string, name: string, returnTo: string | null, ttlSeconds: number): Promise<void> {
       const t = now();
-      purgeSpRequests.run(t);
-      addSpRequest.run(requestId, name, returnTo, t + ttlSeconds);
+      await sql.run('DELETE FROM saml_sp_requests WHERE expires_at <= ?', [t]);
+      await sql.run('INSERT INTO saml_sp_requests (request_id, connection, return_to, expires_at) VALUES (?, ?, ?, ?)', [requestId, name, returnTo, t + ttlSeconds]);
     },
-    /** The request a Response answers, removed as it is read: a Response is accepted once, on any worker. */
-    takeSpRequest(requestId: string, name: string): { return_to: string | null } | undefined {
-      return takeSpRequest.get(requestId, name, now());
-    },
+    /** The request a Response answers, removed as it is read: a Response is accepted once, anywhere. */
+    takeSpRequest: (requestId: string, name: string): Promise<{ return_to: string | null } | undefined> =>
+      sql.get<{ return_to: string | null }>('DELETE FROM saml_sp_requests WHERE request_id = ? AND connection = ? AND expires_at > ? RETURNING return_to', [
+        requestId, name, now(),
+      ]),
   };
 }
 export type SamlStore = ReturnType<typeof samlStore>;

@@ -1,28 +1,21 @@
-import type { Db } from './db.js';
+import { bumpCounter, type ChangeFeed } from './changes.js';
+import type { Sql } from './sql.js';
 
-/** Key/value settings and the change counters that keep every worker's caches right. */
-export function settingsStore(db: Db) {
-  const get = db.prepare<[string], { value: string }>('SELECT value FROM settings WHERE key = ?');
-  const set = db.prepare('INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value');
-  const setIfAbsent = db.prepare('INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING');
-  const bump = db.prepare(
-    'INSERT INTO change_counters (domain, version) VALUES (?, 1) ON CONFLICT (domain) DO UPDATE SET version = version + 1',
-  );
-  const all = db.prepare<[], { domain: string; version: number }>('SELECT domain, version FROM change_counters');
+/** Key/value settings and the change counters that keep every process's caches right. */
+export function settingsStore(sql: Sql, changes: ChangeFeed) {
   return {
-    get: (key: string): string | undefined => get.get(key)?.value,
-    set: (key: string, value: string): void => void set.run(key, value),
+    get: async (key: string): Promise<string | undefined> =>
+      (await sql.get<{ value: string }>('SELECT value FROM settings WHERE key = ?', [key]))?.value,
+    set: async (key: string, value: string): Promise<void> => {
+      await sql.run('INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value', [key, value]);
+    },
     /** true when this call wrote the value (first writer wins across processes) */
-    setIfAbsent: (key: string, value: string): boolean => setIfAbsent.run(key, value).changes === 1,
-    /** Marks a domain (`keys`, `agents`, `policy`, `applications`, ...) as changed. */
-    bump: (domain: string): void => void bump.run(domain),
-    /** One cheap read: a string that changes whenever any counter does. */
-    versions: (): string =>
-      all
-        .all()
-        .map((r) => `${r.domain}=${r.version}`)
-        .join(','),
-    version: (domain: string): number => all.all().find((r) => r.domain === domain)?.version ?? 0,
+    setIfAbsent: async (key: string, value: string): Promise<boolean> =>
+      (await sql.run('INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING', [key, value])).changes === 1,
+    /** Marks a domain (`keys`, `agents`, `policy`, `applications`, ...) as changed, when the surrounding transaction commits. */
+    bump: (domain: string): Promise<void> => bumpCounter(sql, changes, domain),
+    /** The domain's change stamp, as the caches see it. */
+    version: (domain: string): Promise<number> => changes.version(domain),
   };
 }
 export type SettingsStore = ReturnType<typeof settingsStore>;

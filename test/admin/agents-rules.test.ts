@@ -20,24 +20,24 @@ const enc = encodeURIComponent;
 
 describe('roles', () => {
   it('create, read, replace, delete; each change moves the agents counter', async () => {
-    let v = agentsVersion();
+    let v = await agentsVersion();
     const created = await server.admin('POST', '/roles', { name: 'support', permissions: ['read:tickets', 'update:tickets'] });
     expect(created.status).toBe(201);
     expect(created.body).toMatchObject({ name: 'support', permissions: ['read:tickets', 'update:tickets'] });
-    expect(agentsVersion()).toBeGreaterThan(v);
+    expect(await agentsVersion()).toBeGreaterThan(v);
     expect((await server.admin('POST', '/roles', { name: 'support', permissions: [] })).status).toBe(409);
 
-    v = agentsVersion();
+    v = await agentsVersion();
     const put = await server.admin('PUT', '/roles/support', { permissions: ['read:tickets'] });
     expect(put.status).toBe(200);
     expect(put.body.permissions).toEqual(['read:tickets']);
-    expect(agentsVersion()).toBeGreaterThan(v);
+    expect(await agentsVersion()).toBeGreaterThan(v);
     expect((await server.admin('GET', '/roles/support')).body.permissions).toEqual(['read:tickets']);
     expect((await server.admin('GET', '/roles')).body.data.map((r: { name: string }) => r.name)).toContain('support');
 
-    v = agentsVersion();
+    v = await agentsVersion();
     expect((await server.admin('DELETE', '/roles/support')).status).toBe(204);
-    expect(agentsVersion()).toBeGreaterThan(v);
+    expect(await agentsVersion()).toBeGreaterThan(v);
     expect((await server.admin('GET', '/roles/support')).status).toBe(404);
   });
 
@@ -51,7 +51,7 @@ describe('roles', () => {
 describe('agents', () => {
   it('registers with a SPIFFE ID on the issuer host, reachable URL-encoded', async () => {
     const { pub } = newJwk();
-    const v = agentsVersion();
+    const v = await agentsVersion();
     const res = await server.admin('POST', '/agents', {
       name: 'billing',
       mode: 'autonomous',
@@ -62,7 +62,7 @@ describe('agents', () => {
     expect(res.status).toBe(201);
     expect(res.body.agent_id).toBe('spiffe://localhost/agent/billing');
     expect(res.body.public_jwk).toEqual({ kty: 'OKP', crv: 'Ed25519', x: pub.x });
-    expect(agentsVersion()).toBeGreaterThan(v);
+    expect(await agentsVersion()).toBeGreaterThan(v);
 
     const got = await server.admin('GET', `/agents/${enc(res.body.agent_id)}`);
     expect(got.status).toBe(200);
@@ -113,29 +113,29 @@ describe('agents', () => {
     expect(created.body.agent_id).toBe(id);
 
     const second = newJwk();
-    let v = agentsVersion();
+    let v = await agentsVersion();
     const patched = await server.admin('PATCH', `/agents/${enc(id)}`, { public_jwk: second.pub, capabilities: [{ name: 'read:reports' }], roles: ['viewer'] });
     expect(patched.status).toBe(200);
     expect(patched.body).toMatchObject({ name: 'reporter', public_jwk: { x: second.pub.x }, roles: ['viewer'], capabilities: [{ name: 'read:reports', limits: {} }] });
-    expect(agentsVersion()).toBeGreaterThan(v);
+    expect(await agentsVersion()).toBeGreaterThan(v);
 
-    v = agentsVersion();
+    v = await agentsVersion();
     const cap = await server.admin('PUT', `/agents/${enc(id)}/capabilities/${enc('create:refunds')}`, { limits: { amount: { max: 100 } } });
     expect(cap.status).toBe(200);
     expect(cap.body).toEqual({ name: 'create:refunds', limits: { amount: { max: 100 } } });
-    expect(agentsVersion()).toBeGreaterThan(v);
+    expect(await agentsVersion()).toBeGreaterThan(v);
     const lowered = await server.admin('PUT', `/agents/${enc(id)}/capabilities/create:refunds`, { limits: { amount: { max: 10 } } });
     expect(lowered.body.limits).toEqual({ amount: { max: 10 } });
-    expect(server.ctx.store.agents.get(id)!.capabilities.find((c) => c.name === 'create:refunds')!.limits).toEqual({ amount: { max: 10 } });
+    expect((await server.ctx.store.agents.get(id))!.capabilities.find((c) => c.name === 'create:refunds')!.limits).toEqual({ amount: { max: 10 } });
     expect((await server.admin('PUT', `/agents/${enc(id)}/capabilities/refunds`, {})).status).toBe(400);
     expect((await server.admin('PUT', `/agents/${enc(id)}/capabilities/create:refunds`, { limits: { amount: { nope: 1 } } })).status).toBe(400);
 
     expect((await server.admin('DELETE', `/agents/${enc(id)}/capabilities/create:refunds`)).status).toBe(204);
     expect((await server.admin('DELETE', `/agents/${enc(id)}/capabilities/create:refunds`)).status).toBe(404);
 
-    v = agentsVersion();
+    v = await agentsVersion();
     expect((await server.admin('POST', `/agents/${enc(id)}/revoke`)).status).toBe(204);
-    expect(agentsVersion()).toBeGreaterThan(v);
+    expect(await agentsVersion()).toBeGreaterThan(v);
     const revoked = await server.admin('GET', `/agents/${enc(id)}`);
     expect(revoked.body.revoked).toBe(true);
     expect(revoked.body.revoked_at).toEqual(expect.any(String));
@@ -228,9 +228,9 @@ describe('audit', () => {
   it('newest first, filtered, a page at a time', async () => {
     const a = 'spiffe://localhost/agent/auditor';
     for (let i = 0; i < 5; i++) {
-      server.ctx.store.audit.append({ agent_id: a, action: 'create:refunds', resource: `refund:${i}`, decision: i % 2 ? 'deny' : 'allow', reason: i % 2 ? 'rule_denied: r' : 'allowed', policy_version: 'v1', time: 1_700_000_000 + i });
+      await server.ctx.store.audit.append({ agent_id: a, action: 'create:refunds', resource: `refund:${i}`, decision: i % 2 ? 'deny' : 'allow', reason: i % 2 ? 'rule_denied: r' : 'allowed', policy_version: 'v1', time: 1_700_000_000 + i });
     }
-    server.ctx.store.audit.append({ agent_id: 'spiffe://localhost/agent/other', action: 'read:refunds', resource: 'refund:x', decision: 'allow', reason: 'allowed' });
+    await server.ctx.store.audit.append({ agent_id: 'spiffe://localhost/agent/other', action: 'read:refunds', resource: 'refund:x', decision: 'allow', reason: 'allowed' });
 
     const first = await server.admin('GET', `/audit?agent_id=${encodeURIComponent(a)}&limit=2`);
     expect(first.status).toBe(200);

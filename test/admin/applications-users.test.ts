@@ -9,7 +9,7 @@ const events: SecurityEventInput[] = [];
 beforeAll(async () => {
   server = await startTestServer();
   // Record what the admin operations emit (the Shared Signals sink is tested on its own).
-  server.ctx.signals = { emit: (e) => void events.push(e) };
+  server.ctx.signals = { emit: async (_tx, e) => void events.push(e) };
 });
 afterAll(async () => server.stop());
 
@@ -21,7 +21,7 @@ describe('applications', () => {
     expect(web.status).toBe(201);
     expect(web.body).toMatchObject({ type: 'web', confidential: true, refresh_tokens: true, first_party: true, post_logout_redirect_uris: [] });
     expect(typeof web.body.client_secret).toBe('string');
-    expect(server.ctx.store.applications.getWithSecret(web.body.client_id)!.secret_hash).toBe(sha256(web.body.client_secret));
+    expect((await server.ctx.store.applications.getWithSecret(web.body.client_id))!.secret_hash).toBe(sha256(web.body.client_secret));
 
     const spa = await server.admin('POST', '/applications', { name: 'SPA', type: 'spa', redirect_uris: ['http://localhost:5173/cb'] });
     expect(spa.body).toMatchObject({ confidential: false, refresh_tokens: true, has_secret: false });
@@ -81,7 +81,7 @@ describe('applications', () => {
     const rotated = await server.admin('PATCH', `/applications/${app.client_id}`, { rotate_secret: true });
     expect(rotated.body.client_secret).toEqual(expect.any(String));
     expect(rotated.body.client_secret).not.toBe(app.client_secret);
-    expect(server.ctx.store.applications.getWithSecret(app.client_id)!.secret_hash).toBe(sha256(rotated.body.client_secret));
+    expect((await server.ctx.store.applications.getWithSecret(app.client_id))!.secret_hash).toBe(sha256(rotated.body.client_secret));
 
     expect((await server.admin('PATCH', `/applications/${app.client_id}`, { type: 'spa' })).status).toBe(400);
     expect((await server.admin('DELETE', `/applications/${app.client_id}`)).status).toBe(204);
@@ -105,10 +105,10 @@ describe('applications', () => {
 
     const user = (await server.admin('POST', '/users', { email: 'assignee@example.com', password: 'correct horse battery', name: 'A' })).body;
     expect((await server.admin('PUT', `/applications/${web.client_id}/assignments/${user.id}`)).status).toBe(204);
-    expect(server.ctx.store.applications.isAssigned(web.client_id, user.id)).toBe(true);
+    expect(await server.ctx.store.applications.isAssigned(web.client_id, user.id)).toBe(true);
     expect((await server.admin('PUT', `/applications/${web.client_id}/assignments/nobody`)).status).toBe(404);
     expect((await server.admin('DELETE', `/applications/${web.client_id}/assignments/${user.id}`)).status).toBe(204);
-    expect(server.ctx.store.applications.isAssigned(web.client_id, user.id)).toBe(false);
+    expect(await server.ctx.store.applications.isAssigned(web.client_id, user.id)).toBe(false);
   });
 });
 
@@ -127,7 +127,7 @@ describe('users', () => {
     expect(res.status).toBe(201);
     expect(res.body.id).toMatch(/^[0-9a-f-]{36}$/);
     expect(res.body).toMatchObject({ email: 'ada@example.com', groups: ['eng'], roles: ['admin'], totp_enabled: true, email_verified: true });
-    const creds = server.ctx.store.users.credentialsById(res.body.id)!;
+    const creds = (await server.ctx.store.users.credentialsById(res.body.id))!;
     expect(await verifyPassword('correct horse battery', creds.password_hash)).toBe(true);
     expect(creds.totp_secret_enc).not.toContain('JBSWY3DP');
     expect(server.ctx.box.open(creds.totp_secret_enc!)).toBe('JBSWY3DPEHPK3PXPJBSWY3DP');
@@ -182,18 +182,18 @@ describe('users', () => {
     expect((await server.admin('POST', `/users/${u.id}/credential-compromise`, { credential_type: 'smartcard' })).status).toBe(400);
     const reset = await server.admin('PATCH', `/users/${u.id}`, { password: 'a brand new password' });
     expect(reset.body.password_compromised).toBe(false);
-    expect(await verifyPassword('a brand new password', server.ctx.store.users.credentialsById(u.id)!.password_hash)).toBe(true);
+    expect(await verifyPassword('a brand new password', (await server.ctx.store.users.credentialsById(u.id))!.password_hash)).toBe(true);
   });
 
   it('sessions/revoke ends every live session, one session-revoked event each; DELETE emits account-purged', async () => {
     const { body: u } = await server.admin('POST', '/users', { email: 'cy@example.com', password: 'correct horse battery', name: 'Cy' });
     const sids = [randomUUID(), randomUUID()];
     for (const sid of sids) {
-      server.ctx.store.sessions.create({ sid, user_id: u.id, token_hash: sha256(sid), auth_time: 1, amr: ['pwd'], acr: '1', ttl: 3600 });
+      await server.ctx.store.sessions.create({ sid, user_id: u.id, token_hash: sha256(sid), auth_time: 1, amr: ['pwd'], acr: '1', ttl: 3600 });
     }
     events.length = 0;
     expect((await server.admin('POST', `/users/${u.id}/sessions/revoke`)).status).toBe(204);
-    expect(server.ctx.store.sessions.activeForUser(u.id)).toEqual([]);
+    expect(await server.ctx.store.sessions.activeForUser(u.id)).toEqual([]);
     expect(events.map((e) => [e.type, e.subject.session_id]).sort()).toEqual(
       sids.map((sid) => [EVENT_TYPES.sessionRevoked, sid]).sort(),
     );
@@ -202,6 +202,6 @@ describe('users', () => {
     expect((await server.admin('DELETE', `/users/${u.id}`)).status).toBe(204);
     expect(events).toEqual([expect.objectContaining({ type: EVENT_TYPES.accountPurged, subject: { user_id: u.id, email: 'cy@example.com' } })]);
     expect((await server.admin('GET', `/users/${u.id}`)).status).toBe(404);
-    expect(server.ctx.store.sessions.get(sids[0]!)).toBeUndefined();
+    expect(await server.ctx.store.sessions.get(sids[0]!)).toBeUndefined();
   });
 });

@@ -100,16 +100,16 @@ describe('GATEHOUSE_PROJECT_FILE', () => {
     const env = { GATEHOUSE_PROJECT_FILE: file };
 
     let server = await startTestServer({ dir, env });
-    const expected = { roles: 1, users: 2, applications: 4, agents: 1, rules: 2 };
+    const expected = { roles: 1, users: 2, applications: 6, agents: 1, rules: 2 }; // 4 and the built-in console and AuthZEN API
     let adaHash: string | null;
     try {
       expect(await counts(server)).toEqual(expected);
       const rules = (await server.admin('GET', '/rules')).body.data;
       expect(Object.fromEntries(rules.map((r: { name: string; state: string }) => [r.name, r.state]))).toEqual({ 'block-large': 'live', 'draft-one': 'draft' });
-      expect(server.ctx.store.applications.getWithSecret('portal')!.secret_hash).toBe(sha256(secret));
+      expect((await server.ctx.store.applications.getWithSecret('portal'))!.secret_hash).toBe(sha256(secret));
       expect((await server.admin('GET', '/applications/nightly')).body.grants).toEqual([{ api_client_id: 'orders-api', scopes: ['orders:read'] }]);
       expect((await server.admin('GET', '/applications/portal')).body.assignments).toHaveLength(2);
-      adaHash = server.ctx.store.users.credentialsById('user-ada')!.password_hash;
+      adaHash = (await server.ctx.store.users.credentialsById('user-ada'))!.password_hash;
     } finally {
       await server.stop();
     }
@@ -120,7 +120,7 @@ describe('GATEHOUSE_PROJECT_FILE', () => {
       expect(await counts(server)).toEqual(expected);
       expect((await server.admin('GET', '/users/user-ada')).body.name).toBe('Ada Lovelace');
       // an unchanged password is not re-hashed on every start
-      expect(server.ctx.store.users.credentialsById('user-ada')!.password_hash).toBe(adaHash);
+      expect((await server.ctx.store.users.credentialsById('user-ada'))!.password_hash).toBe(adaHash);
       expect((await server.admin('GET', '/applications/portal')).body.assignments).toHaveLength(2);
       const agent = (await server.admin('GET', `/agents/${encodeURIComponent('spiffe://localhost/agent/billing')}`)).body;
       expect(agent.capabilities).toEqual([{ name: 'create:refunds', limits: { amount: { max: 500 } } }]);

@@ -56,13 +56,13 @@ async function poll(agent: TestAgent, authReqId: string) {
   });
 }
 
-/** As if `interval` seconds had passed since the last poll (poll times live in SQLite). */
-function letIntervalPass(): void {
-  server.ctx.store.db.prepare("UPDATE agent_approvals SET last_poll_ms = last_poll_ms - 6000 WHERE kind = 'ciba'").run();
+/** As if `interval` seconds had passed since the last poll (poll times live in the database). */
+async function letIntervalPass(): Promise<void> {
+  await server.ctx.store.sql.run("UPDATE agent_approvals SET last_poll_ms = last_poll_ms - 6000 WHERE kind = 'ciba'");
 }
 
-function approvalIdOf(authReqId: string): string {
-  const a = server.ctx.store.agentAuth.list({}).find((x) => x.auth_req_enc && server.ctx.box.open(x.auth_req_enc) === authReqId);
+async function approvalIdOf(authReqId: string): Promise<string> {
+  const a = (await server.ctx.store.agentAuth.list({})).find((x) => x.auth_req_enc && server.ctx.box.open(x.auth_req_enc) === authReqId);
   return a!.id;
 }
 
@@ -103,7 +103,7 @@ describe('CIBA from request to token', () => {
     // polled at once: sooner than the interval
     const fast = await poll(assistant, authReqId);
     expect([fast.status, fast.body.error]).toEqual([400, 'slow_down']);
-    letIntervalPass();
+    await letIntervalPass();
     const pending = await poll(assistant, authReqId);
     expect([pending.status, pending.body.error]).toEqual([400, 'authorization_pending']);
     // someone else's auth_req_id, and one that never existed
@@ -119,7 +119,7 @@ describe('CIBA from request to token', () => {
     const page = await browser.get('/approvals');
     expect(page.status).toBe(200);
     expect(page.text).toContain('Code 7391');
-    const id = approvalIdOf(authReqId);
+    const id = await approvalIdOf(authReqId);
     const fields = hiddenInputs(page.text, id);
     expect(fields.id).toBe(id);
     // without the CSRF value nothing happens
@@ -128,7 +128,7 @@ describe('CIBA from request to token', () => {
     expect(answered.status).toBe(303);
     expect((await browser.get('/approvals')).text).not.toContain('Code 7391');
 
-    letIntervalPass();
+    await letIntervalPass();
     const granted = await poll(assistant, authReqId);
     expect(granted.status).toBe(200);
     expect(granted.body).toMatchObject({ token_type: 'Bearer', expires_in: 900 });
@@ -145,7 +145,7 @@ describe('CIBA from request to token', () => {
     const idt = await jwtVerify(granted.body.id_token, jwks, { issuer: server.ctx.urls.issuer, audience: assistant.id });
     expect(idt.payload).toMatchObject({ sub: aliceId, email: ALICE.email });
 
-    letIntervalPass();
+    await letIntervalPass();
     expect((await poll(assistant, authReqId)).body.error).toBe('invalid_grant');
   });
 
@@ -155,13 +155,13 @@ describe('CIBA from request to token', () => {
     const item = adminList.body.data.find((a: { auth_req_id: string }) => a.auth_req_id === denied);
     expect(item).toMatchObject({ kind: 'ciba', state: 'pending', agent_id: assistant.id, user_id: aliceId });
     expect((await server.admin('POST', `/approvals/${item.id}/deny`)).status).toBe(200);
-    letIntervalPass();
+    await letIntervalPass();
     const res = await poll(assistant, denied);
     expect([res.status, res.body.error]).toEqual([400, 'access_denied']);
 
     const expiring = (await backchannel(assistant, { scope: 'read:invoices', login_hint: ALICE.email })).body.auth_req_id;
-    server.ctx.store.db.prepare('UPDATE agent_approvals SET expires_at = expires_at - 1000 WHERE id = ?').run(approvalIdOf(expiring));
-    letIntervalPass();
+    await server.ctx.store.sql.run('UPDATE agent_approvals SET expires_at = expires_at - 1000 WHERE id = ?', [await approvalIdOf(expiring)]);
+    await letIntervalPass();
     const exp = await poll(assistant, expiring);
     expect([exp.status, exp.body.error]).toEqual([400, 'expired_token']);
   });
@@ -171,8 +171,8 @@ describe('a delegated agent acts for its person', () => {
   let token: string;
   beforeAll(async () => {
     const authReqId = (await backchannel(assistant, { scope: 'read:invoices pay:invoices', login_hint: ALICE.email })).body.auth_req_id;
-    expect((await server.admin('POST', `/approvals/${approvalIdOf(authReqId)}/approve`)).status).toBe(200);
-    letIntervalPass();
+    expect((await server.admin('POST', `/approvals/${await approvalIdOf(authReqId)}/approve`)).status).toBe(200);
+    await letIntervalPass();
     token = (await poll(assistant, authReqId)).body.access_token;
   });
 
@@ -183,7 +183,7 @@ describe('a delegated agent acts for its person', () => {
     const pay = await bindAndDecide(server, assistant, token, 'pay:invoices', 'invoice:1', {});
     expect(pay.decision!.decision).toBe('deny');
     expect(pay.decision!.reason).toMatch(/^not_granted: .*person/);
-    const [last] = server.ctx.store.audit.list({ agent_id: assistant.id, kind: 'decision', limit: 1 });
+    const [last] = await server.ctx.store.audit.list({ agent_id: assistant.id, kind: 'decision', limit: 1 });
     expect(last!.user_id).toBe(aliceId);
   });
 

@@ -127,7 +127,8 @@ describe('limits at binding (403 constraint_violated, no token) for every operat
         expect(d.body.data).toMatchObject({ decision: 'allow', reason: 'allowed' });
       } else {
         expect(res.status).toBe(403);
-        expect(res.body).toEqual({ error: 'invalid_body', error_description: 'constraint_violated' });
+        expect(res.body).toMatchObject({ error: 'invalid_body', error_description: 'constraint_violated' });
+        expect(res.body.reason).toMatch(/^constraint_violated: (amount|currency|region|channel) (max|min|in|not_in|eq|required)$/);
       }
     });
   }
@@ -281,7 +282,7 @@ describe('the decision order', () => {
 
   it('writes every decision to the audit trail with its reason and policy version', async () => {
     const res = await decideFor('delete:records', 'record:audit', { env: 'prod' });
-    const [last] = server.ctx.store.audit.list({ agent_id: billing.id, kind: 'decision', limit: 1 });
+    const [last] = await server.ctx.store.audit.list({ agent_id: billing.id, kind: 'decision', limit: 1 });
     expect(last).toMatchObject({
       agent_id: billing.id,
       action: 'delete:records',
@@ -291,7 +292,7 @@ describe('the decision order', () => {
       reason: 'rule_denied: no-prod-deletes',
       policy_version: res.decision!.policy_version,
     });
-    expect(server.ctx.store.audit.verify().broken).toBeNull();
+    expect((await server.ctx.store.audit.verify()).broken).toBeNull();
     const page = await server.admin('GET', `/audit?agent_id=${encodeURIComponent(billing.id)}&limit=1`);
     expect(page.status).toBe(200);
     expect(page.body.data[0]).toMatchObject({ agent_id: billing.id, action: 'delete:records', decision: 'deny', reason: 'rule_denied: no-prod-deletes' });

@@ -176,7 +176,7 @@ export class Browser {
     return { status: res.status, text: await res.text(), location: res.headers.get('location') };
   }
 
-  /** Signs in on the sign-in page (CONTRACT 2: email, password, hidden inputs). */
+  /** Signs in on the sign-in page (email, password, hidden inputs). */
   async signIn(email: string, password: string, returnTo = '/approvals'): Promise<void> {
     const page = await this.get(`/login?return_to=${encodeURIComponent(returnTo)}`);
     const res = await this.post('/login', { ...hiddenInputs(page.text), email, password });

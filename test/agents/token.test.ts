@@ -48,7 +48,7 @@ describe('agent token endpoint: client_credentials', () => {
     expect(payload.exp! - payload.iat!).toBe(900);
     expect(typeof payload.jti).toBe('string');
     // every token issued is in the audit trail
-    const audit = server.ctx.store.audit.list({ agent_id: bot.id, kind: 'token' });
+    const audit = await server.ctx.store.audit.list({ agent_id: bot.id, kind: 'token' });
     expect(audit.some((r) => (r.context as { jti?: string }).jti === payload.jti)).toBe(true);
   });
 

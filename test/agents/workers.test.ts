@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { assertion, CIBA_GRANT, JWT_BEARER, postForm, postJson, putRole, registerAgent, type TestAgent } from './helpers.js';
 
-// Two servers on one SQLite file and one issuer: what two worker processes share.
+// A server and a worker on one SQLite file and one issuer: what two worker processes share.
 const ISSUER = 'http://gatehouse.test';
 let a: TestServer;
 let b: TestServer;
@@ -10,7 +10,7 @@ let agent: TestAgent;
 
 beforeAll(async () => {
   a = await startTestServer({ env: { GATEHOUSE_ISSUER: ISSUER } });
-  b = await startTestServer({ dir: a.dir, env: { GATEHOUSE_ISSUER: ISSUER } });
+  b = await startTestServer({ dir: a.dir, role: 'worker', env: { GATEHOUSE_ISSUER: ISSUER } });
   await putRole(a, 'mailer', ['send:emails']);
   agent = await registerAgent(a, { name: 'shared', mode: 'autonomous', roles: ['mailer'], capabilities: [{ name: 'send:emails' }] });
 });

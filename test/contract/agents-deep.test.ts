@@ -80,7 +80,8 @@ describe('transaction token (CONTRACT 4)', () => {
     for (const context of [{ ...OK, amount: 501 }, { ...OK, amount: 0 }, { ...OK, currency: 'GBP' }, { ...OK, region: 'XX' }, { ...OK, channel: 'web' }, { currency: 'USD', channel: 'api' }]) {
       const r = await bind(s, botToken, 'create:refunds', 'refund:r1', context);
       expect(r.status, JSON.stringify(context)).toBe(403);
-      expect(r.body).toEqual({ error: 'invalid_body', error_description: 'constraint_violated' });
+      expect(r.body).toMatchObject({ error: 'invalid_body', error_description: 'constraint_violated' });
+      expect(r.body.reason).toMatch(/^constraint_violated: \w+ (max|min|in|not_in|eq|required)$/);
     }
   });
 });
@@ -217,19 +218,19 @@ describe('a delegated agent through CIBA: the person check (CONTRACT 4)', () => 
     const poll = async () => postForm(s.ctx.urls.agentToken, { grant_type: CIBA_GRANT, auth_req_id: req.body.auth_req_id, ...(await cibaAssertion()) });
     const early = await poll();
     expect([early.status, early.body.error]).toEqual([400, 'slow_down']);
-    const pass = () => s.ctx.store.db.prepare("UPDATE agent_approvals SET last_poll_ms = last_poll_ms - 60000 WHERE kind = 'ciba'").run();
-    pass();
+    const pass = () => s.ctx.store.sql.run("UPDATE agent_approvals SET last_poll_ms = last_poll_ms - 60000 WHERE kind = 'ciba'");
+    await pass();
     const pending = await poll();
     expect([pending.status, pending.body.error]).toEqual([400, 'authorization_pending']);
     const item = (await s.admin('GET', '/approvals?state=pending')).body.data.find((a: any) => a.auth_req_id === req.body.auth_req_id || a.binding_message === 'deep-1');
     expect(item).toMatchObject({ kind: 'ciba', agent_id: helper.id, user_id: aliceId, binding_message: 'deep-1' });
     expect((await s.admin('POST', `/approvals/${item.id}/approve`)).status).toBeLessThan(300);
-    pass();
+    await pass();
     const tok = await poll();
     expect(tok.status).toBe(200);
     const { payload } = await jwtVerify(tok.body.access_token, jwks, { issuer: s.ctx.urls.issuer });
     expect(payload).toMatchObject({ sub: aliceId, act: { sub: helper.id } });
-    pass();
+    await pass();
     const redeemed = await poll();
     expect([redeemed.status, redeemed.body.error]).toEqual([400, 'invalid_grant']);
 
@@ -248,7 +249,7 @@ describe('a delegated agent through CIBA: the person check (CONTRACT 4)', () => 
     expect(req.status).toBe(200);
     const item = (await s.admin('GET', '/approvals?state=pending')).body.data.find((a: any) => a.binding_message === 'deep-2');
     expect((await s.admin('POST', `/approvals/${item.id}/deny`)).status).toBeLessThan(300);
-    s.ctx.store.db.prepare("UPDATE agent_approvals SET last_poll_ms = last_poll_ms - 60000 WHERE kind = 'ciba'").run();
+    await s.ctx.store.sql.run("UPDATE agent_approvals SET last_poll_ms = last_poll_ms - 60000 WHERE kind = 'ciba'");
     const denied = await postForm(s.ctx.urls.agentToken, { grant_type: CIBA_GRANT, auth_req_id: req.body.auth_req_id, client_assertion_type: JWT_BEARER, client_assertion: await assertion(s, helper) });
     expect([denied.status, denied.body.error]).toEqual([400, 'access_denied']);
     const unknown = await postForm(s.ctx.urls.agentToken, { grant_type: CIBA_GRANT, auth_req_id: 'nope', client_assertion_type: JWT_BEARER, client_assertion: await assertion(s, helper) });

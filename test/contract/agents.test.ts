@@ -161,11 +161,18 @@ describe('POST /apis/regional/v1/ai/auth/transaction-token', () => {
     expect(payload.tctx).toMatchObject({ action: 'create:refunds', resource: 'refund:r1', context: okContext });
   });
 
-  it('details that break a limit: 403 exactly {"error":"invalid_body","error_description":"constraint_violated"}', async () => {
-    for (const ctx of [{ ...okContext, amount: 501 }, { ...okContext, amount: 0 }, { ...okContext, currency: 'GBP' }, { ...okContext, region: 'XX' }, { ...okContext, channel: 'web' }]) {
+  it('details that break a limit: 403 {"error":"invalid_body","error_description":"constraint_violated"} plus the field and operator', async () => {
+    const cases: [Record<string, unknown>, string][] = [
+      [{ ...okContext, amount: 501 }, 'constraint_violated: amount max'],
+      [{ ...okContext, amount: 0 }, 'constraint_violated: amount min'],
+      [{ ...okContext, currency: 'GBP' }, 'constraint_violated: currency in'],
+      [{ ...okContext, region: 'XX' }, 'constraint_violated: region not_in'],
+      [{ ...okContext, channel: 'web' }, 'constraint_violated: channel eq'],
+    ];
+    for (const [ctx, reason] of cases) {
       const r = await bind('create:refunds', 'refund:r1', ctx);
       expect(r.status, JSON.stringify(ctx)).toBe(403);
-      expect(r.body).toEqual({ error: 'invalid_body', error_description: 'constraint_violated' });
+      expect(r.body).toEqual({ error: 'invalid_body', error_description: 'constraint_violated', reason });
     }
   });
 

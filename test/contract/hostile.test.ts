@@ -126,3 +126,76 @@ describe('Errors: agents, MCP, SAML, SSF', () => {
     ]);
   });
 });
+
+describe('JSON nested thousands of levels deep', () => {
+  const DEPTH = 10_000;
+  const arrays = '['.repeat(DEPTH) + ']'.repeat(DEPTH);
+  // A plausible body with a hostile member: what an agent's `context` could carry.
+  const objects = `{"agent_id":"x","action":"a:b","resource":"b:1","context":${'{"a":'.repeat(DEPTH)}1${'}'.repeat(DEPTH)}}`;
+
+  async function expectDepth400(label: string, method: string, path: string, headers: Record<string, string>, chunked = false) {
+    for (const body of [arrays, objects]) {
+      const init: RequestInit & { duplex?: string } = { method, headers: { 'content-type': 'application/json', ...headers }, redirect: 'manual' };
+      if (chunked) {
+        // No Content-Length: the request takes the Express path even where a fast path exists.
+        init.body = new ReadableStream({ start: (c) => (c.enqueue(new TextEncoder().encode(body)), c.close()) });
+        init.duplex = 'half';
+      } else {
+        init.body = body;
+      }
+      const res = await fetch(`${s.url}${path}`, init);
+      const text = await res.text();
+      expect(res.status, `${label}: ${text.slice(0, 200)}`).toBe(400);
+      expect(JSON.parse(text), label).toEqual({ error: 'invalid_request', error_description: 'the JSON body nests deeper than 64 levels' });
+    }
+  }
+
+  it('answers 400 at the edge on every JSON endpoint, on both transports', async () => {
+    // Every write operation of the management API, from its own OpenAPI document.
+    const doc = (await (await fetch(`${s.url}/admin/v1/openapi.json`)).json()) as { paths: Record<string, Record<string, unknown>> };
+    const admin: [string, string][] = [];
+    for (const [path, ops] of Object.entries(doc.paths)) {
+      for (const method of ['post', 'put', 'patch']) if (ops[method]) admin.push([method.toUpperCase(), `/admin/v1${path.replace(/\{[^}]+\}/g, 'x')}`]);
+    }
+    expect(admin.length).toBeGreaterThan(20);
+    const others: [string, string][] = [
+      ['POST', '/admin/v1/mcp/upstreams'],
+      ['PUT', '/admin/v1/mcp/upstreams/x'],
+      ['POST', '/admin/v1/saml/connections'],
+      ['POST', '/admin/v1/approvals/x/approve'],
+      ['POST', '/v1/ssf/streams'],
+      ['PATCH', '/v1/ssf/streams'],
+      ['PUT', '/v1/ssf/streams'],
+      ['POST', '/v1/ssf/status'],
+      ['POST', '/v1/ssf/subjects:add'],
+      ['POST', '/v1/ssf/subjects:remove'],
+      ['POST', '/v1/ssf/verify'],
+      ['POST', '/v1/ssf/events:retry'],
+      ['POST', '/mcp'],
+      ['POST', '/apis/regional/v1/ai/auth/token'],
+      ['POST', '/apis/regional/v1/ai/auth/backchannel-authorize'],
+      ['POST', '/oauth/token'],
+      ['POST', '/oauth/token/introspect'],
+      ['POST', '/oauth/token/revoke'],
+      ['POST', '/oauth/userinfo'],
+    ];
+    for (const [method, path] of [...admin, ...others]) await expectDepth400(`${method} ${path}`, method, path, A);
+    // The decision and transaction-token endpoints: the raw fast path and Express alike.
+    for (const path of ['/apis/regional/v1/agents/authorize', '/apis/regional/v1/ai/auth/transaction-token']) {
+      await expectDepth400(`${path} (fast path)`, 'POST', path, { authorization: 'Bearer x' });
+      await expectDepth400(`${path} (Express)`, 'POST', path, { authorization: 'Bearer x' }, true);
+    }
+  });
+
+  it('a body nested just within the bound is read (and judged on its fields)', async () => {
+    const context = JSON.parse('{"a":'.repeat(60) + '1' + '}'.repeat(60)) as Record<string, unknown>;
+    const res = await fetch(`${s.url}/apis/regional/v1/agents/authorize`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ agent_id: 'spiffe://localhost/agent/nobody', action: 'a:b', resource: 'b:1', context }),
+    });
+    // Step 1 of the decision order: an unknown agent.
+    expect(res.status).toBe(401);
+  });
+});
+

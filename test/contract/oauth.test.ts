@@ -58,7 +58,7 @@ describe('GET /oauth/authorize', () => {
     const cases: [Record<string, string>, string][] = [
       [{ response_type: 'token' }, 'unsupported_response_type'],
       [{ code_challenge_method: 'plain', code_challenge: 'x'.repeat(43) }, 'invalid_request'],
-      [{ acr_values: 'urn:service:acr:passkey' }, 'unmet_authentication_requirements'],
+      [{ acr_values: 'urn:example:acr:not-offered' }, 'unmet_authentication_requirements'],
       [{ prompt: 'none' }, 'login_required'],
     ];
     for (const [extra, error] of cases) {

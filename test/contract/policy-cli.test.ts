@@ -29,8 +29,9 @@ async function policyDir(name: string, text: string, extra: Record<string, strin
 
 async function explainJson(dir: string, request: unknown) {
   const r = await run(['explain', dir, '--json', '--request', JSON.stringify(request)]);
-  expect(r.code, r.err).toBe(0);
-  return JSON.parse(r.out) as { decision: string; reason: string; trace: unknown[] };
+  const j = JSON.parse(r.out) as { decision: 'allow' | 'deny' | 'approval_required'; reason: string; trace: unknown[] };
+  expect(r.code, r.err).toBe({ allow: 0, deny: 3, approval_required: 4 }[j.decision]); // explain's exit code is the decision
+  return j;
 }
 
 interface Change { subjects: string[]; relation: string; object: string; region: Record<string, any>; before: string; after: string; example: any }
@@ -83,14 +84,18 @@ describe('policy files and CLI (CONTRACT 5)', () => {
     expect(lines.filter((l) => l.startsWith('broken/other.policy:')).length).toBeGreaterThanOrEqual(2); // robot:*, amount > "5"
   });
 
-  it('fmt --check flags a messy file (exit 1) and fmt rewrites it to the canonical layout', async () => {
+  it('fmt --check flags a messy file (exit 1), fmt prints and fmt --write rewrites it to the canonical layout', async () => {
     const messy = CONTRACT_EXAMPLE.replace(/\n  /g, '\n      ').replace('amount max 500 min 1', 'amount   max 500   min 1');
     const d = await policyDir('messy', messy);
     const chk = await run(['fmt', d, '--check']);
     expect(chk.code).toBe(1);
     expect(chk.out).toContain('messy/refunds.policy');
     expect(await readFile(join(work, d, 'refunds.policy'), 'utf8')).toBe(messy); // --check writes nothing
-    expect((await run(['fmt', d])).code).toBe(0);
+    const printed = await run(['fmt', d]);
+    expect(printed.code).toBe(0);
+    expect(printed.out).toBe(CONTRACT_EXAMPLE);
+    expect(await readFile(join(work, d, 'refunds.policy'), 'utf8')).toBe(messy); // printing writes nothing
+    expect((await run(['fmt', d, '--write'])).code).toBe(0);
     expect(await readFile(join(work, d, 'refunds.policy'), 'utf8')).toBe(CONTRACT_EXAMPLE);
   });
 
@@ -185,7 +190,7 @@ describe('policy files and CLI (CONTRACT 5)', () => {
     expect(j).toMatchObject({ decision: 'deny', reason: 'constraint_violated: amount max' });
     expect(j.trace.length).toBeGreaterThan(1);
     const text = await run(['explain', 'v3', '--request', JSON.stringify({ ...req, agent_id: 'spiffe://localhost/agent/ops', context: { amount: 2000, currency: 'USD' } })]);
-    expect(text.code).toBe(0);
+    expect(text.code).toBe(4);
     expect(text.out).toContain('decision: approval_required');
     expect(text.out).toContain('approval_required: approve-medium-refunds');
     expect(text.out).toMatch(/deny_rules/);

@@ -3,16 +3,20 @@ import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { get as httpGet } from 'node:http';
 import { decodeProtectedHeader } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { projectRoot } from '../../src/paths.js';
 import { basic, discover, postForm, signInAndExchange, type Fixture } from '../oauth/helpers.js';
+import { dropTestDatabase, testDatabase, testServerUrl } from '../helpers/database.js';
+import { parseMetrics } from '../pipeline/metrics-text.js';
 
 // `gatehouse serve` as `npm start` runs it: a primary and two worker processes over one
-// SQLite file. Requests land on either worker, so every flow here crosses processes.
+// database (the SQLite file, or PostgreSQL with GATEHOUSE_TEST_DATABASE_URL). Requests land
+// on either worker, so every flow here crosses processes.
 const dir = mkdtempSync(join(tmpdir(), 'gatehouse-cluster-'));
 mkdirSync(join(dir, 'policies'));
-const ADMIN = 'cluster-admin-token';
+const ADMIN = 'cluster-admin-token-0123456789abcdef';
 let child: ChildProcess;
 let base: string;
 
@@ -37,6 +41,8 @@ beforeAll(async () => {
       GATEHOUSE_POLICY_DIR: join(dir, 'policies'),
       GATEHOUSE_ADMIN_TOKEN: ADMIN,
       GATEHOUSE_WORKERS: '2',
+      // on PostgreSQL too, when the suite runs there
+      ...(testServerUrl() ? { GATEHOUSE_DATABASE_URL: await testDatabase(dir), GATEHOUSE_SECRET: 'cluster-secret-0123456789abcdef0123456789' } : {}),
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -72,6 +78,7 @@ afterAll(async () => {
     await exited;
   }
   rmSync(dir, { recursive: true, force: true });
+  if (testServerUrl()) await dropTestDatabase(dir);
 });
 
 describe('two worker processes over one database', () => {
@@ -107,6 +114,40 @@ describe('two worker processes over one database', () => {
       expect(t.status).toBe(200);
       expect(decodeProtectedHeader(t.body.access_token).kid).toBe(newKid);
     }
+  });
+
+  it('answers /metrics for the whole deployment: the primary adds up both workers', async () => {
+    // Requests on fresh connections spread over both workers (the primary deals connections out
+    // in turn), so each worker alone has seen about half of them.
+    const path = '/.well-known/agent-configuration';
+    const n = 24;
+    for (let i = 0; i < n; i++) {
+      const status = await new Promise<number>((resolve, reject) => {
+        httpGet(`${base}${path}`, { agent: false }, (r) => {
+          r.resume();
+          r.on('end', () => resolve(r.statusCode ?? 0));
+        }).on('error', reject);
+      });
+      expect(status).toBe(200);
+    }
+    const counts: number[] = [];
+    let processes = 0;
+    for (let i = 0; i < 4; i++) {
+      const res = await new Promise<string>((resolve, reject) => {
+        httpGet(`${base}/metrics`, { agent: false }, (r) => {
+          let text = '';
+          r.setEncoding('utf8');
+          r.on('data', (c: string) => (text += c));
+          r.on('end', () => resolve(text));
+        }).on('error', reject);
+      });
+      const m = parseMetrics(res);
+      counts.push(m.sum('gatehouse_http_request_duration_seconds_count', { route: path }));
+      processes = m.value('gatehouse_processes')!;
+    }
+    // Whichever worker answers the scrape, it reports every worker's requests.
+    expect(counts).toEqual([n, n, n, n]);
+    expect(processes).toBe(3);
   });
 
   it('stops cleanly on SIGTERM', async () => {

@@ -18,7 +18,7 @@ function errorOf(env: Record<string, string>): ConfigError {
 }
 
 describe('configuration', () => {
-  it('defaults follow CONTRACT section 1', () => {
+  it('defaults are the documented ones', () => {
     const c = loadConfig(base, dir);
     expect(c.port).toBe(3000);
     expect(c.issuer).toBe('http://localhost:3000');

@@ -129,7 +129,7 @@ describe('keys', () => {
       const token = await server.ctx.keys.sign(alg, { iss: base, sub: 'x', aud: 'y', exp: Math.floor(Date.now() / 1000) + 60 }, 'at+jwt');
       const { payload, protectedHeader } = await jwtVerify(token, jwks, { issuer: base, audience: 'y', algorithms: [alg] });
       expect(payload.sub).toBe('x');
-      expect(protectedHeader.kid).toBe(server.ctx.keys.activeKid(alg));
+      expect(protectedHeader.kid).toBe(await server.ctx.keys.activeKid(alg));
       expect(decodeProtectedHeader(token).typ).toBe('at+jwt');
     }
   });
@@ -138,7 +138,7 @@ describe('keys', () => {
     const token = await server.ctx.keys.sign('RS256', { sub: 'x' });
     await expect(server.ctx.keys.verify(token, 'EdDSA')).rejects.toThrow();
     const [, payload] = token.split('.');
-    const none = `${Buffer.from(JSON.stringify({ alg: 'none', kid: server.ctx.keys.activeKid('RS256') })).toString('base64url')}.${payload}.`;
+    const none = `${Buffer.from(JSON.stringify({ alg: 'none', kid: await server.ctx.keys.activeKid('RS256') })).toString('base64url')}.${payload}.`;
     await expect(server.ctx.keys.verify(none, 'RS256')).rejects.toThrow();
   });
 });

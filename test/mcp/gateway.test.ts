@@ -93,7 +93,7 @@ describe('management API of the upstreams', () => {
     expect(got.status).toBe(200);
     expect(got.body).toMatchObject({ name: 'billing', url: upstream.url, header_names: ['X-Upstream-Key'], timeout_ms: 2000 });
     expect(JSON.stringify(got.body)).not.toContain('upstream-secret-1');
-    const row = gh.ctx.store.db.prepare('SELECT headers_sealed FROM mcp_upstreams WHERE name = ?').get('billing') as { headers_sealed: string };
+    const row = (await gh.ctx.store.sql.get<{ headers_sealed: string }>('SELECT headers_sealed FROM mcp_upstreams WHERE name = ?', ['billing']))!;
     expect(row.headers_sealed).not.toContain('upstream-secret-1');
 
     const bad = await gh.admin('POST', '/mcp/upstreams', { name: 'x.y', url: 'not a url', timeout_ms: -1 });
@@ -251,14 +251,15 @@ describe('the gateway at /mcp', () => {
     expect(names.some((n) => n.startsWith('gone.'))).toBe(false);
   });
 
-  it('shows and allows only the capabilities the token was asked for (scope)', async () => {
+  it('shows and allows only the capabilities the token was asked for (scope); a call outside them is 403 insufficient_scope', async () => {
     const narrow = await connect(agent, 'invoke:tools');
     expect((await narrow.listTools()).tools.map((t) => t.name)).not.toContain('billing.refund');
     const before = upstream.calls.length;
-    const refused = await call(narrow, 'billing.refund', { refund_id: 'r-9', amount: 5, currency: 'USD' });
-    expect(refused.isError).toBe(true);
-    expect(text(refused)).toContain('not_granted: create:refunds (capability)');
+    // The client steps up with its configured scope, gets the same narrow token, and gives up.
+    await expect(call(narrow, 'billing.refund', { refund_id: 'r-9', amount: 5, currency: 'USD' })).rejects.toThrow(/403/);
     expect(upstream.calls.length).toBe(before);
+    const audit = await gh.admin('GET', `/audit?agent_id=${encodeURIComponent(agent.agentId)}`);
+    expect(audit.body.data[0]).toMatchObject({ action: 'create:refunds', decision: 'deny', reason: 'not_granted: create:refunds (capability)' });
   });
 
   it('follows a change of the upstream configuration at once', async () => {

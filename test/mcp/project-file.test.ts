@@ -35,7 +35,7 @@ describe('the project file mcp_upstreams section', () => {
       timeout_ms: 10000,
       tools: { refund: { action: 'create:refunds', resource_from_argument: { kind: 'refund', argument: 'refund_id' } } },
     });
-    const version = first.ctx.store.settings.version('mcp');
+    const version = await first.ctx.store.settings.version('mcp');
     await first.close();
 
     // The same file again: one upstream, unchanged.
@@ -44,7 +44,7 @@ describe('the project file mcp_upstreams section', () => {
     const list = await second.admin('GET', '/mcp/upstreams');
     expect(list.body.data).toHaveLength(1);
     // Nothing was rewritten: the change counter every worker's cache follows did not move.
-    expect(second.ctx.store.settings.version('mcp')).toBe(version);
+    expect(await second.ctx.store.settings.version('mcp')).toBe(version);
     await second.close();
     servers.pop();
 

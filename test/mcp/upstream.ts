@@ -26,12 +26,30 @@ export interface TestUpstream {
  * An upstream MCP server built with the official SDK (stateless Streamable HTTP over node:http):
  * `echo`, `refund`, `delete_account` and `slow` (answers after `slowMs`). Every tool call is recorded.
  */
-export async function startUpstream(opts: { slowMs?: number; stateful?: boolean; port?: number } = {}): Promise<TestUpstream> {
+export async function startUpstream(opts: { slowMs?: number; stateful?: boolean; port?: number; reporting?: boolean } = {}): Promise<TestUpstream> {
   const calls: SeenCall[] = [];
   const validator = new AjvJsonSchemaValidator();
 
   const build = () => {
-    const server = new McpServer({ name: 'test-upstream', version: '1.0.0' }, { jsonSchemaValidator: validator });
+    const server = new McpServer(
+      { name: 'test-upstream', version: '1.0.0' },
+      { jsonSchemaValidator: validator, ...(opts.reporting ? { capabilities: { logging: {} } } : {}) },
+    );
+    if (opts.reporting) {
+      // `report`: three progress steps (when the caller asked with a progress token) and a log line per step.
+      server.registerTool('report', { description: 'Works in three steps, reporting each', inputSchema: { job: z.string() } }, async ({ job }, extra) => {
+        calls.push({ tool: 'report', args: { job }, headers: headersOf(extra) });
+        const progressToken = extra._meta?.progressToken;
+        for (let step = 1; step <= 3; step++) {
+          await extra.sendNotification({ method: 'notifications/message', params: { level: 'info', logger: 'report', data: `${job}: step ${step}` } });
+          if (progressToken !== undefined) {
+            await extra.sendNotification({ method: 'notifications/progress', params: { progressToken, progress: step, total: 3, message: `step ${step}` } });
+          }
+          await new Promise((r) => setTimeout(r, 20));
+        }
+        return { content: [{ type: 'text', text: `${job}: done` }] };
+      });
+    }
     server.registerTool(
       'echo',
       { description: 'Echoes the text', inputSchema: { text: z.string() } },
@@ -94,7 +112,8 @@ export async function startUpstream(opts: { slowMs?: number; stateful?: boolean;
       return;
     }
     const server = build();
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    // A reporting upstream answers calls as an event stream, so its notifications travel with them.
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: !opts.reporting });
     res.on('close', () => {
       void transport.close();
       void server.close();

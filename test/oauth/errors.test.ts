@@ -53,7 +53,7 @@ describe('authorize errors (the description table)', () => {
       [{ client_id: f.web.client_id, ...pkce, prompt: 'sometimes' }, 'invalid_request'],
       [{ client_id: f.web.client_id, ...pkce, max_age: '-1' }, 'invalid_request'],
       [{ client_id: f.web.client_id, ...pkce, resource: 'https://unknown.example/api' }, 'invalid_target'],
-      [{ client_id: f.web.client_id, ...pkce, acr_values: 'urn:service:acr:passkey' }, 'unmet_authentication_requirements'],
+      [{ client_id: f.web.client_id, ...pkce, acr_values: 'urn:example:acr:not-offered' }, 'unmet_authentication_requirements'],
       [{ client_id: f.web.client_id, ...pkce, prompt: 'none' }, 'login_required'],
     ];
     for (const [params, error] of cases) {
@@ -148,7 +148,7 @@ describe('token endpoint errors (the description table)', () => {
 
   it('code state table: an expired code fails with invalid_grant', async () => {
     const { code, verifier } = await codeFor(f.web);
-    f.server.ctx.store.db.prepare('UPDATE oauth_codes SET expires_at = expires_at - 301').run();
+    await f.server.ctx.store.sql.run('UPDATE oauth_codes SET expires_at = expires_at - 301');
     const r = await postForm(tokenUrl, { grant_type: 'authorization_code', code, redirect_uri: f.redirectUri, code_verifier: verifier }, auth());
     expect([r.status, r.body.error]).toEqual([400, 'invalid_grant']);
   });

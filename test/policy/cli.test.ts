@@ -34,7 +34,7 @@ describe('gatehouse policy', () => {
     const r = await run(['check', 'bad'], dir);
     expect(r.code).toBe(1);
     expect(r.err.split('\n').filter((l) => /^bad\//.test(l))).toEqual([
-      'bad/a.policy:2:10: unknown effect "allow" (use deny or require_approval)',
+      'bad/a.policy:2:10: unknown effect "allow" (use deny, require_approval or permit)',
       'bad/a.policy:6:8: unknown operator "=>" (use >=, >, <=, <, == or !=)',
       expect.stringMatching(/^bad\/b\.policy:3:1: expected /),
     ]);
@@ -52,14 +52,14 @@ describe('gatehouse policy', () => {
     expect(r.code).toBe(1);
     expect(r.out).toContain('FAIL  t (failing/r.tests:1): expected allow, got deny "not_granted: create:refunds (capability)"');
   });
-  it('fmt --check and fmt', async () => {
+  it('fmt --check and fmt --write', async () => {
     await mkdir(join(dir, 'messy'), { recursive: true });
     await writeFile(join(dir, 'messy', 'm.policy'), 'rule "r" { effect deny subjects "agent:*" relation "a:b" object "b:*" }');
     expect((await run(['fmt', 'policies', '--check'], dir)).code).toBe(0);
     const c = await run(['fmt', '--check', 'messy'], dir);
     expect(c.code).toBe(1);
     expect(c.out).toBe('would reformat messy/m.policy\n');
-    expect((await run(['fmt', 'messy'], dir)).code).toBe(0);
+    expect((await run(['fmt', 'messy', '--write'], dir)).code).toBe(0);
     expect(await readFile(join(dir, 'messy', 'm.policy'), 'utf8')).toBe('rule "r" {\n  effect deny\n  subjects "agent:*"\n  relation "a:b"\n  object "b:*"\n}\n');
     expect((await run(['fmt', '--check', 'messy'], dir)).code).toBe(0);
   });
@@ -79,12 +79,13 @@ describe('gatehouse policy', () => {
   });
   it('explain: the decision and every check', async () => {
     const r = await run(['explain', 'v1', '--agent', 'spiffe://localhost/agent/billing', '--action', 'create:refunds', '--resource', 'refund:r1', '--context', '{"amount":700,"currency":"USD","channel":"api"}'], dir);
-    expect(r.code).toBe(0);
+    expect(r.code).toBe(3); // deny
     expect(r.out).toContain('decision: deny');
     expect(r.out).toContain('reason: constraint_violated: amount max');
     expect(r.out).toMatch(/limits\s+fail\s+amount max 500 min 1\s+\(v1\/refunds\.policy:20\)/);
     const j = await run(['explain', 'v1', '--json', '--request', JSON.stringify({ agent: { id: 'a' }, action: 'create:refunds', resource: 'refund:1', context: { amount: 2000, currency: 'USD' } })], dir);
     expect(JSON.parse(j.out)).toMatchObject({ decision: 'approval_required', reason: 'approval_required: approve-medium-refunds' });
+    expect(j.code).toBe(4);
   });
   it('unknown commands exit 2', async () => {
     expect((await run(['frobnicate'], dir)).code).toBe(2);

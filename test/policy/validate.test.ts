@@ -199,11 +199,11 @@ describe('policy check analysis: warnings', () => {
       + 'limits "create:widgets" for "*" {\n  a max 1\n}\n');
     expect(ds.every((d) => d.severity === 'warning')).toBe(true);
     expect(ds.map((d) => [d.code, formatDiagnostic(d)])).toEqual([
-      ['unsatisfiable', 'w.policy:6:8: rule "r": the condition can never hold, so it applies only when a value it reads is missing or of the wrong type'],
-      ['unsatisfiable', 'w.policy:13:8: rule "r2": the condition can never hold, so it applies only when a value it reads is missing or of the wrong type'],
-      ['kind_mismatch', 'w.policy:19:10: rule "k" can never apply: relation "create:refunds" covers refund objects, and object "deployment:*" is never one (nothing grants the action on it)'],
-      ['unsatisfiable', 'w.policy:26:8: rule "p": the condition can never hold, so it never grants'],
-      ['unreachable_limits', 'w.policy:28:1: limits on "create:widgets": no rule in the policy names this capability (roles are not in policy files: if a role grants it, the limits apply)'],
+      ['unsatisfiable', 'w.policy:6:8: warning: rule "r": the condition can never hold, so it applies only when a value it reads is missing or of the wrong type'],
+      ['unsatisfiable', 'w.policy:13:8: warning: rule "r2": the condition can never hold, so it applies only when a value it reads is missing or of the wrong type'],
+      ['kind_mismatch', 'w.policy:19:10: warning: rule "k" can never apply: relation "create:refunds" covers refund objects, and object "deployment:*" is never one (nothing grants the action on it)'],
+      ['unsatisfiable', 'w.policy:26:8: warning: rule "p": the condition can never hold, so it never grants'],
+      ['unreachable_limits', 'w.policy:28:1: warning: limits on "create:widgets": no rule in the policy names this capability (roles are not in policy files: if a role grants it, the limits apply)'],
     ]);
     expect(check(rule('  when amount > 1000 and amount < 10'), true).map((d) => d.severity)).toEqual(['error']);
   });

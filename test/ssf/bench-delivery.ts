@@ -24,12 +24,12 @@ try {
     });
   }
   // record with the worker unable to deliver yet: pause every stream first
-  const ids = server.ctx.store.ssf.listStreams().map((s) => s.stream_id);
-  for (const id of ids) server.ctx.store.ssf.setStatus(id, 'paused', null);
+  const ids = (await server.ctx.store.ssf.listStreams()).map((s) => s.stream_id);
+  for (const id of ids) await server.ctx.store.ssf.setStatus(id, 'paused', null);
   const t0 = performance.now();
   for (let i = 0; i < events; i++) {
-    server.ctx.store.transaction(() =>
-      server.ctx.signals.emit({
+    await server.ctx.store.transaction(async (tx) =>
+      server.ctx.signals.emit(tx, {
         type: EVENT_TYPES.tokenClaimsChange,
         subject: { user_id: `u${i}`, email: `u${i}@example.com` },
         payload: { claims: { roles: ['r'] } },
@@ -39,7 +39,7 @@ try {
   }
   const recordMs = performance.now() - t0;
   const t1 = performance.now();
-  for (const id of ids) server.ctx.store.ssf.setStatus(id, 'enabled', null);
+  for (const id of ids) await server.ctx.store.ssf.setStatus(id, 'enabled', null);
   await Promise.all(receivers.map((r) => r.waitFor((x) => x.accepted.length >= events, 600_000)));
   const deliverMs = performance.now() - t1;
   const total = events * streams;

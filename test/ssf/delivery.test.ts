@@ -39,15 +39,15 @@ async function receiverWithStream(streamBody: Record<string, unknown> = {}) {
 }
 
 /** Emits as a management operation does: inside a store transaction. */
-function emit(event: SecurityEventInput): void {
-  server.ctx.store.transaction(() => server.ctx.signals.emit(event));
+async function emit(event: SecurityEventInput): Promise<void> {
+  await server.ctx.store.transaction(async (tx) => server.ctx.signals.emit(tx, event));
 }
 
 /** Polls until `fn` returns a value (the worker marks a row after the receiver answered). */
-async function eventually<T>(fn: () => T | undefined, ms = 10_000): Promise<T> {
+async function eventually<T>(fn: () => Promise<T | undefined>, ms = 10_000): Promise<T> {
   const deadline = Date.now() + ms;
   for (;;) {
-    const v = fn();
+    const v = await fn();
     if (v !== undefined) return v;
     if (Date.now() > deadline) throw new Error('condition not met in time');
     await new Promise((r) => setTimeout(r, 10));
@@ -99,10 +99,10 @@ describe('Security Event Tokens', () => {
     const b = await receiverWithStream({ events_requested: [EVENT_TYPES.tokenClaimsChange] });
     const userId = randomUUID();
     const subject = { user_id: userId, email: `${userId}@example.com` };
-    emit({ type: EVENT_TYPES.tokenClaimsChange, subject, payload: { claims: { roles: ['admin'] } }, initiatingEntity: 'admin' });
-    emit({ type: EVENT_TYPES.sessionRevoked, subject: { ...subject, session_id: 'sid-1' }, payload: {} });
-    emit({ type: EVENT_TYPES.credentialCompromise, subject, payload: { credential_type: 'password', reason_admin: 'leaked' } });
-    emit({ type: EVENT_TYPES.accountPurged, subject, payload: {} });
+    await emit({ type: EVENT_TYPES.tokenClaimsChange, subject, payload: { claims: { roles: ['admin'] } }, initiatingEntity: 'admin' });
+    await emit({ type: EVENT_TYPES.sessionRevoked, subject: { ...subject, session_id: 'sid-1' }, payload: {} });
+    await emit({ type: EVENT_TYPES.credentialCompromise, subject, payload: { credential_type: 'password', reason_admin: 'leaked' } });
+    await emit({ type: EVENT_TYPES.accountPurged, subject, payload: {} });
 
     await a.receiver.waitFor((r) => r.accepted.length === 4);
     await b.receiver.waitFor((r) => r.accepted.length === 1);
@@ -126,13 +126,13 @@ describe('Security Event Tokens', () => {
 
   it('an event emitted in a transaction that rolls back is never recorded', async () => {
     const { receiver, stream } = await receiverWithStream();
-    expect(() =>
-      server.ctx.store.transaction(() => {
-        server.ctx.signals.emit({ type: EVENT_TYPES.accountPurged, subject: { user_id: 'rolled-back', email: 'rb@example.com' }, payload: {} });
+    await expect(
+      server.ctx.store.transaction(async (tx) => {
+        await server.ctx.signals.emit(tx, { type: EVENT_TYPES.accountPurged, subject: { user_id: 'rolled-back', email: 'rb@example.com' }, payload: {} });
         throw new Error('the change failed');
       }),
-    ).toThrow('the change failed');
-    expect(server.ctx.store.ssf.events(stream.stream_id, null, 10)).toEqual([]);
+    ).rejects.toThrow('the change failed');
+    expect(await server.ctx.store.ssf.events(stream.stream_id, null, 10)).toEqual([]);
     expect(receiver.pushes).toEqual([]);
   });
 });
@@ -145,13 +145,13 @@ describe('filtering', () => {
     // the receiver names the person by email, in another case
     expect((await ssf('POST', '/subjects:add', { stream_id: stream.stream_id, subject: { format: 'email', email: 'wanted@example.com' } })).status).toBe(200);
 
-    emit({ type: EVENT_TYPES.accountPurged, subject: other, payload: {} });
-    emit({ type: EVENT_TYPES.tokenClaimsChange, subject: wanted, payload: { claims: { groups: [] } } });
-    emit({ type: EVENT_TYPES.accountPurged, subject: wanted, payload: {} });
+    await emit({ type: EVENT_TYPES.accountPurged, subject: other, payload: {} });
+    await emit({ type: EVENT_TYPES.tokenClaimsChange, subject: wanted, payload: { claims: { groups: [] } } });
+    await emit({ type: EVENT_TYPES.accountPurged, subject: wanted, payload: {} });
     await receiver.waitFor((r) => r.accepted.length >= 1);
 
     // only one row was ever recorded for this stream: the wanted person's purge
-    const rows = server.ctx.store.ssf.events(stream.stream_id, null, 10);
+    const rows = await server.ctx.store.ssf.events(stream.stream_id, null, 10);
     expect(rows.map((r) => r.event_type)).toEqual([EVENT_TYPES.accountPurged]);
     const [set] = await verifiedSets(receiver, stream.aud);
     expect(set!.type).toBe(EVENT_TYPES.accountPurged);
@@ -163,25 +163,25 @@ describe('filtering', () => {
     const control = await receiverWithStream({ events_requested: [EVENT_TYPES.accountPurged] });
     await ssf('POST', '/status', { stream_id: held.stream.stream_id, status: 'paused' });
 
-    emit({ type: EVENT_TYPES.accountPurged, subject: { user_id: 'paused-1', email: 'p1@example.com' }, payload: {} });
+    await emit({ type: EVENT_TYPES.accountPurged, subject: { user_id: 'paused-1', email: 'p1@example.com' }, payload: {} });
     await control.receiver.waitFor((r) => r.accepted.length === 1);
     // the same pass delivered the control stream's copy; the paused stream's is still untouched
-    const [heldRow] = server.ctx.store.ssf.events(held.stream.stream_id, null, 10);
+    const [heldRow] = await server.ctx.store.ssf.events(held.stream.stream_id, null, 10);
     expect(heldRow).toMatchObject({ state: 'pending', attempts: 0 });
     expect(held.receiver.pushes).toEqual([]);
 
     await ssf('POST', '/status', { stream_id: held.stream.stream_id, status: 'enabled' });
     await held.receiver.waitFor((r) => r.accepted.length === 1);
     expect((await verify(held.receiver.accepted[0]!.body, held.stream.aud)).claims.jti).toBe(heldRow!.jti);
-    await eventually(() => server.ctx.store.ssf.events(held.stream.stream_id, 'delivered', 10)[0]);
+    await eventually(async () => (await server.ctx.store.ssf.events(held.stream.stream_id, 'delivered', 10))[0]);
 
     await ssf('POST', '/status', { stream_id: held.stream.stream_id, status: 'paused' });
-    emit({ type: EVENT_TYPES.accountPurged, subject: { user_id: 'paused-2', email: 'p2@example.com' }, payload: {} });
+    await emit({ type: EVENT_TYPES.accountPurged, subject: { user_id: 'paused-2', email: 'p2@example.com' }, payload: {} });
     await ssf('POST', '/status', { stream_id: held.stream.stream_id, status: 'disabled' });
-    expect(server.ctx.store.ssf.events(held.stream.stream_id, 'dropped', 10)).toHaveLength(1);
+    expect(await server.ctx.store.ssf.events(held.stream.stream_id, 'dropped', 10)).toHaveLength(1);
     // a disabled stream records nothing new
-    emit({ type: EVENT_TYPES.accountPurged, subject: { user_id: 'disabled-1', email: 'd1@example.com' }, payload: {} });
-    expect(server.ctx.store.ssf.events(held.stream.stream_id, null, 10)).toHaveLength(2);
+    await emit({ type: EVENT_TYPES.accountPurged, subject: { user_id: 'disabled-1', email: 'd1@example.com' }, payload: {} });
+    expect(await server.ctx.store.ssf.events(held.stream.stream_id, null, 10)).toHaveLength(2);
   });
 });
 
@@ -189,10 +189,10 @@ describe('push delivery', () => {
   it('a receiver that fails three times (500) and then accepts (202) gets the event exactly once', async () => {
     const { receiver, stream } = await receiverWithStream({ events_requested: [EVENT_TYPES.credentialCompromise] });
     receiver.respond = (n) => (n < 3 ? 500 : 202);
-    emit({ type: EVENT_TYPES.credentialCompromise, subject: { user_id: 'retry-1', email: 'r1@example.com' }, payload: { credential_type: 'password' } });
+    await emit({ type: EVENT_TYPES.credentialCompromise, subject: { user_id: 'retry-1', email: 'r1@example.com' }, payload: { credential_type: 'password' } });
 
     await receiver.waitFor((r) => r.accepted.length === 1);
-    const row = await eventually(() => server.ctx.store.ssf.events(stream.stream_id, 'delivered', 10)[0]);
+    const row = await eventually(async () => (await server.ctx.store.ssf.events(stream.stream_id, 'delivered', 10))[0]);
     expect(row).toMatchObject({ state: 'delivered', attempts: 4, last_error: null });
     expect(receiver.pushes.map((p) => p.status)).toEqual([500, 500, 500, 202]);
     // every attempt carried the same SET identity
@@ -203,10 +203,10 @@ describe('push delivery', () => {
   it('after the last attempt the event is failed and visible in the management API; a retry sends it', async () => {
     const { receiver, stream } = await receiverWithStream({ events_requested: [EVENT_TYPES.accountPurged] });
     receiver.respond = () => 503;
-    emit({ type: EVENT_TYPES.accountPurged, subject: { user_id: 'fail-1', email: 'f1@example.com' }, payload: {} });
+    await emit({ type: EVENT_TYPES.accountPurged, subject: { user_id: 'fail-1', email: 'f1@example.com' }, payload: {} });
 
     await receiver.waitFor(() => receiver.pushes.length >= 4);
-    await eventually(() => server.ctx.store.ssf.events(stream.stream_id, 'failed', 10)[0]);
+    await eventually(async () => (await server.ctx.store.ssf.events(stream.stream_id, 'failed', 10))[0]);
     const failed = (await ssf('GET', `/events?stream_id=${stream.stream_id}&state=failed`)).body;
     expect(failed.data).toHaveLength(1);
     expect(failed.data[0]).toMatchObject({ state: 'failed', attempts: 4, event_type: EVENT_TYPES.accountPurged });
@@ -224,7 +224,7 @@ describe('push delivery', () => {
     const { receiver, stream } = await receiverWithStream({ events_requested: [EVENT_TYPES.accountPurged] });
     await ssf('POST', '/status', { stream_id: stream.stream_id, status: 'paused' });
     for (const n of [1, 2, 3]) {
-      emit({ type: EVENT_TYPES.accountPurged, subject: { user_id: `order-${n}`, email: `o${n}@example.com` }, payload: {} });
+      await emit({ type: EVENT_TYPES.accountPurged, subject: { user_id: `order-${n}`, email: `o${n}@example.com` }, payload: {} });
     }
     receiver.respond = (n) => (n === 0 ? 500 : 202);
     await ssf('POST', '/status', { stream_id: stream.stream_id, status: 'enabled' });
@@ -236,9 +236,9 @@ describe('push delivery', () => {
   it('a deleted stream takes its undelivered events with it', async () => {
     const { stream } = await receiverWithStream();
     await ssf('POST', '/status', { stream_id: stream.stream_id, status: 'paused' });
-    emit({ type: EVENT_TYPES.accountPurged, subject: { user_id: 'del-1', email: 'del1@example.com' }, payload: {} });
-    expect(server.ctx.store.ssf.events(stream.stream_id, 'pending', 10)).toHaveLength(1);
+    await emit({ type: EVENT_TYPES.accountPurged, subject: { user_id: 'del-1', email: 'del1@example.com' }, payload: {} });
+    expect(await server.ctx.store.ssf.events(stream.stream_id, 'pending', 10)).toHaveLength(1);
     expect((await ssf('DELETE', `/streams?stream_id=${stream.stream_id}`)).status).toBe(204);
-    expect(server.ctx.store.ssf.events(stream.stream_id, null, 10)).toEqual([]);
+    expect(await server.ctx.store.ssf.events(stream.stream_id, null, 10)).toEqual([]);
   });
 });

@@ -42,16 +42,16 @@ it('an event pending when the server stops (receiver down) is delivered after a 
   expect(created.status).toBe(201);
   const stream = (await created.json()) as { stream_id: string; aud: string };
 
-  server.ctx.store.transaction(() =>
-    server!.ctx.signals.emit({ type: EVENT_TYPES.accountPurged, subject: { user_id: 'gone', email: 'gone@example.com' }, payload: {} }),
+  await server.ctx.store.transaction(async (tx) =>
+    server!.ctx.signals.emit(tx, { type: EVENT_TYPES.accountPurged, subject: { user_id: 'gone', email: 'gone@example.com' }, payload: {} }),
   );
   // wait until the worker has tried and failed at least once
   for (let i = 0; i < 500; i++) {
-    const [row] = server.ctx.store.ssf.events(stream.stream_id, null, 1);
+    const [row] = await server.ctx.store.ssf.events(stream.stream_id, null, 1);
     if (row && row.attempts > 0) break;
     await new Promise((r) => setTimeout(r, 10));
   }
-  const [pending] = server.ctx.store.ssf.events(stream.stream_id, null, 1);
+  const [pending] = await server.ctx.store.ssf.events(stream.stream_id, null, 1);
   expect(pending).toMatchObject({ state: 'pending' });
   expect(pending!.attempts).toBeGreaterThan(0);
   expect(pending!.last_error).toMatch(/^network error/);

@@ -82,9 +82,7 @@ describe('streams', () => {
     });
     expect(res.body.stream_id).toMatch(/^[\w-]{8,}$/);
     // the header is kept sealed, not in plain text
-    const row = server.ctx.store.db
-      .prepare('SELECT authorization_header_enc AS h FROM ssf_streams WHERE stream_id = ?')
-      .get(res.body.stream_id) as { h: string };
+    const row = (await server.ctx.store.sql.get<{ h: string }>('SELECT authorization_header_enc AS h FROM ssf_streams WHERE stream_id = ?', [res.body.stream_id]))!;
     expect(row.h).not.toContain('receiver-secret');
   });
 
@@ -240,11 +238,11 @@ describe('status and subjects', () => {
     const subject = { format: 'iss_sub', iss: server.url, sub: 'user-1' };
     const added = await ssf('POST', '/subjects:add', { stream_id: id, subject, verified: true });
     expect(added.status).toBe(200);
-    expect(server.ctx.store.ssf.subjects(id)).toEqual([{ subject, verified: true }]);
+    expect(await server.ctx.store.ssf.subjects(id)).toEqual([{ subject, verified: true }]);
     // the same subject with its members in another order is the same subject
     const removed = await ssf('POST', '/subjects:remove', { stream_id: id, subject: { sub: 'user-1', iss: server.url, format: 'iss_sub' } });
     expect(removed.status).toBe(204);
-    expect(server.ctx.store.ssf.subjects(id)).toEqual([]);
+    expect(await server.ctx.store.ssf.subjects(id)).toEqual([]);
 
     for (const subjectBad of [undefined, 'user-1', { email: 'a@b.c' }, { format: 'iss_sub', iss: server.url }, { format: 'email' }]) {
       const res = await ssf('POST', '/subjects:add', { stream_id: id, subject: subjectBad });

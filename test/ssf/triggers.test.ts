@@ -68,7 +68,7 @@ it('sessions revoke → one session-revoked per live session', async () => {
   const id = await createUser(`sessions-${randomUUID()}@example.com`);
   const sids = [randomUUID(), randomUUID()];
   for (const sid of sids) {
-    server.ctx.store.sessions.create({ sid, user_id: id, token_hash: sha256(randomToken()), auth_time: 0, amr: ['pwd'], acr: '1', ttl: 3600 });
+    await server.ctx.store.sessions.create({ sid, user_id: id, token_hash: sha256(randomToken()), auth_time: 0, amr: ['pwd'], acr: '1', ttl: 3600 });
   }
   const from = receiver.accepted.length;
   expect((await server.admin('POST', `/users/${id}/sessions/revoke`)).status).toBe(204);
@@ -106,5 +106,5 @@ it('DELETE of a person → account-purged (by email on the stream that asked for
   expect(byEmail!.type).toBe(EVENT_TYPES.accountPurged);
   expect(byEmail!.claims.sub_id).toEqual({ format: 'email', email });
   // the email stream asked for account-purged only: nothing else was recorded for it
-  expect(server.ctx.store.ssf.events(emailStream.stream_id, null, 100).map((e) => e.event_type)).toEqual([EVENT_TYPES.accountPurged]);
+  expect((await server.ctx.store.ssf.events(emailStream.stream_id, null, 100)).map((e) => e.event_type)).toEqual([EVENT_TYPES.accountPurged]);
 });

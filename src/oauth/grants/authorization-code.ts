@@ -34,7 +34,7 @@ export async function authorizationCodeGrant(ctx: AppContext, client: Authentica
 
   // 2. Redeem: single use, and the refresh family starts in the same transaction
   const refreshToken = client.app.refresh_tokens ? randomToken() : undefined;
-  const redemption = ctx.store.oauth.redeemCode(
+  const redemption = await ctx.store.oauth.redeemCode(
     sha256(code),
     (c) => bindingMismatch(c, client.app.client_id, redirectUri, verifier),
     refreshToken ? { familyId: randomToken(16), tokenHash: sha256(refreshToken), ttl: REFRESH_TOKEN_TTL } : undefined,
@@ -51,6 +51,6 @@ export async function authorizationCodeGrant(ctx: AppContext, client: Authentica
 
   // 3. The person, checked again at issue; 4. tokens
   const grant = redemption.code;
-  const user = personForIssue(ctx, grant);
+  const user = await personForIssue(ctx, grant);
   return personTokenResponse(ctx, user, grant, { scope: grant.scope, nonce: grant.nonce, refreshToken });
 }

@@ -24,7 +24,7 @@ export async function clientCredentialsGrant(ctx: AppContext, client: Authentica
   const resource = single(body, 'resource');
   let audience = client.app.client_id;
   if (resource !== undefined) {
-    if (!ctx.store.applications.getGrant(client.app.client_id, resource)) {
+    if (!(await ctx.store.applications.getGrant(client.app.client_id, resource))) {
       throw errors.invalidTarget('resource is not an API this application holds a grant on');
     }
     audience = resource;

@@ -6,7 +6,7 @@ import { parseScope, required, single, type Params } from '../params.js';
 import { personForIssue, personTokenResponse, REFRESH_TOKEN_TTL, type TokenResponse } from '../tokens.js';
 
 /**
- * grant_type=refresh_token, the description's state table: the current token becomes used and
+ * grant_type=refresh_token, as a state table: the current token becomes used and
  * a new one is returned; a used token presented again revokes the family. `scope` may narrow
  * the new access token, never widen it; sid, amr, auth_time stay those of the sign-in.
  */
@@ -18,7 +18,7 @@ export async function refreshTokenGrant(ctx: AppContext, client: AuthenticatedCl
 
   // 2. Rotate in one transaction (exactly one of racing requests wins)
   const next = randomToken();
-  const rotation = ctx.store.oauth.rotateRefresh(sha256(presented), sha256(next), REFRESH_TOKEN_TTL, (family) => {
+  const rotation = await ctx.store.oauth.rotateRefresh(sha256(presented), sha256(next), REFRESH_TOKEN_TTL, (family) => {
     if (family.client_id !== client.app.client_id) return 'wrong_client';
     if (asked && !asked.every((s) => family.scope.includes(s))) return 'invalid_scope';
     return 'ok';
@@ -37,7 +37,7 @@ export async function refreshTokenGrant(ctx: AppContext, client: AuthenticatedCl
 
   // 3. The person, checked again; 4. tokens with the sign-in's sid/amr/auth_time
   const family = rotation.family;
-  const user = personForIssue(ctx, family);
+  const user = await personForIssue(ctx, family);
   const scope = asked ?? family.scope;
   return personTokenResponse(ctx, user, family, { scope, refreshToken: next });
 }

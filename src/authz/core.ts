@@ -1,0 +1,67 @@
+import type { AuditInput } from '../store/audit.js';
+import { renderCause, type PipelineCause } from './cause.js';
+import { decide, type DecisionRequest, type DecisionValue, type PolicySet, type TraceStep, type UsageCheck } from './policy-interface.js';
+
+/** A decision as the pipeline gives it: the answer, its cause, and the reason rendered from the cause. */
+export interface PipelineDecision {
+  decision: DecisionValue;
+  cause: PipelineCause;
+  reason: string;
+  /** the policy version decided with ('' when there was none) */
+  policyVersion: string;
+  rule?: string;
+  trace: TraceStep[];
+  /** the limits over time checked (the usage read, and what an allow consumes) */
+  usage?: UsageCheck[];
+}
+
+/** Which door the request came through; it names the audit record's kind. */
+export type Via = 'decision' | 'mcp' | 'bind' | 'authzen';
+
+export function denial(cause: PipelineCause, policyVersion: string): PipelineDecision {
+  return { decision: 'deny', cause, reason: renderCause(cause), policyVersion, trace: [] };
+}
+
+/**
+ * The decision order on facts alone: no database, no clock, no audit write. The request carries
+ * everything (subject, person, resource attributes, context, the time); `policy` null means no
+ * policy has compiled, which denies. Never throws.
+ */
+export function evaluate(request: DecisionRequest, policy: PolicySet | null): { decision: PipelineDecision; audit: AuditInput } {
+  const decision = decideOn(request, policy);
+  return { decision, audit: auditRecord('decision', request, decision) };
+}
+
+/** `evaluate` without the record, for the pipeline, which records once the approvals step is done. */
+export function decideOn(request: DecisionRequest, policy: PolicySet | null): PipelineDecision {
+  // The policy's decision already has the pipeline's shape (its causes are a subset).
+  return policy ? decide(request, policy) : denial({ code: 'policy_unavailable' }, '');
+}
+
+/**
+ * The one audit record of a decision (a refused or issued binding has kind `token`). `caller`:
+ * the application that asked about someone else (an AuthZEN policy enforcement point).
+ */
+export function auditRecord(
+  via: Via,
+  request: Pick<DecisionRequest, 'subject' | 'person' | 'action' | 'resource' | 'context' | 'now'>,
+  d: PipelineDecision,
+  issued?: string,
+  caller?: string,
+): AuditInput {
+  const bind = via === 'bind';
+  return {
+    kind: bind ? 'token' : 'decision',
+    time: Math.floor(request.now / 1000),
+    // A person acting (an AuthZEN user subject) is the record's person, not an agent.
+    agent_id: request.subject.type === 'user' ? null : request.subject.id,
+    user_id: request.person && request.person.id !== '' ? request.person.id : null,
+    action: request.action,
+    resource: request.resource,
+    context: request.context,
+    decision: bind ? (d.decision === 'allow' ? 'issued' : 'refused') : d.decision,
+    reason: bind && d.decision === 'allow' && issued !== undefined ? issued : d.reason,
+    policy_version: d.policyVersion,
+    ...(caller !== undefined ? { caller } : {}),
+  };
+}

@@ -1,0 +1,114 @@
+import type { AppContext } from '../context.js';
+import { ENTITIES_DOMAIN } from '../store/entities.js';
+import { agentCache, type AgentState } from '../agents/agent-cache.js';
+import type { Attributes, PersonFacts, SubjectFacts } from './policy-interface.js';
+
+/** What a decision knows besides the request itself: who acts, for whom, and what the thing is. */
+export interface Facts {
+  subject: SubjectFacts;
+  person: PersonFacts | null;
+  resourceAttributes: Attributes;
+}
+
+/** A delegated agent acting for nobody: the person grants nothing (fail closed). */
+const NOBODY: PersonFacts = Object.freeze({ id: '', roles: [], groups: [], permissions: [], attributes: {} });
+
+/**
+ * The facts of one decision, read fresh (agents through their cache, which follows the
+ * `agents` counter; people and entities by primary key), so a change applies to the next one.
+ */
+export async function loadFacts(ctx: AppContext, agent: AgentState, userId: string | null, resource: string): Promise<Facts> {
+  const person = userId !== null ? await personFacts(ctx, userId) : agent.agent.mode === 'delegated' ? NOBODY : null;
+  const resourceAttributes = await entityAttributes(ctx, resource);
+  // A delegated agent is in the groups of the person it acts for (for `group:<name>` subjects).
+  const subject = person && agent.agent.mode === 'delegated' ? { ...agent.subject, groups: person.groups } : agent.subject;
+  return { subject, person, resourceAttributes };
+}
+
+/** A person as a decision sees them; an unknown id is a person with nothing (fail closed). */
+export async function personFacts(ctx: AppContext, userId: string): Promise<PersonFacts> {
+  const user = await ctx.store.users.get(userId);
+  if (!user) return { id: userId, roles: [], groups: [], permissions: [], attributes: {} };
+  return {
+    id: user.id,
+    email: user.email,
+    roles: user.roles,
+    groups: user.groups,
+    permissions: await ctx.store.roles.permissionsOf(user.roles),
+    attributes: user.attributes,
+  };
+}
+
+/**
+ * The stored entities' attributes, cached per process and dropped whenever the `entities`
+ * change stamp moves (every write moves it), so a change applies to the next decision and a
+ * decision on a known resource costs no read.
+ */
+class EntityCache {
+  private version = -1;
+  private byKey = new Map<string, Attributes>();
+
+  constructor(private readonly ctx: AppContext) {}
+
+  async attributes(type: string, id: string): Promise<Attributes> {
+    const v = await this.ctx.store.changes.version(ENTITIES_DOMAIN);
+    if (v !== this.version) {
+      this.byKey.clear();
+      this.version = v;
+    }
+    const key = `${type}:${id}`;
+    let attributes = this.byKey.get(key);
+    if (attributes === undefined) {
+      const entity = await this.ctx.store.entities.get(type, id);
+      attributes = entity ? entity.attributes : EMPTY;
+      // Bounded: a flood of distinct resources must not grow memory without limit.
+      if (this.byKey.size >= 10_000) this.byKey.clear();
+      this.byKey.set(key, attributes);
+    }
+    return attributes;
+  }
+}
+
+const EMPTY: Attributes = Object.freeze({});
+const entityCaches = new WeakMap<AppContext, EntityCache>();
+
+/** The stored entity `<type>:<id>`'s attributes; `{}` when there is none. */
+export function entityAttributes(ctx: AppContext, resource: string): Promise<Attributes> | Attributes {
+  const i = resource.indexOf(':');
+  if (i <= 0) return EMPTY;
+  let cache = entityCaches.get(ctx);
+  if (!cache) entityCaches.set(ctx, (cache = new EntityCache(ctx)));
+  return cache.attributes(resource.slice(0, i), resource.slice(i + 1));
+}
+
+/**
+ * A subject named by type and id (an AuthZEN subject): `user` is the stored person of that id,
+ * its own person; `agent` the stored agent (a delegated one acting for nobody, so its person
+ * grants nothing). Null when there is no such subject, or the agent is revoked.
+ */
+export async function namedSubjectFacts(ctx: AppContext, type: string, id: string): Promise<Omit<Facts, 'resourceAttributes'> | null> {
+  if (type === 'user') {
+    const user = await ctx.store.users.get(id);
+    if (!user) return null;
+    const person: PersonFacts = {
+      id: user.id,
+      email: user.email,
+      roles: user.roles,
+      groups: user.groups,
+      permissions: await ctx.store.roles.permissionsOf(user.roles),
+      attributes: user.attributes,
+    };
+    return { subject: { type: 'user', name: user.name, ...person }, person };
+  }
+  if (type === 'agent') {
+    const state = await agentCache(ctx).active(id);
+    if (!state) return null;
+    return { subject: state.subject, person: state.agent.mode === 'delegated' ? NOBODY : null };
+  }
+  return null;
+}
+
+/** Stored attributes with request-supplied ones filling the gaps (the stored value wins a clash). */
+export function withProperties(stored: Attributes, properties: Attributes | undefined): Attributes {
+  return properties ? { ...properties, ...stored } : stored;
+}

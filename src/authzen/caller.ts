@@ -1,0 +1,91 @@
+import type { AppContext } from '../context.js';
+import { errors, type ProtocolError } from '../errors.js';
+import { verifiedTokens } from '../agents/verified-tokens.js';
+import { ACCESS_TOKEN_TYP } from '../oauth/tokens.js';
+import { accessApiUrl } from './metadata.js';
+
+/** Who asks: the m2m application whose access token came with the request. */
+export interface Caller { clientId: string }
+
+const nowSeconds = () => Math.floor(Date.now() / 1000);
+const BEARER = /^Bearer[ \t]+([\w\-.~+/]+=*)[ \t]*$/i;
+
+function unauthorized(ctx: AppContext, description: string, withError: boolean): ProtocolError {
+  const realm = `Bearer realm="${accessApiUrl(ctx)}"`;
+  return errors.invalidToken(description, {}, {
+    'WWW-Authenticate': withError ? `${realm}, error="invalid_token", error_description="${description}"` : realm,
+  });
+}
+
+/**
+ * The caller of an AuthZEN endpoint: `Authorization: Bearer <access token>` whose `aud` is
+ * `{issuer}/access/v1`, signed by us (RS256, `typ: at+jwt`, unexpired), for an m2m application
+ * that still holds a grant on the built-in `api` application. Anything else is a 401 with a
+ * `WWW-Authenticate` challenge. A verified token is remembered until it expires (one map
+ * lookup per repeat); the grant is checked on every request against a per-process view that
+ * follows the `applications` change counter.
+ */
+export async function authenticateCaller(ctx: AppContext, authorization: string | undefined): Promise<Caller> {
+  if (!authorization) throw unauthorized(ctx, 'an access token is required (Authorization: Bearer)', false);
+  const m = BEARER.exec(authorization);
+  if (!m || m[1]!.length > 8192) throw unauthorized(ctx, 'the Authorization header is not a bearer token', true);
+  const token = m[1]!;
+  const audience = accessApiUrl(ctx);
+  const cache = verifiedTokens(ctx, `authzen:${audience}`);
+  let payload = cache.get(token, nowSeconds())?.payload;
+  if (!payload) {
+    try {
+      const verified = await ctx.keys.verify(token, 'RS256', {
+        issuer: ctx.urls.issuer,
+        audience,
+        typ: ACCESS_TOKEN_TYP,
+        requiredClaims: ['exp', 'iat', 'sub'],
+      });
+      payload = verified.payload;
+      cache.set(token, payload, verified.protectedHeader as Record<string, unknown>);
+    } catch {
+      throw unauthorized(ctx, `the access token is invalid, expired or not for ${audience}`, true);
+    }
+  }
+  const clientId = payload.client_id;
+  if (typeof clientId !== 'string' || !(await grants(ctx).holds(clientId))) {
+    throw unauthorized(ctx, 'the application of this token holds no grant on the AuthZEN API', true);
+  }
+  return { clientId };
+}
+
+/** Which m2m applications hold a grant on the `api` application, per process, per change. */
+class GrantView {
+  private version = -1;
+  private known = new Map<string, boolean>();
+  private checkedThisTurn = false;
+
+  constructor(private readonly ctx: AppContext) {}
+
+  async holds(clientId: string): Promise<boolean> {
+    if (!this.checkedThisTurn) {
+      this.checkedThisTurn = true;
+      setImmediate(() => (this.checkedThisTurn = false));
+      const v = await this.ctx.store.settings.version('applications');
+      if (v !== this.version) {
+        this.known.clear();
+        this.version = v;
+      }
+    }
+    let ok = this.known.get(clientId);
+    if (ok === undefined) {
+      const app = await this.ctx.store.applications.get(clientId);
+      ok = app?.type === 'm2m' && (await this.ctx.store.applications.getGrant(clientId, accessApiUrl(this.ctx))) !== undefined;
+      if (this.known.size > 10_000) this.known.clear();
+      this.known.set(clientId, ok);
+    }
+    return ok;
+  }
+}
+
+const views = new WeakMap<AppContext, GrantView>();
+function grants(ctx: AppContext): GrantView {
+  let v = views.get(ctx);
+  if (!v) views.set(ctx, (v = new GrantView(ctx)));
+  return v;
+}

@@ -1,0 +1,90 @@
+// Search paging: results come in a stable order (by identifier), and a page token says where
+// the previous page ended and which request it belongs to. A token replayed with a changed
+// request (anything but `page.token`) is refused, as the specification asks.
+
+import { createHash } from 'node:crypto';
+import { canonicalJson } from '../agents/canonical.js';
+import { badRequest, type SearchRequest } from './request.js';
+
+/** The page size when the request names none. */
+export const DEFAULT_PAGE = 100;
+
+/** What the request asks, less its page token: the part that must not change across pages. */
+export function requestFingerprint(kind: string, req: SearchRequest): string {
+  const { page, ...rest } = req;
+  const stable = { kind, ...rest, limit: page?.limit ?? null };
+  return createHash('sha256').update(canonicalJson(stable)).digest('base64url').slice(0, 22);
+}
+
+export function encodePageToken(after: string, fingerprint: string): string {
+  return Buffer.from(JSON.stringify([after, fingerprint])).toString('base64url');
+}
+
+/** The identifier the previous page ended with; a 400 for a foreign or mismatched token. */
+export function decodePageToken(token: string, fingerprint: string): string {
+  let decoded: unknown;
+  try {
+    decoded = JSON.parse(Buffer.from(token, 'base64url').toString('utf8'));
+  } catch {
+    decoded = undefined;
+  }
+  if (!Array.isArray(decoded) || decoded.length !== 2 || typeof decoded[0] !== 'string' || typeof decoded[1] !== 'string') {
+    throw badRequest([{ path: 'page.token', message: 'is not a token this PDP issued', code: 'invalid_value' }]);
+  }
+  if (decoded[1] !== fingerprint) {
+    throw badRequest([{ path: 'page.token', message: 'belongs to another request: only page.token may change between pages', code: 'invalid_value' }]);
+  }
+  return decoded[0];
+}
+
+export interface Paged<T> {
+  results: T[];
+  page?: { next_token: string; count: number };
+}
+
+/**
+ * Walks `ids` (sorted, unique) after the token's position and keeps those `accept` admits,
+ * until the page is full; asks `accept` about one more only to know whether a next page exists.
+ * The page object is present when the request carried one or when more results follow.
+ */
+export async function collectPage<T>(
+  kind: string,
+  req: SearchRequest,
+  ids: string[],
+  accept: (id: string) => Promise<T | undefined> | T | undefined,
+): Promise<Paged<T>> {
+  const fingerprint = requestFingerprint(kind, req);
+  const after = req.page?.token !== undefined ? decodePageToken(req.page.token, fingerprint) : undefined;
+  const limit = req.page?.limit ?? DEFAULT_PAGE;
+  let i = 0;
+  if (after !== undefined) {
+    // Binary search: ids are sorted, and `after` may have disappeared since.
+    let lo = 0;
+    let hi = ids.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (ids[mid]! <= after) lo = mid + 1;
+      else hi = mid;
+    }
+    i = lo;
+  }
+  const results: T[] = [];
+  let last: string | undefined;
+  let more = false;
+  for (; i < ids.length; i++) {
+    const hit = await accept(ids[i]!);
+    if (hit === undefined) continue;
+    if (results.length === limit) {
+      more = true;
+      break;
+    }
+    results.push(hit);
+    last = ids[i]!;
+  }
+  const next = more ? encodePageToken(last ?? after ?? '', fingerprint) : '';
+  if (!more && !req.page) return { results };
+  return { page: { next_token: next, count: results.length }, results };
+}
+
+/** Sorted unique identifiers, in code-unit order (the order page tokens compare in). */
+export const sortedIds = (ids: Iterable<string>): string[] => [...new Set(ids)].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));

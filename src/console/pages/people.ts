@@ -1,0 +1,302 @@
+import type { Request, Response, Router } from 'express';
+import { applicationJson, assignUser, unassignUser } from '../../admin/applications.js';
+import { parseWith } from '../../admin/route.js';
+import { userCreate, userPatch } from '../../admin/schemas.js';
+import { createUser, deleteUser, markCredentialCompromised, revokeSessions, updateUser, userJson } from '../../admin/users.js';
+import type { AppContext } from '../../context.js';
+import { errors } from '../../errors.js';
+import { recordChange } from '../audit.js';
+import { CONSOLE_CLIENT_ID, CONSOLE_ROLE } from '../built-in.js';
+import { emptyForm, formValues, jsonField, list, refusal, ticked, type FormState, type Values } from '../forms.js';
+import {
+  badge,
+  button,
+  checkbox,
+  code,
+  dangerForm,
+  details,
+  errorList,
+  escapeHtml as e,
+  hidden,
+  input,
+  link,
+  postForm,
+  section,
+  seg,
+  select,
+  table,
+  textarea,
+  when,
+  type Html,
+} from '../html.js';
+import { done, pathParam, personOf, render, requireConfirmation } from './common.js';
+
+const ATTRIBUTES_HINT = 'JSON object for rule conditions, such as {"department": "finance", "clearance": 3}. Empty: none.';
+const PAGE = 50;
+const attributesText = (a: Record<string, unknown>) => (Object.keys(a).length ? JSON.stringify(a, null, 2) : '');
+const nowSeconds = () => Math.floor(Date.now() / 1000);
+
+async function roleNames(ctx: AppContext): Promise<string[]> {
+  return [...new Set([CONSOLE_ROLE, ...(await ctx.store.roles.list()).map((r) => r.name)])].sort();
+}
+
+const roleList = (id: string, names: string[]): Html => `<datalist id="${e(id)}">${names.map((n) => `<option value="${e(n)}">`).join('')}</datalist>`;
+
+function createForm(res: Response, f: FormState, roles: string[]): Html {
+  const v = f.values;
+  return postForm(
+    '/console/people',
+    personOf(res),
+    `${errorList(f.general)}
+<div class="grid">
+${input({ name: 'email', label: 'Email', type: 'email', value: v.email, required: true, errors: f.errors.email, autocomplete: 'off' })}
+${input({ name: 'name', label: 'Name', value: v.name, required: true, errors: f.errors.name })}
+</div>
+<div class="grid">
+${input({ name: 'password', label: 'Password', type: 'password', value: '', required: true, errors: f.errors.password, autocomplete: 'new-password' })}
+${input({ name: 'roles', label: 'Roles', hint: `Comma-separated; ${CONSOLE_ROLE} opens the console.`, value: v.roles, errors: f.errors.roles, extra: ' list="known-roles"' })}
+</div>
+${input({ name: 'groups', label: 'Groups', hint: 'Comma-separated.', value: v.groups, errors: f.errors.groups })}
+${textarea({ name: 'attributes', label: 'Attributes', hint: ATTRIBUTES_HINT, value: v.attributes, rows: 2, errors: f.errors.attributes, mono: true })}
+${checkbox({ name: 'email_verified', label: 'Email verified', checked: ticked(v, 'email_verified') })}
+${roleList('known-roles', roles)}
+${button('Create person')}`,
+  );
+}
+
+async function listPage(ctx: AppContext, req: Request, res: Response, f: FormState = emptyForm()): Promise<void> {
+  const q = req.query as Record<string, unknown>;
+  const email = typeof q.email === 'string' ? q.email.trim() : '';
+  const offset = typeof q.offset === 'string' && /^\d{1,7}$/.test(q.offset) ? Number(q.offset) : 0;
+  let people;
+  let more = false;
+  if (email) {
+    const u = await ctx.store.users.getByEmail(email);
+    people = u ? [u] : [];
+  } else {
+    const page = await ctx.store.users.list(PAGE + 1, offset);
+    more = page.length > PAGE;
+    people = page.slice(0, PAGE);
+  }
+  const rows = people.map(userJson).map((u) => [
+    link(`/console/people/${seg(u.id)}`, u.email),
+    e(u.name),
+    u.roles.map((r) => badge(r, r === CONSOLE_ROLE ? 'admin' : '')).join(' '),
+    e(u.groups.join(', ')),
+    `${u.totp_enabled ? badge('TOTP', 'ok') : ''}${u.password_compromised ? ` ${badge('password compromised', 'bad')}` : ''}`,
+  ]);
+  const search = `<form method="get" action="/console/people" class="row filters">
+${input({ name: 'email', id: 'search-email', label: 'Find by email', type: 'search', value: email })}
+${button('Find', { kind: 'plain' })}${email ? ` ${link('/console/people', 'Show everyone')}` : ''}
+</form>`;
+  const pager = `<p class="pager">${offset > 0 ? link(`/console/people?offset=${Math.max(offset - PAGE, 0)}`, '← Previous') : ''} ${more ? link(`/console/people?offset=${offset + PAGE}`, 'Next →') : ''}</p>`;
+  render(ctx, req, res, f.status, {
+    title: 'People',
+    section: 'people',
+    lead: 'The people who sign in: their roles, groups, applications and sessions.',
+    body: `${search}
+${table(['Email', 'Name', 'Roles', 'Groups', 'Sign-in'], rows, { empty: email ? 'No one has this email.' : 'No people yet.' })}
+${pager}
+${details('Create a person', createForm(res, f, await roleNames(ctx)), f.status !== 200, 'create')}`,
+  });
+}
+
+interface DetailForms {
+  edit?: FormState;
+  password?: FormState;
+  assign?: FormState;
+  danger?: FormState;
+}
+
+async function detailPage(ctx: AppContext, req: Request, res: Response, id: string, forms: DetailForms = {}, status = 200): Promise<void> {
+  const found = await ctx.store.users.get(id);
+  if (!found) throw errors.notFound(`no person ${id}`);
+  const u = userJson(found);
+  const person = personOf(res);
+  const base = `/console/people/${seg(u.id)}`;
+  const edit = forms.edit ?? emptyForm({
+    email: u.email,
+    name: u.name,
+    roles: u.roles.join(', '),
+    groups: u.groups.join(', '),
+    attributes: attributesText(u.attributes),
+    ...(u.email_verified ? { email_verified: 'on' } : {}),
+  });
+  const ev = edit.values;
+  const editForm = postForm(
+    base,
+    person,
+    `${errorList(edit.general)}
+<div class="grid">
+${input({ name: 'email', label: 'Email', type: 'email', value: ev.email, required: true, errors: edit.errors.email })}
+${input({ name: 'name', label: 'Name', value: ev.name, required: true, errors: edit.errors.name })}
+</div>
+${input({ name: 'roles', label: 'Roles', hint: `Comma-separated; ${CONSOLE_ROLE} opens the console.`, value: ev.roles, errors: edit.errors.roles, extra: ' list="known-roles"' })}
+${input({ name: 'groups', label: 'Groups', hint: 'Comma-separated.', value: ev.groups, errors: edit.errors.groups })}
+${textarea({ name: 'attributes', label: 'Attributes', hint: ATTRIBUTES_HINT, value: ev.attributes, rows: Math.min(Math.max((ev.attributes ?? '').split('\n').length, 2), 14), errors: edit.errors.attributes, mono: true })}
+${checkbox({ name: 'email_verified', label: 'Email verified', checked: ticked(ev, 'email_verified') })}
+${roleList('known-roles', await roleNames(ctx))}
+${button('Save changes')}`,
+  );
+
+  const pw = forms.password ?? emptyForm();
+  const passwordForm = postForm(
+    `${base}/password`,
+    person,
+    `${errorList(pw.general)}${input({ name: 'password', id: 'new-password', label: 'New password', type: 'password', value: '', required: true, errors: pw.errors.password, autocomplete: 'new-password' })}
+${button('Set password', { kind: 'plain' })}`,
+    { cls: 'row' },
+  );
+
+  const apps = await Promise.all((await ctx.store.applications.list()).map((a) => applicationJson(ctx, a)));
+  const mine = apps.filter((a) => a.assignments.includes(u.id));
+  // The console needs no assignment (its door is the role admin); m2m and API applications have no people.
+  const assignable = apps.filter((a) => !a.assignments.includes(u.id) && a.type !== 'm2m' && a.type !== 'api' && a.client_id !== CONSOLE_CLIENT_ID);
+  const assign = forms.assign ?? emptyForm();
+  const appsTable = table(
+    ['Application', 'Client ID', ''],
+    mine.map((a) => [
+      link(`/console/applications/${seg(a.client_id)}`, a.name),
+      code(a.client_id),
+      postForm(`${base}/unassign`, person, `${hidden('client_id', a.client_id)}${button('Unassign', { kind: 'plain' })}`, { cls: 'inline' }),
+    ]),
+    { empty: 'Not assigned to any application.' },
+  );
+  const assignForm = assignable.length
+    ? postForm(
+        `${base}/assign`,
+        person,
+        `${errorList(assign.general)}${select({ name: 'client_id', id: 'assign-app', label: 'Assign to', options: assignable.map((a) => [a.client_id, a.name] as const), errors: assign.errors.client_id })}
+${button('Assign')}`,
+        { cls: 'row' },
+      )
+    : '';
+  const consoleNote = u.roles.includes(CONSOLE_ROLE) ? `<p class="hint">Holds ${code(CONSOLE_ROLE)}: may use the console (${code(CONSOLE_CLIENT_ID)}) without an assignment.</p>` : '';
+
+  const sessions = (await ctx.store.sessions.activeForUser(u.id)).filter((s) => s.expires_at > nowSeconds());
+  const sessionsPart = `<p>${sessions.length} live session${sessions.length === 1 ? '' : 's'}.</p>
+${sessions.length ? table(['Signed in', 'Methods', 'Expires'], sessions.map((s) => [when(new Date(s.auth_time * 1000).toISOString()), e(s.amr.join(', ')), when(new Date(s.expires_at * 1000).toISOString())])) : ''}
+${postForm(`${base}/revoke-sessions`, person, button('Revoke every session', { kind: 'plain' }), { confirm: 'End every session of this person now?' })}`;
+
+  const danger = forms.danger ?? emptyForm();
+  render(ctx, req, res, status, {
+    title: u.name || u.email,
+    section: 'people',
+    lead: `${e(u.email)} · ${code(u.id)}`,
+    body: `<dl class="facts">
+<dt>ID (sub)</dt><dd>${code(u.id)}</dd>
+<dt>Second factor</dt><dd>${u.totp_enabled ? 'TOTP' : 'none'}</dd>
+<dt>Password</dt><dd>${u.password_compromised ? badge('marked compromised', 'bad') : 'in use'}</dd>
+<dt>Created</dt><dd>${when(u.created_at)}</dd><dt>Updated</dt><dd>${when(u.updated_at)}</dd>
+</dl>
+${section('Profile, roles, groups and attributes', editForm)}
+${section('Applications', `${consoleNote}${appsTable}${assignForm}`)}
+${section('Sessions', sessionsPart)}
+${section('Password', `${passwordForm}
+${postForm(`${base}/compromised`, person, `<p>Marking the password compromised stops it at once, until a new one is set.</p>${button('Mark password compromised', { kind: 'plain' })}`, { confirm: 'Stop this password now?' })}`)}
+${section('Delete', `${errorList(danger.general)}${dangerForm(`${base}/delete`, person, 'Delete person', 'Yes, delete this person and end everything of theirs', 'delete-person')}`, { cls: 'danger' })}`,
+  });
+}
+
+const profile = (v: Values) => ({
+  email: (v.email ?? '').trim(),
+  name: v.name,
+  roles: list(v.roles),
+  groups: list(v.groups),
+  attributes: jsonField(v, 'attributes', {}),
+  email_verified: ticked(v, 'email_verified'),
+});
+
+export function peoplePages(router: Router, ctx: AppContext): void {
+  router.get('/people', (req, res) => listPage(ctx, req, res));
+
+  router.post('/people', async (req, res) => {
+    const v = formValues(req);
+    try {
+      const user = await createUser(ctx, parseWith(userCreate, { ...profile(v), password: v.password ?? '' }));
+      await recordChange(ctx, personOf(res), 'people.create', `user:${user.id}`, { email: user.email, roles: user.roles, groups: user.groups }, { user_id: user.id });
+      done(ctx, res, `${user.email} created.`, `/console/people/${seg(user.id)}`);
+    } catch (err) {
+      await listPage(ctx, req, res, refusal(err, { ...v, password: '' }));
+    }
+  });
+
+  router.get('/people/:id', (req, res) => detailPage(ctx, req, res, pathParam(req, 'id')));
+
+  router.post('/people/:id', async (req, res) => {
+    const id = pathParam(req, 'id');
+    const v = formValues(req);
+    try {
+      const patch = parseWith(userPatch, profile(v));
+      const user = await updateUser(ctx, id, patch);
+      await recordChange(ctx, personOf(res), 'people.update', `user:${id}`, { email: user.email, roles: user.roles, groups: user.groups, attributes: user.attributes, email_verified: user.email_verified }, { user_id: id });
+      done(ctx, res, `${user.email} saved.`, `/console/people/${seg(id)}`);
+    } catch (err) {
+      const state = refusal(err, v);
+      await detailPage(ctx, req, res, id, { edit: state }, state.status);
+    }
+  });
+
+  router.post('/people/:id/password', async (req, res) => {
+    const id = pathParam(req, 'id');
+    const v = formValues(req);
+    try {
+      await updateUser(ctx, id, parseWith(userPatch, { password: v.password ?? '' }));
+      await recordChange(ctx, personOf(res), 'people.set_password', `user:${id}`, {}, { user_id: id });
+      done(ctx, res, 'A new password is set.', `/console/people/${seg(id)}`);
+    } catch (err) {
+      const state = refusal(err, {});
+      await detailPage(ctx, req, res, id, { password: state }, state.status);
+    }
+  });
+
+  router.post('/people/:id/compromised', async (req, res) => {
+    const id = pathParam(req, 'id');
+    await markCredentialCompromised(ctx, id, 'password', 'marked in the console');
+    await recordChange(ctx, personOf(res), 'people.credential_compromise', `user:${id}`, { credential_type: 'password' }, { user_id: id });
+    done(ctx, res, 'The password is marked compromised.', `/console/people/${seg(id)}`);
+  });
+
+  router.post('/people/:id/revoke-sessions', async (req, res) => {
+    const id = pathParam(req, 'id');
+    const ended = await revokeSessions(ctx, id);
+    await recordChange(ctx, personOf(res), 'people.revoke_sessions', `user:${id}`, { ended }, { user_id: id });
+    done(ctx, res, `${ended} session${ended === 1 ? '' : 's'} ended.`, id === personOf(res).user.id ? '/console' : `/console/people/${seg(id)}`);
+  });
+
+  router.post('/people/:id/assign', async (req, res) => {
+    const id = pathParam(req, 'id');
+    const v = formValues(req);
+    try {
+      await assignUser(ctx, v.client_id ?? '', id);
+      await recordChange(ctx, personOf(res), 'applications.assign', `application:${v.client_id}`, { user_id: id }, { user_id: id });
+      done(ctx, res, 'Assigned.', `/console/people/${seg(id)}`);
+    } catch (err) {
+      const state = refusal(err, v);
+      await detailPage(ctx, req, res, id, { assign: { ...state, general: [...state.general, ...Object.values(state.errors).flat()] } }, state.status);
+    }
+  });
+
+  router.post('/people/:id/unassign', async (req, res) => {
+    const id = pathParam(req, 'id');
+    const clientId = formValues(req).client_id ?? '';
+    await unassignUser(ctx, clientId, id);
+    await recordChange(ctx, personOf(res), 'applications.unassign', `application:${clientId}`, { user_id: id }, { user_id: id });
+    done(ctx, res, 'Unassigned.', `/console/people/${seg(id)}`);
+  });
+
+  router.post('/people/:id/delete', async (req, res) => {
+    const id = pathParam(req, 'id');
+    const v = formValues(req);
+    try {
+      requireConfirmation(v);
+      if (id === personOf(res).user.id) throw errors.conflict('you cannot delete yourself while signed in to the console');
+      await deleteUser(ctx, id);
+    } catch (err) {
+      const state = refusal(err, v);
+      return detailPage(ctx, req, res, id, { danger: { ...state, general: [...state.general, ...Object.values(state.errors).flat()] } }, state.status);
+    }
+    await recordChange(ctx, personOf(res), 'people.delete', `user:${id}`, {}, { user_id: id });
+    done(ctx, res, 'The person was deleted.', '/console/people');
+  });
+}

@@ -1,0 +1,96 @@
+import type { Request, Response, Router } from 'express';
+import { createRole, deleteRole, putRole, roleJson } from '../../admin/roles.js';
+import { parseWith } from '../../admin/route.js';
+import { roleCreate, roleName, rolePut } from '../../admin/schemas.js';
+import type { AppContext } from '../../context.js';
+import { recordChange } from '../audit.js';
+import { CONSOLE_ROLE } from '../built-in.js';
+import { emptyForm, formValues, list, refusal, type FormState } from '../forms.js';
+import { badge, button, code, dangerForm, details, errorList, escapeHtml as e, hidden, input, postForm, section, textarea, type Html } from '../html.js';
+import { done, personOf, render, requireConfirmation } from './common.js';
+
+interface Forms {
+  create?: FormState;
+  /** the role whose form was refused, and its state */
+  edit?: { name: string; state: FormState };
+}
+
+async function rolesPage(ctx: AppContext, req: Request, res: Response, forms: Forms = {}, status = 200): Promise<void> {
+  const person = personOf(res);
+  const roles = (await ctx.store.roles.list()).map(roleJson);
+  const cards: Html[] = roles.map((r, i) => {
+    const st = forms.edit?.name === r.name ? forms.edit.state : emptyForm({ permissions: r.permissions.join('\n') });
+    return section(
+      r.name,
+      `${r.permissions.length ? `<p>${r.permissions.map((p) => badge(p)).join(' ')}</p>` : '<p class="empty">No permissions.</p>'}
+${postForm(
+  '/console/roles/save',
+  person,
+  `${hidden('name', r.name)}${errorList(st.general)}
+${textarea({ name: 'permissions', id: `perm-${i}`, label: 'Permissions', hint: 'One per line: <action>:<resource_kind>; * may stand for either part.', value: st.values.permissions, rows: 3, errors: st.errors.permissions, mono: true })}
+${button('Save permissions', { kind: 'plain' })}`,
+)}
+${dangerForm('/console/roles/delete', person, 'Delete role', `Yes, delete the role ${r.name}`, `delete-role-${i}`, hidden('name', r.name))}`,
+      { id: `role-${r.name}`, cls: 'card' },
+    );
+  });
+  const c = forms.create ?? emptyForm();
+  const createForm = postForm(
+    '/console/roles',
+    person,
+    `${errorList(c.general)}
+${input({ name: 'name', label: 'Name', value: c.values.name, required: true, errors: c.errors.name })}
+${textarea({ name: 'permissions', id: 'new-permissions', label: 'Permissions', hint: 'One per line, such as create:refunds.', value: c.values.permissions, rows: 3, errors: c.errors.permissions, mono: true })}
+${button('Create role')}`,
+  );
+  render(ctx, req, res, status, {
+    title: 'Roles',
+    section: 'roles',
+    lead: `Roles carry permissions for agents and people. A person holding ${code(CONSOLE_ROLE)} may use this console.`,
+    body: `${details('Create a role', createForm, !roles.length || forms.create !== undefined, 'create')}
+<div class="cards">${cards.join('\n') || `<p class="empty">${e('No roles yet.')}</p>`}</div>`,
+  });
+}
+
+/** Issues of `permissions.N` belong to the permissions field. */
+const field = (p: string) => p.split('.')[0]!;
+
+export function rolePages(router: Router, ctx: AppContext): void {
+  router.get('/roles', (req, res) => rolesPage(ctx, req, res));
+
+  router.post('/roles', async (req, res) => {
+    const v = formValues(req);
+    try {
+      const body = parseWith(roleCreate, { name: (v.name ?? '').trim(), permissions: list(v.permissions) });
+      const role = await createRole(ctx, body.name, body.permissions);
+      await recordChange(ctx, personOf(res), 'roles.create', `role:${role.name}`, { permissions: role.permissions });
+      done(ctx, res, `Role ${role.name} created.`, '/console/roles');
+    } catch (err) {
+      const state = refusal(err, v, field);
+      await rolesPage(ctx, req, res, { create: state }, state.status);
+    }
+  });
+
+  router.post('/roles/save', async (req, res) => {
+    const v = formValues(req);
+    const name = v.name ?? '';
+    try {
+      parseWith(roleName, name, 'name');
+      const body = parseWith(rolePut, { permissions: list(v.permissions) });
+      const { role } = await putRole(ctx, name, body.permissions);
+      await recordChange(ctx, personOf(res), 'roles.update', `role:${role.name}`, { permissions: role.permissions });
+      done(ctx, res, `Role ${role.name} saved.`, '/console/roles');
+    } catch (err) {
+      const state = refusal(err, v, field);
+      await rolesPage(ctx, req, res, { edit: { name, state } }, state.status);
+    }
+  });
+
+  router.post('/roles/delete', async (req, res) => {
+    const v = formValues(req);
+    requireConfirmation(v);
+    await deleteRole(ctx, v.name ?? '');
+    await recordChange(ctx, personOf(res), 'roles.delete', `role:${v.name}`);
+    done(ctx, res, `Role ${v.name} deleted.`, '/console/roles');
+  });
+}

@@ -1,0 +1,351 @@
+import { randomUUID } from 'node:crypto';
+import type { Request, Response, Router } from 'express';
+import { parseWith } from '../../admin/route.js';
+import { createRule, deleteRule, disableRule, enableRule, ruleJson, updateRule, validateAndRecord, validateRule } from '../../admin/rules.js';
+import { CONDITION_OPS, ruleCreate, type RuleCreate } from '../../admin/schemas.js';
+import type { AppContext } from '../../context.js';
+import { errors } from '../../errors.js';
+import { toJsonRule } from '../../authz/policy-service.js';
+import { formatRule } from '../../policy/format.js';
+import { jsonRuleToAst } from '../../policy/json.js';
+import type { Rule } from '../../store/rules.js';
+import { recordChange } from '../audit.js';
+import { emptyForm, FieldProblem, formValues, list, refusal, type FieldErrors, type FormState, type Values } from '../forms.js';
+import {
+  badge,
+  button,
+  code,
+  dangerForm,
+  errorList,
+  escapeHtml as e,
+  input,
+  link,
+  notice,
+  postForm,
+  pre,
+  section,
+  seg,
+  select,
+  table,
+  when,
+  type Html,
+} from '../html.js';
+import { done, pathParam, personOf, render, requireConfirmation } from './common.js';
+
+/** The console's names of the effects: require_approval is "Require step-up". */
+const EFFECTS = [
+  ['deny', 'Deny the action'],
+  ['require_approval', 'Require step-up (a person approves)'],
+] as const;
+const OPS: readonly (readonly [string, string])[] = [
+  ['', '(no condition)'],
+  ...CONDITION_OPS.map((op) => [op, { gte: '≥ at least', gt: '> more than', lte: '≤ at most', lt: '< less than', eq: '= equals', ne: '≠ differs from' }[op]] as const),
+];
+const VALUE_TYPES = [
+  ['auto', 'guess'],
+  ['number', 'number'],
+  ['string', 'text'],
+  ['boolean', 'true or false'],
+] as const;
+const OP_TEXT: Record<string, string> = { gte: '>=', gt: '>', lte: '<=', lt: '<', eq: '==', ne: '!=' };
+
+const effectLabel = (effect: string) => (effect === 'require_approval' ? 'Require step-up' : 'Deny');
+const STATE_KIND: Record<string, string> = { draft: '', live: 'ok', disabled: 'muted' };
+
+/** The form's fields as the management API's rule (JSON shape); a value that cannot be typed is named at its field. */
+function ruleInput(v: Values): unknown {
+  const field = (v.cond_field ?? '').trim();
+  const op = v.cond_op ?? '';
+  const raw = v.cond_value ?? '';
+  let condition: unknown = null;
+  if (field || op || raw.trim()) {
+    if (!op) throw new FieldProblem('cond_op', 'choose an operator (or empty the condition)');
+    condition = { field, op, value: typedValue(raw.trim(), v.cond_type ?? 'auto') };
+  }
+  return {
+    name: (v.name ?? '').trim(),
+    effect: v.effect,
+    subjects: list(v.subjects),
+    relation: (v.relation ?? '').trim(),
+    object: (v.object ?? '').trim(),
+    condition,
+  };
+}
+
+function typedValue(raw: string, type: string): number | string | boolean {
+  const asNumber = raw !== '' && Number.isFinite(Number(raw)) ? Number(raw) : undefined;
+  if (type === 'number') {
+    if (asNumber === undefined) throw new FieldProblem('cond_value', 'is not a number');
+    return asNumber;
+  }
+  if (type === 'boolean') {
+    if (raw !== 'true' && raw !== 'false') throw new FieldProblem('cond_value', 'must be true or false');
+    return raw === 'true';
+  }
+  if (type === 'string') return raw;
+  if (asNumber !== undefined && /^-?\d+(\.\d+)?([eE][+-]?\d+)?$/.test(raw)) return asNumber;
+  if (raw === 'true' || raw === 'false') return raw === 'true';
+  return raw;
+}
+
+function valuesOf(r: Pick<Rule, 'name' | 'effect' | 'subjects' | 'relation' | 'object' | 'condition'>): Values {
+  const c = r.condition;
+  return {
+    name: r.name,
+    effect: r.effect,
+    subjects: r.subjects.join(', '),
+    relation: r.relation,
+    object: r.object,
+    cond_field: c?.field ?? '',
+    cond_op: c?.op ?? '',
+    cond_value: c ? String(c.value) : '',
+    cond_type: c ? typeof c.value : 'auto',
+  };
+}
+
+/** Where a management API issue (`condition.value`, `subjects.0`) belongs on the form. */
+function ruleField(path: string): string {
+  if (path.startsWith('condition.')) return `cond_${path.slice('condition.'.length).split('.')[0]}`;
+  if (path === 'condition') return 'condition';
+  return path.split('.')[0]!;
+}
+
+/**
+ * Validation messages (`source:line:col: message`) placed next to the field they are about.
+ * The location of an API rule is always its own 1:1, so it is dropped; messages about files keep theirs.
+ */
+function placeValidation(messages: string[], id: string): { errors: FieldErrors; general: string[] } {
+  const errs: FieldErrors = {};
+  const general: string[] = [];
+  const own = `api:rule/${id}:1:1: `;
+  for (const full of messages) {
+    const m = full.startsWith(own) ? full.slice(own.length) : full;
+    const at = (f: string) => (errs[f] ??= []).push(m);
+    if (/^subjects?\b/.test(m) || /: subjects\b/.test(m)) at('subjects');
+    else if (/^relation\b/.test(m)) at('relation');
+    else if (/^object\b/.test(m)) at('object');
+    else if (/^(condition|field|cannot compare|operator|unknown operator)\b/.test(m)) at('condition');
+    else if (/duplicate rule name|non-empty name/.test(m)) at('name');
+    else if (/\beffect\b/.test(m)) at('effect');
+    else general.push(m);
+  }
+  return { errors: errs, general };
+}
+
+/** The rule in the policy language, as a reviewer reads it. */
+function asPolicyText(r: Rule): string | undefined {
+  const { rule } = jsonRuleToAst(toJsonRule(r));
+  return rule ? formatRule(rule) : undefined;
+}
+
+interface EditorState extends FormState {
+  /** after Validate: the form's content fits the policy in force */
+  valid?: boolean;
+}
+
+function editor(res: Response, action: string, f: EditorState): Html {
+  const v = f.values;
+  const err = (k: string) => f.errors[k];
+  const result =
+    f.valid === true
+      ? notice('Valid: the rule fits the policy files and the other live rules. Save it to keep it.', 'ok')
+      : f.valid === false && !f.general.length
+        ? notice('Not valid yet: see the fields marked below.')
+        : '';
+  return postForm(
+    action,
+    personOf(res),
+    `${result}${errorList(f.general)}
+<div class="grid">
+${input({ name: 'name', label: 'Name', value: v.name, required: true, errors: err('name') })}
+${select({ name: 'effect', label: 'Effect', value: v.effect ?? 'deny', options: EFFECTS, errors: err('effect') })}
+</div>
+<fieldset><legend>Applies to</legend>
+${input({ name: 'subjects', label: 'Subjects', hint: 'Comma-separated patterns: agent:* is every agent, user:* every person.', value: v.subjects ?? 'agent:*', required: true, errors: err('subjects') })}
+<div class="grid">
+${input({ name: 'relation', label: 'Relation (action)', hint: 'A permission key such as create:refunds.', value: v.relation, required: true, errors: err('relation') })}
+${input({ name: 'object', label: 'Object', hint: 'A pattern such as refund:*', value: v.object, required: true, errors: err('object') })}
+</div>
+</fieldset>
+<fieldset${err('condition') ? ' class="has-error"' : ''}><legend>When (optional)</legend>
+${err('condition') ? `<p class="field-error" id="condition-error">${err('condition')!.map(e).join('<br>')}</p>` : ''}
+<div class="grid four">
+${input({ name: 'cond_field', label: 'Context field', value: v.cond_field, placeholder: 'amount', errors: err('cond_field') })}
+${select({ name: 'cond_op', label: 'Operator', value: v.cond_op ?? '', options: OPS, errors: err('cond_op') })}
+${input({ name: 'cond_value', label: 'Value', value: v.cond_value, placeholder: '10000', errors: err('cond_value') })}
+${select({ name: 'cond_type', label: 'Value type', value: v.cond_type ?? 'auto', options: VALUE_TYPES })}
+</div>
+</fieldset>
+<div class="actions">
+${button('Validate', { name: 'step', value: 'validate', kind: 'plain', id: 'rule-validate' })}
+${button('Save', { name: 'step', value: 'save', id: 'rule-save' })}
+</div>`,
+    { id: 'rule-editor' },
+  );
+}
+
+function describeRule(r: ReturnType<typeof ruleJson>): Html {
+  const c = r.condition;
+  const when = !c ? '' : 'expr' in c ? c.expr : `${c.field} ${OP_TEXT[c.op]} ${JSON.stringify(c.value)}`;
+  return `${e(r.subjects.join(', '))} → ${code(r.relation)} on ${code(r.object)}${when ? ` when ${code(when)}` : ''}`;
+}
+
+async function listPage(ctx: AppContext, req: Request, res: Response): Promise<void> {
+  const rules = (await ctx.store.rules.list()).map(ruleJson);
+  const rows = rules.map((r) => [
+    link(`/console/rules/${seg(r.id!)}`, r.name),
+    badge(effectLabel(r.effect), r.effect === 'deny' ? 'bad' : 'warn'),
+    describeRule(r),
+    badge(r.state, STATE_KIND[r.state] ?? ''),
+    r.validated ? 'yes' : 'no',
+  ]);
+  render(ctx, req, res, 200, {
+    title: 'Rules',
+    section: 'rules',
+    lead: 'Project-wide rules beside the policy files: create, Validate, Save, then Enable to put one in force.',
+    body: `<p><a class="btn primary" href="/console/rules/new">New rule</a></p>
+${table(['Name', 'Effect', 'Applies to', 'State', 'Validated'], rows, { empty: 'No rules yet.' })}`,
+  });
+}
+
+function newPage(ctx: AppContext, req: Request, res: Response, f: EditorState = emptyForm()): void {
+  render(ctx, req, res, f.status, {
+    title: 'New rule',
+    section: 'rules',
+    lead: 'Write the rule, Validate it against the policy in force, Save it as a draft, then Enable it.',
+    body: editor(res, '/console/rules/new', f),
+  });
+}
+
+async function rulePage(ctx: AppContext, req: Request, res: Response, id: string, f?: EditorState, danger?: FormState): Promise<void> {
+  const found = await ctx.store.rules.get(id);
+  if (!found) throw errors.notFound(`no rule ${id}`);
+  const r = ruleJson(found);
+  const person = personOf(res);
+  const base = `/console/rules/${seg(found.id)}`;
+  const state = f ?? emptyForm(valuesOf(found));
+  const text = asPolicyText(found);
+  let lifecycle: Html;
+  if (r.state === 'live') {
+    lifecycle = `<p>This rule is ${badge('live', 'ok')}: it holds for every agent it names, including agents registered later.</p>
+${postForm(`${base}/disable`, person, button('Disable', { kind: 'plain', id: 'rule-disable' }))}`;
+  } else if (r.validated) {
+    lifecycle = `<p>The saved rule passed Validate. Enable puts it in force.</p>
+${postForm(`${base}/enable`, person, button('Enable', { id: 'rule-enable' }))}`;
+  } else {
+    lifecycle = '<p>Validate and Save the rule before it can be enabled.</p>';
+  }
+  const d = danger ?? emptyForm();
+  render(ctx, req, res, state.status, {
+    title: r.name,
+    section: 'rules',
+    lead: `${badge(effectLabel(r.effect), r.effect === 'deny' ? 'bad' : 'warn')} ${badge(r.state, STATE_KIND[r.state] ?? '')} ${r.validated ? badge('validated', 'ok') : badge('not validated')}`,
+    body: `${section('State', `<dl class="facts"><dt>ID</dt><dd>${code(found.id)}</dd><dt>Created</dt><dd>${when(r.created_at)}</dd><dt>Updated</dt><dd>${when(r.updated_at)}</dd></dl>
+${lifecycle}`)}
+${section('Rule', editor(res, base, state))}
+${text ? section('In the policy language', pre(text, 'policy-text')) : ''}
+${section('Delete', `${errorList(d.general)}${dangerForm(`${base}/delete`, person, 'Delete rule', 'Yes, delete this rule', 'delete-rule')}`, { cls: 'danger' })}`,
+  });
+}
+
+/** Validate: the form's content, checked as the management API's validate does, without saving it. */
+async function dryRun(ctx: AppContext, v: Values, id: string, existing?: Rule): Promise<EditorState> {
+  let input: RuleCreate;
+  try {
+    input = parseWith(ruleCreate, ruleInput(v));
+  } catch (err) {
+    return { ...refusal(err, v, ruleField), valid: false };
+  }
+  const t = Math.floor(Date.now() / 1000);
+  const candidate: Rule = {
+    id,
+    ...input,
+    condition: input.condition ?? null,
+    state: existing?.state ?? 'draft',
+    validated_hash: null,
+    created_at: existing?.created_at ?? t,
+    updated_at: t,
+  };
+  const problems = await validateRule(ctx, candidate);
+  const placed = placeValidation(problems, id);
+  return { values: v, ...placed, status: problems.length ? 400 : 200, valid: problems.length === 0 };
+}
+
+export function rulePages(router: Router, ctx: AppContext): void {
+  router.get('/rules', (req, res) => listPage(ctx, req, res));
+  router.get('/rules/new', (req, res) => newPage(ctx, req, res));
+
+  router.post('/rules/new', async (req, res) => {
+    const v = formValues(req);
+    const id = randomUUID();
+    if (v.step === 'validate') return newPage(ctx, req, res, await dryRun(ctx, v, id));
+    let rule: Rule;
+    try {
+      rule = await createRule(ctx, parseWith(ruleCreate, ruleInput(v)), id);
+    } catch (err) {
+      return newPage(ctx, req, res, { ...refusal(err, v, ruleField), valid: false });
+    }
+    const check = await validateAndRecord(ctx, rule.id);
+    await recordChange(ctx, personOf(res), 'rules.create', `rule:${rule.id}`, { ...ruleJson(rule), valid: check.valid });
+    done(ctx, res, check.valid ? `Rule ${rule.name} saved as a draft. Enable it to put it in force.` : `Rule ${rule.name} saved as a draft; it does not validate yet.`, `/console/rules/${seg(rule.id)}`);
+  });
+
+  router.get('/rules/:id', (req, res) => rulePage(ctx, req, res, pathParam(req, 'id')));
+
+  router.post('/rules/:id', async (req, res) => {
+    const id = pathParam(req, 'id');
+    const existing = await ctx.store.rules.get(id);
+    if (!existing) throw errors.notFound(`no rule ${id}`);
+    const v = formValues(req);
+    if (v.step === 'validate') return rulePage(ctx, req, res, id, await dryRun(ctx, v, id, existing));
+    let rule: Rule;
+    try {
+      rule = await updateRule(ctx, id, parseWith(ruleCreate, ruleInput(v)));
+    } catch (err) {
+      return rulePage(ctx, req, res, id, { ...refusal(err, v, ruleField), valid: false });
+    }
+    const check = await validateAndRecord(ctx, id);
+    await recordChange(ctx, personOf(res), 'rules.update', `rule:${id}`, { ...ruleJson(rule), valid: check.valid });
+    if (!check.valid) {
+      return rulePage(ctx, req, res, id, { values: v, ...placeValidation(check.errors, id), status: 400, valid: false });
+    }
+    const left = existing.state === 'live' && rule.state !== 'live';
+    done(ctx, res, left ? `Saved. The rule changed, so it left the policy: Enable it again to put it back in force.` : 'Saved.', `/console/rules/${seg(id)}`);
+  });
+
+  router.post('/rules/:id/enable', async (req, res) => {
+    const id = pathParam(req, 'id');
+    let rule: Rule;
+    try {
+      rule = await enableRule(ctx, id);
+    } catch (err) {
+      const found = await ctx.store.rules.get(id);
+      const st = refusal(err, found ? valuesOf(found) : {});
+      return rulePage(ctx, req, res, id, { ...st, ...placeValidation(st.general, id), valid: false });
+    }
+    await recordChange(ctx, personOf(res), 'rules.enable', `rule:${id}`, { name: rule.name, policy_version: (await ctx.policy.current()).version });
+    done(ctx, res, `Rule ${rule.name} is live.`, `/console/rules/${seg(id)}`);
+  });
+
+  router.post('/rules/:id/disable', async (req, res) => {
+    const id = pathParam(req, 'id');
+    const rule = await disableRule(ctx, id);
+    await recordChange(ctx, personOf(res), 'rules.disable', `rule:${id}`, { name: rule.name });
+    done(ctx, res, `Rule ${rule.name} is disabled.`, `/console/rules/${seg(id)}`);
+  });
+
+  router.post('/rules/:id/delete', async (req, res) => {
+    const id = pathParam(req, 'id');
+    const v = formValues(req);
+    try {
+      requireConfirmation(v);
+    } catch (err) {
+      const st = refusal(err, v);
+      return rulePage(ctx, req, res, id, undefined, { ...st, general: Object.values(st.errors).flat() });
+    }
+    const found = await ctx.store.rules.get(id);
+    await deleteRule(ctx, id);
+    await recordChange(ctx, personOf(res), 'rules.delete', `rule:${id}`, { name: found?.name });
+    done(ctx, res, `Rule ${found?.name ?? id} deleted.`, '/console/rules');
+  });
+}

@@ -1,0 +1,100 @@
+import type { Request, Response, Router } from 'express';
+import type { AppContext } from '../../context.js';
+import { SUPPORTED_EVENT_TYPES } from '../../signals.js';
+import { createStream, deleteStream } from '../../ssf/router.js';
+import { PUSH_DELIVERY, streamView } from '../../ssf/streams.js';
+import { recordChange } from '../audit.js';
+import { all, emptyForm, formValues, refusal, type FormState } from '../forms.js';
+import {
+  badge,
+  button,
+  checkbox,
+  code,
+  dangerForm,
+  details,
+  errorList,
+  escapeHtml as e,
+  hidden,
+  input,
+  postForm,
+  select,
+  table,
+} from '../html.js';
+import { done, personOf, render, requireConfirmation } from './common.js';
+
+/** The event's short name: the last segment of its URI. */
+const shortEvent = (uri: string) => uri.split('/').pop() ?? uri;
+
+/** Where an SSF issue belongs: `delivery.endpoint_url` is the endpoint field. */
+const streamField = (path: string) => (path.startsWith('delivery.') ? path.slice('delivery.'.length) : path === 'delivery' ? 'endpoint_url' : path.split('.')[0]!);
+
+async function streamsPage(ctx: AppContext, req: Request, res: Response, f: FormState = emptyForm(), danger?: { id: string; state: FormState }): Promise<void> {
+  const person = personOf(res);
+  const streams = (await ctx.store.ssf.listStreams()).map((s) => ({ view: streamView(ctx, s), status: s.status }));
+  const rows = streams.map(({ view: s, status }, i) => [
+    `${code(s.stream_id)}${s.description ? `<br>${e(s.description)}` : ''}`,
+    `${code(s.delivery.endpoint_url)}${s.delivery.authorization_header !== undefined ? `<br><small>with an Authorization header</small>` : ''}`,
+    e(s.events_delivered.map(shortEvent).join(', ') || 'none'),
+    badge(status, status === 'enabled' ? 'ok' : 'muted'),
+    `${danger?.id === s.stream_id ? errorList(danger.state.general) : ''}${dangerForm('/console/streams/delete', person, 'Delete', 'Yes, delete this stream', `delete-stream-${i}`, hidden('stream_id', s.stream_id))}`,
+  ]);
+  const v = f.values;
+  const chosen = new Set(v.events === undefined ? SUPPORTED_EVENT_TYPES : v.events.split('\n'));
+  const events = SUPPORTED_EVENT_TYPES.map((uri, i) =>
+    checkbox({ name: 'events', id: `event-${i}`, value: uri, label: shortEvent(uri), checked: chosen.has(uri) }),
+  ).join('\n');
+  const form = postForm(
+    '/console/streams',
+    person,
+    `${errorList(f.general)}
+${input({ name: 'endpoint_url', label: 'Receiver endpoint (push, RFC 8935)', type: 'url', value: v.endpoint_url, required: true, errors: f.errors.endpoint_url, placeholder: 'https://receiver.example/events' })}
+${input({ name: 'authorization_header', label: 'Authorization header sent with each event (optional)', value: '', errors: f.errors.authorization_header, autocomplete: 'off' })}
+${input({ name: 'description', label: 'Description', value: v.description, errors: f.errors.description })}
+${select({ name: 'format', label: 'Subject format', value: v.format ?? 'iss_sub', options: [['iss_sub', 'iss_sub (issuer and subject)'], ['email', 'email']], errors: f.errors.format })}
+<fieldset><legend>Events</legend>${f.errors.events_requested ? `<p class="field-error">${e(f.errors.events_requested.join(' '))}</p>` : ''}<div class="checks">${events}</div></fieldset>
+${button('Create stream')}`,
+  );
+  render(ctx, req, res, f.status, {
+    title: 'Shared Signals streams',
+    section: 'streams',
+    lead: `Receivers of security events (OpenID Shared Signals Framework 1.0), delivered by ${code('POST')} as Security Event Tokens.`,
+    body: `${table(['Stream', 'Delivers to', 'Events', 'Status', ''], rows, { empty: 'No streams yet.' })}
+${details('Create a stream', form, f.status !== 200 || !streams.length, 'create')}`,
+  });
+}
+
+export function streamPages(router: Router, ctx: AppContext): void {
+  router.get('/streams', (req, res) => streamsPage(ctx, req, res));
+
+  router.post('/streams', async (req, res) => {
+    const v = formValues(req);
+    const events = all(req, 'events');
+    try {
+      const header = (v.authorization_header ?? '').trim();
+      const stream = await createStream(ctx, {
+        delivery: { method: PUSH_DELIVERY, endpoint_url: (v.endpoint_url ?? '').trim(), ...(header ? { authorization_header: header } : {}) },
+        events_requested: events,
+        description: (v.description ?? '').trim() || null,
+        format: v.format,
+      });
+      await recordChange(ctx, personOf(res), 'streams.create', `stream:${stream.stream_id}`, { endpoint_url: stream.endpoint_url, events_requested: stream.events_requested });
+      done(ctx, res, `Stream ${stream.stream_id} created.`, '/console/streams');
+    } catch (err) {
+      await streamsPage(ctx, req, res, refusal(err, { ...v, events: events.join('\n') }, streamField));
+    }
+  });
+
+  router.post('/streams/delete', async (req, res) => {
+    const v = formValues(req);
+    const id = v.stream_id ?? '';
+    try {
+      requireConfirmation(v);
+    } catch (err) {
+      const state = refusal(err, v);
+      return streamsPage(ctx, req, res, { ...emptyForm(), status: state.status }, { id, state: { ...state, general: Object.values(state.errors).flat() } });
+    }
+    await deleteStream(ctx, id);
+    await recordChange(ctx, personOf(res), 'streams.delete', `stream:${id}`);
+    done(ctx, res, `Stream ${id} deleted.`, '/console/streams');
+  });
+}

@@ -1,0 +1,137 @@
+import type { Request, Response } from 'express';
+import type { AppContext } from '../context.js';
+import { constantTimeEqual, randomToken } from '../crypto/hash.js';
+import type { User } from '../store/users.js';
+import { CONSOLE_ROLE } from './built-in.js';
+
+/**
+ * The console's own cookies, all on path /console, HttpOnly, SameSite=Lax, Secure on https:
+ * - the sign-in flow (state, nonce, PKCE verifier, where to return), sealed, 10 minutes, single use;
+ * - the console session (the person, their Gatehouse session, the CSRF token), sealed;
+ * - a one-line message for the next page (escaped when shown).
+ * Sealed means AES-256-GCM with the service's secret box: the browser can neither read nor forge them.
+ */
+const FLOW_COOKIE = 'gatehouse_console_flow';
+const SESSION_COOKIE = 'gatehouse_console';
+const FLASH_COOKIE = 'gatehouse_console_flash';
+export const FLOW_TTL_SECONDS = 10 * 60;
+/** A console session lasts at most this long, and never longer than the Gatehouse session it came from. */
+export const CONSOLE_SESSION_TTL_SECONDS = 8 * 60 * 60;
+
+const nowSeconds = () => Math.floor(Date.now() / 1000);
+
+export function consoleCookieOptions(ctx: AppContext) {
+  return { httpOnly: true, sameSite: 'lax' as const, secure: ctx.config.issuer.startsWith('https:'), path: '/console' };
+}
+
+function cookie(req: Request, name: string): string | undefined {
+  const v = (req.cookies as Record<string, unknown> | undefined)?.[name];
+  return typeof v === 'string' && v.length <= 4096 ? v : undefined;
+}
+
+/** A sealed value names its purpose, so one kind of cookie cannot stand in for another. */
+function seal(ctx: AppContext, purpose: string, data: object, exp: number): string {
+  return ctx.box.seal(JSON.stringify({ purpose, exp, data }));
+}
+
+function unseal<T>(ctx: AppContext, purpose: string, value: string | undefined): T | undefined {
+  if (!value) return undefined;
+  try {
+    const parsed = JSON.parse(ctx.box.open(value)) as { purpose?: unknown; exp?: unknown; data?: unknown };
+    if (parsed.purpose !== purpose || typeof parsed.exp !== 'number' || parsed.exp <= nowSeconds()) return undefined;
+    return parsed.data as T;
+  } catch {
+    return undefined;
+  }
+}
+
+// ---- the sign-in flow -----------------------------------------------------------------
+
+export interface SignInFlow {
+  state: string;
+  nonce: string;
+  verifier: string;
+  returnTo: string;
+}
+
+export function startFlow(ctx: AppContext, res: Response, returnTo: string): SignInFlow {
+  const flow: SignInFlow = { state: randomToken(), nonce: randomToken(), verifier: randomToken(48), returnTo };
+  res.cookie(FLOW_COOKIE, seal(ctx, 'console-flow', flow, nowSeconds() + FLOW_TTL_SECONDS), {
+    ...consoleCookieOptions(ctx),
+    maxAge: FLOW_TTL_SECONDS * 1000,
+  });
+  return flow;
+}
+
+/** The flow this browser started, when `state` is its state; the cookie is spent either way. */
+export function takeFlow(ctx: AppContext, req: Request, res: Response, state: string | undefined): SignInFlow | undefined {
+  const flow = unseal<SignInFlow>(ctx, 'console-flow', cookie(req, FLOW_COOKIE));
+  res.clearCookie(FLOW_COOKIE, consoleCookieOptions(ctx));
+  if (!flow || typeof state !== 'string' || !constantTimeEqual(flow.state, state)) return undefined;
+  return flow;
+}
+
+// ---- the console session --------------------------------------------------------------
+
+interface SessionData {
+  sub: string;
+  sid: string;
+  csrf: string;
+}
+
+/** The person using the console: an administrator with a live Gatehouse session. */
+export interface Person {
+  user: User;
+  sid: string;
+  csrf: string;
+}
+
+export function startConsoleSession(ctx: AppContext, res: Response, sub: string, sid: string, gatehouseSessionExpires: number): void {
+  const exp = Math.min(nowSeconds() + CONSOLE_SESSION_TTL_SECONDS, gatehouseSessionExpires);
+  const data: SessionData = { sub, sid, csrf: randomToken() };
+  res.cookie(SESSION_COOKIE, seal(ctx, 'console-session', data, exp), {
+    ...consoleCookieOptions(ctx),
+    maxAge: Math.max(exp - nowSeconds(), 0) * 1000,
+  });
+}
+
+export function endConsoleSession(ctx: AppContext, res: Response): void {
+  res.clearCookie(SESSION_COOKIE, consoleCookieOptions(ctx));
+}
+
+export type PersonLookup = { person: Person } | { refused: User } | { none: true };
+
+/**
+ * Who is using the console, read fresh on every request: the session cookie, the person
+ * (who must still exist and still hold `admin`), and their Gatehouse session (which must still
+ * be live: signing out of Gatehouse, or an administrator revoking the sessions, ends the console's too).
+ */
+export async function currentPerson(ctx: AppContext, req: Request): Promise<PersonLookup> {
+  const data = unseal<SessionData>(ctx, 'console-session', cookie(req, SESSION_COOKIE));
+  if (!data) return { none: true };
+  const session = await ctx.store.sessions.get(data.sid);
+  if (!session || session.ended_at !== null || session.expires_at <= nowSeconds() || session.user_id !== data.sub) return { none: true };
+  const user = await ctx.store.users.get(data.sub);
+  if (!user) return { none: true };
+  if (!user.roles.includes(CONSOLE_ROLE)) return { refused: user };
+  return { person: { user, sid: data.sid, csrf: data.csrf } };
+}
+
+/** true when the form's `csrf` field is this session's token. */
+export function csrfMatches(person: Person, posted: unknown): boolean {
+  return typeof posted === 'string' && posted.length > 0 && constantTimeEqual(posted, person.csrf);
+}
+
+// ---- one message for the next page -----------------------------------------------------
+
+export function setFlash(ctx: AppContext, res: Response, text: string): void {
+  // res.cookie encodes the value and cookie-parser decodes it.
+  res.cookie(FLASH_COOKIE, text.slice(0, 300), { ...consoleCookieOptions(ctx), maxAge: 60_000 });
+}
+
+export function takeFlash(ctx: AppContext, req: Request, res: Response): string | undefined {
+  const v = cookie(req, FLASH_COOKIE);
+  if (v === undefined) return undefined;
+  res.clearCookie(FLASH_COOKIE, consoleCookieOptions(ctx));
+  return v.slice(0, 300);
+}

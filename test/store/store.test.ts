@@ -1,0 +1,169 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sha256 } from '../../src/crypto/hash.js';
+import type { Store } from '../../src/store/index.js';
+import { openTestStore, type TestStore } from './helpers.js';
+
+let t: TestStore;
+let store: Store;
+beforeAll(async () => {
+  t = await openTestStore();
+  store = t.store;
+});
+afterAll(async () => t.close());
+
+const now = () => Math.floor(Date.now() / 1000);
+
+async function person(s: Store): Promise<string> {
+  const id = randomUUID();
+  await s.users.create(id, { email: `${id}@example.com`, name: 'P', email_verified: true, picture: null, locale: null, groups: [], roles: [] }, null, null);
+  return id;
+}
+async function app(s: Store): Promise<string> {
+  const id = randomUUID();
+  await s.applications.create({ client_id: id, name: 'A', type: 'web', redirect_uris: ['https://a.example/cb'], post_logout_redirect_uris: [], confidential: true, secret_hash: null, refresh_tokens: true, first_party: true });
+  return id;
+}
+
+describe('transactions', () => {
+  it('commit on return, roll back on throw; afterCommit runs only after a commit', async () => {
+    const ran: string[] = [];
+    await store.transaction(async (tx) => {
+      await tx.settings.set('tx-commit', 'yes');
+      tx.sql.afterCommit(() => ran.push('commit'));
+    });
+    await expect(
+      store.transaction(async (tx) => {
+        await tx.settings.set('tx-rollback', 'yes');
+        tx.sql.afterCommit(() => ran.push('rollback'));
+        throw new Error('no');
+      }),
+    ).rejects.toThrow('no');
+    expect(await store.settings.get('tx-commit')).toBe('yes');
+    expect(await store.settings.get('tx-rollback')).toBeUndefined();
+    expect(ran).toEqual(['commit']);
+  });
+
+  it('a transaction inside a transaction is the same one', async () => {
+    await expect(
+      store.transaction(async (tx) => {
+        await tx.transaction(async (inner) => inner.settings.set('nested', 'x'));
+        throw new Error('outer fails');
+      }),
+    ).rejects.toThrow('outer fails');
+    expect(await store.settings.get('nested')).toBeUndefined();
+  });
+
+  it('other store calls never see a transaction that is still open, and never write into it', async () => {
+    let outside: { read: Promise<string | undefined>; write: Promise<void> } | undefined;
+    const inside = store.transaction(async (tx) => {
+      await tx.settings.set('isolation', 'uncommitted');
+      // another request runs meanwhile: its read and its write are not part of this transaction
+      let settled = false;
+      const read = store.settings.get('isolation');
+      void read.then(() => (settled = true));
+      outside = { read, write: store.settings.set('isolation-other', 'outside') };
+      await tx.settings.get('isolation');
+      // on SQLite the one connection is shared: the other call waits for the transaction to end
+      if (store.sql.dialect === 'sqlite') expect(settled).toBe(false);
+      throw new Error('rolled back');
+    });
+    await expect(inside).rejects.toThrow('rolled back');
+    expect(await outside!.read).toBeUndefined();
+    await outside!.write;
+    // the outside write was not swept into the rolled-back transaction
+    expect(await store.settings.get('isolation-other')).toBe('outside');
+  });
+
+  it('a transaction executor used after its end refuses', async () => {
+    let kept: Store | undefined;
+    await store.transaction(async (tx) => {
+      kept = tx;
+    });
+    if (store.sql.dialect === 'sqlite') await expect(kept!.settings.get('x')).rejects.toThrow('ended');
+  });
+});
+
+describe('single use and one winner, with competing callers', () => {
+  it('a client assertion jti is used once', async () => {
+    const peers = await t.peers(3);
+    const results = await Promise.all(peers.flatMap((s) => [s, s].map((x) => x.agentAuth.useJti('agent-1', 'jti-1', now() + 60))));
+    expect(results.filter(Boolean)).toHaveLength(1);
+  });
+
+  it('an authorization code is redeemed once; a second exchange revokes the family the first started', async () => {
+    const [userId, clientId] = [await person(store), await app(store)];
+    const code = sha256(randomUUID());
+    await store.oauth.createCode(code, { client_id: clientId, user_id: userId, sid: 's', redirect_uri: 'https://a.example/cb', scope: ['openid'], resource: null, nonce: null, code_challenge: null, auth_time: now(), amr: ['pwd'], acr: '1' }, 60);
+    const peers = await t.peers(4);
+    const results = await Promise.all(
+      peers.map((s, i) => s.oauth.redeemCode(code, () => undefined, { familyId: `family-${i}`, tokenHash: sha256(`refresh-${i}`), ttl: 3600 })),
+    );
+    const winners = results.filter((r) => r.ok);
+    expect(winners).toHaveLength(1);
+    expect(results.filter((r) => !r.ok && r.reason === 'reused')).toHaveLength(3);
+    const winner = results.indexOf(winners[0]!);
+    const family = await store.oauth.familyOfRefresh(sha256(`refresh-${winner}`));
+    expect(family?.revoked_at).not.toBeNull();
+  });
+
+  it('of concurrent refreshes with one token exactly one wins', async () => {
+    const [userId, clientId] = [await person(store), await app(store)];
+    const code = sha256(randomUUID());
+    await store.oauth.createCode(code, { client_id: clientId, user_id: userId, sid: 's', redirect_uri: 'https://a.example/cb', scope: ['openid'], resource: null, nonce: null, code_challenge: null, auth_time: now(), amr: ['pwd'], acr: '1' }, 60);
+    const first = sha256(randomUUID());
+    expect((await store.oauth.redeemCode(code, () => undefined, { familyId: randomUUID(), tokenHash: first, ttl: 3600 })).ok).toBe(true);
+    const peers = await t.peers(5);
+    const results = await Promise.all(peers.map((s, i) => s.oauth.rotateRefresh(first, sha256(`next-${i}-${first}`), 3600, () => 'ok')));
+    expect(results.filter((r) => r.ok)).toHaveLength(1);
+    // the first loser is a reuse and revokes the family; the rest find it revoked
+    expect(results.filter((r) => !r.ok && (r.reason === 'reused' || r.reason === 'revoked'))).toHaveLength(4);
+    expect(results.some((r) => !r.ok && r.reason === 'reused')).toBe(true);
+  });
+
+  it('an approval is consumed once', async () => {
+    const a = await store.agentAuth.createAction({ id: randomUUID(), agent_id: 'agent', user_id: null, action: 'x', resource: 'r', context: '{}', action_key: randomUUID(), rule: null, binding_message: null, expires_at: now() + 600 });
+    expect(await store.agentAuth.decide(a.id, 'approved', 'admin', now() + 600)).toBe(true);
+    const peers = await t.peers(4);
+    const results = await Promise.all(peers.map((s) => s.agentAuth.consume(a.id)));
+    expect(results.filter(Boolean)).toHaveLength(1);
+  });
+
+  it('a TOTP step is accepted once, and never an older one', async () => {
+    const userId = await person(store);
+    const peers = await t.peers(3);
+    const results = await Promise.all(peers.map((s) => s.oauth.useTotpStep(userId, 1000)));
+    expect(results.filter(Boolean)).toHaveLength(1);
+    expect(await store.oauth.useTotpStep(userId, 999)).toBe(false);
+    expect(await store.oauth.useTotpStep(userId, 1001)).toBe(true);
+  });
+
+  it('the failure counter counts every hit', async () => {
+    const peers = await t.peers(3);
+    await Promise.all(peers.flatMap((s) => Array.from({ length: 5 }, () => s.rateLimits.hit('rl-test', 60))));
+    expect(await store.rateLimits.count('rl-test', 60)).toBe(15);
+  });
+
+  it('the audit chain stays one line with concurrent writers', async () => {
+    const peers = await t.peers(3);
+    await Promise.all(peers.flatMap((s, i) => Array.from({ length: 10 }, (_, j) => s.audit.append({ agent_id: `a${i}`, action: 'x', resource: `r${j}`, decision: 'allow' }))));
+    const v = await store.audit.verify();
+    expect(v.broken).toBeNull();
+    expect(v.checked).toBeGreaterThanOrEqual(30);
+  });
+});
+
+describe('change counters', () => {
+  it('a bump is seen by the next read once it commits, and not at all when rolled back', async () => {
+    const before = await store.changes.version('test-domain');
+    await expect(
+      store.transaction(async (tx) => {
+        await tx.settings.bump('test-domain');
+        throw new Error('undo');
+      }),
+    ).rejects.toThrow('undo');
+    expect(await store.changes.version('test-domain')).toBe(before);
+    await store.settings.bump('test-domain');
+    expect(await store.changes.version('test-domain')).toBeGreaterThan(before);
+  });
+});

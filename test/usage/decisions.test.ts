@@ -1,0 +1,52 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+import { accessTokenFor, bindAndDecide, createRule, putRole, registerAgent, type TestAgent } from '../agents/helpers.js';
+
+// What consumes and what does not, through the real endpoints of one server.
+let server: TestServer;
+const usage = async (agent: TestAgent) => (await server.admin('GET', `/agents/${encodeURIComponent(agent.id)}/usage`)).body.data as {
+  kind: string; scope: string; key?: string; used: number;
+}[];
+
+beforeAll(async () => {
+  server = await startTestServer();
+  await putRole(server, 'payer', ['pay:invoices', 'send:emails']);
+});
+afterAll(() => server?.stop());
+
+describe('what consumes', () => {
+  it('a deny and an approval_required consume nothing; the approved retry consumes when it is allowed', async () => {
+    await createRule(server, { name: 'big-payments', effect: 'require_approval', subjects: ['agent:*'], relation: 'pay:invoices', object: 'invoice:*', condition: { field: 'amount', op: 'gte', value: 1000 } });
+    await createRule(server, { name: 'no-test-invoices', effect: 'deny', subjects: ['agent:*'], relation: 'pay:invoices', object: 'invoice:*', condition: { field: 'test', op: 'eq', value: true } });
+    const agent = await registerAgent(server, { name: 'payer', mode: 'autonomous', roles: ['payer'], capabilities: [{ name: 'pay:invoices', limits: { amount: { sum: { max: 3000, per: '1d' } }, count: [{ max: 5, per: '1h' }] } }] });
+    const token = await accessTokenFor(server, agent);
+    const pay = (resource: string, context: Record<string, unknown>) => bindAndDecide(server, agent, token, 'pay:invoices', resource, { test: false, ...context });
+
+    expect((await pay('invoice:1', { amount: 10, test: true })).decision).toMatchObject({ decision: 'deny', reason: 'rule_denied: no-test-invoices' });
+    const waiting = await pay('invoice:2', { amount: 2000 });
+    expect(waiting.decision!.decision).toBe('approval_required');
+    expect((await usage(agent)).map((u) => u.used)).toEqual([0, 0]);
+
+    expect((await server.admin('POST', `/approvals/${waiting.decision!.approval_id}/approve`)).status).toBe(200);
+    expect((await pay('invoice:2', { amount: 2000 })).decision).toMatchObject({ decision: 'allow', reason: 'allowed: approved big-payments' });
+    expect((await usage(agent)).map((u) => [u.kind, u.used])).toEqual([['sum', 2000], ['count', 1]]);
+
+    // The budget now has 1000 left: a second approved 2000 is refused at the limits, before any approval.
+    const over = await pay('invoice:3', { amount: 2000 });
+    expect(over.bindStatus).toBe(403);
+    expect((await pay('invoice:4', { amount: 999 })).decision!.decision).toBe('allow');
+    expect((await usage(agent)).map((u) => [u.kind, u.used])).toEqual([['sum', 2999], ['count', 2]]);
+  });
+
+  it('per resource: one counter per object', async () => {
+    const agent = await registerAgent(server, { name: 'mailer', mode: 'autonomous', roles: ['payer'], capabilities: [{ name: 'send:emails', limits: { count: [{ max: 2, per: '10m', scope: 'resource' }] } }] });
+    const token = await accessTokenFor(server, agent);
+    const send = (resource: string) => bindAndDecide(server, agent, token, 'send:emails', resource, {});
+    expect((await send('email:a')).decision!.decision).toBe('allow');
+    expect((await send('email:a')).decision!.decision).toBe('allow');
+    expect((await send('email:a')).bindStatus).toBe(403);
+    expect((await send('email:b')).decision!.decision).toBe('allow');
+    const counters = await usage(agent);
+    expect(counters.map((c) => [c.scope, c.key, c.used]).sort()).toEqual([['resource', 'email:a', 2], ['resource', 'email:b', 1]]);
+  });
+});
