@@ -3,6 +3,7 @@
 // read the policy's index by relation and object kind, never the rules one by one.
 
 import type { PolicySet } from '../policy/index.js';
+import { candidates } from '../policy/compile.js';
 import type { SubjectFacts } from './facts.js';
 import { pluralOf } from './names.js';
 
@@ -11,12 +12,11 @@ export interface GrantingRule {
   matchesSubject(subject: SubjectFacts): boolean;
 }
 
-/** The rules that grant `relation` on objects of `kind` (none: the policy has no granting rules). */
+/** The permit rules that grant `relation` on objects of `kind`. */
 export function grantingRules(policy: PolicySet, relation: string, kind: string): GrantingRule[] {
-  void policy;
-  void relation;
-  void kind;
-  return [];
+  return candidates(policy.compiled, relation, kind).permit.map((r) => ({
+    matchesSubject: (subject: SubjectFacts) => (subject.type === 'agent' ? r.matchesAgent(subject) : r.matchesPerson(subject)),
+  }));
 }
 
 /** The relations the policy's rules name for objects of `kind` (`<action>:<plural of kind>`). */
