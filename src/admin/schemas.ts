@@ -443,15 +443,40 @@ export const agentView = z.object({
 // ---- rules -------------------------------------------------------------------------
 
 export const CONDITION_OPS = ['gte', 'gt', 'lte', 'lt', 'eq', 'ne'] as const;
-export const ruleCondition = z.object({
-  field: z.string().min(1, 'must not be empty').max(200),
-  op: z.enum(CONDITION_OPS),
-  value: z.union([z.number(), z.string(), z.boolean()]),
-});
+export const RULE_EFFECTS = ['deny', 'require_approval', 'permit'] as const;
+
+const conditionValue = z.union([z.number(), z.string(), z.boolean()]);
+/** A context field against a constant: `{field, op, value}`. */
+export const ruleFieldCondition = z.object({ field: z.string().min(1, 'must not be empty').max(200), op: z.enum(CONDITION_OPS), value: conditionValue });
+/** A condition in the policy file syntax: `{"expr": "resource.owner == person.email"}`. */
+export const ruleExprCondition = z.object({ expr: z.string().min(1, 'must not be empty').max(4000) });
+
+/**
+ * A rule's condition as the API takes it: `{expr}` or `{field, op, value}`. One object schema
+ * (not a union), so that a bad member is named by its own path (`condition.op`).
+ */
+export const ruleCondition = z
+  .object({
+    field: ruleFieldCondition.shape.field.optional(),
+    op: ruleFieldCondition.shape.op.optional(),
+    value: conditionValue.optional(),
+    expr: ruleExprCondition.shape.expr.optional(),
+  })
+  .strict()
+  .superRefine((c, ctx) => {
+    if (c.expr !== undefined) {
+      for (const k of ['field', 'op', 'value'] as const) if (c[k] !== undefined) ctx.addIssue({ code: 'custom', path: [k], message: 'give either expr, or field, op and value' });
+      return;
+    }
+    for (const k of ['field', 'op', 'value'] as const) if (c[k] === undefined) ctx.addIssue({ code: 'custom', path: [k], message: 'required (or give expr)' });
+  })
+  .transform((c): z.output<typeof ruleFieldCondition> | z.output<typeof ruleExprCondition> =>
+    c.expr !== undefined ? { expr: c.expr } : { field: c.field!, op: c.op!, value: c.value! })
+  .meta({ description: '`{expr}` (a condition in the policy file syntax) or `{field, op, value}` (a context field against a constant)' });
 
 const ruleFields = {
   name: z.string().min(1, 'must not be empty').max(200),
-  effect: z.enum(['deny', 'require_approval']),
+  effect: z.enum(RULE_EFFECTS),
   subjects: z.array(z.string().min(1, 'must not be empty').max(500)).min(1, 'must name at least one subject, such as agent:*').max(100),
   relation: z.string().min(1, 'must not be empty').max(200),
   object: z.string().min(1, 'must not be empty').max(500),
@@ -480,11 +505,11 @@ export const projectRule = ruleCreate.extend({
 export const ruleView = z.object({
   id: z.string(),
   name: z.string(),
-  effect: z.enum(['deny', 'require_approval']),
+  effect: z.enum(RULE_EFFECTS),
   subjects: z.array(z.string()),
   relation: z.string(),
   object: z.string(),
-  condition: ruleCondition.nullable(),
+  condition: z.union([ruleFieldCondition, ruleExprCondition]).nullable(),
   state: z.enum(RULE_STATES),
   validated: z.boolean().meta({ description: 'the current content passed validate' }),
   created_at: timestamp,

@@ -2,10 +2,11 @@ import type { Sql } from './sql.js';
 import { now, parseJson } from './util.js';
 
 export type RuleState = 'draft' | 'live' | 'disabled';
-export interface RuleCondition { field: string; op: 'gte' | 'gt' | 'lte' | 'lt' | 'eq' | 'ne'; value: unknown }
+/** `{field, op, value}` (a context field against a constant) or `{expr}` (a condition in the policy file syntax). */
+export type RuleCondition = { field: string; op: 'gte' | 'gt' | 'lte' | 'lt' | 'eq' | 'ne'; value: unknown } | { expr: string };
 export interface RuleFields {
   name: string;
-  effect: 'deny' | 'require_approval';
+  effect: 'deny' | 'require_approval' | 'permit';
   subjects: string[];
   relation: string;
   object: string;

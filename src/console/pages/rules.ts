@@ -36,6 +36,7 @@ import { done, pathParam, personOf, render, requireConfirmation } from './common
 const EFFECTS = [
   ['deny', 'Deny the action'],
   ['require_approval', 'Require step-up (a person approves)'],
+  ['permit', 'Permit (grant the action)'],
 ] as const;
 const OPS: readonly (readonly [string, string])[] = [
   ['', '(no condition)'],
@@ -49,7 +50,7 @@ const VALUE_TYPES = [
 ] as const;
 const OP_TEXT: Record<string, string> = { gte: '>=', gt: '>', lte: '<=', lt: '<', eq: '==', ne: '!=' };
 
-const effectLabel = (effect: string) => (effect === 'require_approval' ? 'Require step-up' : 'Deny');
+const effectLabel = (effect: string) => (effect === 'require_approval' ? 'Require step-up' : effect === 'permit' ? 'Permit' : 'Deny');
 const STATE_KIND: Record<string, string> = { draft: '', live: 'ok', disabled: 'muted' };
 
 /** The form's fields as the management API's rule (JSON shape); a value that cannot be typed is named at its field. */
@@ -58,7 +59,11 @@ function ruleInput(v: Values): unknown {
   const op = v.cond_op ?? '';
   const raw = v.cond_value ?? '';
   let condition: unknown = null;
-  if (field || op || raw.trim()) {
+  const expr = (v.cond_expr ?? '').trim();
+  if (expr) {
+    if (field || op || raw.trim()) throw new FieldProblem('cond_expr', 'give either an expression or a field, an operator and a value');
+    condition = { expr };
+  } else if (field || op || raw.trim()) {
     if (!op) throw new FieldProblem('cond_op', 'choose an operator (or empty the condition)');
     condition = { field, op, value: typedValue(raw.trim(), v.cond_type ?? 'auto') };
   }
@@ -96,10 +101,11 @@ function valuesOf(r: Pick<Rule, 'name' | 'effect' | 'subjects' | 'relation' | 'o
     subjects: r.subjects.join(', '),
     relation: r.relation,
     object: r.object,
-    cond_field: c?.field ?? '',
-    cond_op: c?.op ?? '',
-    cond_value: c ? String(c.value) : '',
-    cond_type: c ? typeof c.value : 'auto',
+    cond_expr: c && 'expr' in c ? c.expr : '',
+    cond_field: c && 'field' in c ? c.field : '',
+    cond_op: c && 'op' in c ? c.op : '',
+    cond_value: c && 'value' in c ? String(c.value) : '',
+    cond_type: c && 'value' in c ? typeof c.value : 'auto',
   };
 }
 
@@ -175,6 +181,7 @@ ${select({ name: 'cond_op', label: 'Operator', value: v.cond_op ?? '', options: 
 ${input({ name: 'cond_value', label: 'Value', value: v.cond_value, placeholder: '10000', errors: err('cond_value') })}
 ${select({ name: 'cond_type', label: 'Value type', value: v.cond_type ?? 'auto', options: VALUE_TYPES })}
 </div>
+${input({ name: 'cond_expr', label: 'Or an expression', hint: 'In the policy file syntax, such as resource.owner == person.email', value: v.cond_expr, errors: err('cond_expr') })}
 </fieldset>
 <div class="actions">
 ${button('Validate', { name: 'step', value: 'validate', kind: 'plain', id: 'rule-validate' })}
