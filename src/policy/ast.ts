@@ -3,6 +3,7 @@
 // built from JSON carry the pseudo-location of their API source.
 
 import type { ConditionOp } from './types.js';
+import type { UsageLimitNode } from './usage.js';
 
 export interface Loc { file: string; line: number; col: number }
 
@@ -82,6 +83,8 @@ export interface LimitsNode {
   capability: string;
   forAgent: string;
   fields: LimitField[];
+  /** Limits over time (`amount sum max 2000 per 24h`, `count max 20 per 1h`), in the order written. */
+  usage?: UsageLimitNode[];
   loc?: Loc;
   comments?: Record<string, Comments>;
 }
@@ -134,7 +137,9 @@ export interface TestNode {
   /** Roles, groups, email and attributes of the agent or user under test. */
   facts?: TestFacts;
   permissions?: string[];
-  capabilities: { name: string; limits?: LimitField[] }[];
+  capabilities: { name: string; limits?: LimitField[]; usage?: UsageLimitNode[] }[];
+  /** Prior usage the test states: `used count 19 in 1h`, `used amount 1500 in 24h per resource`. */
+  used?: UsedLine[];
   person?: { id: string; permissions: string[] } & TestFacts;
   action?: string;
   resource?: string;
@@ -148,6 +153,9 @@ export interface TestNode {
   comments?: Record<string, Comments>;
   lineLocs?: Record<string, Loc>;
 }
+
+/** A line `used <count | field> <amount> in <window> [per <scope>]`. */
+export interface UsedLine { what: string; amount: Literal; per: string; scope?: string; loc?: Loc }
 
 export type Item = RuleNode | LimitsNode | KindNode | TestNode | TimezoneNode | SchemaNode;
 

@@ -13,7 +13,7 @@ import { atomsOf, pathText } from './ast.js';
 import { fmtExpr, fmtLimitField } from './format.js';
 import { compileAgentMatcher, compileTypedMatcher, splitFirstColon } from './patterns.js';
 import { compileReader, MISSING, scalarTypeOf, type Env, type Read } from './values.js';
-import type { UsageLimit } from './usage.js';
+import { usageLimitOf, type UsageLimit } from './usage.js';
 
 export type Ctx = Record<string, unknown>;
 
@@ -405,6 +405,7 @@ export function compilePolicy(files: PolicyFileNode[], apiRules: RuleNode[]): Co
           source: item.loc ? `${item.loc.file}:${item.loc.line}` : f.path,
           ast: item,
         };
+        if (item.usage?.length) block.usage = item.usage.map((n) => usageLimitOf(n, n.loc ? `${n.loc.file}:${n.loc.line}` : f.path));
         const list = limits.get(item.capability);
         if (list) list.push(block); else limits.set(item.capability, [block]);
       }

@@ -25,7 +25,7 @@
 
 import type { DecisionRequest, DecisionValue } from './types.js';
 import type { CompiledLimitBlock, CompiledRule, PolicySet } from './compile.js';
-import type { Atom, PathNode } from './ast.js';
+import type { Atom, LimitField, PathNode } from './ast.js';
 import { atomsOf, ROOTS } from './ast.js';
 import { decide } from './decide.js';
 import { matchTyped, matchValue, parseAgentPattern, parseTypedPattern, permissionCovers, patternToString, singularOf, type Pattern } from './patterns.js';
@@ -422,8 +422,10 @@ function readName(req: DecisionRequest, name: string, zone: string): { present: 
 /** Does a request lie in a reported change's region? (Used by tests and tools.) */
 export function inRegion(c: Change, req: DecisionRequest, singulars: Record<string, string> = {}): boolean {
   const s = req.subject;
-  // Regions are of requests without a prior approval, by agents that hold the capability of the action (with no limits of its own).
+  // Regions are of requests without a prior approval or prior usage, by agents that hold the
+  // capability of the action (with no limits of its own).
   if (req.approved === true) return false;
+  if (req.usage && Object.values(req.usage).some((v) => v !== 0)) return false;
   if (s.type === 'agent') {
     const cap = (s.capabilities ?? []).find((x) => x.name === req.action);
     if (!cap || (cap.limits && Object.keys(cap.limits).length)) return false;
@@ -492,6 +494,23 @@ function sideOf(set: PolicySet): Side {
 }
 
 const IDENTITY = new Set(['subject.id', 'person.id', 'resource.id', 'resource.type']);
+
+/** The field that stands for "the count is over" when a count allows not even one action. */
+const NO_COUNT = '\u0000count';
+
+/**
+ * A block's limits as diff weighs them, with no prior usage: a sum over a field denies exactly
+ * what `<field> max <max> min 0` denies (a missing field, a value that is not a number, below
+ * zero or above the maximum); a count denies everything when its maximum is below one.
+ */
+function limitFieldsOf(l: CompiledLimitBlock): LimitField[] {
+  const out = [...l.ast.fields];
+  for (const u of l.usage ?? []) {
+    if (u.kind === 'sum') out.push({ field: u.field!, max: u.max, min: 0 });
+    else if (u.max < 1) out.push({ field: NO_COUNT, eq: true, not_in: [true] });
+  }
+  return out;
+}
 
 interface Computed { dims: Dim[]; boxes: { sets: Set<number>[]; point: number[]; before: DecisionValue; after: DecisionValue }[] }
 
@@ -607,7 +626,7 @@ function diffInner(before: PolicySet, after: PolicySet): DiffResult {
           },
         };
         const kindConstants = kindsWild ? [] : [...new Set(singularsAll.map((m) => { const k = ac.witness.slice(ac.witness.indexOf(':') + 1); return (Object.hasOwn(m, k) ? m[k] : undefined) ?? singularOf(k); }))];
-        const space = buildSpace({ atoms, limits: limitsP.flatMap((l) => l.ast.fields), roleNames, groupNames, kindConstants }, principal, { subject: hasPermit, person: hasPermit });
+        const space = buildSpace({ atoms, limits: limitsP.flatMap(limitFieldsOf), roleNames, groupNames, kindConstants }, principal, { subject: hasPermit, person: hasPermit });
         const readsIdentity = space.dims.some((d) => d.kind === 'value' && IDENTITY.has(d.key))
           || space.dims.some((d) => d.kind === 'rel' && (IDENTITY.has(d.a) || IDENTITY.has(d.b)));
         const coherence = kindsWild ? 'w' : singularsAll.map((s) => (permissionCovers('*:*', ac.witness, oc.witness, s) ? 'g' : 'n')).join('');
@@ -618,8 +637,8 @@ function diffInner(before: PolicySet, after: PolicySet): DiffResult {
           ...(readsIdentity ? ['|', agentW, personW, oc.witness, ac.witness] : []),
         ].join(',');
         const probes: [Probe, Probe] = [
-          decider(space, { rules: rulesP.filter((r) => sb.rules.includes(r)), limits: limitsP.filter((l) => sb.limits.includes(l)).flatMap((l) => l.ast.fields), singulars: before.compiled.singulars, action: kindsWild ? null : ac.witness, actionFor }, { agent: agentW, person: personW }),
-          decider(space, { rules: rulesP.filter((r) => sa.rules.includes(r)), limits: limitsP.filter((l) => sa.limits.includes(l)).flatMap((l) => l.ast.fields), singulars: after.compiled.singulars, action: kindsWild ? null : ac.witness, actionFor }, { agent: agentW, person: personW }),
+          decider(space, { rules: rulesP.filter((r) => sb.rules.includes(r)), limits: limitsP.filter((l) => sb.limits.includes(l)).flatMap(limitFieldsOf), singulars: before.compiled.singulars, action: kindsWild ? null : ac.witness, actionFor }, { agent: agentW, person: personW }),
+          decider(space, { rules: rulesP.filter((r) => sa.rules.includes(r)), limits: limitsP.filter((l) => sa.limits.includes(l)).flatMap(limitFieldsOf), singulars: after.compiled.singulars, action: kindsWild ? null : ac.witness, actionFor }, { agent: agentW, person: personW }),
         ];
         let computed = memo.get(sig);
         let built = computed?.boxes.map((b) => construct(space, b.point));

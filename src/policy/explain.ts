@@ -5,6 +5,7 @@
 import type { Decision, DecisionRequest, PersonFacts, SubjectFacts } from './types.js';
 import type { PolicySet } from './compile.js';
 import { decideWith } from './decide.js';
+import { readUsageFacts } from './usage.js';
 
 /** The decision with a full trace: every rule of the action and object, what it read, and why it applied or not. */
 export function explainDecision(request: DecisionRequest, set: PolicySet): Decision {
@@ -102,5 +103,7 @@ export function completeRequest(raw: unknown, clock: () => number = Date.now): {
   else if (r.now === null) request.now = NaN;
   else { request.now = clock(); assumed.push(Number.isFinite(request.now) ? `now ${new Date(request.now).toISOString()}` : 'no clock'); }
   if (r.approved === true) request.approved = true;
+  // Prior usage of limits over time, as `{"count per 1h": 19}`; keys that do not read are left out.
+  if (r.usage !== undefined) request.usage = readUsageFacts(r.usage).usage;
   return { request, assumed };
 }

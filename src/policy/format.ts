@@ -7,6 +7,7 @@ import type {
 } from './ast.js';
 import { pathText } from './ast.js';
 import { FIELD_NAME, RESERVED } from './names.js';
+import { formatUsageNode } from './usage.js';
 
 const OP_TEXT = { gte: '>=', gt: '>', lte: '<=', lt: '<', eq: '==', ne: '!=' } as const;
 
@@ -105,6 +106,7 @@ function fmtLimits(o: Out, l: LimitsNode): void {
   const c = l.comments ?? {};
   o.line(0, `limits ${fmtString(l.capability)} for ${fmtString(l.forAgent)} {`, c.item);
   l.fields.forEach((f, i) => o.line(1, fmtLimitField(f), c['field:' + i]));
+  (l.usage ?? []).forEach((u, i) => o.line(1, formatUsageNode(u), c['usage:' + i]));
   o.line(0, '}', c.end);
 }
 
@@ -133,9 +135,10 @@ function fmtTest(o: Out, t: TestNode): void {
   if (t.permissions) o.line(1, t.permissions.length ? `permissions ${fmtStrings(t.permissions)}` : 'permissions', c.permissions);
   t.capabilities.forEach((cap, i) => {
     const cc = c['capability:' + i];
-    if (!cap.limits) { o.line(1, `capability ${fmtString(cap.name)}`, cc); return; }
+    if (!cap.limits && !cap.usage) { o.line(1, `capability ${fmtString(cap.name)}`, cc); return; }
     o.line(1, `capability ${fmtString(cap.name)} {`, cc);
-    for (const f of cap.limits) o.line(2, fmtLimitField(f));
+    for (const f of cap.limits ?? []) o.line(2, fmtLimitField(f));
+    for (const u of cap.usage ?? []) o.line(2, formatUsageNode(u));
     o.line(1, '}');
   });
   if (t.person) {
@@ -154,6 +157,7 @@ function fmtTest(o: Out, t: TestNode): void {
   if (t.resource !== undefined) o.line(1, `resource ${fmtString(t.resource)}${t.resourceAttributes ? ' ' + fmtJsonValue(t.resourceAttributes) : ''}`, c.resource);
   if (t.context !== undefined) o.line(1, `context ${fmtJsonValue(t.context)}`, c.context);
   if (t.now !== undefined) o.line(1, `now ${fmtString(t.now)}`, c.now);
+  (t.used ?? []).forEach((u, i) => o.line(1, `used ${u.what} ${fmtLiteral(u.amount)} in ${u.per}${u.scope !== undefined ? ` per ${u.scope}` : ''}`, c['used:' + i]));
   if (t.approved) o.line(1, 'approved', c.approved);
   if (t.expect) o.line(1, `expect ${t.expect.decision}${t.expect.reason !== undefined ? ' ' + fmtString(t.expect.reason) : ''}`, c.expect);
   o.line(0, '}', c.end);

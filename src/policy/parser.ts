@@ -12,6 +12,8 @@ import type {
   RuleNode, SchemaEntry, SchemaNode, TestFacts, TestNode, TimezoneNode,
 } from './ast.js';
 import { ROOTS } from './ast.js';
+import type { UsedLine } from './ast.js';
+import type { UsageLimitNode } from './usage.js';
 import { projectRoot } from './root.js';
 
 let grammarCache: ohm.Grammar | undefined;
@@ -187,12 +189,27 @@ function semantics(): ohm.Semantics {
       const node: LimitsNode = { kind: 'limits', capability: cap.ast(), forAgent: agent.ast(), fields: [], loc: locOf(this) };
       anchor(node, 'item', { startIdx: this.source.startIdx, endIdx: _open.source.endIdx });
       for (const l of lines_.children) {
-        const f = l.ast() as LimitField;
+        const f = l.ast() as LimitField | { usage: UsageLimitNode };
+        if ('usage' in f) {
+          (node.usage ??= []).push(f.usage);
+          anchor(node, 'usage:' + (node.usage.length - 1), l);
+          continue;
+        }
         node.fields.push(f);
         anchor(node, 'field:' + (node.fields.length - 1), l);
       }
       if (lines_.numChildren) anchor(node, 'end', close);
       return node;
+    },
+    LimitLine_sum(f, _s, _m, max, _p, w, scope) {
+      const usage: UsageLimitNode = { kind: 'sum', field: f.sourceString, max: max.ast(), per: w.sourceString, loc: locOf(this) };
+      if (scope.numChildren) usage.scope = scope.children[0]!.children[1]!.sourceString;
+      return { usage };
+    },
+    LimitLine_count(_c, _m, max, _p, w, scope) {
+      const usage: UsageLimitNode = { kind: 'count', field: null, max: max.ast(), per: w.sourceString, loc: locOf(this) };
+      if (scope.numChildren) usage.scope = scope.children[0]!.children[1]!.sourceString;
+      return { usage };
     },
     LimitLine_eq(f, op, lit) {
       const field: LimitField = { field: f.sourceString, eq: lit.ast(), loc: locOf(f) };
@@ -229,7 +246,7 @@ function semantics(): ohm.Semantics {
       anchor(t, 'item', { startIdx: this.source.startIdx, endIdx: _open.source.endIdx });
       for (const l of tlines.children) {
         const line = l.ast() as TestLine;
-        const key = line.key === 'capability' ? 'capability:' + t.capabilities.length : line.key;
+        const key = line.key === 'capability' ? 'capability:' + t.capabilities.length : line.key === 'used' ? 'used:' + (t.used?.length ?? 0) : line.key;
         line.apply(t);
         t.lineLocs![key] = line.loc;
         anchor(t, key, line.node);
@@ -248,11 +265,21 @@ function semantics(): ohm.Semantics {
       return { key: 'permissions', loc: locOf(this), node: this, apply: (t: TestNode) => { t.permissions = perms; } };
     },
     TestLine_capability(_k, name, limits) {
-      const cap: { name: string; limits?: LimitField[] } = { name: name.ast() };
-      if (limits.numChildren) cap.limits = limits.children[0]!.ast();
+      const cap: TestNode['capabilities'][number] = { name: name.ast() };
+      if (limits.numChildren) {
+        const lines = limits.children[0]!.ast() as (LimitField | { usage: UsageLimitNode })[];
+        cap.limits = lines.filter((l): l is LimitField => !('usage' in l));
+        const usage = lines.filter((l): l is { usage: UsageLimitNode } => 'usage' in l).map((l) => l.usage);
+        if (usage.length) cap.usage = usage;
+      }
       return { key: 'capability', loc: locOf(this), node: this, apply: (t: TestNode) => { t.capabilities.push(cap); } };
     },
     CapabilityLimits(_o, ls, _c) { return ls.children.map((c) => c.ast()); },
+    TestLine_used(_k, what, amount, _in, w, scope) {
+      const line: UsedLine = { what: what.sourceString, amount: amount.ast(), per: w.sourceString, loc: locOf(this) };
+      if (scope.numChildren) line.scope = scope.children[0]!.children[1]!.sourceString;
+      return { key: 'used', loc: locOf(this), node: this, apply: (t: TestNode) => { (t.used ??= []).push(line); } };
+    },
     TestLine_person(_k, id, _p, list) {
       let perms: string[] = [];
       if (list.numChildren && list.children[0]!.numChildren) perms = list.children[0]!.children[0]!.ast();

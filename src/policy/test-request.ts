@@ -4,11 +4,13 @@ import type { DecisionRequest, JsonLimits, PersonFacts, SubjectFacts } from './t
 import type { TestNode } from './ast.js';
 import { limitFieldsToJson } from './json.js';
 import { parseInstant } from './validate.js';
+import { addAmounts, normalizeUsageKey, usageLimitOf, usageLimitsToJson, type UsageFacts } from './usage.js';
 
 /**
  * A test's request. An agent is autonomous unless marked delegated; a delegated agent has the
  * groups of its person too (as the server gives them). Without `now` the request has no clock,
- * so rules that read `time.*` fail closed: a test about time says when it runs.
+ * so rules that read `time.*` fail closed: a test about time says when it runs. `used` lines
+ * state prior usage of limits over time (none stated is none used).
  */
 export function testRequest(t: TestNode): DecisionRequest {
   const f = t.facts ?? {};
@@ -25,7 +27,12 @@ export function testRequest(t: TestNode): DecisionRequest {
   if (f.email !== undefined) subject.email = f.email;
   if (!user) {
     subject.mode = mode;
-    subject.capabilities = t.capabilities.map((c) => ({ name: c.name, ...(c.limits ? { limits: limitFieldsToJson(c.limits) as JsonLimits } : {}) }));
+    subject.capabilities = t.capabilities.map((c) => {
+      if (!c.limits && !c.usage) return { name: c.name };
+      const limits = limitFieldsToJson(c.limits ?? []);
+      if (c.usage) usageLimitsToJson(c.usage.map((n) => usageLimitOf(n, `api:capability/${c.name}`)), limits);
+      return { name: c.name, limits: limits as JsonLimits };
+    });
   }
   const req: DecisionRequest = {
     subject,
@@ -43,6 +50,14 @@ export function testRequest(t: TestNode): DecisionRequest {
     if (p.email !== undefined) person.email = p.email;
     req.person = person;
     if (mode === 'delegated') subject.groups = [...new Set([...subject.groups, ...person.groups])];
+  }
+  if (t.used?.length) {
+    const usage: UsageFacts = {};
+    for (const u of t.used) {
+      const k = normalizeUsageKey(`${u.what === 'count' ? 'count' : `${u.what} sum`} per ${u.per}${u.scope !== undefined ? ` per ${u.scope}` : ''}`);
+      if ('key' in k && typeof u.amount === 'number') usage[k.key] = addAmounts(usage[k.key] ?? 0, u.amount);
+    }
+    req.usage = usage;
   }
   if (t.approved) req.approved = true;
   return req;

@@ -11,6 +11,7 @@ import { checkFieldName, FIELD_NAME, KIND_NAME } from './names.js';
 import { BUILTINS, VALUE_TYPES, type ValueType } from './values.js';
 import { fmtExpr, fmtLiteral, fmtOperand, CMP_TEXT } from './format.js';
 import { isIsoDate, isTimeZone, TIME_FIELDS, WEEKDAYS } from './time.js';
+import { normalizeUsageKey, validateUsageNodes } from './usage.js';
 
 export { FIELD_NAME, RESERVED, KIND_NAME, checkFieldName } from './names.js';
 
@@ -363,13 +364,14 @@ export function validateLimitFields(fields: LimitField[], at: Loc, out: Diagnost
   }
 }
 
-export function validateLimits(node: LimitsNode, out: Diagnostic[], where: string): void {
+export function validateLimits(node: LimitsNode, out: Diagnostic[], where: string, schema: Schema | null = null): void {
   const at = node.loc ?? { file: where, line: 1, col: 1 };
   const ce = checkPermissionKey(node.capability, 'capability', false);
   if (ce) out.push(diag(at, at, ce));
   const ae = checkAgentPattern(node.forAgent);
   if (ae) out.push(diag(at, at, ae));
   validateLimitFields(node.fields, at, out);
+  validateUsageNodes(node.usage ?? [], node.fields, at, out, schema ? (f) => schema.get('context.' + f)?.type : undefined);
 }
 
 const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
@@ -405,6 +407,13 @@ export function validateTest(t: TestNode, out: Diagnostic[]): void {
     const l = ll['capability:' + i] ?? at;
     if (e) out.push(diag(l, at, e));
     if (c.limits) validateLimitFields(c.limits, l, out);
+    if (c.usage) validateUsageNodes(c.usage, c.limits ?? [], l, out);
+  });
+  (t.used ?? []).forEach((u, i) => {
+    const l = ll['used:' + i] ?? u.loc ?? at;
+    const k = normalizeUsageKey(`${u.what === 'count' ? 'count' : `${u.what} sum`} per ${u.per}${u.scope !== undefined ? ` per ${u.scope}` : ''}`);
+    if ('error' in k) out.push(diag(l, at, `used: ${k.error}`));
+    if (typeof u.amount !== 'number' || !Number.isFinite(u.amount) || u.amount < 0) out.push(diag(l, at, `used ${u.what}: the amount must be a number, not negative`));
   });
 }
 
@@ -455,7 +464,8 @@ export function validateFile(file: PolicyFileNode, out: Diagnostic[], testsOnly 
     switch (item.kind) {
       // Rules are checked across the set (validateAcross), where the schema is known.
       case 'rule': break;
-      case 'limits': validateLimits(item, out, file.path); break;
+      // Limits are checked across the set too, where the schema is known.
+      case 'limits': break;
       case 'kind': {
         if (!KIND_NAME.test(item.plural) || !KIND_NAME.test(item.singular)) {
           out.push(diag(item.loc, first, `kind "${item.plural}" singular "${item.singular}": both must be kind names`));
@@ -519,7 +529,9 @@ export function validateAcross(files: PolicyFileNode[], apiRules: RuleNode[], ou
         const prev = testNames.get(item.name);
         if (prev) out.push(diag(item.loc, item.loc!, `test "${item.name}" is also defined at ${prev}`));
         else testNames.set(item.name, where(item.loc, f.path));
-      } else if (item.kind === 'limits' && schema) {
+      } else if (item.kind === 'limits') {
+        validateLimits(item, out, f.path, schema);
+        if (!schema) continue;
         for (const lf of item.fields) {
           const d = schema.get('context.' + lf.field);
           const at = lf.loc ?? item.loc!;

@@ -41,9 +41,16 @@ const arbFacts = fc.record({
   email: fc.option(arbName, { nil: undefined }), attributes: fc.option(fc.dictionary(arbField, fc.jsonValue({ maxDepth: 2 }).map((v) => JSON.parse(JSON.stringify(v))), { maxKeys: 2 }), { nil: undefined }),
 }).map((f) => Object.fromEntries(Object.entries(f).filter(([, v]) => v !== undefined)));
 
+const arbUsage = fc.record({
+  kind: fc.constantFrom('sum', 'count') as fc.Arbitrary<'sum' | 'count'>,
+  field: arbField, max: fc.nat(5000), per: fc.constantFrom('1h', '24h', '10m', '30s', '7d'),
+  scope: fc.option(fc.constantFrom('resource', 'person'), { nil: undefined }),
+}).map(({ kind, field, scope, ...u }) => ({ kind, field: kind === 'sum' ? field : null, ...u, ...(scope ? { scope } : {}) }));
+
 const arbItem: fc.Arbitrary<Item> = fc.oneof(
   fc.tuple(arbRule(0), arbName, arbAnyExpr).map(([r, name, e]) => ({ ...r, name, when: e })),
   arbLimits,
+  fc.tuple(arbLimits, fc.array(arbUsage, { minLength: 1, maxLength: 3 })).map(([l, usage]) => ({ ...l, usage })),
   fc.record({ kind: fc.constant('kind' as const), plural: fc.constantFrom('people', 'data'), singular: fc.constantFrom('person', 'datum') }),
   fc.record({ kind: fc.constant('timezone' as const), name: fc.constantFrom('UTC', 'Europe/Berlin', 'Asia/Kolkata') }),
   fc.record({
@@ -64,10 +71,11 @@ const arbItem: fc.Arbitrary<Item> = fc.oneof(
     resourceAttributes: fc.option(fc.dictionary(arbField, fc.jsonValue({ maxDepth: 2 }).map((v) => JSON.parse(JSON.stringify(v))), { maxKeys: 2 }), { nil: undefined }),
     context: fc.dictionary(fc.oneof(arbField, arbName), fc.jsonValue({ maxDepth: 2 }).map((v) => JSON.parse(JSON.stringify(v))), { maxKeys: 3 }),
     now: fc.option(fc.constantFrom('2026-03-29T01:30:00+01:00', '2026-10-25T00:30:00Z'), { nil: undefined }),
+    used: fc.option(fc.array(fc.record({ what: fc.constantFrom('count', 'amount'), amount: fc.nat(100), per: fc.constantFrom('1h', '24h') }), { minLength: 1, maxLength: 2 }), { nil: undefined }),
     approved: fc.boolean(),
     expect: fc.record({ decision: fc.constantFrom('allow', 'deny'), reason: arbName }),
-  }).map(({ subject, facts, person, resourceAttributes, now, ...t }) => ({
-    ...t, ...subject,
+  }).map(({ subject, facts, person, resourceAttributes, now, used, ...t }) => ({
+    ...t, ...subject, ...(used ? { used } : {}),
     ...(facts && Object.keys(facts).length ? { facts } : {}),
     ...(person ? { person } : {}), ...(resourceAttributes ? { resourceAttributes } : {}), ...(now ? { now } : {}),
   })),
