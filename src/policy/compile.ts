@@ -11,7 +11,7 @@ import type { PersonFacts, PolicySetSource, SubjectFacts, ValueRead } from './ty
 import type { Atom, Expr, LimitField, LimitsNode, Operand, PathNode, PolicyFileNode, RuleNode, Scalar } from './ast.js';
 import { atomsOf, pathText } from './ast.js';
 import { fmtExpr, fmtLimitField } from './format.js';
-import { compileAgentMatcher, compileTypedMatcher, splitFirstColon } from './patterns.js';
+import { compileAgentMatcher, compileTypedMatcher, permissionCovers, splitFirstColon } from './patterns.js';
 import { compileReader, MISSING, scalarTypeOf, type Env, type Read } from './values.js';
 import { usageLimitOf, type UsageLimit } from './usage.js';
 
@@ -41,8 +41,9 @@ export interface CompiledRule {
   matchesPerson: (p: Person) => boolean;
   object: (resource: string) => boolean;
   cond: Cond | null;
-  /** The paths the condition reads, each once, in order. */
+  /** The paths the condition reads, each once, in order, and as written. */
   paths: PathNode[];
+  pathTexts: string[];
   readers: ((env: Env) => Read)[];
   check: string;
   ast: RuleNode;
@@ -69,7 +70,13 @@ export interface CompiledLimitBlock {
   ast: LimitsNode;
 }
 
-export interface Bucket { deny: CompiledRule[]; approval: CompiledRule[]; permit: CompiledRule[] }
+export interface Bucket {
+  deny: CompiledRule[];
+  approval: CompiledRule[];
+  permit: CompiledRule[];
+  /** Could a permission `<action>` cover objects of this kind at all (the kind is the singular of the action's kinds)? */
+  coherent: boolean;
+}
 
 export interface CompiledPolicy {
   files: PolicyFileNode[];
@@ -79,8 +86,8 @@ export interface CompiledPolicy {
   index: Map<string, Map<string, CompiledRule[]>>;
   limits: Map<string, CompiledLimitBlock[]>;
   singulars: Record<string, string>;
-  /** (action, kind) → candidate rules, filled lazily. */
-  cache: Map<string, Bucket>;
+  /** action → kind → candidate rules, filled lazily. */
+  cache: Map<string, Map<string, Bucket>>;
 }
 
 export interface PolicySet {
@@ -288,10 +295,12 @@ export function distinctPaths(e: Expr): PathNode[] {
 
 /** What a rule's condition read from a request. */
 export function readsOf(rule: CompiledRule, env: Env): ValueRead[] {
-  return rule.paths.map((p, i) => {
+  const out: ValueRead[] = new Array(rule.readers.length);
+  for (let i = 0; i < out.length; i++) {
     const v = rule.readers[i]!(env);
-    return v === MISSING ? { path: pathText(p), value: undefined, present: false } : { path: pathText(p), value: v, present: true };
-  });
+    out[i] = v === MISSING ? { path: rule.pathTexts[i]!, value: undefined, present: false } : { path: rule.pathTexts[i]!, value: v, present: true };
+  }
+  return out;
 }
 
 // ---- subjects ------------------------------------------------------------------------------
@@ -302,20 +311,21 @@ function holds(list: unknown, name: string): boolean {
 
 function compileSubjects(patterns: string[]): Pick<CompiledRule, 'matchesAny' | 'matchesAgent' | 'matchesPerson'> {
   const agentAll = patterns.includes('agent:*');
-  const agent = patterns.filter((p) => p.startsWith('agent:') && p !== 'agent:*').map(compileTypedMatcher);
-  const user = patterns.filter((p) => p.startsWith('user:')).map(compileTypedMatcher);
+  // Matchers of the id alone (`agent:<p>` matches an agent whose id matches <p>).
+  const agent = patterns.filter((p) => p.startsWith('agent:') && p !== 'agent:*').map((p) => compileAgentMatcher(p.slice(6)));
+  const user = patterns.filter((p) => p.startsWith('user:')).map((p) => compileAgentMatcher(p.slice(5)));
   const roles = patterns.filter((p) => p.startsWith('role:')).map((p) => p.slice(5));
   const groups = patterns.filter((p) => p.startsWith('group:')).map((p) => p.slice(6));
   const matchesAgent = (s: SubjectFacts): boolean => {
     if (s.type !== 'agent') return false;
     if (agentAll) return true;
-    if (agent.length) { const a = 'agent:' + s.id; for (const m of agent) if (m(a)) return true; }
+    for (const m of agent) if (m(s.id)) return true;
     for (const r of roles) if (holds(s.roles, r)) return true;
     for (const g of groups) if (holds(s.groups, g)) return true;
     return false;
   };
   const matchesPerson = (p: Person): boolean => {
-    if (user.length) { const u = 'user:' + p.id; for (const m of user) if (m(u)) return true; }
+    for (const m of user) if (m(p.id)) return true;
     for (const r of roles) if (holds(p.roles, r)) return true;
     for (const g of groups) if (holds(p.groups, g)) return true;
     return false;
@@ -373,6 +383,7 @@ export function compileRule(r: RuleNode, index: number, zone = 'UTC'): CompiledR
     object: compileTypedMatcher(r.object),
     cond: r.when ? compileCondition(r.when, zone) : null,
     paths,
+    pathTexts: paths.map(pathText),
     readers: paths.map((p) => compileReader(p, zone)),
     check: `${EFFECT_WORD[effect] ?? effect} rule "${r.name}"${r.when ? ` when ${fmtExpr(r.when)}` : ''}`,
     ast: r,
@@ -427,8 +438,8 @@ const CACHE_MAX = 4096;
 
 /** The rules whose relation and object kind can match (action, resource kind), in rule order. */
 export function candidates(p: CompiledPolicy, action: string, kind: string): Bucket {
-  const key = action + '\u0000' + kind;
-  const hit = p.cache.get(key);
+  let byKind = p.cache.get(action);
+  const hit = byKind?.get(kind);
   if (hit) return hit;
   const ci = action.indexOf(':');
   const relations = ci < 0 ? [] : [action, '*:' + action.slice(ci + 1), action.slice(0, ci) + ':*', '*:*'];
@@ -445,8 +456,13 @@ export function candidates(p: CompiledPolicy, action: string, kind: string): Buc
     deny: found.filter((r) => r.effect === 'deny'),
     approval: found.filter((r) => r.effect === 'require_approval'),
     permit: found.filter((r) => r.effect === 'permit'),
+    coherent: permissionCovers('*:*', action, kind + ':x', p.singulars),
   };
-  if (p.cache.size >= CACHE_MAX) p.cache.clear();
-  p.cache.set(key, bucket);
+  if (!byKind) {
+    if (p.cache.size >= CACHE_MAX) p.cache.clear();
+    p.cache.set(action, (byKind = new Map()));
+  }
+  if (byKind.size >= CACHE_MAX) byKind.clear();
+  byKind.set(kind, bucket);
   return bucket;
 }

@@ -181,7 +181,7 @@ function permitted(
     if (!matches(r)) { if (explain) unmatched('grants', r, trace); continue; }
     const t = r.cond === null ? 1 : r.cond(env);
     const granted = t === 1;
-    trace.push(ruleStep('grants', r, granted ? 'pass' : 'fail', env, r.cond === null ? null : t, explain || granted, `${r.check} (for ${who})`));
+    trace.push(ruleStep('grants', r, granted ? 'pass' : 'fail', env, r.cond === null ? null : t, explain || granted, explain ? `${r.check} (for ${who})` : r.check));
     if (granted) return true;
   }
   return false;
@@ -312,7 +312,7 @@ function rulesAndGrants(
   let subjectOk = covers(subject.permissions, action, resource, p.singulars);
   trace.push({ step: 'grants', check: `${who} permission covers ${action} on ${resource}`, outcome: subjectOk ? 'pass' : 'fail' });
   // A permit rule grants only what a permission could: the object must be of the action's kind.
-  const coherent = bucket.permit.length > 0 && permissionCovers('*:*', action, resource, p.singulars);
+  const coherent = bucket.permit.length > 0 && bucket.coherent;
   if (!subjectOk && coherent) {
     subjectOk = isAgent
       ? permitted(bucket, resource, env, trace, explain, (r) => r.matchesAgent(subject), who)
