@@ -1,4 +1,4 @@
-// The decision order (description, "Decision order"; CONTRACT section 4):
+// The decision order, each step with its reason code:
 //   2. limits      → deny  constraint_violated: <field> <operator>
 //   3. deny rules  → deny  rule_denied: <rule>
 //   4. grants      → deny  not_granted: <action> [(capability)|(person)]

@@ -9,7 +9,7 @@ export interface Diagnostic { file: string; line: number; col: number; message: 
 
 export type ConditionOp = 'gte' | 'gt' | 'lte' | 'lt' | 'eq' | 'ne';
 
-/** The rule shape of the management API (the description's "Rule shape"). */
+/** The rule shape of the management API: subjects, relation, object, an optional condition. */
 export interface JsonRule {
   id?: string;
   name: string;
