@@ -102,6 +102,12 @@ async function runNamed(ctx: AppContext, req: Extract<AuthorizeRequest, { via: '
   // A person asked about directly is their own person: both read the same attributes.
   const person = named.person && subject.type === 'user' ? { ...named.person, attributes: subject.attributes } : named.person;
   const request: DecisionRequest = { subject, person, action, resource, resourceAttributes: withProperties(stored, req.resourceProperties), context, now };
+  // An agent's limits over time hold whoever asks about it: an allow consumes, as at the decision endpoint.
+  if (subject.type === 'agent' && policy.set) {
+    const overTime = usageLimitsFor(request, policy.set);
+    const counters = overTime.length ? countersFor({ agentId: subject.id, capability: action, resource, personId: null }, overTime) : [];
+    if (counters.length) return decideOnCounters(ctx, 'authzen', policy.set, request, counters, null, subject.name ?? subject.id, caller);
+  }
   let decision = decideOn(request, policy.set);
   let approvalId: string | undefined;
   if (decision.decision === 'approval_required' && policy.set) {
@@ -175,12 +181,13 @@ async function run(ctx: AppContext, req: Exclude<AuthorizeRequest, { via: 'authz
  */
 async function decideOnCounters(
   ctx: AppContext,
-  via: 'decision' | 'mcp',
+  via: 'decision' | 'mcp' | 'authzen',
   policy: PolicySet,
   request: DecisionRequest,
   counters: Counter[],
   txn: string | null,
   agentName: string,
+  caller?: string,
 ): Promise<AuthorizeResult> {
   let outcome: { decision: PipelineDecision; approvalId?: string };
   try {
@@ -195,13 +202,13 @@ async function decideOnCounters(
         return approvalStep(tx, policy, judged, first, agentName);
       },
       async settled(tx, done, changes) {
-        await tx.audit.append({ ...auditRecord(via, request, done.decision), ...(changes.length ? { usage: changes } : {}) });
+        await tx.audit.append({ ...auditRecord(via, request, done.decision, undefined, caller), ...(changes.length ? { usage: changes } : {}) });
       },
     }));
   } catch (err) {
     // Nothing of the turn's transaction holds (no consumption, no record): a deny, recorded on its own.
     ctx.logger.error({ err, agent_id: request.subject.id }, 'decision on counters failed');
-    return record(ctx, via, request, denial({ code: 'error', message: 'the decision could not be made' }, policy.version));
+    return record(ctx, via, request, denial({ code: 'error', message: 'the decision could not be made' }, policy.version), undefined, undefined, caller);
   }
   const { decision, approvalId } = outcome;
   return approvalId !== undefined ? { outcome: 'decided', decision, approvalId } : { outcome: 'decided', decision };

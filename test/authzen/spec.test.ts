@@ -1,6 +1,6 @@
 // The AuthZEN 1.0 specification's examples, request by request, against a started server.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { putRole } from '../agents/helpers.js';
+import { putRole, registerAgent } from '../agents/helpers.js';
 import { putUser, startAuthzen, type AuthzenFixture } from './helpers.js';
 
 const POLICY = `
@@ -270,5 +270,26 @@ describe('approval_required', () => {
     const again = await f.post('/access/v1/evaluation', q);
     expect(again.body.decision).toBe(false);
     expect(again.body.context.approval_id).not.toBe(approvalId);
+  });
+});
+
+describe('an agent as the subject', () => {
+  it('is decided as at the decision endpoint: its capability, and its limits over time (an allow consumes)', async () => {
+    await putRole(f.server, 'payer', ['pay:invoices']);
+    const agent = await registerAgent(f.server, {
+      name: 'payer-bot',
+      mode: 'autonomous',
+      roles: ['payer'],
+      capabilities: [{ name: 'pay:invoices', limits: { count: [{ max: 2, per: '1h' }] } }],
+    });
+    const q = { subject: { type: 'agent', id: agent.id }, action: { name: 'pay' }, resource: { type: 'invoice', id: 'i-1' } };
+    expect((await f.post('/access/v1/evaluation', q)).body).toEqual({ decision: true });
+    expect((await f.post('/access/v1/evaluation', q)).body).toEqual({ decision: true });
+    expect((await f.post('/access/v1/evaluation', q)).body).toEqual({ decision: false, context: { reason: 'constraint_violated: count' } });
+    // Without the capability: not granted.
+    const refund = await f.post('/access/v1/evaluation', { ...q, action: { name: 'refund' } });
+    expect(refund.body).toEqual({ decision: false, context: { reason: 'not_granted: refund:invoices (capability)' } });
+    const audit = await f.server.admin('GET', `/audit?agent_id=${encodeURIComponent(agent.id)}&limit=1`);
+    expect(audit.body.data[0]).toMatchObject({ agent_id: agent.id, caller: f.caller.client_id, reason: 'not_granted: refund:invoices (capability)' });
   });
 });
