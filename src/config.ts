@@ -19,6 +19,8 @@ export interface Config {
   /** host name of the issuer without the port: the trust domain of agent SPIFFE IDs */
   issuerHost: string;
   dbFile: string;
+  /** `postgres://...`: PostgreSQL instead of the SQLite file (GATEHOUSE_DATABASE_URL) */
+  databaseUrl: string | undefined;
   policyDir: string;
   adminToken: string | undefined;
   projectFile: string | undefined;
@@ -61,6 +63,20 @@ function parseVar<T>(name: keyof typeof fields, raw: string | undefined, fallbac
 }
 
 /**
+ * GATEHOUSE_DATABASE_URL: a postgres:// (or postgresql://) URL naming a host. The value is
+ * never echoed: it may hold a password.
+ */
+export function parseDatabaseUrl(raw: string | undefined): string | undefined {
+  if (raw === undefined || raw === '') return undefined;
+  const fail = (why: string) => new ConfigError('GATEHOUSE_DATABASE_URL', why);
+  if (!URL.canParse(raw)) throw fail('not a URL (expected postgres://user:password@host:5432/database)');
+  const u = new URL(raw);
+  if (u.protocol !== 'postgres:' && u.protocol !== 'postgresql:') throw fail(`must be a postgres:// URL (got a ${u.protocol}// URL)`);
+  if (!u.hostname && !u.searchParams.get('host')) throw fail('names no host (expected postgres://user:password@host:5432/database)');
+  return raw;
+}
+
+/**
  * Reads the configuration (the variables the README lists) from an environment. Pure apart from
  * the checks on the policy directory and project file, which must be readable.
  */
@@ -77,6 +93,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
   if (projectFile && !existsSync(projectFile)) {
     throw new ConfigError('GATEHOUSE_PROJECT_FILE', `file not found: ${projectFile}`);
   }
+  const databaseUrl = parseDatabaseUrl(env.GATEHOUSE_DATABASE_URL);
   const adminToken = parseVar<string | undefined>('GATEHOUSE_ADMIN_TOKEN', env.GATEHOUSE_ADMIN_TOKEN);
   const secret = parseVar<string | undefined>('GATEHOUSE_SECRET', env.GATEHOUSE_SECRET);
   // Short secrets are guessable; a development machine may use them on purpose.
@@ -87,12 +104,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
       }
     }
   }
+  // Instances share the database but not a key file: the key that seals private keys must be given.
+  if (databaseUrl && !secret) {
+    throw new ConfigError('GATEHOUSE_SECRET', 'required with GATEHOUSE_DATABASE_URL: every instance seals and opens the signing keys with it');
+  }
   return {
     port,
     issuer,
     issuerDefaulted: !env.GATEHOUSE_ISSUER,
     issuerHost: new URL(issuer).hostname,
     dbFile,
+    databaseUrl,
     policyDir,
     adminToken,
     projectFile,

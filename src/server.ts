@@ -19,6 +19,7 @@ import { formatDiagnostic } from './policy/index.js';
 import { createSignalSink } from './ssf/sink.js';
 import { deliveryOptionsFromEnv, startDeliveryWorker } from './ssf/delivery-worker.js';
 import { migrate, openDatabase } from './store/db.js';
+import { startHousekeeping } from './store/housekeeping.js';
 import { createStore, type Store } from './store/index.js';
 import { endpointUrls } from './urls.js';
 import { applyProjectFile } from './admin/project-file.js';
@@ -107,32 +108,35 @@ export async function openContext(config: Config, logger: Logger, role: ProcessR
   }
 }
 
-// ---- The database: a real, writable SQLite file, used by one instance at a time. ----
+// ---- The database: a real, writable SQLite file used by one instance at a time, or PostgreSQL shared by many. ----
 
 async function openStore(config: Config, logger: Logger, role: ProcessRole): Promise<{ store: Store; lease: InstanceLease | null }> {
   const file = config.dbFile;
   let db: Awaited<ReturnType<typeof openDatabase>>;
   try {
-    db = await openDatabase({ file, worker: role === 'worker', warn: (msg) => logger.warn(msg) });
+    db = await openDatabase({ file, url: config.databaseUrl, worker: role === 'worker', warn: (msg) => logger.warn(msg) });
   } catch (err) {
-    throw databaseError(file, err);
+    throw databaseError(config, err);
   }
   let store: Store | undefined;
   try {
     const applied = role === 'primary' ? await migrate(db) : [];
     if (applied.length) logger.info({ migrations: applied }, 'database migrated');
-    store = createStore(db);
+    store = createStore(db, await db.changeFeed());
     // One instance per SQLite file; PostgreSQL is shared by many instances by design.
     const lease = role === 'primary' && db.dialect === 'sqlite' ? await InstanceLease.acquire(store, file) : null;
     return { store, lease };
   } catch (err) {
     await (store ? store.close() : db.close()).catch(() => undefined);
-    throw err instanceof ConfigError ? err : databaseError(file, err);
+    throw err instanceof ConfigError ? err : databaseError(config, err);
   }
 }
 
-function databaseError(file: string, err: unknown): ConfigError {
+function databaseError(config: Config, err: unknown): ConfigError {
+  if (err instanceof ConfigError) return err;
   const e = err as { code?: string; message?: string };
+  if (config.databaseUrl) return new ConfigError('GATEHOUSE_DATABASE_URL', `the database cannot be used (${e.message ?? String(err)})`);
+  const file = config.dbFile;
   const code = e.code ?? '';
   const why =
     code === 'SQLITE_NOTADB'
@@ -242,7 +246,7 @@ async function openSecretBox(config: Config, store: Store, role: ProcessRole, lo
       throw new ConfigError(
         'GATEHOUSE_SECRET',
         config.secret
-          ? `does not open the signing keys stored in ${config.dbFile}; set the secret this database was created with`
+          ? `does not open the signing keys stored in ${store.database.location}; set the secret this database was created with`
           : `is not set, and the key file ${keyFile} does not open the signing keys stored in ${config.dbFile}; set the secret this database was created with`,
       );
     }
@@ -299,10 +303,17 @@ export function withBoundPort(config: Config, port: number): Config {
   return { ...config, port, issuer, issuerHost: 'localhost' };
 }
 
-/** Background work that runs in exactly one process (the primary, or the single process). */
+/** Background work of one instance (its primary, or its single process); instances share it through leases. */
 export function startBackground(ctx: AppContext, opts: { walCheckpoints?: boolean } = {}): () => Promise<void> {
   const stops: (() => Promise<void> | void)[] = [];
   stops.push(startDeliveryWorker(ctx, deliveryOptionsFromEnv()));
+  stops.push(
+    startHousekeeping(ctx.store, {
+      everyMs: 10 * 60 * 1000,
+      onError: (err) => ctx.logger.warn({ err }, 'housekeeping failed'),
+      onDone: (removed) => ctx.logger.debug({ removed }, 'housekeeping done'),
+    }),
+  );
   if (opts.walCheckpoints) {
     const timer = setInterval(() => {
       ctx.store.database.maintenance().catch((err: unknown) => ctx.logger.warn({ err }, 'database maintenance failed'));

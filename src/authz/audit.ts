@@ -5,13 +5,16 @@ interface Pending { input: AuditInput; resolve: () => void; reject: (err: unknow
 
 /**
  * Group commit for the audit trail: the records of every request handled in one event-loop
- * turn are appended in one transaction (one commit, one write lock) just after the turn, and
- * each caller resumes only once its record is committed. The chain is the same as with one
- * append per record; only the commits are shared.
+ * turn are appended in one transaction (one commit, one turn of the chain's lock) just after
+ * the turn, and each caller resumes only once its record is committed. While a batch is being
+ * written (on PostgreSQL that takes round trips), the records arriving meanwhile wait and go
+ * together in the next one: the busier the instance, the larger its batches. The chain is the
+ * same as with one append per record; only the commits are shared.
  */
 class AuditWriter {
   private queue: Pending[] = [];
   private scheduled = false;
+  private writing = false;
   /** records waiting for their commit (queued or in the transaction now running) */
   backlog = 0;
 
@@ -21,26 +24,31 @@ class AuditWriter {
     return new Promise<void>((resolve, reject) => {
       this.queue.push({ input, resolve, reject });
       this.backlog++;
-      if (!this.scheduled) {
-        this.scheduled = true;
-        setImmediate(() => void this.flush());
-      }
+      this.schedule();
     });
+  }
+
+  private schedule(): void {
+    if (this.scheduled || this.writing || !this.queue.length) return;
+    this.scheduled = true;
+    setImmediate(() => void this.flush());
   }
 
   private async flush(): Promise<void> {
     const batch = this.queue;
     this.queue = [];
     this.scheduled = false;
+    this.writing = true;
     try {
       await this.ctx.store.audit.appendAll(batch.map((p) => p.input));
+      for (const p of batch) p.resolve();
     } catch (err) {
       for (const p of batch) p.reject(err);
-      return;
     } finally {
       this.backlog -= batch.length;
+      this.writing = false;
+      this.schedule();
     }
-    for (const p of batch) p.resolve();
   }
 }
 

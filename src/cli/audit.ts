@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
 import { existsSync } from 'node:fs';
+import { parseDatabaseUrl } from '../config.js';
 import { openDatabase } from '../store/db.js';
 import { auditStore } from '../store/audit.js';
 import type { CliIO, ParsedArgs } from './args.js';
@@ -20,12 +21,14 @@ export function runAuditCommand(args: string[], io: CliIO): Promise<number> {
 export async function verify(args: ParsedArgs, io: CliIO): Promise<number> {
   loadDotEnv();
   const dbArg = args.options.get('--db') as string | undefined;
-  const file = resolve(io.cwd, dbArg ?? process.env.GATEHOUSE_DB ?? './data/gatehouse.db');
-  if (!existsSync(file)) {
+  // --db names a SQLite file; otherwise GATEHOUSE_DATABASE_URL (PostgreSQL) comes first.
+  const url = dbArg ? undefined : parseDatabaseUrl(process.env.GATEHOUSE_DATABASE_URL);
+  const file = resolve(io.cwd, dbArg ?? (process.env.GATEHOUSE_DB || './data/gatehouse.db'));
+  if (!url && !existsSync(file)) {
     io.stderr(`gatehouse: GATEHOUSE_DB: no database at ${file}\n`);
     return 2;
   }
-  const db = await openDatabase({ file });
+  const db = await openDatabase({ file, url });
   try {
     const { checked, broken } = await auditStore(db).verify();
     if (broken) {

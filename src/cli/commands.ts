@@ -91,8 +91,19 @@ export const COMMANDS: CommandSpec[] = [
     summary: 'check the audit trail\'s hash chain',
     description: 'Walk the audit trail\'s hash chain: "ok: N records", or the first broken link.',
     positionals: { min: 0, max: 0 },
-    options: [{ name: '--db', value: '<file>', help: 'the database (default $GATEHOUSE_DB, else ./data/gatehouse.db)' }],
+    options: [{ name: '--db', value: '<file>', help: 'a SQLite file (default $GATEHOUSE_DATABASE_URL, else $GATEHOUSE_DB, else ./data/gatehouse.db)' }],
     details: ['Exit 0 when the chain holds, 1 at a broken link, 2 on a usage or input error.'],
     run: async (a, io) => (await import('./audit.js')).verify(a, io),
+  },
+  {
+    path: ['migrate'],
+    args: '',
+    summary: 'apply (or list) pending schema migrations',
+    description:
+      'Apply the schema migrations the database lacks ($GATEHOUSE_DATABASE_URL, else the SQLite file $GATEHOUSE_DB, default ./data/gatehouse.db), each in its own transaction; instances starting meanwhile wait for it.',
+    positionals: { min: 0, max: 0 },
+    options: [{ name: '--check', help: 'only list what is pending' }],
+    details: ['Exit 0 when the schema is (now) current, 1 with --check when something is pending, 2 on a usage error.'],
+    run: async (a, io) => (await import('./migrate.js')).migrateCommand(a, io),
   },
 ];

@@ -1,7 +1,7 @@
 import type { AppContext } from '../context.js';
 import { constantTimeEqual, sha256, verifyPassword } from '../crypto/hash.js';
 import { errors } from '../errors.js';
-import type { Application } from '../store/applications.js';
+import { APPLICATIONS_DOMAIN, type Application } from '../store/applications.js';
 import { single, type Params } from './params.js';
 import { clientAuthLimiter } from './rate-limit.js';
 
@@ -62,6 +62,31 @@ function secretMatches(presented: string, stored: string): boolean | Promise<boo
   return constantTimeEqual(sha256(presented), stored);
 }
 
+type StoredApplication = Application & { secret_hash: string | null };
+const applications = new WeakMap<AppContext, { version: number; byId: Map<string, Promise<StoredApplication | undefined>> }>();
+
+/**
+ * Applications as client authentication reads them, cached per process and dropped whenever
+ * the `applications` change counter moves (every write to an application moves it, on any
+ * instance): the token endpoint reads no application row while nothing changed.
+ */
+async function applicationWithSecret(ctx: AppContext, clientId: string): Promise<StoredApplication | undefined> {
+  const version = await ctx.store.changes.version(APPLICATIONS_DOMAIN);
+  let cache = applications.get(ctx);
+  if (!cache || cache.version !== version) applications.set(ctx, (cache = { version, byId: new Map() }));
+  let app = cache.byId.get(clientId);
+  if (!app) {
+    // Bounded: a flood of unknown client IDs must not grow memory without limit.
+    if (cache.byId.size > 10_000) cache.byId.clear();
+    const loading = ctx.store.applications.getWithSecret(clientId);
+    const byId = cache.byId;
+    byId.set(clientId, loading);
+    loading.catch(() => byId.get(clientId) === loading && byId.delete(clientId));
+    app = loading;
+  }
+  return app;
+}
+
 /**
  * Client authentication of the token, introspection and revocation endpoints: an application
  * with a secret proves it (Basic or post); one without sends only its client_id (`none`).
@@ -83,7 +108,7 @@ export async function authenticateClient(
     return errors.invalidClient(why, {}, headers);
   };
 
-  const app = await ctx.store.applications.getWithSecret(presented.clientId);
+  const app = await applicationWithSecret(ctx, presented.clientId);
   if (!app) throw await fail('unknown client');
   if (app.secret_hash) {
     if (presented.secret === undefined) throw await fail('the client secret is missing');

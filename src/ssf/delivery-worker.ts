@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { ConfigError } from '../config.js';
 import type { AppContext } from '../context.js';
 import type { OutboxEvent } from '../store/ssf.js';
@@ -59,6 +60,9 @@ export function retryDelay(failedAttempts: number, opts: Pick<DeliveryOptions, '
   return Math.round(d / 2 + random() * (d / 2));
 }
 
+/** A stream lease outlives one push by this much. */
+const LEASE_MARGIN_MS = 10_000;
+
 /** Rows of one stream looked at per pass: a backlog on one stream cannot starve the others. */
 const PER_STREAM_PER_PASS = 25;
 
@@ -90,7 +94,8 @@ async function push(url: string, authorization: string | undefined, jwt: string,
 }
 
 /**
- * Delivers the outbox. Runs in exactly one process (startBackground). The outbox is the truth:
+ * Delivers the outbox. Runs in the background process of every instance (startBackground);
+ * instances share the streams through leases. The outbox is the truth:
  * a row leaves `pending` only on a 202 (delivered) or after the last attempt (failed), so a
  * crash or restart loses nothing; at worst an event is sent again (receivers dedupe on `jti`).
  */
@@ -100,6 +105,9 @@ export function startDeliveryWorker(ctx: AppContext, opts: DeliveryOptions = DEF
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> = Promise.resolve();
   let lastPrune = 0;
+  /** this worker, as the holder of stream leases */
+  const owner = randomUUID();
+  const leaseMs = opts.requestTimeoutMs + LEASE_MARGIN_MS;
 
   async function deliver(row: OutboxEvent, signed: Promise<string>): Promise<boolean> {
     const stream = await ctx.store.ssf.getStream(row.stream_id);
@@ -130,23 +138,33 @@ export function startDeliveryWorker(ctx: AppContext, opts: DeliveryOptions = DEF
 
   /**
    * Due rows, stream by stream in parallel, in order within a stream; a failure ends that
-   * stream's turn. Answers how many were delivered: a pass that delivered anything is followed
-   * by the next one at once, so a backlog drains at the receivers' pace, not the poll's.
+   * stream's turn. A stream is delivered under its lease: of every process and instance
+   * running this worker, one at a time reads and pushes a stream's rows, so an event is never
+   * pushed twice at once and a stream's order holds. The lease is renewed before each push
+   * and outlives one push, so it only passes to another instance when this one stops or dies.
+   * Answers how many were delivered: a pass that delivered anything is followed by the next
+   * one at once, so a backlog drains at the receivers' pace, not the poll's.
    */
   async function deliverDue(): Promise<number> {
-    const rows = await ctx.store.ssf.due(Date.now(), PER_STREAM_PER_PASS, opts.batchSize);
-    const byStream = new Map<string, OutboxEvent[]>();
-    for (const r of rows) byStream.set(r.stream_id, [...(byStream.get(r.stream_id) ?? []), r]);
+    const streams = await ctx.store.ssf.dueStreams(Date.now(), opts.batchSize);
     let delivered = 0;
     await Promise.all(
-      [...byStream.values()].map(async (streamRows) => {
-        // Pushes go one at a time, in order; their signatures are made ahead, side by side.
-        const signed = streamRows.map((row) => signSet(ctx.keys, row.claims as SetClaims));
-        for (const p of signed) p.catch(() => undefined);
-        for (const [i, row] of streamRows.entries()) {
-          if (stopping.signal.aborted) return;
-          if (!(await deliver(row, signed[i]!))) return;
-          delivered++;
+      streams.map(async (streamId) => {
+        const lease = `ssf-stream:${streamId}`;
+        if (!(await ctx.store.leases.acquire(lease, owner, leaseMs))) return;
+        try {
+          const rows = await ctx.store.ssf.dueOf(streamId, Date.now(), PER_STREAM_PER_PASS);
+          // Pushes go one at a time, in order; their signatures are made ahead, side by side.
+          const signed = rows.map((row) => signSet(ctx.keys, row.claims as SetClaims));
+          for (const p of signed) p.catch(() => undefined);
+          for (const [i, row] of rows.entries()) {
+            if (stopping.signal.aborted) return;
+            if (!(await ctx.store.leases.acquire(lease, owner, leaseMs))) return;
+            if (!(await deliver(row, signed[i]!))) return;
+            delivered++;
+          }
+        } finally {
+          await ctx.store.leases.release(lease, owner).catch((err: unknown) => log.warn({ err, stream_id: streamId }, 'could not release a stream lease'));
         }
       }),
     );
@@ -157,6 +175,8 @@ export function startDeliveryWorker(ctx: AppContext, opts: DeliveryOptions = DEF
     const t = Date.now();
     if (t - lastPrune < 60 * 60 * 1000) return;
     lastPrune = t;
+    // once an hour across all instances
+    if (!(await ctx.store.leases.acquire('ssf-prune', owner, 60 * 60 * 1000))) return;
     const removed = await ctx.store.ssf.prune(Math.floor(t / 1000) - opts.retentionSeconds);
     if (removed) log.info({ removed }, 'ssf outbox pruned');
   }

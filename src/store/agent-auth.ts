@@ -89,6 +89,12 @@ const BY_AUTH_REQ = 'SELECT * FROM agent_approvals WHERE auth_req_hash = ?';
 /** Client assertion replay protection, CIBA requests and approvals. */
 export function agentAuthStore(sql: Sql) {
   let inserts = 0;
+  const purge = async (t: number): Promise<number> => {
+    const jtis = await sql.run('DELETE FROM agent_assertion_jtis WHERE expires_at < ?', [t - 60]);
+    // Answered or expired requests are kept a day for the administrators' list, then dropped.
+    const approvals = await sql.run('DELETE FROM agent_approvals WHERE expires_at < ?', [t - 24 * 60 * 60]);
+    return jtis.changes + approvals.changes;
+  };
   const byId = async (s: Sql, id: string): Promise<Approval | undefined> => {
     const r = await s.get<Row>(BY_ID, [id]);
     return r && toApproval(r);
@@ -101,14 +107,12 @@ export function agentAuthStore(sql: Sql) {
      */
     async useJti(agentId: string, jti: string, expiresAt: number): Promise<boolean> {
       // Purge now and then: rows are only needed until the assertion itself expires.
-      if (++inserts % 500 === 0) {
-        await sql.run('DELETE FROM agent_assertion_jtis WHERE expires_at < ?', [now() - 60]);
-        // Answered or expired requests are kept a day for the administrators' list, then dropped.
-        await sql.run('DELETE FROM agent_approvals WHERE expires_at < ?', [now() - 24 * 60 * 60]);
-      }
+      if (++inserts % 500 === 0) await purge(now());
       const r = await sql.run('INSERT INTO agent_assertion_jtis (agent_id, jti, expires_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING', [agentId, jti, expiresAt]);
       return r.changes === 1;
     },
+    /** Drops jtis of expired assertions and approvals answered or expired more than a day ago. */
+    purgeExpired: (t: number = now()): Promise<number> => purge(t),
     async createCiba(r: NewCibaRequest): Promise<Approval> {
       const t = now();
       await sql.run(

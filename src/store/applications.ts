@@ -1,3 +1,4 @@
+import { bumpCounter, type ChangeFeed } from './changes.js';
 import type { Sql } from './sql.js';
 import { bool, now, parseJson } from './util.js';
 
@@ -71,15 +72,25 @@ const params = (a: Omit<NewApplication, 'secret_hash'>) => ({
   t: now(),
 });
 
-export function applicationsStore(sql: Sql) {
+/** The change counter every write to applications and their grants moves (client authentication caches on it). */
+export const APPLICATIONS_DOMAIN = 'applications';
+
+export function applicationsStore(sql: Sql, changes: ChangeFeed) {
   const byId = (clientId: string) => sql.get<Row>(BY_ID, [clientId]);
+  /** A write and the counter's move, in one transaction. */
+  const write = <T>(fn: (tx: Sql) => Promise<T>): Promise<T> =>
+    sql.transaction(async (tx) => {
+      const out = await fn(tx);
+      await bumpCounter(tx, changes, APPLICATIONS_DOMAIN);
+      return out;
+    });
   return {
     async create(a: NewApplication): Promise<Application> {
-      await sql.run(
+      await write((tx) => tx.run(
         `INSERT INTO applications (client_id, name, type, redirect_uris, post_logout_redirect_uris, confidential, secret_hash, refresh_tokens, first_party, created_at, updated_at)
          VALUES (@client_id, @name, @type, @redirect_uris, @post_logout_redirect_uris, @confidential, @secret_hash, @refresh_tokens, @first_party, @t, @t)`,
         { ...params(a), secret_hash: a.secret_hash },
-      );
+      ));
       return toApp((await byId(a.client_id))!);
     },
     async get(clientId: string): Promise<Application | undefined> {
@@ -93,25 +104,26 @@ export function applicationsStore(sql: Sql) {
     },
     list: async (): Promise<Application[]> => (await sql.all<Row>('SELECT * FROM applications ORDER BY created_at, client_id')).map(toApp),
     async update(a: Omit<NewApplication, 'secret_hash'>): Promise<Application | undefined> {
-      const r = await sql.run(
+      const r = await write((tx) => tx.run(
         `UPDATE applications SET name = @name, type = @type, redirect_uris = @redirect_uris, post_logout_redirect_uris = @post_logout_redirect_uris,
            confidential = @confidential, refresh_tokens = @refresh_tokens, first_party = @first_party, updated_at = @t WHERE client_id = @client_id`,
         params(a),
-      );
+      ));
       if (r.changes === 0) return undefined;
       return toApp((await byId(a.client_id))!);
     },
     setSecretHash: async (clientId: string, hash: string | null): Promise<boolean> =>
-      (await sql.run('UPDATE applications SET secret_hash = ?, updated_at = ? WHERE client_id = ?', [hash, now(), clientId])).changes === 1,
-    delete: async (clientId: string): Promise<boolean> => (await sql.run('DELETE FROM applications WHERE client_id = ?', [clientId])).changes === 1,
+      (await write((tx) => tx.run('UPDATE applications SET secret_hash = ?, updated_at = ? WHERE client_id = ?', [hash, now(), clientId]))).changes === 1,
+    delete: async (clientId: string): Promise<boolean> =>
+      (await write((tx) => tx.run('DELETE FROM applications WHERE client_id = ?', [clientId]))).changes === 1,
     putGrant: async (clientId: string, apiClientId: string, scopes: string[]): Promise<void> => {
-      await sql.run(
+      await write((tx) => tx.run(
         'INSERT INTO application_grants (client_id, api_client_id, scopes) VALUES (?, ?, ?) ON CONFLICT (client_id, api_client_id) DO UPDATE SET scopes = excluded.scopes',
         [clientId, apiClientId, JSON.stringify(scopes)],
-      );
+      ));
     },
     deleteGrant: async (clientId: string, apiClientId: string): Promise<boolean> =>
-      (await sql.run('DELETE FROM application_grants WHERE client_id = ? AND api_client_id = ?', [clientId, apiClientId])).changes === 1,
+      (await write((tx) => tx.run('DELETE FROM application_grants WHERE client_id = ? AND api_client_id = ?', [clientId, apiClientId]))).changes === 1,
     async getGrant(clientId: string, apiClientId: string): Promise<{ scopes: string[] } | undefined> {
       const r = await sql.get<{ scopes: string }>('SELECT scopes FROM application_grants WHERE client_id = ? AND api_client_id = ?', [clientId, apiClientId]);
       return r && { scopes: parseJson(r.scopes, []) };

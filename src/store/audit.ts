@@ -77,56 +77,71 @@ export interface AuditFilter {
 }
 
 const VERIFY_PAGE = 1000;
+const COLUMNS = ['seq', 'time', 'kind', 'agent_id', 'user_id', 'action', 'resource', 'context', 'decision', 'reason', 'policy_version', 'actor', 'caller', 'usage', 'prev_hash', 'hash'] as const;
+/** Rows per INSERT: a batch goes in as few statements as these sizes allow (few distinct statements to prepare). */
+const CHUNKS = [64, 16, 4, 1];
+const insertOf = new Map<number, string>();
+const insertSql = (n: number): string => {
+  let text = insertOf.get(n);
+  if (!text) {
+    const tuple = `(${COLUMNS.map(() => '?').join(', ')})`;
+    text = `INSERT INTO audit_log (${COLUMNS.join(', ')}) VALUES ${Array.from({ length: n }, () => tuple).join(', ')}`;
+    insertOf.set(n, text);
+  }
+  return text;
+};
 
 export function auditStore(sql: Sql) {
+  const appendAll = (inputs: AuditInput[]): Promise<AuditRecord[]> => {
+    if (!inputs.length) return Promise.resolve([]);
+    return sql.transaction(async (tx) => {
+      await tx.lock('audit_log');
+      const prev = await tx.get<{ seq: number; hash: string }>('SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1');
+      let seq = prev ? Number(prev.seq) : 0;
+      let prevHash = prev?.hash ?? GENESIS_HASH;
+      const rows: Row[] = inputs.map((input) => {
+        const row: Omit<Row, 'hash'> = {
+          seq: ++seq,
+          time: input.time ?? now(),
+          kind: input.kind ?? 'decision',
+          agent_id: input.agent_id ?? null,
+          user_id: input.user_id ?? null,
+          action: input.action ?? null,
+          resource: input.resource ?? null,
+          context: input.context === undefined ? null : JSON.stringify(input.context),
+          decision: input.decision ?? null,
+          reason: input.reason ?? null,
+          policy_version: input.policy_version ?? null,
+          actor: input.actor ?? null,
+          caller: input.caller ?? null,
+          usage: input.usage === undefined ? null : JSON.stringify(input.usage),
+          prev_hash: prevHash,
+        };
+        const full = { ...row, hash: auditHash(row) };
+        prevHash = full.hash;
+        return full;
+      });
+      for (let i = 0; i < rows.length; ) {
+        const n = CHUNKS.find((c) => c <= rows.length - i)!;
+        await tx.run(insertSql(n), rows.slice(i, i + n).flatMap((r) => COLUMNS.map((c) => r[c])));
+        i += n;
+      }
+      return rows.map(toRecord);
+    });
+  };
+
   return {
     /**
      * Appends one record in its own transaction (or inside the caller's). Appends take turns
      * (a lock held until the transaction ends), so the chain stays one line with any number of
      * writers, on every instance.
      */
-    append(input: AuditInput): Promise<AuditRecord> {
-      return this.appendAll([input]).then((records) => records[0]!);
-    },
+    append: async (input: AuditInput): Promise<AuditRecord> => (await appendAll([input]))[0]!,
     /**
-     * Appends records in order, in one transaction (or inside the caller's), reading the end of
-     * the chain once: what a group commit of many decisions costs is their inserts.
+     * Appends records in order, in one transaction (or inside the caller's): one lock, one read
+     * of the chain's end, and their inserts in a few multi-row statements.
      */
-    appendAll(inputs: AuditInput[]): Promise<AuditRecord[]> {
-      return sql.transaction(async (tx) => {
-        await tx.lock('audit_log');
-        let prev = await tx.get<{ seq: number; hash: string }>('SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1');
-        const out: AuditRecord[] = [];
-        for (const input of inputs) {
-          const row: Omit<Row, 'hash'> = {
-            seq: (prev ? Number(prev.seq) : 0) + 1,
-            time: input.time ?? now(),
-            kind: input.kind ?? 'decision',
-            agent_id: input.agent_id ?? null,
-            user_id: input.user_id ?? null,
-            action: input.action ?? null,
-            resource: input.resource ?? null,
-            context: input.context === undefined ? null : JSON.stringify(input.context),
-            decision: input.decision ?? null,
-            reason: input.reason ?? null,
-            policy_version: input.policy_version ?? null,
-            actor: input.actor ?? null,
-            caller: input.caller ?? null,
-            usage: input.usage === undefined ? null : JSON.stringify(input.usage),
-            prev_hash: prev?.hash ?? GENESIS_HASH,
-          };
-          const full = { ...row, hash: auditHash(row) };
-          await tx.run(
-            `INSERT INTO audit_log (seq, time, kind, agent_id, user_id, action, resource, context, decision, reason, policy_version, actor, caller, usage, prev_hash, hash)
-             VALUES (@seq, @time, @kind, @agent_id, @user_id, @action, @resource, @context, @decision, @reason, @policy_version, @actor, @caller, @usage, @prev_hash, @hash)`,
-            full,
-          );
-          out.push(toRecord(full));
-          prev = { seq: full.seq, hash: full.hash };
-        }
-        return out;
-      });
-    },
+    appendAll,
     async list(f: AuditFilter = {}): Promise<AuditRecord[]> {
       const rows = await sql.all<Row>(
         `SELECT * FROM audit_log

@@ -15,6 +15,16 @@ export interface ChangeFeed {
 
 const READ_ALL = 'SELECT domain, version FROM change_counters';
 
+/** Moves a domain's counter in `sql`'s transaction (or on its own); caches see it once that commits. */
+export async function bumpCounter(sql: Sql, changes: ChangeFeed, domain: string): Promise<void> {
+  const row = await sql.get<{ version: number }>(
+    `INSERT INTO change_counters (domain, version) VALUES (?, 1)
+     ON CONFLICT (domain) DO UPDATE SET version = change_counters.version + 1 RETURNING version`,
+    [domain],
+  );
+  await changes.bumped(sql, domain, Number(row!.version));
+}
+
 /**
  * The counters read from the database at most once per event-loop turn: every request of
  * one turn shares one read, and a change committed by another process is seen from the next

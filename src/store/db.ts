@@ -18,6 +18,10 @@ export interface DatabaseOptions {
 
 /** Opens the database the configuration names. Does not migrate. */
 export async function openDatabase(opts: DatabaseOptions): Promise<SqlDatabase> {
+  if (opts.url) {
+    const { openPostgres } = await import('./postgres.js');
+    return openPostgres(opts.url, { warn: opts.warn });
+  }
   return openSqlite(opts.file, { autoCheckpoint: !opts.worker, warn: opts.warn });
 }
 
@@ -54,8 +58,28 @@ export function migrationSql(sql: string, dialect: Dialect): string {
   return dialect === 'postgres' ? toPostgresTypes(text) : text;
 }
 
+/** Drops `--` comments (outside string literals): an apostrophe in a comment must not start a literal. */
+function stripComments(sql: string): string {
+  let out = '';
+  for (let i = 0; i < sql.length; i++) {
+    const c = sql[i]!;
+    if (c === "'") {
+      let j = i + 1;
+      while (j < sql.length && !(sql[j] === "'" && sql[j + 1] !== "'")) j += sql[j] === "'" ? 2 : 1;
+      out += sql.slice(i, j + 1);
+      i = j;
+    } else if (c === '-' && sql[i + 1] === '-') {
+      while (i < sql.length && sql[i] !== '\n') i++;
+      out += '\n';
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 function toPostgresTypes(sql: string): string {
-  return sql
+  return stripComments(sql)
     .split(/('(?:[^']|'')*')/)
     .map((part, i) => {
       if (i % 2 === 1) return part; // a string literal: left alone

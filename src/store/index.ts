@@ -5,6 +5,7 @@ import { auditStore } from './audit.js';
 import { entitiesStore } from './entities.js';
 import { perTurnFeed, type ChangeFeed } from './changes.js';
 import { keysStore } from './keys.js';
+import { leasesStore } from './leases.js';
 import { mcpStore } from './mcp.js';
 import { oauthStore } from './oauth.js';
 import { policyVersionsStore } from './policy-versions.js';
@@ -29,7 +30,7 @@ function modules(sql: Sql, changes: ChangeFeed) {
   return {
     settings: settingsStore(sql, changes),
     keys: keysStore(sql),
-    applications: applicationsStore(sql),
+    applications: applicationsStore(sql, changes),
     users: usersStore(sql),
     roles: rolesStore(sql),
     agents: agentsStore(sql),
@@ -43,6 +44,7 @@ function modules(sql: Sql, changes: ChangeFeed) {
     oauth: oauthStore(sql),
     rateLimits: rateLimitsStore(sql),
     saml: samlStore(sql),
+    leases: leasesStore(sql),
     policyVersions: policyVersionsStore(sql),
     usage: usageStore(sql),
     webauthn: webauthnStore(sql),
@@ -64,6 +66,11 @@ export interface Store extends ReturnType<typeof modules> {
   transaction<T>(fn: (tx: Store) => Promise<T>): Promise<T>;
   /** Stops the change feed and closes the database. */
   close(): Promise<void>;
+}
+
+/** The store over an opened (and migrated) database, with the database's own change feed. */
+export async function openStore(database: SqlDatabase): Promise<Store> {
+  return createStore(database, await database.changeFeed());
 }
 
 export function createStore(database: SqlDatabase, changes: ChangeFeed = perTurnFeed(database)): Store {

@@ -1,4 +1,4 @@
-import type { ChangeFeed } from './changes.js';
+import { bumpCounter, type ChangeFeed } from './changes.js';
 import type { Sql } from './sql.js';
 
 /** Key/value settings and the change counters that keep every process's caches right. */
@@ -13,14 +13,7 @@ export function settingsStore(sql: Sql, changes: ChangeFeed) {
     setIfAbsent: async (key: string, value: string): Promise<boolean> =>
       (await sql.run('INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING', [key, value])).changes === 1,
     /** Marks a domain (`keys`, `agents`, `policy`, `applications`, ...) as changed, when the surrounding transaction commits. */
-    async bump(domain: string): Promise<void> {
-      const row = await sql.get<{ version: number }>(
-        `INSERT INTO change_counters (domain, version) VALUES (?, 1)
-         ON CONFLICT (domain) DO UPDATE SET version = change_counters.version + 1 RETURNING version`,
-        [domain],
-      );
-      await changes.bumped(sql, domain, Number(row!.version));
-    },
+    bump: (domain: string): Promise<void> => bumpCounter(sql, changes, domain),
     /** The domain's change stamp, as the caches see it. */
     version: (domain: string): Promise<number> => changes.version(domain),
   };

@@ -9,6 +9,8 @@
  * ones; a parameter tested with `IS NULL` is cast (`CAST(? AS TEXT) IS NULL`) so PostgreSQL
  * knows its type; a subquery in FROM has an alias.
  */
+import type { ChangeFeed } from './changes.js';
+
 export type Dialect = 'sqlite' | 'postgres';
 /** `?` values in order, or an object whose keys are the `@name`s */
 export type Params = readonly unknown[] | object;
@@ -55,6 +57,8 @@ export interface SqlDatabase extends Sql {
    * nothing on PostgreSQL, whose server does its own).
    */
   maintenance(): Promise<void>;
+  /** Starts the change feed the caches of this process follow (after migrations: it reads the counters). */
+  changeFeed(): Promise<ChangeFeed>;
   close(): Promise<void>;
 }
 

@@ -1,6 +1,7 @@
 import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { perTurnFeed, type ChangeFeed } from './changes.js';
 import type { Params, RunResult, Sql, SqlDatabase } from './sql.js';
 
 type Statement = Database.Statement<unknown[], unknown>;
@@ -113,6 +114,9 @@ class SqliteExecutor implements SqlDatabase {
     // A checkpoint that never waits for readers or writers.
     while (this.gate) await this.gate;
     this.db.pragma('wal_checkpoint(PASSIVE)');
+  }
+  async changeFeed(): Promise<ChangeFeed> {
+    return perTurnFeed(this);
   }
   async close(): Promise<void> {
     while (this.gate) await this.gate;

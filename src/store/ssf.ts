@@ -152,20 +152,28 @@ export function ssfStore(sql: Sql) {
       );
     },
     /**
-     * Due rows of enabled streams (a paused stream's rows wait: SSF holds them until it is
-     * enabled), at most `perStream` of each stream so one backlog cannot starve the others.
+     * Enabled streams with rows due (a paused stream's rows wait: SSF holds them until it is
+     * enabled), the longest-waiting first.
      */
-    due: async (nowMs: number, perStream: number, limit: number): Promise<OutboxEvent[]> =>
+    dueStreams: async (nowMs: number, limit: number): Promise<string[]> =>
       (
-        await sql.all<OutboxRow & { rn?: number }>(
-          `SELECT * FROM (
-             SELECT o.*, ROW_NUMBER() OVER (PARTITION BY o.stream_id ORDER BY o.id) AS rn
-             FROM ssf_outbox o JOIN ssf_streams s ON s.stream_id = o.stream_id
-             WHERE o.state = 'pending' AND o.next_attempt_at <= ? AND s.status = 'enabled'
-           ) AS due WHERE rn <= ? ORDER BY id LIMIT ?`,
-          [nowMs, perStream, limit],
+        await sql.all<{ stream_id: string }>(
+          `SELECT o.stream_id FROM ssf_outbox o JOIN ssf_streams s ON s.stream_id = o.stream_id
+           WHERE o.state = 'pending' AND o.next_attempt_at <= ? AND s.status = 'enabled'
+           GROUP BY o.stream_id ORDER BY MIN(o.id) LIMIT ?`,
+          [nowMs, limit],
         )
-      ).map(({ rn: _rn, ...r }) => toOutbox(r)),
+      ).map((r) => r.stream_id),
+    /** One stream's due rows, in order, while the stream is enabled. */
+    dueOf: async (streamId: string, nowMs: number, limit: number): Promise<OutboxEvent[]> =>
+      (
+        await sql.all<OutboxRow>(
+          `SELECT o.* FROM ssf_outbox o JOIN ssf_streams s ON s.stream_id = o.stream_id
+           WHERE o.stream_id = ? AND o.state = 'pending' AND o.next_attempt_at <= ? AND s.status = 'enabled'
+           ORDER BY o.id LIMIT ?`,
+          [streamId, nowMs, limit],
+        )
+      ).map(toOutbox),
     /** When the next pending row of an enabled stream comes due (ms), if any. */
     nextDueAt: async (): Promise<number | null> => {
       const r = await sql.get<{ at: number | null }>(

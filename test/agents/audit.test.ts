@@ -1,4 +1,3 @@
-import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runAuditCommand } from '../../src/cli/audit.js';
@@ -25,32 +24,37 @@ beforeAll(async () => {
 });
 afterAll(async () => server?.stop());
 
+// On PostgreSQL (GATEHOUSE_TEST_DATABASE_URL) the command finds the database through GATEHOUSE_DATABASE_URL.
+const verifyArgs = () => (server.ctx.config.databaseUrl ? ['verify'] : ['verify', '--db', dbFile]);
+async function withDatabaseUrl<T>(fn: () => Promise<T>): Promise<T> {
+  const before = process.env.GATEHOUSE_DATABASE_URL;
+  if (server.ctx.config.databaseUrl) process.env.GATEHOUSE_DATABASE_URL = server.ctx.config.databaseUrl;
+  try {
+    return await fn();
+  } finally {
+    if (before === undefined) delete process.env.GATEHOUSE_DATABASE_URL;
+    else process.env.GATEHOUSE_DATABASE_URL = before;
+  }
+}
+
 describe('gatehouse audit verify', () => {
   it('reports an intact chain', async () => {
-    const { code, stdout } = await run(['verify', '--db', dbFile]);
+    const { code, stdout } = await withDatabaseUrl(() => run(verifyArgs()));
     expect(code).toBe(0);
     // a token and three decisions
     expect(Number(/^ok: (\d+) records\n$/.exec(stdout)?.[1])).toBeGreaterThanOrEqual(4);
   });
 
-  it('the trail refuses updates while the trigger stands', () => {
-    const db = new Database(dbFile);
-    try {
-      expect(() => db.prepare("UPDATE audit_log SET decision = 'allow' WHERE seq = 2").run()).toThrow(/append-only/);
-    } finally {
-      db.close();
-    }
+  it('the trail refuses updates while the trigger stands', async () => {
+    await expect(server.ctx.store.sql.run("UPDATE audit_log SET decision = 'allow' WHERE seq = 2")).rejects.toThrow(/append-only/);
+    await expect(server.ctx.store.sql.run('DELETE FROM audit_log WHERE seq = 2')).rejects.toThrow(/append-only/);
   });
 
   it('finds a tampered record (after the append-only trigger is dropped) and names it', async () => {
-    const db = new Database(dbFile);
-    try {
-      db.exec('DROP TRIGGER audit_log_no_update');
-      db.prepare("UPDATE audit_log SET decision = 'deny', reason = 'rule_denied: forged' WHERE seq = 3").run();
-    } finally {
-      db.close();
-    }
-    const { code, stdout } = await run(['verify', `--db=${dbFile}`]);
+    const sql = server.ctx.store.sql;
+    await sql.exec(sql.dialect === 'postgres' ? 'DROP TRIGGER audit_log_no_update ON audit_log' : 'DROP TRIGGER audit_log_no_update');
+    await sql.run("UPDATE audit_log SET decision = 'deny', reason = 'rule_denied: forged' WHERE seq = 3");
+    const { code, stdout } = await withDatabaseUrl(() => run(server.ctx.config.databaseUrl ? ['verify'] : ['verify', `--db=${dbFile}`]));
     expect(code).toBe(1);
     expect(stdout).toBe('broken at record 3: content does not match its hash\n');
   });
@@ -59,7 +63,7 @@ describe('gatehouse audit verify', () => {
     const before = process.env.GATEHOUSE_DB;
     process.env.GATEHOUSE_DB = 'gatehouse.db';
     try {
-      expect((await run(['verify'])).code).toBe(1);
+      expect((await withDatabaseUrl(() => run(['verify']))).code).toBe(1);
     } finally {
       if (before === undefined) delete process.env.GATEHOUSE_DB;
       else process.env.GATEHOUSE_DB = before;

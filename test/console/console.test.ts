@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runAuditCommand } from '../../src/cli/audit.js';
 import { consoleReturnPath } from '../../src/console/sign-in.js';
 import { parseMultipart } from '../../src/console/multipart.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { startTestServer, verifyAuditTrail, type TestServer } from '../helpers/server.js';
 import { Browser } from '../oauth/helpers.js';
 import { consoleSignIn, csrfOf, makePerson } from './helpers.js';
 
@@ -203,8 +202,7 @@ describe('console pages and actions', () => {
     const trail = await server.admin('GET', '/audit?kind=admin');
     const change = trail.body.data.find((r: { action: string }) => r.action === 'console.roles.create');
     expect(change).toMatchObject({ kind: 'admin', actor: admin.id, resource: 'role:auditor', context: { permissions: ['read:audit'] } });
-    let stdout = '';
-    const code = await runAuditCommand(['verify', `--db=${server.dir}/gatehouse.db`], { stdout: (s) => void (stdout += s), stderr: () => undefined, cwd: server.dir });
+    const { code, stdout } = await verifyAuditTrail(server);
     expect(code).toBe(0);
     expect(stdout).toMatch(/^ok: \d+ records\n$/);
   });

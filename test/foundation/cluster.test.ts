@@ -8,10 +8,12 @@ import { decodeProtectedHeader } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { projectRoot } from '../../src/paths.js';
 import { basic, discover, postForm, signInAndExchange, type Fixture } from '../oauth/helpers.js';
+import { dropTestDatabase, testDatabase, testServerUrl } from '../helpers/database.js';
 import { parseMetrics } from '../pipeline/metrics-text.js';
 
 // `gatehouse serve` as `npm start` runs it: a primary and two worker processes over one
-// SQLite file. Requests land on either worker, so every flow here crosses processes.
+// database (the SQLite file, or PostgreSQL with GATEHOUSE_TEST_DATABASE_URL). Requests land
+// on either worker, so every flow here crosses processes.
 const dir = mkdtempSync(join(tmpdir(), 'gatehouse-cluster-'));
 mkdirSync(join(dir, 'policies'));
 const ADMIN = 'cluster-admin-token-0123456789abcdef';
@@ -39,6 +41,8 @@ beforeAll(async () => {
       GATEHOUSE_POLICY_DIR: join(dir, 'policies'),
       GATEHOUSE_ADMIN_TOKEN: ADMIN,
       GATEHOUSE_WORKERS: '2',
+      // on PostgreSQL too, when the suite runs there
+      ...(testServerUrl() ? { GATEHOUSE_DATABASE_URL: await testDatabase(dir), GATEHOUSE_SECRET: 'cluster-secret-0123456789abcdef0123456789' } : {}),
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -74,6 +78,7 @@ afterAll(async () => {
     await exited;
   }
   rmSync(dir, { recursive: true, force: true });
+  if (testServerUrl()) await dropTestDatabase(dir);
 });
 
 describe('two worker processes over one database', () => {

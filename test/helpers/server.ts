@@ -5,6 +5,7 @@ import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
 import { startServer, type RunningServer } from '../../src/server.js';
 import type { Clock } from '../../src/context.js';
+import { dropTestDatabase, testDatabase, testServerUrl } from './database.js';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
 
@@ -30,7 +31,11 @@ export interface TestServerOptions {
   role?: 'primary' | 'worker';
 }
 
-/** A server on a free port with a temporary database and policy directory, in this process. */
+/**
+ * A server on a free port with a temporary database and policy directory, in this process.
+ * The database is a SQLite file in the directory, or (with GATEHOUSE_TEST_DATABASE_URL) a
+ * PostgreSQL database of its own, kept as long as the directory.
+ */
 export async function startTestServer(opts: TestServerOptions = {}): Promise<TestServer> {
   const dir = opts.dir ?? mkdtempSync(join(tmpdir(), 'gatehouse-test-'));
   const policyDir = join(dir, 'policies');
@@ -39,6 +44,7 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
   const config = loadConfig({
     PORT: '0',
     GATEHOUSE_DB: join(dir, 'gatehouse.db'),
+    ...(testServerUrl() ? { GATEHOUSE_DATABASE_URL: await testDatabase(dir) } : {}),
     GATEHOUSE_POLICY_DIR: policyDir,
     GATEHOUSE_ADMIN_TOKEN: ADMIN_TOKEN,
     GATEHOUSE_SECRET: 'test-secret-0123456789abcdef-0123456789',
@@ -72,7 +78,30 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
     admin,
     async stop() {
       await running.close();
-      if (!opts.dir) rmSync(dir, { recursive: true, force: true });
+      if (!opts.dir) {
+        rmSync(dir, { recursive: true, force: true });
+        if (testServerUrl()) await dropTestDatabase(dir);
+      }
     },
   };
+}
+
+/**
+ * `gatehouse audit verify` (in this process) on the server's database: `--db` for its SQLite
+ * file, GATEHOUSE_DATABASE_URL for its PostgreSQL database.
+ */
+export async function verifyAuditTrail(server: TestServer): Promise<{ code: number; stdout: string }> {
+  const { runAuditCommand } = await import('../../src/cli/audit.js');
+  let stdout = '';
+  const io = { stdout: (s: string) => void (stdout += s), stderr: () => undefined, cwd: server.dir };
+  const url = server.ctx.config.databaseUrl;
+  if (!url) return { code: await runAuditCommand(['verify', `--db=${join(server.dir, 'gatehouse.db')}`], io), stdout };
+  const before = process.env.GATEHOUSE_DATABASE_URL;
+  process.env.GATEHOUSE_DATABASE_URL = url;
+  try {
+    return { code: await runAuditCommand(['verify'], io), stdout };
+  } finally {
+    if (before === undefined) delete process.env.GATEHOUSE_DATABASE_URL;
+    else process.env.GATEHOUSE_DATABASE_URL = before;
+  }
 }

@@ -2,10 +2,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { migrate, openDatabase } from '../../src/store/db.js';
-import { createStore, type Store } from '../../src/store/index.js';
+import { openStore, type Store } from '../../src/store/index.js';
+import { dropTestDatabase, testDatabase, testServerUrl } from '../helpers/database.js';
 
 export interface TestStore {
   store: Store;
+  /** the database URL (PostgreSQL) or undefined (SQLite) */
+  url: string | undefined;
   /**
    * Stores that compete as separate instances do: on PostgreSQL each is its own pool; on
    * SQLite they are the one connection of the process (a second connection in the same
@@ -15,21 +18,30 @@ export interface TestStore {
   close(): Promise<void>;
 }
 
-/** A migrated store on a fresh SQLite file. */
+/** A migrated store on a fresh database of the backend under test. */
 export async function openTestStore(): Promise<TestStore> {
   const dir = mkdtempSync(join(tmpdir(), 'gatehouse-store-'));
   const file = join(dir, 'store.db');
-  const db = await openDatabase({ file });
+  const url = testServerUrl() ? await testDatabase(dir) : undefined;
+  const db = await openDatabase({ file, url });
   await migrate(db);
-  const store = createStore(db);
+  const store = await openStore(db);
+  const others: Store[] = [];
   return {
     store,
+    url,
     async peers(n) {
-      return Array.from({ length: n }, () => store);
+      if (!url) return Array.from({ length: n }, () => store);
+      const out: Store[] = [];
+      for (let i = 0; i < n; i++) out.push(await openStore(await openDatabase({ file, url })));
+      others.push(...out);
+      return out;
     },
     async close() {
+      for (const s of others) await s.close();
       await store.close();
       rmSync(dir, { recursive: true, force: true });
+      if (url) await dropTestDatabase(dir);
     },
   };
 }

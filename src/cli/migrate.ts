@@ -1,0 +1,34 @@
+import { resolve } from 'node:path';
+import { parseDatabaseUrl } from '../config.js';
+import { listMigrations, migrate, openDatabase, pendingMigrations } from '../store/db.js';
+import type { CliIO, ParsedArgs } from './args.js';
+import { loadDotEnv } from './env.js';
+
+/**
+ * `gatehouse migrate [--check]`: brings the schema up to date before instances of a new
+ * version start, or (--check) lists what is pending and exits 1 when something is.
+ */
+export async function migrateCommand(args: ParsedArgs, io: CliIO): Promise<number> {
+  loadDotEnv();
+  const check = args.options.get('--check') === true;
+  const url = parseDatabaseUrl(process.env.GATEHOUSE_DATABASE_URL);
+  const file = resolve(io.cwd, process.env.GATEHOUSE_DB || './data/gatehouse.db');
+  const db = await openDatabase({ file, url });
+  try {
+    const where = url ? db.location : file;
+    if (check) {
+      const pending = await pendingMigrations(db);
+      if (!pending.length) {
+        io.stdout(`up to date: ${where} (${listMigrations().length} migrations)\n`);
+        return 0;
+      }
+      io.stdout(`pending on ${where}:\n${pending.map((m) => `  ${m.name}\n`).join('')}`);
+      return 1;
+    }
+    const applied = await migrate(db);
+    io.stdout(applied.length ? `applied to ${where}:\n${applied.map((n) => `  ${n}\n`).join('')}` : `up to date: ${where}\n`);
+    return 0;
+  } finally {
+    await db.close();
+  }
+}

@@ -1,0 +1,44 @@
+import { randomUUID } from 'node:crypto';
+import { RETIRED_KEY_PUBLISHED_SECONDS } from '../crypto/signing.js';
+import type { Store } from './index.js';
+import { now } from './util.js';
+
+export interface HousekeepingOptions {
+  everyMs: number;
+  onError: (err: unknown) => void;
+  onDone?: (removed: Record<string, number>) => void;
+}
+
+/**
+ * Periodic clean-up of rows nobody needs any more: signing keys retired past their
+ * publication window, expired authorization requests and codes, old failure counters, used
+ * assertion jtis and answered approvals. However many processes and instances run it, one
+ * pass runs per period (a lease named `housekeeping`, held for the period).
+ */
+export function startHousekeeping(store: Store, opts: HousekeepingOptions): () => Promise<void> {
+  const owner = randomUUID();
+  let running: Promise<void> = Promise.resolve();
+  const pass = async () => {
+    if (!(await store.leases.acquire('housekeeping', owner, opts.everyMs))) return;
+    const t = now();
+    const removed = {
+      signing_keys: await store.keys.purgeRetiredBefore(t - RETIRED_KEY_PUBLISHED_SECONDS),
+      oauth: await store.oauth.purgeExpired(t),
+      rate_limits: await store.rateLimits.purgeOlderThan(t - 24 * 60 * 60),
+      agent_auth: await store.agentAuth.purgeExpired(t),
+    };
+    opts.onDone?.(removed);
+  };
+  const tick = () => {
+    running = pass().catch(opts.onError);
+  };
+  const first = setTimeout(tick, Math.min(opts.everyMs, 5000));
+  const timer = setInterval(tick, opts.everyMs);
+  first.unref();
+  timer.unref();
+  return async () => {
+    clearTimeout(first);
+    clearInterval(timer);
+    await running;
+  };
+}

@@ -1,0 +1,327 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
+import { createServer, request, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { decodeJwt, decodeProtectedHeader, exportJWK, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { projectRoot } from '../../src/paths.js';
+import { Receiver } from '../ssf/receiver.js';
+import { Browser, followSignIn } from '../oauth/helpers.js';
+import { dropTestDatabase, testDatabase, testServerUrl } from '../helpers/database.js';
+
+// Three `gatehouse serve` processes on one PostgreSQL database, behind a round-robin load
+// balancer (the issuer). Runs when GATEHOUSE_TEST_DATABASE_URL names a server.
+const ADMIN = 'multi-instance-admin-token-0123456789abcdef';
+const SECRET = 'multi-instance-secret-0123456789abcdef0123';
+const JWT_BEARER = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
+const REDIRECT = 'http://localhost:9/callback';
+const PASSWORD = 'correct horse battery staple';
+
+interface Instance { name: string; child: ChildProcess; base: string; lines: string[]; exited: Promise<number | null> }
+
+const dir = mkdtempSync(join(tmpdir(), 'gatehouse-multi-'));
+let dbUrl: string;
+let issuer: string;
+let lb: Server;
+const backends: string[] = [];
+const instances: Instance[] = [];
+
+const tsx = () => pathToFileURL(join(projectRoot, 'node_modules/tsx/dist/loader.mjs')).href;
+const env = () => ({
+  PATH: process.env.PATH ?? '',
+  PORT: '0',
+  GATEHOUSE_DATABASE_URL: dbUrl,
+  GATEHOUSE_SECRET: SECRET,
+  GATEHOUSE_ADMIN_TOKEN: ADMIN,
+  GATEHOUSE_ISSUER: issuer,
+  GATEHOUSE_POLICY_DIR: join(dir, 'policies'),
+  GATEHOUSE_WORKERS: '1',
+  GATEHOUSE_SSF_POLL_MS: '50',
+  GATEHOUSE_SSF_RETRY_BASE_MS: '50',
+  LOG_LEVEL: 'info',
+});
+
+async function startInstance(name: string): Promise<Instance> {
+  const child = spawn(process.execPath, ['--import', tsx(), join(projectRoot, 'src/cli.ts'), 'serve'], { cwd: dir, env: env(), stdio: ['ignore', 'pipe', 'pipe'] });
+  const lines: string[] = [];
+  const collect = (b: Buffer) => lines.push(...b.toString().split('\n').filter(Boolean));
+  child.stdout!.on('data', collect);
+  child.stderr!.on('data', collect);
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    for (const l of lines) {
+      try {
+        const j = JSON.parse(l);
+        if (j.msg === 'listening') return { name, child, base: `http://127.0.0.1:${j.port}`, lines, exited };
+      } catch {
+        /* not a log line */
+      }
+    }
+    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`${name} did not start:\n${lines.join('\n')}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Any load balancer: each request to the next instance in turn. */
+function startBalancer(): Promise<Server> {
+  let next = 0;
+  const server = createServer((req, res) => {
+    const target = new URL(req.url ?? '/', backends[next++ % backends.length]);
+    const up = request(target, { method: req.method, headers: req.headers }, (r) => {
+      res.writeHead(r.statusCode ?? 502, r.headers);
+      r.pipe(res);
+    });
+    up.on('error', () => {
+      if (!res.headersSent) res.writeHead(502);
+      res.end();
+    });
+    req.pipe(up);
+  });
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
+}
+
+async function call(base: string, method: string, path: string, opts: { json?: unknown; form?: Record<string, string>; headers?: Record<string, string> } = {}) {
+  const headers: Record<string, string> = { ...opts.headers };
+  let body: string | undefined;
+  if (opts.json !== undefined) {
+    headers['content-type'] = 'application/json';
+    body = JSON.stringify(opts.json);
+  } else if (opts.form) {
+    headers['content-type'] = 'application/x-www-form-urlencoded';
+    body = new URLSearchParams(opts.form).toString();
+  }
+  const res = await fetch(`${base}${path}`, { method, headers, body });
+  const text = await res.text();
+  let parsed: any = text;
+  try {
+    parsed = text ? JSON.parse(text) : undefined;
+  } catch {
+    /* not JSON */
+  }
+  return { status: res.status, body: parsed, headers: res.headers };
+}
+const admin = (base: string, method: string, path: string, json?: unknown) =>
+  call(base, method, `/admin/v1${path}`, { json, headers: { authorization: `Bearer ${ADMIN}` } });
+const basic = (id: string, secret: string) => `Basic ${Buffer.from(`${encodeURIComponent(id)}:${encodeURIComponent(secret)}`).toString('base64')}`;
+const at = (i: number) => instances[i % instances.length]!.base;
+
+let web: { client_id: string; client_secret: string };
+let m2m: { client_id: string; client_secret: string };
+let user: { id: string; email: string };
+let agent: { id: string; key: CryptoKey };
+
+async function clientAssertion(): Promise<string> {
+  const t = Math.floor(Date.now() / 1000);
+  return new SignJWT({ iss: agent.id, sub: agent.id, aud: `${issuer}/apis/regional/v1/ai/auth/token`, exp: t + 60, iat: t, jti: randomUUID() })
+    .setProtectedHeader({ alg: 'EdDSA' })
+    .sign(agent.key);
+}
+const agentToken = (base: string, assertion: string) =>
+  call(base, 'POST', '/apis/regional/v1/ai/auth/token', { form: { grant_type: 'client_credentials', client_assertion_type: JWT_BEARER, client_assertion: assertion } });
+
+/** A code for the web application, through a sign-in whose requests are spread over the instances. */
+async function code(): Promise<{ code: string; verifier: string }> {
+  const verifier = randomBytes(32).toString('base64url');
+  const challenge = createHash('sha256').update(verifier).digest('base64url');
+  const q = new URLSearchParams({
+    response_type: 'code', client_id: web.client_id, redirect_uri: REDIRECT, scope: 'openid offline_access',
+    state: randomUUID(), code_challenge: challenge, code_challenge_method: 'S256',
+  });
+  const back = await followSignIn(new Browser(issuer), `${issuer}/oauth/authorize?${q}`, { email: user.email, password: PASSWORD });
+  const c = back.searchParams.get('code');
+  if (!c) throw new Error(`no code: ${back}`);
+  return { code: c, verifier };
+}
+const exchange = (base: string, c: { code: string; verifier: string }) =>
+  call(base, 'POST', '/oauth/token', {
+    form: { grant_type: 'authorization_code', code: c.code, redirect_uri: REDIRECT, code_verifier: c.verifier },
+    headers: { authorization: basic(web.client_id, web.client_secret) },
+  });
+
+describe.skipIf(!testServerUrl())('three instances on one PostgreSQL database', () => {
+  beforeAll(async () => {
+    mkdirSync(join(dir, 'policies'));
+    dbUrl = await testDatabase(dir);
+    lb = await startBalancer();
+    issuer = `http://127.0.0.1:${(lb.address() as AddressInfo).port}`;
+    // started together: they migrate one after another (a lock), each finding the schema current
+    instances.push(...(await Promise.all(['a', 'b', 'c'].map(startInstance))));
+    backends.push(...instances.map((i) => i.base));
+
+    const w = await admin(issuer, 'POST', '/applications', { name: 'web', type: 'web', redirect_uris: [REDIRECT] });
+    web = { client_id: w.body.client_id, client_secret: w.body.client_secret };
+    const m = await admin(issuer, 'POST', '/applications', { name: 'service', type: 'm2m', redirect_uris: [] });
+    m2m = { client_id: m.body.client_id, client_secret: m.body.client_secret };
+    const u = await admin(issuer, 'POST', '/users', { email: 'ada@example.com', password: PASSWORD, name: 'Ada' });
+    user = { id: u.body.id, email: 'ada@example.com' };
+    expect((await admin(issuer, 'PUT', `/applications/${web.client_id}/assignments/${user.id}`)).status).toBe(204);
+    const { privateKey, publicKey } = await generateKeyPair('EdDSA', { crv: 'Ed25519', extractable: true });
+    const a = await admin(issuer, 'POST', '/agents', { name: 'worker', mode: 'autonomous', public_jwk: await exportJWK(publicKey), capabilities: [{ name: 'read:reports' }] });
+    expect(a.status).toBe(201);
+    agent = { id: a.body.agent_id, key: privateKey };
+  }, 180_000);
+
+  afterAll(async () => {
+    for (const i of instances) i.child.kill('SIGTERM');
+    await Promise.all(instances.map((i) => i.exited));
+    await new Promise((r) => lb?.close(r));
+    if (dbUrl) await dropTestDatabase(dir);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('one code exchanged on two instances at once: one token response', async () => {
+    for (let round = 0; round < 3; round++) {
+      const c = await code();
+      const results = await Promise.all([exchange(at(round), c), exchange(at(round + 1), c)]);
+      expect(results.map((r) => r.status).sort()).toEqual([200, 400]);
+      expect(results.find((r) => r.status === 400)!.body.error).toBe('invalid_grant');
+    }
+  });
+
+  it('concurrent refreshes with one token on every instance: one winner', async () => {
+    const tokens = (await exchange(at(0), await code())).body;
+    expect(tokens.refresh_token).toBeTruthy();
+    const results = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        call(at(i), 'POST', '/oauth/token', {
+          form: { grant_type: 'refresh_token', refresh_token: tokens.refresh_token },
+          headers: { authorization: basic(web.client_id, web.client_secret) },
+        }),
+      ),
+    );
+    expect(results.filter((r) => r.status === 200)).toHaveLength(1);
+    expect(results.filter((r) => r.status === 400 && r.body.error === 'invalid_grant')).toHaveLength(11);
+  });
+
+  it('one client assertion replayed on every instance: used once', async () => {
+    const assertion = await clientAssertion();
+    const results = await Promise.all(instances.flatMap((i) => [agentToken(i.base, assertion), agentToken(i.base, assertion)]));
+    expect(results.filter((r) => r.status === 200)).toHaveLength(1);
+    expect(results.filter((r) => r.status === 401 && r.body.error === 'invalid_client')).toHaveLength(5);
+  });
+
+  it('failed client authentications count on every instance together', async () => {
+    const bad = (i: number) =>
+      call(at(i), 'POST', '/oauth/token', { form: { grant_type: 'client_credentials' }, headers: { authorization: basic(m2m.client_id, 'wrong') } });
+    for (let i = 0; i < 10; i++) expect((await bad(i)).status).toBe(401);
+    // the right secret is refused too now, whichever instance is asked
+    for (let i = 0; i < 3; i++) {
+      const r = await call(at(i), 'POST', '/oauth/token', { form: { grant_type: 'client_credentials' }, headers: { authorization: basic(m2m.client_id, m2m.client_secret) } });
+      expect(r.status).toBe(429);
+    }
+  });
+
+  it('a key rotated on one instance: its tokens verify at once on another, which signs with it within a second', async () => {
+    const service = await admin(issuer, 'POST', '/applications', { name: 'service-2', type: 'm2m', redirect_uris: [] });
+    const auth = { authorization: basic(service.body.client_id, service.body.client_secret) };
+    const rotated = await admin(at(0), 'POST', '/keys/rotate', { alg: 'RS256' });
+    expect(rotated.status).toBe(200);
+    const kid = rotated.body.keys.find((k: { alg: string }) => k.alg === 'RS256').kid;
+    const token = (await call(at(0), 'POST', '/oauth/token', { form: { grant_type: 'client_credentials' }, headers: auth })).body.access_token;
+    expect(decodeProtectedHeader(token).kid).toBe(kid);
+    const seen = await call(at(1), 'POST', '/oauth/token/introspect', { form: { token }, headers: auth });
+    expect(seen.body.active).toBe(true);
+    await new Promise((r) => setTimeout(r, 1000));
+    const fromOther = (await call(at(2), 'POST', '/oauth/token', { form: { grant_type: 'client_credentials' }, headers: auth })).body.access_token;
+    expect(decodeProtectedHeader(fromOther).kid).toBe(kid);
+  });
+
+  it('an agent revoked on one instance is refused by the others within a second', async () => {
+    const { privateKey, publicKey } = await generateKeyPair('EdDSA', { crv: 'Ed25519', extractable: true });
+    const created = await admin(at(0), 'POST', '/agents', { name: 'short-lived', mode: 'autonomous', public_jwk: await exportJWK(publicKey), capabilities: [{ name: 'read:reports' }] });
+    const saved = agent;
+    agent = { id: created.body.agent_id, key: privateKey };
+    try {
+      // every instance has it cached
+      for (let i = 0; i < 3; i++) expect((await agentToken(at(i), await clientAssertion())).status).toBe(200);
+      expect((await admin(at(0), 'POST', `/agents/${encodeURIComponent(agent.id)}/revoke`)).status).toBe(204);
+      await new Promise((r) => setTimeout(r, 1000));
+      for (let i = 1; i < 3; i++) expect((await agentToken(at(i), await clientAssertion())).status).toBe(401);
+    } finally {
+      agent = saved;
+    }
+  });
+
+  it('Shared Signals events are delivered exactly once with every instance delivering', async () => {
+    const receiver = await new Receiver().start();
+    try {
+      const stream = await call(issuer, 'POST', '/v1/ssf/streams', {
+        json: { delivery: { method: 'urn:ietf:rfc:8935', endpoint_url: receiver.url }, events_requested: ['https://schemas.openid.net/secevent/risc/event-type/credential-compromise'] },
+        headers: { authorization: `Bearer ${ADMIN}` },
+      });
+      expect(stream.status).toBe(201);
+      const n = 12;
+      await Promise.all(
+        Array.from({ length: n }, (_, i) => admin(at(i), 'POST', `/users/${user.id}/credential-compromise`, { credential_type: 'password', reason: `r${i}` })),
+      );
+      await receiver.waitFor((r) => r.accepted.length >= n);
+      // time for a duplicate to show up, were there one
+      await new Promise((r) => setTimeout(r, 1500));
+      const jtis = receiver.accepted.map((p) => decodeJwt(p.body).jti);
+      expect(jtis).toHaveLength(n);
+      expect(new Set(jtis).size).toBe(n);
+    } finally {
+      await receiver.stop();
+    }
+  });
+
+  it('an instance killed with SIGKILL under load loses nothing it acknowledged', async () => {
+    const acknowledged: { jti: string }[] = [];
+    const roles: string[] = [];
+    let stop = false;
+    const victim = instances[2]!;
+    const load = async (worker: number) => {
+      for (let i = 0; !stop; i++) {
+        const base = instances[(worker + i) % 3]!.base;
+        try {
+          if (i % 2) {
+            const name = `load-${worker}-${i}`;
+            const r = await admin(base, 'PUT', `/roles/${name}`, { permissions: ['read:reports'] });
+            if (r.status === 200 || r.status === 201) roles.push(name);
+          } else {
+            const r = await agentToken(base, await clientAssertion());
+            if (r.status === 200) acknowledged.push({ jti: decodeJwt(r.body.access_token).jti! });
+          }
+        } catch {
+          /* the killed instance drops its connections: not acknowledged */
+        }
+      }
+    };
+    const workers = Array.from({ length: 6 }, (_, w) => load(w));
+    await new Promise((r) => setTimeout(r, 1500));
+    victim.child.kill('SIGKILL');
+    await victim.exited;
+    await new Promise((r) => setTimeout(r, 1000));
+    stop = true;
+    await Promise.all(workers);
+    instances.splice(2, 1);
+    backends.splice(2, 1);
+    expect(acknowledged.length).toBeGreaterThan(10);
+
+    const recorded = new Set<string>();
+    for (let before: number | null | undefined; before !== null; ) {
+      const page = await admin(at(0), 'GET', `/audit?kind=token&agent_id=${encodeURIComponent(agent.id)}&limit=500${before ? `&before=${before}` : ''}`);
+      expect(page.status).toBe(200);
+      for (const r of page.body.data as { context: { jti?: string } | null }[]) if (r.context?.jti) recorded.add(r.context.jti);
+      before = page.body.next_before;
+    }
+    expect(acknowledged.filter((a) => !recorded.has(a.jti))).toEqual([]);
+    const stored = new Set((await admin(at(1), 'GET', '/roles')).body.data.map((r: { name: string }) => r.name));
+    expect(roles.filter((r) => !stored.has(r))).toEqual([]);
+  }, 60_000);
+
+  it('gatehouse audit verify finds the chain unbroken after all of it', async () => {
+    const child = spawn(process.execPath, ['--import', tsx(), join(projectRoot, 'src/cli.ts'), 'audit', 'verify'], { cwd: dir, env: env(), stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout!.on('data', (b: Buffer) => (out += b.toString()));
+    child.stderr!.on('data', (b: Buffer) => (out += b.toString()));
+    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+    expect([code, out]).toEqual([0, expect.stringMatching(/^ok: \d+ records\n$/)]);
+    expect(Number(/ok: (\d+)/.exec(out)![1])).toBeGreaterThan(20);
+  }, 60_000);
+});
