@@ -301,8 +301,6 @@ export interface UsageHost<Tx extends UsageTx> {
 export interface UsageBatchOptions<Tx extends UsageTx> {
   /** appends the jobs' audit records, in order, inside the batch's transaction */
   writeRecords?: (tx: Tx, records: AuditInput[]) => Promise<unknown>;
-  /** where idle counters are pruned from, every minute while the process makes decisions on counters (`now` in milliseconds) */
-  prune?: { root: UsageTx; now: () => number; onError: (err: unknown) => void };
 }
 
 interface QueuedJob<Tx extends UsageTx> {
@@ -310,8 +308,6 @@ interface QueuedJob<Tx extends UsageTx> {
   resolve(r: { outcome: any; changes: CounterChange[] }): void;
   reject(err: unknown): void;
 }
-
-const PRUNE_INTERVAL_MS = 60_000;
 
 /** A turn's worth of jobs in one transaction at most; more wait for the next. */
 const BATCH_MAX = 256;
@@ -326,27 +322,13 @@ const BATCH_MAX = 256;
 export class UsageBatch<Tx extends UsageTx> {
   private queue: QueuedJob<Tx>[] = [];
   private scheduled = false;
-  private pruner: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly host: UsageHost<Tx>,
     private readonly options: UsageBatchOptions<Tx> = {},
   ) {}
 
-  /** Stops the pruning timer. */
-  close(): void {
-    if (this.pruner) clearInterval(this.pruner);
-    this.pruner = null;
-  }
-
   run<O extends { decision: { decision: string; usage?: readonly UsageCheck[] } }>(job: UsageJob<Tx, O>): Promise<{ outcome: O; changes: CounterChange[] }> {
-    if (this.options.prune && !this.pruner) {
-      const { root, now, onError } = this.options.prune;
-      this.pruner = setInterval(() => {
-        root.usage.purgeIdle(Math.floor(now() / 1000)).catch(onError);
-      }, PRUNE_INTERVAL_MS);
-      this.pruner.unref();
-    }
     return new Promise((resolve, reject) => {
       this.queue.push({ job, resolve, reject });
       if (!this.scheduled) {
@@ -393,14 +375,11 @@ export class UsageBatch<Tx extends UsageTx> {
 
 const batches = new WeakMap<AppContext, UsageBatch<Store>>();
 
-/** The process's batch of decisions on counters (idle counters pruned by the context's clock). */
+/** The process's batch of decisions on counters. */
 export function usageBatch(ctx: AppContext): UsageBatch<Store> {
   let b = batches.get(ctx);
   if (!b) {
-    b = new UsageBatch<Store>(ctx.store, {
-      writeRecords: (tx, records) => tx.audit.appendAll(records),
-      prune: { root: ctx.store, now: () => ctx.clock.now(), onError: (err) => ctx.logger.error({ err }, 'pruning idle usage counters failed') },
-    });
+    b = new UsageBatch<Store>(ctx.store, { writeRecords: (tx, records) => tx.audit.appendAll(records) });
     batches.set(ctx, b);
   }
   return b;
