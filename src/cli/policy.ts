@@ -5,14 +5,15 @@
 
 import { readFile, readdir, stat, writeFile } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
-import type { Diagnostic, DecisionValue, SourceFile } from '../policy/types.js';
+import type { Diagnostic, DecisionRequest, DecisionValue, SourceFile } from '../policy/types.js';
 import { diagnosticCode, isError, renderDiagnostic, severityOf } from '../policy/diagnostics.js';
 import { buildPolicySet, isTestsFile, parseAndValidate, POLICY_EXT, TESTS_EXT, type ParsedSet } from '../policy/load.js';
 import { parsePolicy } from '../policy/parser.js';
 import { formatFile } from '../policy/format.js';
 import { collectTests, runTests } from '../policy/test-runner.js';
 import { DiffTooLarge, diffPolicySets, diffText } from '../policy/diff.js';
-import { decide } from '../policy/decide.js';
+import { decideOn } from '../authz/core.js';
+import type { DecisionRequest as PipelineRequest } from '../authz/policy-interface.js';
 import { completeRequest } from '../policy/explain.js';
 import { UsageError, type CliIO, type ParsedArgs } from './args.js';
 import { explainText } from './explain-text.js';
@@ -371,6 +372,29 @@ async function explainRequest(a: ParsedArgs, io: CliIO): Promise<Record<string, 
   return r;
 }
 
+/** An explain request in the pipeline's shape: the agent is the subject; the clock is read here, at the edge. */
+function pipelineRequest(r: DecisionRequest): PipelineRequest {
+  return {
+    subject: {
+      type: 'agent',
+      id: r.agent.id,
+      mode: r.agent.mode,
+      roles: [],
+      groups: [],
+      permissions: r.agent.permissions,
+      attributes: {},
+      capabilities: r.agent.capabilities,
+    },
+    person: r.person ? { id: r.person.id, roles: [], groups: [], permissions: r.person.permissions, attributes: {} } : null,
+    action: r.action,
+    resource: r.resource,
+    context: r.context,
+    now: Date.now(),
+    ...(r.approved !== undefined ? { approved: r.approved } : {}),
+    ...(r.usage !== undefined ? { usage: r.usage } : {}),
+  };
+}
+
 export function explain(a: ParsedArgs, io: CliIO): Promise<number> {
   return guarded(io, 'explain', async () => {
     const raw = await explainRequest(a, io);
@@ -385,7 +409,8 @@ export function explain(a: ParsedArgs, io: CliIO): Promise<number> {
     }
     const set = buildPolicySet(parsed.files, []);
     const { request, assumed } = completeRequest(raw);
-    const d = decide(request, set);
+    // The server's decision core, fed the request's facts: explain answers as the endpoints do.
+    const d = decideOn(pipelineRequest(request), set);
     if (wantsJson(a)) json(io, { request, assumed, ...d });
     else io.stdout(explainText(request, d, assumed));
     return EXPLAIN_EXIT[d.decision];

@@ -103,12 +103,13 @@ export function webauthnStore(sql: Sql) {
           { ...c, created_at: t, expires_at: t + ttl },
         );
         // A browser keeps its newest few (several tabs, an autofill request beside a button press).
+        // The one just made always stays: times are whole seconds, so several made in one second tie.
         await tx.run(
-          `DELETE FROM webauthn_challenges WHERE browser_hash = ? AND challenge NOT IN (
+          `DELETE FROM webauthn_challenges WHERE browser_hash = ? AND challenge <> ? AND challenge NOT IN (
              SELECT kept.challenge FROM (
-               SELECT challenge FROM webauthn_challenges WHERE browser_hash = ? ORDER BY created_at DESC, challenge LIMIT ?
+               SELECT challenge FROM webauthn_challenges WHERE browser_hash = ? AND challenge <> ? ORDER BY created_at DESC, challenge LIMIT ?
              ) kept)`,
-          [c.browser_hash, c.browser_hash, keep],
+          [c.browser_hash, c.challenge, c.browser_hash, c.challenge, Math.max(keep - 1, 0)],
         );
       });
     },
