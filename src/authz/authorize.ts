@@ -102,12 +102,8 @@ async function runNamed(ctx: AppContext, req: Extract<AuthorizeRequest, { via: '
   // A person asked about directly is their own person: both read the same attributes.
   const person = named.person && subject.type === 'user' ? { ...named.person, attributes: subject.attributes } : named.person;
   const request: DecisionRequest = { subject, person, action, resource, resourceAttributes: withProperties(stored, req.resourceProperties), context, now };
-  // An agent's limits over time hold whoever asks about it: an allow consumes, as at the decision endpoint.
-  if (subject.type === 'agent' && policy.set) {
-    const overTime = usageLimitsFor(request, policy.set);
-    const counters = overTime.length ? countersFor({ agentId: subject.id, capability: action, resource, personId: null }, overTime) : [];
-    if (counters.length) return decideOnCounters(ctx, 'authzen', policy.set, request, counters, null, subject.name ?? subject.id, caller);
-  }
+  const counters = policy.set ? countersOf(request, policy.set) : [];
+  if (counters.length) return decideOnCounters(ctx, 'authzen', policy.set!, request, counters, null, subject.name ?? subject.id, caller);
   let decision = decideOn(request, policy.set);
   let approvalId: string | undefined;
   if (decision.decision === 'approval_required' && policy.set) {
@@ -148,8 +144,7 @@ async function run(ctx: AppContext, req: Exclude<AuthorizeRequest, { via: 'authz
   const facts = await loadFacts(ctx, state, userId, resource);
   const request: DecisionRequest = { ...facts, action, resource, context, now };
   // Limits over time: the decision reads (and an allow consumes) the agent's counters.
-  const overTime = policy.set ? usageLimitsFor(request, policy.set) : [];
-  const counters = overTime.length ? countersFor({ agentId, capability: action, resource, personId: userId }, overTime) : [];
+  const counters = policy.set ? countersOf(request, policy.set) : [];
   if (counters.length && req.via !== 'bind') {
     return decideOnCounters(ctx, req.via, policy.set!, request, counters, txn, state.agent.name);
   }
@@ -170,6 +165,18 @@ async function run(ctx: AppContext, req: Exclude<AuthorizeRequest, { via: 'authz
     ({ decision, approvalId } = await approvals(ctx, policy.set, request, decision, state.agent.name));
   }
   return record(ctx, req.via, request, decision, undefined, approvalId);
+}
+
+/**
+ * The counters of a request's limits over time: an agent's, for the capability (and the object
+ * or person of a scoped limit). A person acting directly holds no capabilities, so none.
+ */
+export function countersOf(request: DecisionRequest, policy: PolicySet): Counter[] {
+  if (request.subject.type !== 'agent') return [];
+  const limits = usageLimitsFor(request, policy);
+  if (!limits.length) return [];
+  const personId = request.person && request.person.id !== '' ? request.person.id : null;
+  return countersFor({ agentId: request.subject.id, capability: request.action, resource: request.resource, personId }, limits);
 }
 
 /**
@@ -201,9 +208,7 @@ async function decideOnCounters(
         if (first.decision !== 'approval_required') return { decision: first };
         return approvalStep(tx, policy, judged, first, agentName);
       },
-      async settled(tx, done, changes) {
-        await tx.audit.append({ ...auditRecord(via, request, done.decision, undefined, caller), ...(changes.length ? { usage: changes } : {}) });
-      },
+      record: (done, changes) => ({ ...auditRecord(via, request, done.decision, undefined, caller), ...(changes.length ? { usage: changes } : {}) }),
     }));
   } catch (err) {
     // Nothing of the turn's transaction holds (no consumption, no record): a deny, recorded on its own.

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { AppContext } from '../context.js';
+import type { AuditInput } from '../store/audit.js';
 import type { Store } from '../store/index.js';
 import { addAmounts, usageKey, type UsageCheck, type UsageFacts, type UsageLimit } from '../policy/usage.js';
 import type { CounterDef, CounterState, NewEvent, UsageStore } from '../store/usage.js';
@@ -288,12 +289,18 @@ export interface UsageJob<Tx extends UsageTx, O extends { decision: { decision: 
    * inside the transaction, so it awaits only `tx`; it runs again if the transaction is retried.
    */
   judge(facts: UsageFacts, tx: Tx): Promise<O>;
-  /** After the counters moved, in the same transaction (the decision's audit record). */
-  settled?(tx: Tx, outcome: O, changes: CounterChange[]): Promise<void>;
+  /** The decision's audit record, written in the same transaction as what it consumed. */
+  record?(outcome: O, changes: CounterChange[]): AuditInput;
 }
 
 export interface UsageHost<Tx extends UsageTx> {
   transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
+}
+
+/** What a batch does besides the counters. */
+export interface UsageBatchOptions<Tx extends UsageTx> {
+  /** appends the jobs' audit records, in order, inside the batch's transaction */
+  writeRecords?: (tx: Tx, records: AuditInput[]) => Promise<unknown>;
 }
 
 interface QueuedJob<Tx extends UsageTx> {
@@ -301,8 +308,6 @@ interface QueuedJob<Tx extends UsageTx> {
   resolve(r: { outcome: any; changes: CounterChange[] }): void;
   reject(err: unknown): void;
 }
-
-const PRUNE_INTERVAL_MS = 60_000;
 
 /** A turn's worth of jobs in one transaction at most; more wait for the next. */
 const BATCH_MAX = 256;
@@ -317,31 +322,13 @@ const BATCH_MAX = 256;
 export class UsageBatch<Tx extends UsageTx> {
   private queue: QueuedJob<Tx>[] = [];
   private scheduled = false;
-  private pruner: NodeJS.Timeout | null = null;
 
-  /**
-   * `prune` (optional): where idle counters are pruned from, every minute while the process
-   * makes decisions on counters, with the time from `now` (milliseconds).
-   */
   constructor(
     private readonly host: UsageHost<Tx>,
-    private readonly prune?: { root: UsageTx; now: () => number; onError: (err: unknown) => void },
+    private readonly options: UsageBatchOptions<Tx> = {},
   ) {}
 
-  /** Stops the pruning timer. */
-  close(): void {
-    if (this.pruner) clearInterval(this.pruner);
-    this.pruner = null;
-  }
-
   run<O extends { decision: { decision: string; usage?: readonly UsageCheck[] } }>(job: UsageJob<Tx, O>): Promise<{ outcome: O; changes: CounterChange[] }> {
-    if (this.prune && !this.pruner) {
-      const { root, now, onError } = this.prune;
-      this.pruner = setInterval(() => {
-        root.usage.purgeIdle(Math.floor(now() / 1000)).catch(onError);
-      }, PRUNE_INTERVAL_MS);
-      this.pruner.unref();
-    }
     return new Promise((resolve, reject) => {
       this.queue.push({ job, resolve, reject });
       if (!this.scheduled) {
@@ -366,14 +353,16 @@ export class UsageBatch<Tx extends UsageTx> {
         const session = new CounterSession(tx);
         await session.lookUpTxns(batch.flatMap((q) => (q.job.txn !== null ? [q.job.txn] : [])));
         const out: { outcome: unknown; changes: CounterChange[] }[] = [];
+        const records: AuditInput[] = [];
         for (const { job } of batch) {
           const read = await readUsage(session, tx, job.counters, job.t, job.txn, true);
           const outcome = await job.judge(read.facts, tx);
           const changes = settleUsage(session, read, outcome.decision, job.t, job.txn);
-          if (job.settled) await job.settled(tx, outcome, changes);
+          if (job.record) records.push(job.record(outcome, changes));
           out.push({ outcome, changes });
         }
         await session.write();
+        if (records.length && this.options.writeRecords) await this.options.writeRecords(tx, records);
         return out;
       });
     } catch (err) {
@@ -386,15 +375,11 @@ export class UsageBatch<Tx extends UsageTx> {
 
 const batches = new WeakMap<AppContext, UsageBatch<Store>>();
 
-/** The process's batch of decisions on counters (idle counters pruned by the context's clock). */
+/** The process's batch of decisions on counters. */
 export function usageBatch(ctx: AppContext): UsageBatch<Store> {
   let b = batches.get(ctx);
   if (!b) {
-    b = new UsageBatch<Store>(ctx.store, {
-      root: ctx.store,
-      now: () => ctx.clock.now(),
-      onError: (err) => ctx.logger.error({ err }, 'pruning idle usage counters failed'),
-    });
+    b = new UsageBatch<Store>(ctx.store, { writeRecords: (tx, records) => tx.audit.appendAll(records) });
     batches.set(ctx, b);
   }
   return b;

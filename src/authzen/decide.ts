@@ -2,9 +2,10 @@
 // questions and reads answers; only this module knows how a decision is made and recorded.
 
 import type { AppContext } from '../context.js';
-import { authorize } from '../authz/authorize.js';
+import { authorize, countersOf } from '../authz/authorize.js';
 import { decideOn } from '../authz/core.js';
-import type { PolicySet } from '../authz/policy-interface.js';
+import type { DecisionRequest, PolicySet } from '../authz/policy-interface.js';
+import { peekUsage } from '../authz/usage.js';
 import type { Caller } from './caller.js';
 import type { FactsMemo } from './facts.js';
 import type { Properties, Subject } from './request.js';
@@ -57,15 +58,17 @@ export async function decideAndRecord(ctx: AppContext, caller: Caller, memo: Fac
 
 /**
  * The policy's answer alone, on the same facts: no approval is created or consumed, no limit
- * counted, nothing recorded (for searches, which ask rather than act).
+ * counted (limits over time are read as they stand), nothing recorded (for searches, which
+ * ask rather than act).
  */
 export async function decideDry(ctx: AppContext, policy: PolicySet, memo: FactsMemo, q: Question): Promise<Answer['decision']> {
   const [named, resourceAttributes] = await Promise.all([memo.subject(q.subject), memo.resource(...splitObject(q.object), q.resourceProperties)]);
   if (!named.found) return 'deny';
-  return decideOn(
-    { subject: named.subject, person: named.person, action: q.relation, resource: q.object, resourceAttributes, context: q.context, now: ctx.clock.now() },
-    policy,
-  ).decision;
+  const now = ctx.clock.now();
+  const request: DecisionRequest = { subject: named.subject, person: named.person, action: q.relation, resource: q.object, resourceAttributes, context: q.context, now };
+  const counters = countersOf(request, policy);
+  if (counters.length) request.usage = await peekUsage(ctx.store, counters, Math.floor(now / 1000));
+  return decideOn(request, policy).decision;
 }
 
 const splitObject = (object: string): [string, string] => {

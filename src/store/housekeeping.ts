@@ -12,7 +12,8 @@ export interface HousekeepingOptions {
 /**
  * Periodic clean-up of rows nobody needs any more: signing keys retired past their
  * publication window, expired authorization requests and codes, old failure counters, used
- * assertion jtis and answered approvals. However many processes and instances run it, one
+ * assertion jtis and answered approvals, and counters of rates and budgets with nothing left in
+ * their window (each in its own short transaction). However many processes and instances run it, one
  * pass runs per period (a lease named `housekeeping`, held for the period).
  */
 export function startHousekeeping(store: Store, opts: HousekeepingOptions): () => Promise<void> {
@@ -26,6 +27,7 @@ export function startHousekeeping(store: Store, opts: HousekeepingOptions): () =
       oauth: await store.oauth.purgeExpired(t),
       rate_limits: await store.rateLimits.purgeOlderThan(t - 24 * 60 * 60),
       agent_auth: await store.agentAuth.purgeExpired(t),
+      usage_counters: await store.usage.purgeIdle(t, 1000),
     };
     opts.onDone?.(removed);
   };

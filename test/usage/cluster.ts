@@ -5,13 +5,22 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
 import { projectRoot } from '../../src/paths.js';
+import { dropTestDatabase, testDatabase, testServerUrl } from '../helpers/database.js';
 
 export const ADMIN = 'usage-cluster-admin-token-0123456789abcdef';
 
-/** `gatehouse serve` as `npm start` runs it: a primary and worker processes over one database in `dir`. */
+/**
+ * `gatehouse serve` as `npm start` runs it: a primary and worker processes over one database
+ * (the SQLite file in `dir`, or with GATEHOUSE_TEST_DATABASE_URL a PostgreSQL database of its own).
+ */
 export interface Cluster {
   base: string;
   stop(): Promise<number | null>;
+}
+
+/** Removes what a cluster on `dir` left behind (its PostgreSQL database; the caller removes the directory). */
+export async function dropCluster(dir: string): Promise<void> {
+  if (testServerUrl()) await dropTestDatabase(dir);
 }
 
 export async function startCluster(dir: string, workers = 2): Promise<Cluster> {
@@ -27,6 +36,7 @@ export async function startCluster(dir: string, workers = 2): Promise<Cluster> {
       GATEHOUSE_ADMIN_TOKEN: ADMIN,
       GATEHOUSE_SECRET: 'usage-cluster-secret-0123456789abcdef',
       GATEHOUSE_WORKERS: String(workers),
+      ...(testServerUrl() ? { GATEHOUSE_DATABASE_URL: await testDatabase(dir) } : {}),
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
