@@ -9,7 +9,10 @@
 //    acting directly;
 //  - everything the conditions, limits and subject patterns read (see space.ts):
 //    values of context fields, attributes, roles and groups, the relations
-//    between two values, the clock, and whether roles grant the action.
+//    between two values, the clock, whether roles grant the action, and the
+//    prior usage of every limit over time (a count's usage; a sum's usage plus
+//    the request's amount), so that a changed rate or budget shows as the
+//    requests, with the usage they state, that it now treats otherwise.
 // A decision is constant on each cell, so deciding one request per cell with
 // both compiled sets finds every change. Changed cells are merged into boxes
 // (products of per-dimension cell sets; combinations no request has may be
@@ -17,6 +20,7 @@
 // requests by agents that hold the capability of their action (without limits
 // of its own: those are per agent, not policy), and without a prior approval:
 // without the capability both sets deny, and an approval is a later request.
+// Usage a request does not state is none.
 //
 // A permission `<action>:<kinds>` covers only objects of the singular kind, and
 // a permit rule grants only what a permission could, so each concrete action's
@@ -33,10 +37,11 @@ import { fmtLiteral } from './format.js';
 import { pathFromText } from './parser.js';
 import {
   buildSpace, cellHolds, construct, dimSize, grantIn, isOther, keyOfPath, partialFeasible, relationOf, relKey, SpaceTooLarge,
-  type Cell, type Dim, type Principal, type PrincipalKind, type RelDim, type RelValue, type Space, type ValueDim,
+  type Cell, type Dim, type Principal, type PrincipalKind, type RelDim, type RelValue, type Space, type UsageRead, type ValueDim,
 } from './space.js';
 import type { StrConstraint } from './strings.js';
-import { decider, type Probe } from './symbolic.js';
+import { decider, type Probe, type SideFacts } from './symbolic.js';
+import { addAmounts, usageKey, usedOf } from './usage.js';
 import { StringSearchTooLarge } from './strings.js';
 import { compileReader, envOf, MISSING } from './values.js';
 
@@ -52,6 +57,8 @@ export interface ExampleRequest {
   context: Record<string, unknown>;
   /** The clock, when the region depends on it (null: no usable clock). */
   now?: string | null;
+  /** Prior usage by usage key (`{"count per 1h": 3}`), when the limits count any. */
+  usage?: Record<string, number>;
 }
 
 export interface Change {
@@ -167,6 +174,16 @@ function describe(all: Cell[], chosen: Set<number>, integers = false): FieldDesc
   const comp = describeParts(all, rest, integers);
   const size = (x: FieldDesc) => (Array.isArray(x.any_of) ? x.any_of.length : 1);
   return size(comp) < size(d) ? { not: comp } : d;
+}
+
+/** Usage (and a total of usage and amount) is never below zero: a bound `>= 0` says nothing. */
+function atLeastZero(d: FieldDesc | null): FieldDesc | null {
+  if (d === null) return null;
+  if (d.not !== undefined) return { not: atLeastZero(d.not as FieldDesc) };
+  if (Array.isArray(d.any_of)) return { any_of: (d.any_of as FieldDesc[]).map((x) => atLeastZero(x)!) };
+  if (d.gte !== 0) return d;
+  const { gte: _, ...rest } = d;
+  return Object.keys(rest).length ? rest : { type: 'number' };
 }
 
 /** With whole numbers only (time.hour, time.minute, time.epoch), bounds read as whole numbers too. */
@@ -344,6 +361,29 @@ function describeRelParts(d: RelDim, chosen: Set<number>): FieldDesc {
   return parts.length === 1 ? parts[0]! : { any_of: parts };
 }
 
+/**
+ * Two values compared are told apart by the types the conditions compare them as: a value of
+ * another type (`"x"` where only numbers are ordered) is as good as missing, whatever the
+ * other value is. A region of a comparison names those types (`of`) when they are not every
+ * scalar type.
+ */
+function withTypes(desc: FieldDesc | null, d: RelDim, byKey: Map<string, ValueDim>): FieldDesc | null {
+  if (desc === null || d.rel !== 'cmp') return desc;
+  const typesOf = (k: string) => {
+    const v = byKey.get(k);
+    return v ? new Set<string | null>(v.cells.map((c) => (c.t === 'num' ? 'number' : c.t === 'str' || c.t === 'strOther' ? 'string' : c.t === 'bool' ? 'boolean' : null))) : null;
+  };
+  const ta = typesOf(d.a), tb = typesOf(d.b);
+  const of = ['boolean', 'number', 'string'].filter((t) => (!ta || ta.has(t)) && (!tb || tb.has(t)));
+  return of.length === 3 ? desc : { ...desc, of };
+}
+
+function ofTypes(d: FieldDesc, v: { present: boolean; value?: unknown }): { present: boolean; value?: unknown } {
+  if (!Array.isArray(d.of) || !v.present) return v;
+  const t = typeof v.value === 'number' && !Number.isFinite(v.value) ? null : typeof v.value;
+  return (d.of as string[]).includes(t as string) ? v : { present: false };
+}
+
 /** `!=` holds for every comparable pair that is not equal (numbers ordered either way, other values unequal). */
 function matchesRelDesc(d: FieldDesc, rel: RelValue): boolean {
   if (d.not !== undefined) return !matchesRelDesc(d.not as FieldDesc, rel);
@@ -388,12 +428,32 @@ function dimName(d: Dim, byKey: Map<string, ValueDim>, fixedPath: (k: string) =>
   };
   if (d.kind === 'value') return name(d.key);
   if (d.kind === 'grant') return GRANT_KEY[d.who];
+  if (d.kind === 'usage') return usageDimName(d.usageKey, d.field);
   switch (d.rel) {
     case 'cmp': return `${name(d.a)} vs ${name(d.b)}`;
     case 'member': return `${name(d.a)} in ${name(d.b)}`;
     case 'any': return `${name(d.a)} contains any ${name(d.b)}`;
     case 'all': return `${name(d.a)} contains all ${name(d.b)}`;
   }
+}
+
+/** `used count per 1h`; for a sum, the total an allow would reach: `used amount sum per 24h + amount`. */
+function usageDimName(key: string, field: string | null): string {
+  return field === null ? `${USED}${key}` : `${USED}${key} + ${pathName({ type: 'path', root: 'context', segs: [field] })}`;
+}
+
+const USED = 'used ';
+
+/** The usage a region entry names, read from a request as decide() reads it (a sum: usage plus amount, when summable). */
+function readUsageName(req: DecisionRequest, name: string): { present: boolean; value?: unknown } {
+  const plus = name.indexOf(' + ');
+  const key = name.slice(USED.length, plus < 0 ? undefined : plus);
+  const used = usedOf(req.usage, key);
+  if (plus < 0) return { present: true, value: used };
+  const field = key.slice(0, key.indexOf(' sum per '));
+  const v = Object.hasOwn(req.context, field) ? req.context[field] : undefined;
+  if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) return { present: false };
+  return { present: true, value: addAmounts(used, v) };
 }
 
 function pathOfName(name: string): { path: PathNode; zone?: string } {
@@ -422,10 +482,9 @@ function readName(req: DecisionRequest, name: string, zone: string): { present: 
 /** Does a request lie in a reported change's region? (Used by tests and tools.) */
 export function inRegion(c: Change, req: DecisionRequest, singulars: Record<string, string> = {}): boolean {
   const s = req.subject;
-  // Regions are of requests without a prior approval or prior usage, by agents that hold the
-  // capability of the action (with no limits of its own).
+  // Regions are of requests without a prior approval, by agents that hold the capability of
+  // the action (with no limits of its own).
   if (req.approved === true) return false;
-  if (req.usage && Object.values(req.usage).some((v) => v !== 0)) return false;
   if (s.type === 'agent') {
     const cap = (s.capabilities ?? []).find((x) => x.name === req.action);
     if (!cap || (cap.limits && Object.keys(cap.limits).length)) return false;
@@ -463,10 +522,15 @@ export function inRegion(c: Change, req: DecisionRequest, singulars: Record<stri
       if (ok !== d.holds) return false;
       continue;
     }
+    if (name.startsWith(USED)) {
+      const v = readUsageName(req, name);
+      if (!matchesFieldDesc(d, v.present, v.value)) return false;
+      continue;
+    }
     const rel = relationName(name);
     if (rel) {
       const a = readName(req, rel.a, zone), b = readName(req, rel.b, zone);
-      if (!matchesRelDesc(d, relationOf(rel.rel, true, a, b))) return false;
+      if (!matchesRelDesc(d, relationOf(rel.rel, true, ofTypes(d, a), ofTypes(d, b)))) return false;
       continue;
     }
     const v = readName(req, name, zone);
@@ -495,21 +559,32 @@ function sideOf(set: PolicySet): Side {
 
 const IDENTITY = new Set(['subject.id', 'person.id', 'resource.id', 'resource.type']);
 
-/** The field that stands for "the count is over" when a count allows not even one action. */
-const NO_COUNT = '\u0000count';
-
 /**
- * A block's limits as diff weighs them, with no prior usage: a sum over a field denies exactly
- * what `<field> max <max> min 0` denies (a missing field, a value that is not a number, below
- * zero or above the maximum); a count denies everything when its maximum is below one.
+ * A block's plain limits as diff weighs them. A sum over a field also denies what
+ * `<field> min 0` denies (a missing field, a value that is not a number or below zero);
+ * the rest of it, and every count, is weighed against prior usage (`usageOf`).
  */
 function limitFieldsOf(l: CompiledLimitBlock): LimitField[] {
   const out = [...l.ast.fields];
-  for (const u of l.usage ?? []) {
-    if (u.kind === 'sum') out.push({ field: u.field!, max: u.max, min: 0 });
-    else if (u.max < 1) out.push({ field: NO_COUNT, eq: true, not_in: [true] });
-  }
+  for (const u of l.usage ?? []) if (u.kind === 'sum') out.push({ field: u.field!, min: 0 });
   return out;
+}
+
+/** A block's limits over time: the usage key each reads and its maximum. */
+function usageOf(l: CompiledLimitBlock): NonNullable<SideFacts['usage']> {
+  return (l.usage ?? []).map((u) => ({ key: usageKey(u), kind: u.kind, max: u.max }));
+}
+
+/** Every usage key the blocks read, with every maximum given to it. */
+function usageReads(blocks: CompiledLimitBlock[]): UsageRead[] {
+  const byKey = new Map<string, UsageRead>();
+  for (const b of blocks) for (const u of b.usage ?? []) {
+    const key = usageKey(u);
+    let r = byKey.get(key);
+    if (!r) byKey.set(key, (r = { key, kind: u.kind, field: u.field, maxes: [] }));
+    if (!r.maxes.includes(u.max)) r.maxes.push(u.max);
+  }
+  return [...byKey.values()];
 }
 
 interface Computed { dims: Dim[]; boxes: { sets: Set<number>[]; point: number[]; before: DecisionValue; after: DecisionValue }[] }
@@ -626,7 +701,7 @@ function diffInner(before: PolicySet, after: PolicySet): DiffResult {
           },
         };
         const kindConstants = kindsWild ? [] : [...new Set(singularsAll.map((m) => { const k = ac.witness.slice(ac.witness.indexOf(':') + 1); return (Object.hasOwn(m, k) ? m[k] : undefined) ?? singularOf(k); }))];
-        const space = buildSpace({ atoms, limits: limitsP.flatMap(limitFieldsOf), roleNames, groupNames, kindConstants }, principal, { subject: hasPermit, person: hasPermit });
+        const space = buildSpace({ atoms, limits: limitsP.flatMap(limitFieldsOf), roleNames, groupNames, kindConstants, usage: usageReads(limitsP) }, principal, { subject: hasPermit, person: hasPermit });
         const readsIdentity = space.dims.some((d) => d.kind === 'value' && IDENTITY.has(d.key))
           || space.dims.some((d) => d.kind === 'rel' && (IDENTITY.has(d.a) || IDENTITY.has(d.b)));
         const coherence = kindsWild ? 'w' : singularsAll.map((s) => (permissionCovers('*:*', ac.witness, oc.witness, s) ? 'g' : 'n')).join('');
@@ -637,8 +712,8 @@ function diffInner(before: PolicySet, after: PolicySet): DiffResult {
           ...(readsIdentity ? ['|', agentW, personW, oc.witness, ac.witness] : []),
         ].join(',');
         const probes: [Probe, Probe] = [
-          decider(space, { rules: rulesP.filter((r) => sb.rules.includes(r)), limits: limitsP.filter((l) => sb.limits.includes(l)).flatMap(limitFieldsOf), singulars: before.compiled.singulars, action: kindsWild ? null : ac.witness, actionFor }, { agent: agentW, person: personW }),
-          decider(space, { rules: rulesP.filter((r) => sa.rules.includes(r)), limits: limitsP.filter((l) => sa.limits.includes(l)).flatMap(limitFieldsOf), singulars: after.compiled.singulars, action: kindsWild ? null : ac.witness, actionFor }, { agent: agentW, person: personW }),
+          decider(space, { rules: rulesP.filter((r) => sb.rules.includes(r)), limits: limitsP.filter((l) => sb.limits.includes(l)).flatMap(limitFieldsOf), usage: limitsP.filter((l) => sb.limits.includes(l)).flatMap(usageOf), singulars: before.compiled.singulars, action: kindsWild ? null : ac.witness, actionFor }, { agent: agentW, person: personW }),
+          decider(space, { rules: rulesP.filter((r) => sa.rules.includes(r)), limits: limitsP.filter((l) => sa.limits.includes(l)).flatMap(limitFieldsOf), usage: limitsP.filter((l) => sa.limits.includes(l)).flatMap(usageOf), singulars: after.compiled.singulars, action: kindsWild ? null : ac.witness, actionFor }, { agent: agentW, person: personW }),
         ];
         let computed = memo.get(sig);
         let built = computed?.boxes.map((b) => construct(space, b.point));
@@ -768,6 +843,7 @@ function walkOrder(space: Space, rules: CompiledRule[]): number[] {
     }
   }
   space.dims.forEach((d, i) => { if (d.kind === 'value' && d.key.startsWith('context.')) add(i); });
+  space.dims.forEach((d, i) => { if (d.kind === 'usage') add(i); });
   space.dims.forEach((d, i) => { if (d.kind === 'grant') add(i); });
   space.dims.forEach((d, i) => { if (d.kind === 'value' && (d.key.endsWith('.roles') || d.key.endsWith('.groups'))) add(i); });
   space.dims.forEach((_, i) => add(i));
@@ -864,7 +940,8 @@ function render(
     const chosen = b.sets[i]!;
     let desc: FieldDesc | null;
     if (d.kind === 'value') desc = describe(d.cells, chosen, d.status === 'time');
-    else if (d.kind === 'rel') desc = describeRel(d, chosen);
+    else if (d.kind === 'usage') desc = atLeastZero(describe(d.cells, chosen));
+    else if (d.kind === 'rel') desc = withTypes(describeRel(d, chosen), d, byKey);
     else desc = chosen.size === d.values.length ? null : { holds: d.values[[...chosen][0]!] };
     if (desc) region[dimName(d, byKey, fixedPath, suffix)] = desc;
   });
@@ -916,6 +993,7 @@ function exampleOf(req: DecisionRequest, space: Space): ExampleRequest {
   }
   if (req.resourceAttributes && Object.keys(req.resourceAttributes).length) ex.resource_attributes = req.resourceAttributes;
   if (space.timeDims.length) ex.now = Number.isFinite(req.now) ? new Date(req.now).toISOString() : null;
+  if (req.usage) ex.usage = { ...req.usage };
   return ex;
 }
 

@@ -29,6 +29,7 @@ import { solveString, type StrConstraint } from './strings.js';
 import { localTime } from './time.js';
 import { permissionCovers } from './patterns.js';
 import { likeMatcher } from './compile.js';
+import { addAmounts, type UsageFacts } from './usage.js';
 
 export class SpaceTooLarge extends Error {}
 
@@ -204,7 +205,29 @@ export interface RelDim {
 
 export interface GrantDim { kind: 'grant'; key: string; who: 'subject' | 'person'; values: boolean[] }
 
-export type Dim = ValueDim | RelDim | GrantDim;
+/**
+ * Prior usage of one limit over time (a usage key, `count per 1h`), as the limits of either
+ * set read it. A count: the usage itself, cut at `max - 1` of every maximum (an allow would
+ * pass `max`). A sum: the usage plus the request's own amount, cut at every maximum; its
+ * `missing` cell is a request whose amount is no number at or above zero (no sum, every
+ * such limit denies). The amount's own cells are cut at 0 and at every maximum too, so that
+ * which totals a request can reach (at least its amount) follows from its amount's cell.
+ */
+export interface UsageDim {
+  kind: 'usage';
+  /** `usage:<usage key>` */
+  key: string;
+  usageKey: string;
+  usage: 'count' | 'sum';
+  /** the summed context field (sums only) */
+  field: string | null;
+  cells: Cell[];
+}
+
+/** One usage key the limits read, with every maximum either set gives it. */
+export interface UsageRead { key: string; kind: 'count' | 'sum'; field: string | null; maxes: number[] }
+
+export type Dim = ValueDim | RelDim | GrantDim | UsageDim;
 
 export interface Space {
   principal: Principal;
@@ -249,6 +272,8 @@ export interface Reading {
   groupNames: string[];
   /** Object kinds a permission of the action covers: where `resource.type` is read, they are cells of their own. */
   kindConstants?: string[];
+  /** Limits over time: each usage key is a dimension (see UsageDim). */
+  usage?: UsageRead[];
 }
 
 /** The dimension key of a path read in a rule of this zone, for this kind of subject. */
@@ -346,6 +371,13 @@ export function buildSpace(reading: Reading, principal: Principal, grants: { sub
     for (const op of ['in', 'not_in'] as const) if (Array.isArray(f[op])) for (const v of f[op] as Scalar[]) addLit(u, v, false);
     if (f.eq !== undefined) addLit(u, f.eq, false);
   }
+  for (const r of reading.usage ?? []) {
+    if (r.kind !== 'sum') continue;
+    const u = use({ type: 'path', root: 'context', segs: [r.field!] }, 'UTC')!;
+    u.types.add('number');
+    u.nums.add(0);
+    for (const m of r.maxes) u.nums.add(m);
+  }
   const typeUse = uses.get('resource.type');
   if (typeUse) for (const k of reading.kindConstants ?? []) typeUse.strs.add(k);
   const roots: Root[] = kind === 'deleg' ? ['subject', 'person'] : ['subject'];
@@ -418,6 +450,12 @@ export function buildSpace(reading: Reading, principal: Principal, grants: { sub
     const values: RelValue[] = r.rel === 'cmp' ? (r.ordering ? ['lt', 'eq', 'gt', 'ne', 'na'] : ['eq', 'ne', 'na']) : ['yes', 'no', 'na'];
     dims.push({ kind: 'rel', key: relKey(r.rel, r.a, r.b), rel: r.rel, a: r.a, b: r.b, ordering: r.ordering, values });
   }
+  for (const r of [...(reading.usage ?? [])].sort((x, y) => x.key.localeCompare(y.key))) {
+    const cuts = new Set<number>([0, ...(r.kind === 'count' ? r.maxes.map((m) => m - 1) : r.maxes).filter((m) => m > 0)]);
+    const cells: Cell[] = numberCells(cuts).filter((c) => c.t === 'num' && c.lo >= 0);
+    if (r.kind === 'sum') cells.push({ t: 'missing' });
+    dims.push({ kind: 'usage', key: 'usage:' + r.key, usageKey: r.key, usage: r.kind, field: r.field, cells });
+  }
   if (grants.subject) dims.push({ kind: 'grant', key: 'grant:subject', who: 'subject', values: [true, false] });
   if (grants.person && kind === 'deleg') dims.push({ kind: 'grant', key: 'grant:person', who: 'person', values: [true, false] });
 
@@ -430,7 +468,7 @@ export function buildSpace(reading: Reading, principal: Principal, grants: { sub
 }
 
 export function dimSize(d: Dim): number {
-  return d.kind === 'value' ? d.cells.length : d.values.length;
+  return d.kind === 'value' || d.kind === 'usage' ? d.cells.length : d.values.length;
 }
 
 // ---- time --------------------------------------------------------------------------------------
@@ -655,7 +693,9 @@ function constructSimple(space: Space, point: number[]): Built | null {
     if (id === null) return null;
     vals.set('resource.id', { present: true, value: id });
   }
-  const request = assemble(space, vals, now, grantSubject, grantPerson, action);
+  const usage = usageFor(space, point, vals);
+  if (usage === null) return null;
+  const request = assemble(space, vals, now, grantSubject, grantPerson, action, usage);
   if (!principal.check(request)) return null;
   return { request, values: vals };
 }
@@ -705,7 +745,29 @@ export function partialFeasible(space: Space, point: number[], chosen: Uint8Arra
     if (!chosen[p.at] || (p.ia >= 0 && !chosen[p.ia]) || (p.ib >= 0 && !chosen[p.ib])) continue;
     if (!relationFits(space, p, point)) return false;
   }
+  for (const [at, ia] of totalPlans(space)) {
+    if (!chosen[at] || !chosen[ia]) continue;
+    if (!totalReachable((space.dims[at] as UsageDim).cells[point[at]!]!, (space.dims[ia] as ValueDim).cells[point[ia]!]!)) return false;
+  }
   return true;
+}
+
+const totalPlanCache = new WeakMap<Space, [number, number][]>();
+
+/** Each sum's total dimension with the dimension of the amount it adds. */
+function totalPlans(space: Space): [number, number][] {
+  let plans = totalPlanCache.get(space);
+  if (!plans) {
+    plans = [];
+    for (let i = 0; i < space.dims.length; i++) {
+      const d = space.dims[i]!;
+      if (d.kind !== 'usage' || d.usage !== 'sum') continue;
+      const ia = space.dims.findIndex((x) => x.kind === 'value' && x.key === 'context.' + d.field);
+      if (ia >= 0) plans.push([i, ia]);
+    }
+    totalPlanCache.set(space, plans);
+  }
+  return plans;
 }
 
 const signatureArrays = new WeakMap<Space, number[][]>();
@@ -755,6 +817,7 @@ function constructGeneral(space: Space, point: number[]): Built | null {
       if (v === null) lone = false; else vals.set(d.key, v);
     } else if (d.kind === 'value') cellOf.set(d.key, d.cells[point[i]!]!);
     else if (d.kind === 'rel') rels.push({ d, v: d.values[point[i]!]! });
+    else if (d.kind === 'usage') return;
     else if (d.who === 'subject') grantSubject = d.values[point[i]!]!; else grantPerson = d.values[point[i]!]!;
   });
   if (!lone) return null;
@@ -1003,7 +1066,9 @@ function constructGeneral(space: Space, point: number[]): Built | null {
     if (id === null) return null;
     vals.set('resource.id', { present: true, value: id });
   }
-  const request = assemble(space, vals, now, grantSubject, grantPerson, action);
+  const usage = usageFor(space, point, vals);
+  if (usage === null) return null;
+  const request = assemble(space, vals, now, grantSubject, grantPerson, action, usage);
   if (!principal.check(request)) return null;
   // Check: every value in its cell, every relation as chosen.
   const env = envOf(request);
@@ -1084,7 +1149,7 @@ function nestAll(vals: Map<string, Val>): Record<string, Record<string, unknown>
   return out;
 }
 
-function assemble(space: Space, vals: Map<string, Val>, now: number, grantSubject: boolean, grantPerson: boolean, action: string): DecisionRequest {
+function assemble(space: Space, vals: Map<string, Val>, now: number, grantSubject: boolean, grantPerson: boolean, action: string, usage: UsageFacts | undefined): DecisionRequest {
   const p = space.principal;
   const get = (k: string) => vals.get(k);
   const str = (k: string, fallback: string) => { const v = get(k); return v?.present && typeof v.value === 'string' ? v.value : fallback; };
@@ -1112,6 +1177,7 @@ function assemble(space: Space, vals: Map<string, Val>, now: number, grantSubjec
     context: nested.context!,
     now,
   };
+  if (usage) request.usage = usage;
   const ra = nested.resource!;
   delete ra.id; delete ra.type;
   if (Object.keys(ra).length) request.resourceAttributes = ra;
@@ -1128,6 +1194,57 @@ function assemble(space: Space, vals: Map<string, Val>, now: number, grantSubjec
     request.person = person;
   }
   return request;
+}
+
+// ---- prior usage -----------------------------------------------------------------------------------
+
+/** A value of a number cell: the point, or one strictly inside the interval. */
+function numberIn(c: Extract<Cell, { t: 'num' }>): number {
+  return c.point ? c.lo : between(c.lo, c.hi);
+}
+
+/** A request's amount that a sum can add: a finite number, not below zero. */
+function summable(v: Val | undefined): v is { present: true; value: number } {
+  return !!v && v.present && typeof v.value === 'number' && Number.isFinite(v.value) && v.value >= 0;
+}
+
+/** Could a request whose amount lies in `amount` reach a total in `total` (usage is never below zero)? */
+export function totalReachable(total: Cell, amount: Cell): boolean {
+  const valid = amount.t === 'num' && amount.lo >= 0;
+  if (total.t === 'missing') return !valid;
+  if (total.t !== 'num' || !valid) return false;
+  // the total is at least the amount: the amount's cell must start below the total's cell's end
+  return total.point ? amount.hi <= total.lo : amount.lo < total.hi;
+}
+
+/**
+ * The prior usage of a combination, given the request's other values: a count's usage is its
+ * cell's own value; a sum's usage is the total chosen less the amount (none when the amount is
+ * no summable number). Null when no usage gives the combination.
+ */
+function usageFor(space: Space, point: number[], vals: Map<string, Val>): UsageFacts | undefined | null {
+  let out: UsageFacts | undefined;
+  for (let i = 0; i < space.dims.length; i++) {
+    const d = space.dims[i]!;
+    if (d.kind !== 'usage') continue;
+    const c = d.cells[point[i]!]!;
+    out ??= {};
+    if (d.usage === 'count') { out[d.usageKey] = numberIn(c as Extract<Cell, { t: 'num' }>); continue; }
+    const v = vals.get('context.' + d.field);
+    if (c.t === 'missing') { if (summable(v)) return null; out[d.usageKey] = 0; continue; }
+    if (c.t !== 'num' || !summable(v)) return null;
+    const amount = v.value;
+    let total: number;
+    if (c.point) total = c.lo;
+    else if (amount > c.lo && amount < c.hi) total = amount;
+    else total = between(c.lo, c.hi);
+    if (total < amount) return null;
+    const used = total === amount ? 0 : Number((total - amount).toPrecision(15));
+    const sum = addAmounts(used, amount);
+    if (!(c.point ? sum === c.lo : sum > c.lo && sum < c.hi)) return null;
+    out[d.usageKey] = used;
+  }
+  return out;
 }
 
 // ---- membership of a request in a combination (for regions) ------------------------------------

@@ -35,6 +35,8 @@ const NO_ENV = null as unknown as Env;
 export interface SideFacts {
   rules: CompiledRule[];
   limits: LimitField[];
+  /** Limits over time: the usage key each reads (a dimension of the space) and its maximum. */
+  usage?: { key: string; kind: 'count' | 'sum'; max: number }[];
   singulars: Record<string, string>;
   /** The action of the cell, or null for a cell of actions of any kinds: then the action asked is `actionFor` the object's kind. */
   action: string | null;
@@ -187,6 +189,19 @@ export function decider(space: Space, side: SideFacts, who: Who): Probe {
       return test(got.v === MISSING ? {} : { [f.field]: got.v }) ? 1 : 0;
     };
   });
+  // A limit over time is broken when an allow would take the count past its maximum, or the
+  // total (usage plus this amount) past it; with no summable amount, every sum is broken.
+  const overTime = kind === 'user' ? [] : (side.usage ?? []).map((u) => {
+    const i = index.get('usage:' + u.key);
+    if (i === undefined) throw new Error(`diff: no usage dimension for ${u.key}`);
+    const cells = (space.dims[i] as { cells: Cell[] }).cells;
+    const broken = cells.map((c): B3 => {
+      if (c.t !== 'num') return 1;
+      const v = c.point ? c.lo : c.hi === Infinity ? c.lo + 1 : (c.lo + c.hi) / 2;
+      return (u.kind === 'count' ? v + 1 : v) > u.max ? 1 : 0;
+    });
+    return (point: number[], chosen: Uint8Array): B3 => (chosen[i] ? broken[point[i]!]! : 3);
+  });
   const grantDim = (who: 'subject' | 'person') => space.dims.findIndex((d) => d.kind === 'grant' && d.who === who);
   const gs = grantDim('subject'), gp = grantDim('person');
   const role = (gi: number) => (point: number[], chosen: Uint8Array): B3 => {
@@ -209,6 +224,7 @@ export function decider(space: Space, side: SideFacts, who: Who): Probe {
 
   return (point, chosen) => {
     const deny: B3[] = limits.map((f) => f(point, chosen));
+    for (const f of overTime) deny.push(f(point, chosen));
     const approval: B3[] = [];
     const permitS: B3[] = [], permitP: B3[] = [];
     const coh = coherent(point, chosen);

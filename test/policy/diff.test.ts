@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { decide, type DecisionRequest, type PersonFacts, type SubjectFacts } from '../../src/policy/index.js';
-import { diffPolicySets, inRegion, type Change } from '../../src/policy/diff.js';
+import { diffPolicySets, diffText, inRegion, type Change } from '../../src/policy/diff.js';
 import type { Expr, Item, PolicyFileNode } from '../../src/policy/ast.js';
 import type { PolicySet } from '../../src/policy/compile.js';
 import { completeRequest } from '../../src/policy/explain.js';
@@ -230,3 +230,135 @@ describe('diff: brute force over small domains', () => {
   }, 120_000);
 });
 
+
+// ---- limits over time: prior usage is part of the request space ------------------------------
+
+const refunds = (limits: string, rules = '') => `policy "budget" version 1\n\nlimits "create:refunds" for "*" {\n${limits}\n}\n${rules}`;
+
+/** A request for create:refunds by an agent holding the capability, with the usage it states. */
+function refundRequest(amount: unknown, usage: Record<string, number> | undefined, extra: Partial<DecisionRequest> = {}): DecisionRequest {
+  const r: DecisionRequest = {
+    subject: { type: 'agent', id: 'a', mode: 'autonomous', roles: [], groups: [], permissions: ['create:refunds'], attributes: {}, capabilities: [{ name: 'create:refunds' }] },
+    action: 'create:refunds', resource: 'refund:1', context: amount === undefined ? {} : { amount }, now: NOWS[3]!, ...extra,
+  };
+  if (usage) r.usage = usage;
+  return r;
+}
+
+describe('diff: limits over time', () => {
+  it('a count lowered from 5 to 3 per hour changes exactly the requests with prior usage above 2 and at most 4', () => {
+    const a = setOf(refunds('  count max 5 per 1h'));
+    const b = setOf(refunds('  count max 3 per 60m').replace('version 1', 'version 2'));
+    const { changes } = diffPolicySets(a, b);
+    expect(changes).toHaveLength(1);
+    const c = changes[0]!;
+    expect(c).toMatchObject({ relation: 'create:refunds', before: 'allow', after: 'deny', region: { 'used count per 1h': { gt: 2, lte: 4 } } });
+    const used = c.example.usage!['count per 1h']!;
+    expect(used > 2 && used <= 4).toBe(true);
+    expectExamples(changes, a, b);
+    // a request states usage by its canonical key (`count per 1h` also for a limit written `per 60m`)
+    const requests = [0, 1, 2, 2.5, 3, 4, 4.5, 5, 9].map((n) => refundRequest(1, { 'count per 1h': n }));
+    requests.push(refundRequest(1, undefined), refundRequest('x', { 'count per 1h': 3 }));
+    expect(expectExact(changes, a, b, requests)).toBe(4); // 2.5, 3, 4, and 3 with any amount
+  });
+
+  it('prints the usage in words, and the example states it', () => {
+    const a = setOf(refunds('  count max 5 per 1h'));
+    const b = setOf(refunds('  count max 3 per 1h'));
+    const text = diffText(diffPolicySets(a, b));
+    expect(text).toContain('when used count per 1h > 2 and used count per 1h <= 4 and permissions cover the action: allow -> deny');
+    expect(text).toMatch(/"usage":\{"count per 1h":3\}/);
+  });
+
+  it('a budget lowered from 2000 to 1500 a day: the total of usage and amount between them', () => {
+    const a = setOf(refunds('  amount max 500\n  amount sum max 2000 per 24h'));
+    const b = setOf(refunds('  amount max 500\n  amount sum max 1500 per 1d'));
+    const { changes } = diffPolicySets(a, b);
+    expect(changes).toHaveLength(1);
+    const c = changes[0]!;
+    expect(c.region['used amount sum per 1d + amount']).toEqual({ gt: 1500, lte: 2000 });
+    const ex = c.example;
+    expect(ex.usage!['amount sum per 1d']! + (ex.context.amount as number)).toBeGreaterThan(1500);
+    expect(ex.usage!['amount sum per 1d']! + (ex.context.amount as number)).toBeLessThanOrEqual(2000);
+    expectExamples(changes, a, b);
+    const requests: DecisionRequest[] = [];
+    for (const amount of [0, 1, 100, 499.5, 500, 501, -1, 'x', undefined]) {
+      for (const used of [0, 1000, 1001, 1400, 1500, 1500.5, 1750, 1999, 2000, 2001]) requests.push(refundRequest(amount, { 'amount sum per 1d': used }));
+    }
+    expect(expectExact(changes, a, b, requests)).toBeGreaterThan(10);
+  });
+
+  it('a new rate next to a rule on the amount: regions relate usage, amount and the rule', () => {
+    const rule = '\nrule "big" {\n  effect require_approval\n  subjects "agent:*"\n  relation "create:refunds"\n  object "refund:*"\n  when amount > 100\n}\n';
+    const a = setOf(refunds('  amount max 500', rule));
+    const b = setOf(refunds('  amount max 500\n  count max 2 per 10m per resource', rule));
+    const { changes } = diffPolicySets(a, b);
+    expect(changes.map((c) => [c.before, c.after]).sort()).toEqual([['allow', 'deny'], ['approval_required', 'deny']]);
+    for (const c of changes) expect(c.region['used count per 10m per resource']).toEqual({ gt: 1 });
+    expectExamples(changes, a, b);
+  });
+});
+
+/** Small domains with usage: amounts and prior usage around every maximum the limits below use. */
+function* smallUsageRequests(): Generator<DecisionRequest> {
+  for (const g of product({
+    who: ['auto', 'deleg'],
+    roles: [[], ['editor']],
+    amount: [0, 3, 5, 7, 10, 12, 'x', -1, undefined],
+    count: [undefined, 0, 1, 1.5, 2, 3],
+    sum: [undefined, 0, 2, 3, 5, 8, 10],
+    perResource: [undefined, 1, 2],
+  })) {
+    const subject: SubjectFacts = {
+      type: 'agent', id: 'a', mode: g.who === 'deleg' ? 'delegated' : 'autonomous', roles: g.roles, groups: [], permissions: ['update:todos'],
+      attributes: { max_amount: 10 }, capabilities: [{ name: 'update:todos' }],
+    };
+    const r: DecisionRequest = { subject, action: 'update:todos', resource: 'todo:1', context: {}, now: NOWS[3]!, resourceAttributes: {} };
+    if (g.amount !== undefined) r.context.amount = g.amount;
+    const usage: Record<string, number> = {};
+    if (g.count !== undefined) usage['count per 1h'] = g.count;
+    if (g.sum !== undefined) usage['amount sum per 1d'] = g.sum;
+    if (g.perResource !== undefined) usage['count per 1h per resource'] = g.perResource;
+    if (Object.keys(usage).length) r.usage = usage;
+    if (g.who === 'deleg') r.person = { id: 'u1', roles: g.roles, groups: [], permissions: ['update:todos'], attributes: {} };
+    yield r;
+  }
+}
+
+const smallUsageFile = fc.tuple(
+  fc.uniqueArray(fc.oneof(
+    fc.record({ max: fc.constantFrom(0, 1, 2, 3), per: fc.constantFrom('1h', '60m'), scope: fc.constantFrom(undefined, 'resource') })
+      .map((u) => ({ kind: 'count' as const, field: null, max: u.max, per: u.per, ...(u.scope ? { scope: u.scope } : {}) })),
+    fc.record({ max: fc.constantFrom(5, 10, 12), per: fc.constantFrom('24h', '1d') }).map((u) => ({ kind: 'sum' as const, field: 'amount', max: u.max, per: u.per })),
+  ), { maxLength: 2, selector: (u) => `${u.kind}${'scope' in u ? u.scope : ''}` }),
+  fc.option(fc.constantFrom(5, 10), { nil: undefined }),
+  fc.array(fc.record({
+    effect: fc.constantFrom('deny', 'require_approval', 'permit'),
+    subjects: fc.constantFrom(['agent:*'], ['role:editor']),
+    when: fc.option(fc.oneof(
+      fc.tuple(fc.constantFrom('gt', 'lte', 'eq' as const), fc.constantFrom(5, 10)).map(([o, v]) => cmp('amount', o, L(v))),
+      fc.constantFrom('gt', 'lte' as const).map((o) => cmp('amount', o, 'subject.max_amount')),
+    ), { nil: undefined }),
+  }), { maxLength: 2 }),
+).map(([usage, max, rules]): PolicyFileNode => ({
+  path: 'u.policy',
+  items: [
+    ...(usage.length || max !== undefined ? [{ kind: 'limits' as const, capability: 'update:todos', forAgent: '*', fields: max !== undefined ? [{ field: 'amount', max }] : [], usage }] : []),
+    ...rules.map((r, i) => ({ kind: 'rule' as const, name: `r${i}`, effect: r.effect, subjects: r.subjects, relation: 'update:todos', object: 'todo:*', ...(r.when ? { when: r.when } : {}) })),
+  ] as Item[],
+}));
+
+describe('diff: brute force over small domains with prior usage', () => {
+  const all = [...smallUsageRequests()];
+
+  it('every changed request lies in exactly one region, and no unchanged one in any', () => {
+    let changed = 0;
+    fc.assert(fc.property(smallUsageFile, smallUsageFile, (a, b) => {
+      const sa = setFromAst(a), sb = setFromAst(b);
+      const { changes } = diffPolicySets(sa, sb);
+      changed += expectExact(changes, sa, sb, all);
+      expectExamples(changes, sa, sb);
+    }), { numRuns: 25 });
+    expect(changed).toBeGreaterThan(0);
+  }, 600_000);
+});

@@ -8,6 +8,7 @@ import type { Decision, DecisionRequest, JsonLimits, PersonFacts, SubjectFacts }
 import { formatFile } from '../../src/policy/format.js';
 import { loadPolicySet } from '../../src/policy/load.js';
 import type { PolicySet } from '../../src/policy/compile.js';
+import type { UsageLimitNode } from '../../src/policy/usage.js';
 
 /** Remove what the parser adds (locations, comments) so ASTs compare by meaning. */
 export function strip<T>(x: T): T {
@@ -132,11 +133,32 @@ export const arbLimitField: fc.Arbitrary<LimitField> = fc.oneof(
   fc.boolean().map((b) => ({ field: 'flag', eq: b })),
 );
 
+/** Limits over time: counts and sums of `amount`, windows written two ways (1h and 60m are one counter), some per resource. */
+export const arbUsageNode: fc.Arbitrary<UsageLimitNode> = fc.oneof(
+  fc.record({ max: fc.constantFrom(0, 2, 3), per: fc.constantFrom('1h', '60m'), scope: fc.constantFrom(undefined, 'resource') })
+    .map((u): UsageLimitNode => ({ kind: 'count', field: null, max: u.max, per: u.per, ...(u.scope ? { scope: u.scope } : {}) })),
+  fc.record({ max: fc.constantFrom(100, 150), per: fc.constantFrom('24h', '1d'), scope: fc.constantFrom(undefined, 'resource') })
+    .map((u): UsageLimitNode => ({ kind: 'sum', field: 'amount', max: u.max, per: u.per, ...(u.scope ? { scope: u.scope } : {}) })),
+);
+
+/** The counter a limit over time reads, as a request states it. */
+export const usageKeyOf = (u: UsageLimitNode): string =>
+  `${u.kind === 'sum' ? `${u.field} sum per 1d` : 'count per 1h'}${u.scope ? ` per ${u.scope}` : ''}`;
+
 export const arbLimits: fc.Arbitrary<LimitsNode> = fc.record({
   capability: fc.constantFrom('create:refunds', 'delete:refunds', 'create:deployments'),
   forAgent: fc.constantFrom('*', 'spiffe://h/agent/a', 'spiffe://h/agent/*'),
   fields: fc.uniqueArray(arbLimitField, { minLength: 1, maxLength: 3, selector: (f) => f.field }),
-}).map((l) => ({ kind: 'limits', ...l }));
+  usage: fc.uniqueArray(arbUsageNode, { maxLength: 2, selector: usageKeyOf }),
+}).map(({ usage, ...l }) => ({ kind: 'limits', ...l, ...(usage.length ? { usage } : {}) }));
+
+/** Prior usage a request may state, on the counters arbUsageNode limits. */
+export const arbUsage: fc.Arbitrary<Record<string, number> | undefined> = fc.option(fc.record({
+  'count per 1h': fc.constantFrom(0, 1, 2, 2.5, 3, 7, undefined),
+  'count per 1h per resource': fc.constantFrom(0, 1, 2, 3, undefined),
+  'amount sum per 1d': fc.constantFrom(0, 50, 95, 100, 140, 150, 200, undefined),
+  'amount sum per 1d per resource': fc.constantFrom(0, 50, 100, 145, undefined),
+}).map((u) => Object.fromEntries(Object.entries(u).filter(([, v]) => v !== undefined)) as Record<string, number>), { nil: undefined, freq: 3 });
 
 export const arbPolicyFileWith = (opts: { rules?: number; effects?: string[]; exprs?: fc.Arbitrary<Expr>; limits?: number } = {}): fc.Arbitrary<PolicyFileNode> => fc.tuple(
   fc.integer({ min: 0, max: opts.rules ?? 4 }).chain((n) => (n === 0 ? fc.constant([] as RuleNode[]) : fc.tuple(...Array.from({ length: n }, (_, i) => arbRule(i, opts.effects, opts.exprs))))),
@@ -196,6 +218,7 @@ export const arbRequest: fc.Arbitrary<DecisionRequest> = fc.record({
   apiLimits: fc.option(fc.constantFrom<JsonLimits>({ amount: { max: 50 } }, { currency: 'USD' }, { currency: { not_in: ['EUR'] } }, { amount: { min: 6, max: 200 } }), { nil: undefined }),
   approved: fc.boolean(),
   now: fc.constantFrom(...NOWS),
+  usage: arbUsage,
 }).map((g) => {
   const user = g.kind === 'user';
   const subject: SubjectFacts = {
@@ -221,6 +244,7 @@ export const arbRequest: fc.Arbitrary<DecisionRequest> = fc.record({
     req.person = p;
   }
   if (g.approved) req.approved = true;
+  if (g.usage) req.usage = g.usage;
   return req;
 });
 
@@ -415,6 +439,19 @@ export function reference(file: PolicyFileNode, req: DecisionRequest): Pick<Deci
     for (const f of [...apiFields, ...fileFields]) {
       const v = limitViolation(f, req.context);
       if (v) return { decision: 'deny', reason: `constraint_violated: ${f.field} ${v}` };
+    }
+    // Limits over time: would an allow take the count, or the usage plus this amount, past the maximum?
+    const overTime = file.items.filter((i): i is LimitsNode => i.kind === 'limits' && i.capability === req.action && globMatch(i.forAgent, s.id)).flatMap((l) => l.usage ?? []);
+    for (const u of overTime) {
+      const raw = req.usage?.[usageKeyOf(u)];
+      const used = typeof raw === 'number' && raw > 0 ? raw : 0;
+      if (u.kind === 'count') {
+        if (used + 1 > (u.max as number)) return { decision: 'deny', reason: 'constraint_violated: count' };
+        continue;
+      }
+      if (!(u.field! in req.context)) return { decision: 'deny', reason: `constraint_violated: ${u.field} required` };
+      const v = req.context[u.field!];
+      if (typeof v !== 'number' || v < 0 || used + v > (u.max as number)) return { decision: 'deny', reason: `constraint_violated: ${u.field} sum` };
     }
   }
   const rules = file.items.filter((i): i is RuleNode => i.kind === 'rule');
