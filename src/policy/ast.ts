@@ -56,6 +56,8 @@ export interface RuleNode {
   loc?: Loc;
   /** Locations of the fields, for diagnostics. */
   fieldLocs?: Partial<Record<'effect' | 'subjects' | 'relation' | 'object' | 'when' | 'name', Loc>>;
+  /** The location of each subject pattern, in order, so that an error points at the one at fault. */
+  subjectLocs?: Loc[];
   /** Fields given more than once or missing, detected by the parser. */
   duplicateFields?: { field: string; loc: Loc }[];
   comments?: Record<string, Comments>;

@@ -94,6 +94,12 @@ function listOf(node: ohm.Node): ohm.Node[] {
   return node.asIteration().children;
 }
 
+/** The location of each string of a StringList (`["a", "b"]` or `"a", "b"`). */
+function stringLocs(list: ohm.Node): Loc[] {
+  const alt = list.child(0);
+  return listOf(alt.ctorName === 'StringList_brackets' ? alt.child(1) : alt.child(0)).map(locOf);
+}
+
 function semantics(): ohm.Semantics {
   if (semanticsCache) return semanticsCache;
   const s = policyGrammar().createSemantics();
@@ -120,7 +126,7 @@ function semantics(): ohm.Semantics {
         seen.add(f.key);
         rule.fieldLocs![f.key] = f.loc;
         anchor(rule, f.key, f.node);
-        if (f.key === 'subjects') rule.subjects = f.value as string[];
+        if (f.key === 'subjects') { rule.subjects = f.value as string[]; rule.subjectLocs = stringLocs(f.node.child(1)); }
         else if (f.key === 'when') rule.when = f.value as Expr;
         else rule[f.key] = f.value as string;
       }

@@ -295,10 +295,10 @@ export function validateRule(rule: RuleNode, out: Diagnostic[], where: string, s
   }
   if (!fl.subjects && rule.subjects.length === 0 && rule.loc) missing('subjects');
   else if (rule.subjects.length === 0) out.push(diag(fl.subjects, at, `rule "${rule.name}": subjects must name at least one pattern`));
-  for (const s of rule.subjects) {
+  rule.subjects.forEach((s, i) => {
     const e = checkSubjectPattern(s);
-    if (e) out.push(diag(fl.subjects, at, e));
-  }
+    if (e) out.push(diag(rule.subjectLocs?.[i] ?? fl.subjects, at, e));
+  });
   if (rule.relation === '') missing('relation');
   else {
     const e = checkPermissionKey(rule.relation, 'relation', true);

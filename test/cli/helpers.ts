@@ -1,7 +1,8 @@
 // The CLI as a user runs it: a process started through the package's "bin" (which runs dist/
 // when it is current, else the sources through tsx), in a working directory of the test's own.
 import { execFile } from 'node:child_process';
-import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { expect } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -72,4 +73,30 @@ export function refundTest(name: string, amount: number, expect: string): string
   expect ${expect}
 }
 `;
+}
+
+export interface JsonDiagnostic { file: string; line: number; col: number; severity: string; code: string; message: string }
+
+/**
+ * Every diagnostic's block in the text output: `file:line:col: message` (warnings with
+ * `warning: ` before the message), the gutter, the source line exactly as in the file, and a
+ * caret under the column.
+ */
+export async function expectCaretBlocks(cwd: string, stderr: string, ds: JsonDiagnostic[]): Promise<void> {
+  const lines = stderr.split('\n');
+  for (const d of ds) {
+    const head = `${d.file}:${d.line}:${d.col}: ${d.severity === 'warning' ? 'warning: ' : ''}${d.message}`;
+    const at = lines.indexOf(head);
+    expect(at, `no block for ${head} in\n${stderr}`).toBeGreaterThanOrEqual(0);
+    const source = (await readFile(join(cwd, d.file), 'utf8')).split('\n')[d.line - 1]!;
+    const gutter = String(d.line);
+    const pad = ' '.repeat(gutter.length);
+    expect(lines[at + 1]).toBe(` ${pad} |`);
+    expect(lines[at + 2]).toBe(` ${gutter} | ${source}`);
+    const caretLine = lines[at + 3]!;
+    expect(caretLine.startsWith(` ${pad} | `)).toBe(true);
+    const marks = caretLine.slice(pad.length + 4);
+    expect(marks.indexOf('^'), `caret of ${head}`).toBe(d.col - 1);
+    expect(marks.slice(0, d.col - 1)).toBe(source.slice(0, d.col - 1).replace(/[^\t]/g, ' ')); // tabs kept: aligned anywhere
+  }
 }

@@ -1,11 +1,8 @@
 // `policy check`, `policy test` and `policy explain` as processes: carets under every error of
 // every file, --format json, a tests file against its directory's policies, explain's exit codes.
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { gatehouse, REFUNDS, refundTest, workDir } from './helpers.js';
+import { expectCaretBlocks as caretBlocks, gatehouse, REFUNDS, refundTest, workDir, type JsonDiagnostic } from './helpers.js';
 
-interface JsonDiagnostic { file: string; line: number; col: number; severity: string; code: string; message: string }
 
 // Three broken files: a validation error and a bad operator, a syntax error, and a file indented
 // with tabs holding two errors of its own.
@@ -23,29 +20,6 @@ beforeAll(async () => {
     'good/refunds.tests': refundTest('small refund is allowed', 10, 'allow "allowed"') + '\n' + refundTest('medium refund waits', 5000, 'approval_required'),
   });
 });
-
-/**
- * Every diagnostic's block in the text output: `file:line:col: message`, the gutter, the
- * source line exactly as in the file, and a caret under the column.
- */
-async function expectCaretBlocks(stderr: string, ds: JsonDiagnostic[]) {
-  const lines = stderr.split('\n');
-  for (const d of ds) {
-    const head = `${d.file}:${d.line}:${d.col}: ${d.message}`;
-    const at = lines.indexOf(head);
-    expect(at, `no block for ${head} in\n${stderr}`).toBeGreaterThanOrEqual(0);
-    const source = (await readFile(join(cwd, d.file), 'utf8')).split('\n')[d.line - 1]!;
-    const gutter = String(d.line);
-    const pad = ' '.repeat(gutter.length);
-    expect(lines[at + 1]).toBe(` ${pad} |`);
-    expect(lines[at + 2]).toBe(` ${gutter} | ${source}`);
-    const caretLine = lines[at + 3]!;
-    expect(caretLine.startsWith(` ${pad} | `)).toBe(true);
-    const marks = caretLine.slice(pad.length + 4);
-    expect(marks.indexOf('^'), `caret of ${head}`).toBe(d.col - 1);
-    expect(marks.slice(0, d.col - 1)).toBe(source.slice(0, d.col - 1).replace(/[^\t]/g, ' ')); // tabs kept: aligned anywhere
-  }
-}
 
 describe('gatehouse policy check', () => {
   it('every error of every file: file:line:col: message, the source line and a caret; exit 1', async () => {
@@ -68,7 +42,7 @@ describe('gatehouse policy check', () => {
     }
     expect(j.diagnostics.find((d) => d.file === 'bad/b.policy')!.code).toBe('parse_error');
     expect(j.diagnostics.find((d) => d.file === 'bad/a.policy')!.code).toBe('invalid_policy');
-    await expectCaretBlocks(text.stderr, j.diagnostics);
+    await caretBlocks(cwd, text.stderr, j.diagnostics);
     expect(text.stderr).toContain(' 2 |   effect allow\n   |          ^^^^^\n'); // the whole word
     expect(text.stderr.trimEnd().split('\n').at(-1)).toBe('5 errors');
     expect(text.stdout).toBe('');

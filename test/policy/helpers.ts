@@ -12,7 +12,7 @@ import type { UsageLimitNode } from '../../src/policy/usage.js';
 
 /** Remove what the parser adds (locations, comments) so ASTs compare by meaning. */
 export function strip<T>(x: T): T {
-  return JSON.parse(JSON.stringify(x, (k, v) => (['loc', 'fieldLocs', 'comments', 'lineLocs', 'duplicateFields'].includes(k) ? undefined : v)));
+  return JSON.parse(JSON.stringify(x, (k, v) => (['loc', 'fieldLocs', 'subjectLocs', 'comments', 'lineLocs', 'duplicateFields'].includes(k) ? undefined : v)));
 }
 
 export function setOf(text: string, path = 'p.policy'): PolicySet {
