@@ -177,6 +177,17 @@ describe('decide: properties', () => {
     }), RUNS);
   });
 
+  it('more prior usage never makes a decision more allowed', () => {
+    const more = (u: Record<string, number> | undefined, by: number): Record<string, number> =>
+      Object.fromEntries(['count per 1h', 'count per 1h per resource', 'amount sum per 1d', 'amount sum per 1d per resource'].map((k) => [k, (u?.[k] ?? 0) + by]));
+    fc.assert(fc.property(arbPolicyFile, arbRequest, fc.constantFrom(0.5, 1, 60), (file, r, by) => {
+      const s = setFromAst(file);
+      const before = decide(r, s), after = decide({ ...r, usage: more(r.usage, by) }, s);
+      expect(RANK[after.decision]).toBeLessThanOrEqual(RANK[before.decision]);
+      if (after.decision !== before.decision) expect(after.reason).toMatch(/^constraint_violated: (count|amount sum)$/);
+    }), RUNS);
+  });
+
   it('a missing attribute never turns a deny into an allow (nor anything into something more allowed)', () => {
     const removals: ((r: DecisionRequest) => DecisionRequest)[] = [
       (r) => ({ ...r, context: {} }),

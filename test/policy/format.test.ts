@@ -71,7 +71,8 @@ const arbItem: fc.Arbitrary<Item> = fc.oneof(
     resourceAttributes: fc.option(fc.dictionary(arbField, fc.jsonValue({ maxDepth: 2 }).map((v) => JSON.parse(JSON.stringify(v))), { maxKeys: 2 }), { nil: undefined }),
     context: fc.dictionary(fc.oneof(arbField, arbName), fc.jsonValue({ maxDepth: 2 }).map((v) => JSON.parse(JSON.stringify(v))), { maxKeys: 3 }),
     now: fc.option(fc.constantFrom('2026-03-29T01:30:00+01:00', '2026-10-25T00:30:00Z'), { nil: undefined }),
-    used: fc.option(fc.array(fc.record({ what: fc.constantFrom('count', 'amount'), amount: fc.nat(100), per: fc.constantFrom('1h', '24h') }), { minLength: 1, maxLength: 2 }), { nil: undefined }),
+    used: fc.option(fc.array(fc.record({ what: fc.constantFrom('count', 'amount'), amount: fc.nat(100), per: fc.constantFrom('1h', '24h'), scope: fc.constantFrom(undefined, 'resource', 'person') })
+      .map(({ scope, ...u }) => ({ ...u, ...(scope ? { scope } : {}) })), { minLength: 1, maxLength: 2 }), { nil: undefined }),
     approved: fc.boolean(),
     expect: fc.record({ decision: fc.constantFrom('allow', 'deny'), reason: arbName }),
   }).map(({ subject, facts, person, resourceAttributes, now, used, ...t }) => ({
