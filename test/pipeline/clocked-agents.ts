@@ -2,10 +2,23 @@ import { randomUUID } from 'node:crypto';
 import { SignJWT } from 'jose';
 import { expect } from 'vitest';
 import type { TestServer } from '../helpers/server.js';
-import { authorize, bind, CIBA_GRANT, JWT_BEARER, postForm, type TestAgent } from '../agents/helpers.js';
+import { CIBA_GRANT, JWT_BEARER, postForm, postJson, type TestAgent } from '../agents/helpers.js';
 
 // Agents driven against a server whose clock the test holds: every assertion is signed at the
 // clock's time, so a decision can be asked at any instant (a daylight-saving change, a weekend).
+
+/** An endpoint of this process: the issuer's URLs may name a host that only the tokens know. */
+export const local = (server: TestServer, url: string): string => {
+  const u = new URL(url);
+  return `${server.url}${u.pathname}${u.search}`;
+};
+
+/** The transaction-token endpoint of this process. */
+export const bindAt = (server: TestServer, accessToken: string, action: string, resource: string, context: Record<string, unknown>) =>
+  postJson(local(server, server.ctx.urls.transactionToken), { action, resource, context }, { authorization: `Bearer ${accessToken}` });
+
+/** The decision endpoint of this process. */
+export const decideAt = (server: TestServer, body: Record<string, unknown>) => postJson(local(server, server.ctx.urls.agentAuthorize), body);
 
 /** A clock the server reads and the test moves. */
 export class TestClock {
@@ -41,7 +54,7 @@ export async function assertionAt(server: TestServer, clock: TestClock, agent: T
 
 /** An autonomous agent's access token (client_credentials) at the clock's time. */
 export async function autonomousToken(server: TestServer, clock: TestClock, agent: TestAgent): Promise<string> {
-  const res = await postForm(server.ctx.urls.agentToken, {
+  const res = await postForm(local(server, server.ctx.urls.agentToken), {
     grant_type: 'client_credentials',
     client_assertion_type: JWT_BEARER,
     client_assertion: await assertionAt(server, clock, agent),
@@ -56,7 +69,7 @@ export async function autonomousToken(server: TestServer, clock: TestClock, agen
  * the agent polls.
  */
 export async function delegatedToken(server: TestServer, clock: TestClock, agent: TestAgent, loginHint: string, scope: string[]): Promise<string> {
-  const asked = await postForm(server.ctx.urls.backchannelAuthorize, {
+  const asked = await postForm(local(server, server.ctx.urls.backchannelAuthorize), {
     client_assertion_type: JWT_BEARER,
     client_assertion: await assertionAt(server, clock, agent, server.ctx.urls.issuer),
     scope: scope.join(' '),
@@ -69,7 +82,7 @@ export async function delegatedToken(server: TestServer, clock: TestClock, agent
   expect(request, 'the CIBA request is pending').toBeTruthy();
   expect([200, 204]).toContain((await server.admin('POST', `/approvals/${request.id}/approve`)).status);
   clock.advance((asked.body.interval + 1) * 1000);
-  const token = await postForm(server.ctx.urls.agentToken, {
+  const token = await postForm(local(server, server.ctx.urls.agentToken), {
     grant_type: CIBA_GRANT,
     client_assertion_type: JWT_BEARER,
     client_assertion: await assertionAt(server, clock, agent),
@@ -98,9 +111,9 @@ export async function ask(
   resource: string,
   context: Record<string, unknown> = {},
 ): Promise<Answer> {
-  const b = await bind(server, accessToken, action, resource, context);
+  const b = await bindAt(server, accessToken, action, resource, context);
   if (b.status !== 200) return { decision: 'refused', reason: `${b.status} ${b.body.reason ?? b.body.error}` };
-  const d = await authorize(server, { agent_id: agent.id, transaction_token: b.body.data.transaction_token, action, resource, context });
+  const d = await decideAt(server, { agent_id: agent.id, transaction_token: b.body.data.transaction_token, action, resource, context });
   expect(d.status, JSON.stringify(d.body)).toBe(200);
   return d.body.data;
 }

@@ -108,6 +108,22 @@ rule "finance-approves-its-cost-centers" {
   when context.cost_center in person.cost_centers
 }
 
+rule "named-autonomous-agents-run-jobs" {
+  effect deny
+  subjects "agent:*"
+  relation "run:jobs"
+  object "job:*"
+  when not (subject.name like "alpha*") or subject.mode != "autonomous" or subject.type != "agent" or subject.id != context.runner
+}
+
+rule "share-own-folders" {
+  effect deny
+  subjects "agent:*"
+  relation "share:folders"
+  object "folder:*"
+  when resource.owner_email != person.email or not (person.groups contains "finance") or person.roles contains "intern"
+}
+
 rule "open-accounts-only" {
   effect deny
   subjects "agent:*"
@@ -120,7 +136,7 @@ rule "open-accounts-only" {
 /** Actions some role grants; update:todos, approve:expenses and read:invoices only a permit rule can. */
 const OPERATOR = [
   'create:orders', 'read:customers', 'send:emails', 'read:documents', 'edit:projects', 'read:files', 'delete:records',
-  'export:reports', 'read:payroll', 'create:refunds', 'close:accounts',
+  'export:reports', 'read:payroll', 'create:refunds', 'close:accounts', 'run:jobs', 'share:folders',
 ];
 const ACTIONS = [...OPERATOR, 'update:todos', 'approve:expenses', 'read:invoices'];
 const CAPABILITIES = ACTIONS.map((name) => ({ name }));
@@ -192,6 +208,8 @@ beforeAll(async () => {
   await putEntity('payroll', 'p-eu', { region: 'eu' });
   await putEntity('payroll', 'p-us', { region: 'us' });
   await putEntity('todo', 't-pat', { owner: 'u-pat' });
+  await putEntity('folder', 'f-pat', { owner_email: 'pat@example.com' });
+  await putEntity('folder', 'f-quinn', { owner_email: 'quinn@example.com' });
   await putEntity('todo', 't-quinn', { owner: 'u-quinn' });
 
   alphaToken = await autonomousToken(s, clock, alpha);
@@ -230,6 +248,15 @@ describe('paths into context and the subject, compared with each other', () => {
     });
     expect(allowed).toMatchObject({ resource: 'order:2', decision: 'allow', reason: 'allowed' });
     expect(denied!.policy_version).toMatch(/\S/);
+  });
+});
+
+describe('the built-in facts of the subject', () => {
+  it('id, name, mode and type of the acting agent', async () => {
+    expect(await asAlpha('run:jobs', 'job:1', { runner: alpha.id })).toBe('allow allowed');
+    expect(await asAlpha('run:jobs', 'job:1', { runner: beta.id })).toBe('deny rule_denied: named-autonomous-agents-run-jobs');
+    expect(await asBeta('run:jobs', 'job:1', { runner: beta.id })).toBe('deny rule_denied: named-autonomous-agents-run-jobs');
+    expect(await forPerson(forPat)('run:jobs', 'job:1', { runner: helper.id })).toBe('deny rule_denied: named-autonomous-agents-run-jobs');
   });
 });
 
@@ -331,6 +358,22 @@ describe('person paths', () => {
     expect(await pat('read:payroll', 'payroll:p-us')).toBe('deny rule_denied: payroll-stays-in-region');
     expect(await forPerson(forQuinn)('read:payroll', 'payroll:p-us')).toBe('allow allowed');
     expect(await asAlpha('read:payroll', 'payroll:p-eu')).toBe('deny rule_denied: payroll-stays-in-region');
+  });
+
+  it('the built-in facts of the person: email, groups, roles', async () => {
+    const pat = forPerson(forPat);
+    expect(await pat('share:folders', 'folder:f-pat')).toBe('allow allowed');
+    expect(await pat('share:folders', 'folder:f-quinn')).toBe('deny rule_denied: share-own-folders');
+    expect(await forPerson(forQuinn)('share:folders', 'folder:f-quinn')).toBe('deny rule_denied: share-own-folders');
+    expect(await asAlpha('share:folders', 'folder:f-pat')).toBe('deny rule_denied: share-own-folders');
+    await patchUser(PAT.id, { roles: [...PAT.roles, 'intern'] });
+    expect(await pat('share:folders', 'folder:f-pat')).toBe('deny rule_denied: share-own-folders');
+    await patchUser(PAT.id, { email: 'pat@example.org', roles: PAT.roles });
+    expect(await pat('share:folders', 'folder:f-pat')).toBe('deny rule_denied: share-own-folders');
+    await putEntity('folder', 'f-pat', { owner_email: 'pat@example.org' });
+    expect(await pat('share:folders', 'folder:f-pat')).toBe('allow allowed');
+    await patchUser(PAT.id, { email: PAT.email });
+    await putEntity('folder', 'f-pat', { owner_email: 'pat@example.com' });
   });
 
   it("a change to the person's attributes applies to the next decision", async () => {
