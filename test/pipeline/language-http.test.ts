@@ -397,6 +397,27 @@ describe('person paths', () => {
   });
 });
 
+describe('approvals of a delegated agent are the person’s', () => {
+  it('an approval given for one person’s action does not allow the same action for another', async () => {
+    const action = ['create:refunds', 'refund:shared', { amount: 500 }] as const;
+    const forPatFirst = await ask(s, helper, forPat, ...action);
+    expect(forPatFirst).toMatchObject({ decision: 'approval_required', reason: 'approval_required: refunds-over-the-persons-limit' });
+    expect([200, 204]).toContain((await s.admin('POST', `/approvals/${forPatFirst.approval_id}/approve`)).status);
+
+    // The same agent, action, resource and context, for Quinn (who has no refund limit: the rule applies).
+    const forQuinnToo = await ask(s, helper, forQuinn, ...action);
+    expect(forQuinnToo).toMatchObject({ decision: 'approval_required', reason: 'approval_required: refunds-over-the-persons-limit' });
+    expect(forQuinnToo.approval_id).toEqual(expect.any(String));
+    expect(forQuinnToo.approval_id).not.toBe(forPatFirst.approval_id);
+    const [record] = await decisionsOf(s, helper.id, 1);
+    expect(record).toMatchObject({ user_id: QUINN.id, decision: 'approval_required' });
+
+    // Pat's approval still holds for Pat, once.
+    expect(await ask(s, helper, forPat, ...action)).toMatchObject({ decision: 'allow' });
+    expect(await ask(s, helper, forPat, ...action)).toMatchObject({ decision: 'approval_required' });
+  });
+});
+
 describe('the permit effect', () => {
   it('grants what no role does, to a role holder, when the resource is the person’s own', async () => {
     const pat = forPerson(forPat);
