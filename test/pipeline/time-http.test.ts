@@ -1,3 +1,5 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { createRule, putRole, registerAgent, type TestAgent } from '../agents/helpers.js';
@@ -197,6 +199,29 @@ describe('America/New_York across daylight saving', () => {
     // The same instant, two zones: Berlin's office is closed, New York's open.
     expect(await at('2026-11-06T18:00:00Z', 'create:refunds', 'refund:berlin')).toBe('approval_required approval_required: berlin-out-of-hours');
     expect(await at('2026-11-06T18:00:00Z', 'create:refunds', 'refund:new-york')).toBe('allow allowed');
+  });
+});
+
+describe('a file’s time zone changed and reloaded', () => {
+  it('applies to the next decision, without a restart', async () => {
+    const door = () => at('2026-06-10T00:30:00Z', 'open:doors', 'door:berlin'); // 02:30 in Berlin, 20:30 the day before in New York
+    expect(await door()).toBe('deny rule_denied: berlin-small-hours');
+    writeFileSync(join(s.policyDir, 'berlin.policy'), BERLIN.replace('timezone "Europe/Berlin"', 'timezone "America/New_York"').replace('version 1', 'version 2'));
+    const reloaded = await s.admin('POST', '/policy/reload');
+    expect(reloaded.status, JSON.stringify(reloaded.body)).toBe(200);
+    expect(await door()).toBe('allow allowed');
+    writeFileSync(join(s.policyDir, 'berlin.policy'), BERLIN);
+    expect((await s.admin('POST', '/policy/reload')).status).toBe(200);
+    expect(await door()).toBe('deny rule_denied: berlin-small-hours');
+  });
+
+  it('an unknown zone is refused and the policy in force stays', async () => {
+    writeFileSync(join(s.policyDir, 'berlin.policy'), BERLIN.replace('timezone "Europe/Berlin"', 'timezone "Europe/Atlantis"'));
+    const refused = await s.admin('POST', '/policy/reload');
+    expect(refused.status).toBe(400);
+    expect(JSON.stringify(refused.body)).toContain('Europe/Atlantis');
+    writeFileSync(join(s.policyDir, 'berlin.policy'), BERLIN);
+    expect(await at('2026-06-10T00:30:00Z', 'open:doors', 'door:berlin')).toBe('deny rule_denied: berlin-small-hours');
   });
 });
 
