@@ -59,7 +59,7 @@ rule "public-files-only" {
   subjects "agent:*"
   relation "read:files"
   object "file:*"
-  when not (resource.id like "public-*") or resource.type != "file"
+  when not (resource.id like "public-*") or resource.type != "file" or "quarantined" in resource.flags
 }
 
 rule "interns-never-delete" {
@@ -281,6 +281,17 @@ describe('resource attributes from stored entities', () => {
     expect(await asAlpha('read:customers', 'customer:c-new')).toBe('deny rule_denied: vip-needs-vip-support');
   });
 
+  it('an object id holding / or : finds its entity, stored with the id encoded or not', async () => {
+    expect(await asAlpha('read:customers', 'customer:eu/c-1')).toBe('deny rule_denied: vip-needs-vip-support');
+    expect((await s.admin('PUT', '/entities/customer/eu%2Fc-1', { attributes: { tags: ['basic'] } })).status).toBe(201);
+    expect(await asAlpha('read:customers', 'customer:eu/c-1')).toBe('allow allowed');
+    expect((await s.admin('PUT', '/entities/customer/eu/c-2', { attributes: { tags: ['basic'] } })).status).toBe(201);
+    expect(await asAlpha('read:customers', 'customer:eu/c-2')).toBe('allow allowed');
+    expect((await s.admin('PUT', '/entities/customer/urn:acme:7', { attributes: { tags: ['basic'] } })).status).toBe(201);
+    expect(await asAlpha('read:customers', 'customer:urn:acme:7')).toBe('allow allowed');
+    expect((await s.admin('GET', '/entities/customer/eu%2Fc-1')).body).toMatchObject({ type: 'customer', id: 'eu/c-1', attributes: { tags: ['basic'] } });
+  });
+
   it('a nested attribute of the resource against an attribute of the agent', async () => {
     expect(await asAlpha('edit:projects', 'project:p-eu')).toBe('allow allowed');
     expect(await asAlpha('edit:projects', 'project:p-us')).toBe('deny rule_denied: own-team-projects');
@@ -288,10 +299,19 @@ describe('resource attributes from stored entities', () => {
     expect(await asBeta('edit:projects', 'project:p-eu')).toBe('deny rule_denied: own-team-projects');
   });
 
-  it('resource.id and resource.type come from the object itself, with or without an entity', async () => {
+  it('resource.id and resource.type come from the object itself; a constant `in` a list attribute', async () => {
+    await putEntity('file', 'public-report', { flags: [] });
+    await putEntity('file', 'public-virus', { flags: ['scanned', 'quarantined'] });
+    await putEntity('file', 'secret-report', { flags: [] });
+    await putEntity('file', 'Public-report', { flags: [] });
     expect(await asAlpha('read:files', 'file:public-report')).toBe('allow allowed');
+    expect(await asAlpha('read:files', 'file:public-virus')).toBe('deny rule_denied: public-files-only');
     expect(await asAlpha('read:files', 'file:secret-report')).toBe('deny rule_denied: public-files-only');
     expect(await asAlpha('read:files', 'file:Public-report')).toBe('deny rule_denied: public-files-only');
+    // No entity, so no flags: fails closed.
+    expect(await asAlpha('read:files', 'file:public-unknown')).toBe('deny rule_denied: public-files-only');
+    await putEntity('file', 'public-mixed', { flags: ['scanned', 3] });
+    expect(await asAlpha('read:files', 'file:public-mixed')).toBe('deny rule_denied: public-files-only');
   });
 });
 
