@@ -368,6 +368,14 @@ describe('role:<name> and group:<name> subjects', () => {
     expect(await forPerson(forQuinn)('export:reports', 'report:1')).toBe('deny rule_denied: contractors-export-nothing');
     const [record] = await decisionsOf(s, helper.id, 1);
     expect(record).toMatchObject({ agent_id: helper.id, user_id: QUINN.id, decision: 'deny', reason: 'rule_denied: contractors-export-nothing' });
+    // Quinn leaves the group, then Pat joins it: the next decisions follow.
+    await patchUser(QUINN.id, { groups: [] });
+    expect(await forPerson(forQuinn)('export:reports', 'report:1')).toBe('allow allowed');
+    await patchUser(PAT.id, { groups: [...PAT.groups, 'contractors'] });
+    expect(await forPerson(forPat)('export:reports', 'report:1')).toBe('deny rule_denied: contractors-export-nothing');
+    await patchUser(PAT.id, { groups: PAT.groups });
+    await patchUser(QUINN.id, { groups: QUINN.groups });
+    expect(await forPerson(forQuinn)('export:reports', 'report:1')).toBe('deny rule_denied: contractors-export-nothing');
   });
 });
 
