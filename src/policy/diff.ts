@@ -940,7 +940,14 @@ function render(
     const chosen = b.sets[i]!;
     let desc: FieldDesc | null;
     if (d.kind === 'value') desc = describe(d.cells, chosen, d.status === 'time');
-    else if (d.kind === 'usage') desc = atLeastZero(describe(d.cells, chosen));
+    else if (d.kind === 'usage') {
+      desc = atLeastZero(describe(d.cells, chosen));
+      // "any total" says only that the amount can be summed: left out where the amount's cells say so already
+      if (desc?.type === 'number' && Object.keys(desc).length === 1 && d.field !== null) {
+        const ai = dims.findIndex((x) => x.kind === 'value' && x.key === 'context.' + d.field);
+        if (ai >= 0 && [...b.sets[ai]!].every((ci) => { const c = (dims[ai] as ValueDim).cells[ci]!; return c.t === 'num' && c.lo >= 0; })) desc = null;
+      }
+    }
     else if (d.kind === 'rel') desc = withTypes(describeRel(d, chosen), d, byKey);
     else desc = chosen.size === d.values.length ? null : { holds: d.values[[...chosen][0]!] };
     if (desc) region[dimName(d, byKey, fixedPath, suffix)] = desc;
@@ -1055,6 +1062,9 @@ export function fieldDescText(f: string, d: FieldDesc): string {
     const what = rel.rel === 'member' ? 'in' : rel.rel === 'any' ? 'contains any' : 'contains all';
     return d.holds ? `${rel.a} ${what} ${rel.b}` : `not ${rel.a} ${what} ${rel.b}`;
   }
+  // a total of usage and amount that is any number: the amount can be summed
+  if (f.startsWith(USED) && f.includes(' + ') && d.type === 'number' && Object.keys(d).length === 1) return `${f.slice(f.indexOf(' + ') + 3)} is a number >= 0`;
+  if (f.startsWith(USED) && f.includes(' + ') && d.missing) return `${f.slice(f.indexOf(' + ') + 3)} is missing, not a number or below 0`;
   if (d.missing) return `${f} missing`;
   if (Array.isArray(d.missing_or_not)) return `${f} is missing or not a ${(d.missing_or_not as string[]).join('/') || 'value'}`;
   if (d.empty) return `${f} is an empty list`;
