@@ -89,7 +89,8 @@ export const arbExpr: fc.Arbitrary<Expr> = arbExprOf(arbAtom);
 export const arbPolicyPair: fc.Arbitrary<[PolicyFileNode, PolicyFileNode]> = fc.uniqueArray(fc.nat(ATOM_KINDS.length - 1), { minLength: 1, maxLength: 3 })
   .chain((kinds) => {
     const exprs = arbExprOf(fc.oneof(...kinds.map((k) => ATOM_KINDS[k]!)));
-    const file = arbPolicyFileWith({ rules: 3, exprs, limits: 1 });
+    // one limit over time a side: each is a dimension more for diff to walk
+    const file = arbPolicyFileWith({ rules: 3, exprs, limits: 1, usage: 1 });
     return fc.tuple(file, file);
   });
 
@@ -97,7 +98,7 @@ export const arbPolicyPair: fc.Arbitrary<[PolicyFileNode, PolicyFileNode]> = fc.
 export const arbPolicyAndAtom: fc.Arbitrary<[PolicyFileNode, Expr]> = fc.uniqueArray(fc.nat(ATOM_KINDS.length - 1), { minLength: 1, maxLength: 3 })
   .chain((kinds) => {
     const atom = fc.oneof(...kinds.map((k) => ATOM_KINDS[k]!));
-    return fc.tuple(arbPolicyFileWith({ rules: 3, exprs: arbExprOf(atom), limits: 1 }), atom);
+    return fc.tuple(arbPolicyFileWith({ rules: 3, exprs: arbExprOf(atom), limits: 1, usage: 1 }), atom);
   });
 
 /** Flatten nested and/or, as the parser does. */
@@ -145,12 +146,15 @@ export const arbUsageNode: fc.Arbitrary<UsageLimitNode> = fc.oneof(
 export const usageKeyOf = (u: UsageLimitNode): string =>
   `${u.kind === 'sum' ? `${u.field} sum per 1d` : 'count per 1h'}${u.scope ? ` per ${u.scope}` : ''}`;
 
-export const arbLimits: fc.Arbitrary<LimitsNode> = fc.record({
+/** A limits block with up to `usage` limits over time. */
+export const arbLimitsWith = (usage: number): fc.Arbitrary<LimitsNode> => fc.record({
   capability: fc.constantFrom('create:refunds', 'delete:refunds', 'create:deployments'),
   forAgent: fc.constantFrom('*', 'spiffe://h/agent/a', 'spiffe://h/agent/*'),
   fields: fc.uniqueArray(arbLimitField, { minLength: 1, maxLength: 3, selector: (f) => f.field }),
-  usage: fc.uniqueArray(arbUsageNode, { maxLength: 2, selector: usageKeyOf }),
-}).map(({ usage, ...l }) => ({ kind: 'limits', ...l, ...(usage.length ? { usage } : {}) }));
+  usage: fc.uniqueArray(arbUsageNode, { maxLength: usage, selector: usageKeyOf }),
+}).map(({ usage: u, ...l }) => ({ kind: 'limits', ...l, ...(u.length ? { usage: u } : {}) }));
+
+export const arbLimits: fc.Arbitrary<LimitsNode> = arbLimitsWith(2);
 
 /** Prior usage a request may state, on the counters arbUsageNode limits. */
 export const arbUsage: fc.Arbitrary<Record<string, number> | undefined> = fc.option(fc.record({
@@ -160,9 +164,9 @@ export const arbUsage: fc.Arbitrary<Record<string, number> | undefined> = fc.opt
   'amount sum per 1d per resource': fc.constantFrom(0, 50, 100, 145, undefined),
 }).map((u) => Object.fromEntries(Object.entries(u).filter(([, v]) => v !== undefined)) as Record<string, number>), { nil: undefined, freq: 3 });
 
-export const arbPolicyFileWith = (opts: { rules?: number; effects?: string[]; exprs?: fc.Arbitrary<Expr>; limits?: number } = {}): fc.Arbitrary<PolicyFileNode> => fc.tuple(
+export const arbPolicyFileWith = (opts: { rules?: number; effects?: string[]; exprs?: fc.Arbitrary<Expr>; limits?: number; usage?: number } = {}): fc.Arbitrary<PolicyFileNode> => fc.tuple(
   fc.integer({ min: 0, max: opts.rules ?? 4 }).chain((n) => (n === 0 ? fc.constant([] as RuleNode[]) : fc.tuple(...Array.from({ length: n }, (_, i) => arbRule(i, opts.effects, opts.exprs))))),
-  fc.array(arbLimits, { maxLength: opts.limits ?? 2 }),
+  fc.array(arbLimitsWith(opts.usage ?? 2), { maxLength: opts.limits ?? 2 }),
   fc.constantFrom(...ZONES),
 ).map(([rules, limits, zone]) => ({
   path: 'r.policy', header: { name: 'r', version: 1 },
