@@ -45,9 +45,10 @@ export async function agentUsage(ctx: AppContext, agentId: string): Promise<Coun
 
 /**
  * Resets one of the agent's counters (as listed) to nothing used, and writes that to the audit
- * trail in the same transaction. False when the agent has no such counter.
+ * trail in the same transaction, naming the person who asked (`actor`) when one did (the
+ * console). False when the agent has no such counter.
  */
-export async function resetCounter(ctx: AppContext, agentId: string, id: string): Promise<boolean> {
+export async function resetCounter(ctx: AppContext, agentId: string, id: string, actor: string | null = null): Promise<boolean> {
   const agent = await mustGetAgent(ctx, agentId);
   const t = seconds(ctx);
   const counter = (await listCounters(ctx.store, agent.agent_id, capabilityLimits(agent), t)).find((c) => c.id === id);
@@ -63,6 +64,7 @@ export async function resetCounter(ctx: AppContext, agentId: string, id: string)
       resource: counter.key ?? null,
       context: { counter: id, kind: counter.kind, ...(counter.field ? { field: counter.field } : {}), per: counter.per, scope: counter.scope, max: counter.max, used: counter.used },
       decision: 'reset',
+      actor,
       reason: `usage reset: ${counter.kind === 'sum' ? `${counter.field} sum` : 'count'} per ${counter.per}${counter.scope === 'agent' ? '' : ` per ${counter.scope}`} (used ${counter.used})`,
     });
   });

@@ -1,6 +1,8 @@
 import type { Request, Response, Router } from 'express';
 import { agentJson, createAgent, deleteAgent, deleteCapability, putCapability, revokeAgent, updateAgent } from '../../admin/agents.js';
 import { parseWith } from '../../admin/route.js';
+import { agentUsage, resetCounter } from '../../admin/usage.js';
+import type { CounterView } from '../../authz/usage.js';
 import { agentCreate, agentPatch, capabilityName, capabilityPut } from '../../admin/schemas.js';
 import type { AppContext } from '../../context.js';
 import { errors } from '../../errors.js';
@@ -33,7 +35,8 @@ const MODES = [
   ['autonomous', 'autonomous (client credentials)'],
   ['delegated', 'delegated (acts for a person, CIBA)'],
 ] as const;
-const LIMITS_HINT = 'JSON, keyed by context field: {"amount": {"max": 500}, "currency": {"in": ["USD", "EUR"]}}. Empty: no limits.';
+const LIMITS_HINT =
+  'JSON, keyed by context field: {"amount": {"max": 500, "sum": {"max": 2000, "per": "24h"}}, "currency": {"in": ["USD", "EUR"]}, "count": [{"max": 20, "per": "1h"}]}. Empty: no limits.';
 const JWK_HINT = 'The Ed25519 public key as an OKP JWK: {"kty": "OKP", "crv": "Ed25519", "x": "..."}.';
 
 /** Where a management API issue belongs on the agent forms. */
@@ -89,12 +92,38 @@ ${details('Register an agent', createForm(res, f), f.status !== 200 || !agents.l
   });
 }
 
+/** What a counter counts, in the words of the policy language: `amount sum per 24h`, `count per 10m per resource`. */
+function counterLabel(c: CounterView): string {
+  return `${c.kind === 'sum' ? `${c.field} sum` : 'count'} per ${c.per}${c.scope === 'agent' ? '' : ` per ${c.scope}`}`;
+}
+
+/** The agent's rates and budgets with what is used of each now, and a reset for each counter. */
+function usageTable(base: string, person: ReturnType<typeof personOf>, counters: CounterView[]): Html {
+  const rows = counters.map((c) => [
+    code(c.capability),
+    `${e(counterLabel(c))}${c.key ? `<br><small>${code(c.key)}</small>` : ''}`,
+    `<meter min="0" max="${e(c.max)}" value="${e(Math.min(c.used, c.max))}" high="${e(c.max * 0.8)}" optimum="0"></meter> <span class="used">${e(c.used)} of ${e(c.max)}</span>`,
+    c.remaining === 0 ? badge('used up', 'bad') : e(c.remaining),
+    c.used === 0
+      ? ''
+      : postForm(`${base}/usage/reset`, person, `${hidden('counter', c.id)}${button('Reset', { kind: 'plain' })}`, {
+          cls: 'inline',
+          confirm: `Reset ${counterLabel(c)} of ${c.capability} to nothing used?`,
+        }),
+  ]);
+  return table(['Capability', 'Limit over time', 'Used', 'Remaining', ''], rows, {
+    empty: 'No limits over time: add "sum" to a number field, or "count", in a capability\'s limits.',
+    cls: 'usage',
+  });
+}
+
 interface DetailForms {
   settings?: FormState;
   key?: FormState;
   add?: FormState;
   cap?: { name: string; state: FormState };
   danger?: FormState;
+  usage?: FormState;
 }
 
 async function detailPage(ctx: AppContext, req: Request, res: Response, id: string, forms: DetailForms = {}, status = 200): Promise<void> {
@@ -155,6 +184,8 @@ ${textarea({ name: 'public_jwk', id: 'new-jwk', label: 'New public key (JWK)', h
 ${button('Replace the key', { kind: 'plain' })}`,
   );
   const danger = forms.danger ?? emptyForm();
+  const usage = forms.usage ?? emptyForm();
+  const counters = await agentUsage(ctx, a.agent_id);
   render(ctx, req, res, status, {
     title: a.name,
     section: 'agents',
@@ -168,6 +199,8 @@ ${button('Replace the key', { kind: 'plain' })}`,
 ${a.revoked ? `<dt>Revoked</dt><dd>${when(a.revoked_at)}</dd>` : ''}
 </dl>
 ${section('Capabilities and limits', `${table(['Capability', 'Limits', ''], caps, { empty: 'No capabilities: the agent may do nothing.' })}${details('Add a capability', addForm, forms.add !== undefined, 'add-capability')}`)}
+${section('Rates and budgets', `${errorList(usage.general)}<p>What the agent has used of each limit over time, in the window that ends now; each object's or person's counter appears once it holds usage.</p>
+${usageTable(base, person, counters)}`, { id: 'usage' })}
 ${section('Settings', settingsForm)}
 ${section('Key', keyForm)}
 ${section('Revoke or delete', `${errorList(danger.general)}
@@ -254,6 +287,16 @@ export function agentPages(router: Router, ctx: AppContext): void {
     await deleteCapability(ctx, id, name);
     await recordChange(ctx, personOf(res), 'agents.remove_capability', `agent:${id}`, { capability: name }, { agent_id: id });
     done(ctx, res, `Capability ${name} removed.`, `/console/agents/${seg(id)}`);
+  });
+
+  router.post('/agents/:id/usage/reset', async (req, res) => {
+    const id = pathParam(req, 'id');
+    const v = formValues(req);
+    if (!(await resetCounter(ctx, id, v.counter ?? '', personOf(res).user.id))) {
+      const usage = { ...emptyForm(v), general: ['No such counter now: it may have been reset already, or its limit changed.'], status: 404 };
+      return detailPage(ctx, req, res, id, { usage }, usage.status);
+    }
+    done(ctx, res, 'The counter was reset.', `/console/agents/${seg(id)}#usage`);
   });
 
   router.post('/agents/:id/revoke', async (req, res) => {
