@@ -322,6 +322,43 @@ describe.skipIf(!existsSync(CHROMIUM))('the console in headless Chromium', () =>
     expect(retried.decision?.decision).toBe('allow');
   });
 
+  it('a permit rule with a condition in the file syntax grants what no role does, once live', async () => {
+    // The agent holds the capability, but none of its roles grants the action.
+    await go(`/console/agents/${encodeURIComponent(agent.id)}`);
+    await open('add-capability');
+    await page.fill('#new-capability', 'read:invoices');
+    await submit('#add-capability button[type="submit"]');
+    expect(await page.textContent('.notice.info')).toContain('Capability read:invoices saved.');
+    token = await accessTokenFor(server, agent);
+    const ask = async (region: string) => (await bindAndDecide(server, agent, token, 'read:invoices', 'invoice:i-1', { region })).decision ?? { decision: 'deny' };
+    expect(await ask('eu')).toMatchObject({ decision: 'deny' });
+
+    await go('/console/rules/new');
+    await page.fill('#f-name', 'eu-invoices');
+    await page.selectOption('#f-effect', 'permit');
+    await page.fill('#f-subjects', 'agent:*');
+    await page.fill('#f-relation', 'read:invoices');
+    await page.fill('#f-object', 'invoice:*');
+    await page.fill('#f-cond_expr', 'region ==');
+    await submit('#rule-validate');
+    expect(await page.textContent('#f-cond_expr-error')).toBeTruthy();
+    expect(await page.getAttribute('#f-cond_expr', 'aria-invalid')).toBe('true');
+    await page.fill('#f-cond_expr', 'region == "eu"');
+    await submit('#rule-validate');
+    expect(await page.textContent('.notice.ok')).toContain('Valid');
+    await submit('#rule-save');
+    const rule = (await server.admin('GET', '/rules')).body.data.find((r: { name: string }) => r.name === 'eu-invoices');
+    expect(rule).toMatchObject({ effect: 'permit', condition: { expr: 'region == "eu"' }, state: 'draft', validated: true });
+    expect(await page.textContent('pre.policy-text')).toContain('effect permit');
+    await submit('#rule-enable');
+    expect(await page.textContent('.notice.info')).toContain('is live');
+
+    expect(await ask('eu')).toMatchObject({ decision: 'allow' });
+    expect(await ask('us')).toMatchObject({ decision: 'deny' });
+    await go('/console/rules');
+    expect(await page.textContent('table.list')).toContain('eu-invoices');
+  });
+
   it('applications: create (the secret shown once), edit redirect URIs, delete; the console application stays', async () => {
     await go('/console/applications');
     await open('create');
