@@ -473,6 +473,40 @@ describe.skipIf(!existsSync(CHROMIUM))('the console in headless Chromium', () =>
     await other.close();
   });
 
+  it('works without JavaScript: sign in, reset a counter, delete a rule behind its "I am sure" box', async () => {
+    const plain = await browser.newContext({ viewport: LAPTOP, javaScriptEnabled: false });
+    const p = await plain.newPage();
+    p.setDefaultTimeout(10_000);
+    const send = async (selector: string) => {
+      await Promise.all([p.waitForEvent('load'), p.click(selector)]);
+    };
+    await p.goto(`${server.url}/console/rules`);
+    await p.fill('input[name="email"]', admin.email);
+    await p.fill('input[name="password"]', admin.password);
+    await Promise.all([p.waitForURL(`${server.url}/console/rules`), p.click('button[type="submit"]')]);
+
+    // A counter with usage: the rate counted the allowed decisions since the reset of the budget.
+    const usageUrl = `/agents/${encodeURIComponent(agent.id)}/usage`;
+    const count = ((await server.admin('GET', usageUrl)).body.data as { id: string; kind: string; capability: string; used: number }[]).find((c) => c.kind === 'count' && c.capability === 'create:refunds')!;
+    expect(count.used).toBeGreaterThan(0);
+    await p.goto(`${server.url}/console/agents/${encodeURIComponent(agent.id)}`);
+    await send(`table.usage form:has(input[value="${count.id}"]) button`);
+    expect(await p.textContent('.notice.info')).toContain('The counter was reset.');
+    expect((await server.admin('GET', usageUrl)).body.data.find((c: { id: string }) => c.id === count.id).used).toBe(0);
+
+    const rule = (await server.admin('GET', '/rules')).body.data.find((r: { name: string }) => r.name === 'eu-invoices');
+    await p.goto(`${server.url}/console/rules/${rule.id}`);
+    // The browser will not send the form until the box is ticked.
+    await p.click('form.danger-zone button');
+    expect(new URL(p.url()).pathname).toBe(`/console/rules/${rule.id}`);
+    expect((await server.admin('GET', `/rules/${rule.id}`)).status).toBe(200);
+    await p.check('#delete-rule-confirm');
+    await send('form.danger-zone button');
+    expect(await p.textContent('.notice.info')).toContain('Rule eu-invoices deleted.');
+    expect((await server.admin('GET', `/rules/${rule.id}`)).status).toBe(404);
+    await plain.close();
+  });
+
   it('reads on a phone', async () => {
     await page.setViewportSize(PHONE);
     const id = (await server.admin('GET', '/rules')).body.data.find((r: { name: string }) => r.name === 'block-medium-refunds').id;
@@ -483,6 +517,9 @@ describe.skipIf(!existsSync(CHROMIUM))('the console in headless Chromium', () =>
     await go(`/console/audit?agent_id=${encodeURIComponent(agent.id)}`);
     expect(await pageWidth()).toBeLessThanOrEqual(PHONE.width);
     await shot('phone-audit');
+    await go(`/console/agents/${encodeURIComponent(agent.id)}`);
+    expect(await pageWidth()).toBeLessThanOrEqual(PHONE.width);
+    await shot('phone-agent');
     await page.setViewportSize(LAPTOP);
   });
 });
