@@ -240,6 +240,22 @@ describe('console pages and actions', () => {
     expect(html).toContain('value="bad name!"');
   });
 
+  it('a destructive form without its "I am sure" box is shown again with the reason, and nothing is deleted', async () => {
+    await server.admin('PUT', '/roles/keeper', { permissions: ['read:things'] });
+    const roles = await page('/console/roles');
+    const res = await browser.post('/console/roles/delete', { csrf: csrfOf(roles.html), name: 'keeper' });
+    expect(res.status).toBe(400);
+    const html = await res.text();
+    expect(html).toContain('tick the box to confirm');
+    expect(html).toContain('<h1>Roles</h1>');
+    expect((await server.admin('GET', '/roles/keeper')).status).toBe(200);
+    // A secret typed into a refused stream form is not shown again.
+    const streams = await page('/console/streams');
+    const refused = await browser.post('/console/streams', { csrf: csrfOf(streams.html), endpoint_url: 'not a url', authorization_header: 'Bearer s3cret-value' });
+    expect(refused.status).toBe(400);
+    expect(await refused.text()).not.toContain('s3cret-value');
+  });
+
   it('sets a person’s attributes (replaced whole), naming a bad value at its field', async () => {
     const kim = await makePerson(server, 'kim@example.com', []);
     const path = `/console/people/${encodeURIComponent(kim.id)}`;

@@ -7,7 +7,7 @@ import { agentCreate, agentPatch, capabilityName, capabilityPut } from '../../ad
 import type { AppContext } from '../../context.js';
 import { errors } from '../../errors.js';
 import { recordChange } from '../audit.js';
-import { emptyForm, formValues, jsonField, list, refusal, type FormState } from '../forms.js';
+import { emptyForm, jsonField, list, type FormState } from '../forms.js';
 import {
   badge,
   button,
@@ -29,7 +29,7 @@ import {
   when,
   type Html,
 } from '../html.js';
-import { done, pathParam, personOf, render, requireConfirmation } from './common.js';
+import { asOneList, formPost, pathParam, personOf, render } from './common.js';
 
 const MODES = [
   ['autonomous', 'autonomous (client credentials)'],
@@ -210,11 +210,15 @@ ${dangerForm(`${base}/delete`, person, 'Delete agent', 'Yes, delete this agent a
 }
 
 export function agentPages(router: Router, ctx: AppContext): void {
-  router.get('/agents', (req, res) => listPage(ctx, req, res));
+  const page = (req: Request) => `/console/agents/${seg(pathParam(req, 'id'))}`;
+  /** The agent's page again, with the refused form in its place. */
+  const again = (forms: (refused: FormState, req: Request) => DetailForms | Promise<DetailForms>) => async (req: Request, res: Response, refused: FormState) =>
+    detailPage(ctx, req, res, pathParam(req, 'id'), await forms(refused, req), refused.status);
 
-  router.post('/agents', async (req, res) => {
-    const v = formValues(req);
-    try {
+  router.get('/agents', (req, res) => listPage(ctx, req, res));
+  formPost(
+    router, ctx, '/agents',
+    async (_req, res, v) => {
       const capability = (v.capability ?? '').trim();
       const limits = jsonField(v, 'limits', undefined);
       const body = parseWith(agentCreate, {
@@ -228,102 +232,106 @@ export function agentPages(router: Router, ctx: AppContext): void {
       });
       const agent = await createAgent(ctx, body);
       await recordChange(ctx, personOf(res), 'agents.create', `agent:${agent.agent_id}`, { name: agent.name, mode: agent.mode, roles: agent.roles, capabilities: agent.capabilities }, { agent_id: agent.agent_id });
-      done(ctx, res, `Agent ${agent.name} registered.`, `/console/agents/${seg(agent.agent_id)}`);
-    } catch (err) {
-      await listPage(ctx, req, res, refusal(err, v, agentField));
-    }
-  });
+      return { message: `Agent ${agent.name} registered.`, to: `/console/agents/${seg(agent.agent_id)}` };
+    },
+    (req, res, refused) => listPage(ctx, req, res, refused),
+    { field: agentField },
+  );
 
   router.get('/agents/:id', (req, res) => detailPage(ctx, req, res, pathParam(req, 'id')));
 
-  router.post('/agents/:id', async (req, res) => {
-    const id = pathParam(req, 'id');
-    const v = formValues(req);
-    try {
+  formPost(
+    router, ctx, '/agents/:id',
+    async (req, res, v) => {
+      const id = pathParam(req, 'id');
       const patch = parseWith(agentPatch, { name: (v.name ?? '').trim(), mode: v.mode, roles: list(v.roles), attributes: jsonField(v, 'attributes', {}) });
       const agent = await updateAgent(ctx, id, patch);
       await recordChange(ctx, personOf(res), 'agents.update', `agent:${id}`, { name: agent.name, mode: agent.mode, roles: agent.roles, attributes: agent.attributes }, { agent_id: id });
-      done(ctx, res, `Agent ${agent.name} saved.`, `/console/agents/${seg(id)}`);
-    } catch (err) {
-      const state = refusal(err, v, agentField);
-      await detailPage(ctx, req, res, id, { settings: state }, state.status);
-    }
-  });
+      return { message: `Agent ${agent.name} saved.`, to: page(req) };
+    },
+    again((settings) => ({ settings })),
+    { field: agentField },
+  );
 
-  router.post('/agents/:id/key', async (req, res) => {
-    const id = pathParam(req, 'id');
-    const v = formValues(req);
-    try {
+  formPost(
+    router, ctx, '/agents/:id/key',
+    async (req, res, v) => {
+      const id = pathParam(req, 'id');
       const patch = parseWith(agentPatch, { public_jwk: jsonField(v, 'public_jwk', undefined) });
       await updateAgent(ctx, id, patch);
       await recordChange(ctx, personOf(res), 'agents.rotate_key', `agent:${id}`, { public_jwk: patch.public_jwk }, { agent_id: id });
-      done(ctx, res, 'The key was replaced.', `/console/agents/${seg(id)}`);
-    } catch (err) {
-      const state = refusal(err, v, agentField);
-      await detailPage(ctx, req, res, id, { key: state }, state.status);
-    }
-  });
+      return { message: 'The key was replaced.', to: page(req) };
+    },
+    again((key) => ({ key })),
+    { field: agentField },
+  );
 
-  router.post('/agents/:id/capabilities', async (req, res) => {
-    const id = pathParam(req, 'id');
-    const v = formValues(req);
-    const name = (v.capability ?? '').trim();
-    const existing = (await ctx.store.agents.get(id))?.capabilities.some((c) => c.name === name) ?? false;
-    try {
+  /** Whether the agent holds the capability already (its own row's form), or it is new (the add form). */
+  const holds = async (req: Request, name: string) => (await ctx.store.agents.get(pathParam(req, 'id')))?.capabilities.some((c) => c.name === name) ?? false;
+  formPost(
+    router, ctx, '/agents/:id/capabilities',
+    async (req, res, v) => {
+      const id = pathParam(req, 'id');
+      const name = (v.capability ?? '').trim();
+      const existing = await holds(req, name);
       parseWith(capabilityName, name, 'capability');
       const { limits } = parseWith(capabilityPut, { limits: jsonField(v, 'limits', {}) });
       const cap = await putCapability(ctx, id, name, limits ?? {});
       await recordChange(ctx, personOf(res), existing ? 'agents.update_capability' : 'agents.add_capability', `agent:${id}`, { capability: cap.name, limits: cap.limits }, { agent_id: id });
-      done(ctx, res, `Capability ${cap.name} saved.`, `/console/agents/${seg(id)}`);
-    } catch (err) {
-      const state = refusal(err, v, agentField);
-      await detailPage(ctx, req, res, id, existing ? { cap: { name, state } } : { add: state }, state.status);
-    }
-  });
+      return { message: `Capability ${cap.name} saved.`, to: page(req) };
+    },
+    again(async (state, req) => {
+      const name = (state.values.capability ?? '').trim();
+      return (await holds(req, name)) ? { cap: { name, state } } : { add: state };
+    }),
+    { field: agentField },
+  );
 
-  router.post('/agents/:id/capabilities/remove', async (req, res) => {
-    const id = pathParam(req, 'id');
-    const name = formValues(req).capability ?? '';
-    await deleteCapability(ctx, id, name);
-    await recordChange(ctx, personOf(res), 'agents.remove_capability', `agent:${id}`, { capability: name }, { agent_id: id });
-    done(ctx, res, `Capability ${name} removed.`, `/console/agents/${seg(id)}`);
-  });
+  formPost(
+    router, ctx, '/agents/:id/capabilities/remove',
+    async (req, res, v) => {
+      const id = pathParam(req, 'id');
+      const name = v.capability ?? '';
+      await deleteCapability(ctx, id, name);
+      await recordChange(ctx, personOf(res), 'agents.remove_capability', `agent:${id}`, { capability: name }, { agent_id: id });
+      return { message: `Capability ${name} removed.`, to: page(req) };
+    },
+    again((danger) => ({ danger: asOneList(danger) })),
+  );
 
-  router.post('/agents/:id/usage/reset', async (req, res) => {
-    const id = pathParam(req, 'id');
-    const v = formValues(req);
-    if (!(await resetCounter(ctx, id, v.counter ?? '', personOf(res).user.id))) {
-      const usage = { ...emptyForm(v), general: ['No such counter now: it may have been reset already, or its limit changed.'], status: 404 };
-      return detailPage(ctx, req, res, id, { usage }, usage.status);
-    }
-    done(ctx, res, 'The counter was reset.', `/console/agents/${seg(id)}#usage`);
-  });
+  // The reset is the management API's own (its audit record, written with the reset, names the person).
+  formPost(
+    router, ctx, '/agents/:id/usage/reset',
+    async (req, res, v) => {
+      if (!(await resetCounter(ctx, pathParam(req, 'id'), v.counter ?? '', personOf(res).user.id))) {
+        throw errors.notFound('No such counter now: it may have been reset already, or its limit changed.');
+      }
+      return { message: 'The counter was reset.', to: `${page(req)}#usage` };
+    },
+    again((usage) => ({ usage: asOneList(usage) })),
+  );
 
-  router.post('/agents/:id/revoke', async (req, res) => {
-    const id = pathParam(req, 'id');
-    const v = formValues(req);
-    try {
-      requireConfirmation(v);
-    } catch (err) {
-      const state = refusal(err, v);
-      return detailPage(ctx, req, res, id, { danger: { ...state, general: Object.values(state.errors).flat() } }, state.status);
-    }
-    await revokeAgent(ctx, id);
-    await recordChange(ctx, personOf(res), 'agents.revoke', `agent:${id}`, {}, { agent_id: id });
-    done(ctx, res, 'The agent is revoked.', `/console/agents/${seg(id)}`);
-  });
+  formPost(
+    router, ctx, '/agents/:id/revoke',
+    async (req, res) => {
+      const id = pathParam(req, 'id');
+      await revokeAgent(ctx, id);
+      await recordChange(ctx, personOf(res), 'agents.revoke', `agent:${id}`, {}, { agent_id: id });
+      return { message: 'The agent is revoked.', to: page(req) };
+    },
+    again((danger) => ({ danger: asOneList(danger) })),
+    { confirm: true },
+  );
 
-  router.post('/agents/:id/delete', async (req, res) => {
-    const id = pathParam(req, 'id');
-    const v = formValues(req);
-    try {
-      requireConfirmation(v);
+  formPost(
+    router, ctx, '/agents/:id/delete',
+    async (req, res) => {
+      const id = pathParam(req, 'id');
       await deleteAgent(ctx, id);
-    } catch (err) {
-      const state = refusal(err, v);
-      return detailPage(ctx, req, res, id, { danger: { ...state, general: [...state.general, ...Object.values(state.errors).flat()] } }, state.status);
-    }
-    await recordChange(ctx, personOf(res), 'agents.delete', `agent:${id}`, {}, { agent_id: id });
-    done(ctx, res, 'The agent was deleted.', '/console/agents');
-  });
+      await recordChange(ctx, personOf(res), 'agents.delete', `agent:${id}`, {}, { agent_id: id });
+      return { message: 'The agent was deleted.', to: '/console/agents' };
+    },
+    again((danger) => ({ danger: asOneList(danger) })),
+    { confirm: true },
+  );
 }

@@ -30,7 +30,7 @@ import {
   when,
   type Html,
 } from '../html.js';
-import { done, pathParam, personOf, render, requireConfirmation } from './common.js';
+import { asOneList, done, formPost, pathParam, personOf, render } from './common.js';
 
 /** The console's names of the effects: require_approval is "Require step-up". */
 const EFFECTS = [
@@ -348,18 +348,16 @@ export function rulePages(router: Router, ctx: AppContext): void {
     done(ctx, res, `Rule ${rule.name} is disabled.`, `/console/rules/${seg(id)}`);
   });
 
-  router.post('/rules/:id/delete', async (req, res) => {
-    const id = pathParam(req, 'id');
-    const v = formValues(req);
-    try {
-      requireConfirmation(v);
-    } catch (err) {
-      const st = refusal(err, v);
-      return rulePage(ctx, req, res, id, undefined, { ...st, general: Object.values(st.errors).flat() });
-    }
-    const found = await ctx.store.rules.get(id);
-    await deleteRule(ctx, id);
-    await recordChange(ctx, personOf(res), 'rules.delete', `rule:${id}`, { name: found?.name });
-    done(ctx, res, `Rule ${found?.name ?? id} deleted.`, '/console/rules');
-  });
+  formPost(
+    router, ctx, '/rules/:id/delete',
+    async (req, res) => {
+      const id = pathParam(req, 'id');
+      const found = await ctx.store.rules.get(id);
+      await deleteRule(ctx, id);
+      await recordChange(ctx, personOf(res), 'rules.delete', `rule:${id}`, { name: found?.name });
+      return { message: `Rule ${found?.name ?? id} deleted.`, to: '/console/rules' };
+    },
+    (req, res, refused) => rulePage(ctx, req, res, pathParam(req, 'id'), undefined, asOneList(refused)),
+    { confirm: true },
+  );
 }
