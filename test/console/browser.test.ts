@@ -520,6 +520,13 @@ describe.skipIf(!existsSync(CHROMIUM))('the console in headless Chromium', () =>
     await go(`/console/agents/${encodeURIComponent(agent.id)}`);
     expect(await pageWidth()).toBeLessThanOrEqual(PHONE.width);
     await shot('phone-agent');
+    // Every section's page fits the phone's width.
+    const sections = await page.locator('nav.sections a').evaluateAll((as) => as.map((a) => (a as HTMLAnchorElement).pathname));
+    expect(sections).toHaveLength(10);
+    for (const path of [...sections, '/console', '/console/rules/new', `/console/people/${admin.id}`, '/console/applications/gatehouse-console']) {
+      await go(path);
+      expect({ path, width: await pageWidth() }).toEqual({ path, width: expect.toSatisfy((w: number) => w <= PHONE.width) });
+    }
     await page.setViewportSize(LAPTOP);
   });
 });
