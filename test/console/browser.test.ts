@@ -521,7 +521,7 @@ describe.skipIf(!existsSync(CHROMIUM))('the console in headless Chromium', () =>
     expect(await pageWidth()).toBeLessThanOrEqual(PHONE.width);
     await shot('phone-agent');
     // Every section's page fits the phone's width.
-    const sections = await page.locator('nav.sections a').evaluateAll((as) => as.map((a) => (a as HTMLAnchorElement).pathname));
+    const sections = await page.locator('nav.sections a').evaluateAll((as) => as.map((a) => a.getAttribute('href') ?? ''));
     expect(sections).toHaveLength(10);
     for (const path of [...sections, '/console', '/console/rules/new', `/console/people/${admin.id}`, '/console/applications/gatehouse-console']) {
       await go(path);

@@ -29,7 +29,7 @@ import {
   when,
   type Html,
 } from '../html.js';
-import { asOneList, formPost, pathParam, personOf, render } from './common.js';
+import { againOn, asOneList, formPost, pathParam, personOf, render } from './common.js';
 
 const MODES = [
   ['autonomous', 'autonomous (client credentials)'],
@@ -211,9 +211,7 @@ ${dangerForm(`${base}/delete`, person, 'Delete agent', 'Yes, delete this agent a
 
 export function agentPages(router: Router, ctx: AppContext): void {
   const page = (req: Request) => `/console/agents/${seg(pathParam(req, 'id'))}`;
-  /** The agent's page again, with the refused form in its place. */
-  const again = (forms: (refused: FormState, req: Request) => DetailForms | Promise<DetailForms>) => async (req: Request, res: Response, refused: FormState) =>
-    detailPage(ctx, req, res, pathParam(req, 'id'), await forms(refused, req), refused.status);
+  const again = againOn(ctx, detailPage);
 
   router.get('/agents', (req, res) => listPage(ctx, req, res));
   formPost(

@@ -36,7 +36,7 @@ import {
   when,
   type Html,
 } from '../html.js';
-import { asOneList, formPost, pathParam, personOf, render } from './common.js';
+import { againOn, asOneList, formPost, pathParam, personOf, render } from './common.js';
 
 type AppView = Awaited<ReturnType<typeof applicationJson>>;
 
@@ -207,9 +207,7 @@ export function applicationPages(router: Router, ctx: AppContext): void {
   router.get('/applications/:id', (req, res) => detailPage(ctx, req, res, pathParam(req, 'id')));
 
   const page = (req: Request) => `/console/applications/${seg(pathParam(req, 'id'))}`;
-  /** The application's page again, with the refused form in its place. */
-  const again = (forms: (refused: FormState) => DetailForms) => (req: Request, res: Response, refused: FormState) =>
-    detailPage(ctx, req, res, pathParam(req, 'id'), forms(refused), refused.status);
+  const again = againOn(ctx, detailPage);
 
   formPost(
     router, ctx, '/applications/:id',

@@ -82,3 +82,16 @@ export function formPost(
 
 /** A refusal shown as one list above a small form (a danger zone, a picker): field errors join the general ones. */
 export const asOneList = (f: FormState): FormState => ({ ...f, errors: {}, general: [...f.general, ...Object.values(f.errors).flat()] });
+
+/** A page about one thing (`/console/<area>/:id`), shown with some of its forms in a given state. */
+export type DetailPage<F> = (ctx: AppContext, req: Request, res: Response, id: string, forms: F, status: number) => Promise<void>;
+
+/**
+ * The `again` of a form on a detail page: the page of the thing named in the path, with the
+ * refused form (chosen by `place`, which may look at what was typed) in its place.
+ */
+export function againOn<F>(ctx: AppContext, detail: DetailPage<F>) {
+  return (place: (refused: FormState, req: Request) => F | Promise<F>) =>
+    async (req: Request, res: Response, refused: FormState): Promise<void> =>
+      detail(ctx, req, res, pathParam(req, 'id'), await place(refused, req), refused.status);
+}

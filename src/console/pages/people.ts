@@ -29,7 +29,7 @@ import {
   when,
   type Html,
 } from '../html.js';
-import { asOneList, formPost, pathParam, personOf, render } from './common.js';
+import { againOn, asOneList, formPost, pathParam, personOf, render } from './common.js';
 
 const ATTRIBUTES_HINT = 'JSON object for rule conditions, such as {"department": "finance", "clearance": 3}. Empty: none.';
 const PAGE = 50;
@@ -209,9 +209,7 @@ const profile = (v: Values) => ({
 
 export function peoplePages(router: Router, ctx: AppContext): void {
   const page = (req: Request) => `/console/people/${seg(pathParam(req, 'id'))}`;
-  /** The person's page again, with the refused form in its place. */
-  const again = (forms: (refused: FormState) => DetailForms) => (req: Request, res: Response, refused: FormState) =>
-    detailPage(ctx, req, res, pathParam(req, 'id'), forms(refused), refused.status);
+  const again = againOn(ctx, detailPage);
   const noPassword = (v: Values): Values => ({ ...v, password: '' });
 
   router.get('/people', (req, res) => listPage(ctx, req, res));
