@@ -357,6 +357,7 @@ describe.skipIf(!existsSync(CHROMIUM))('the console in headless Chromium', () =>
     expect(await ask('us')).toMatchObject({ decision: 'deny' });
     await go('/console/rules');
     expect(await page.textContent('table.list')).toContain('eu-invoices');
+    await shot('rules');
   });
 
   it('applications: create (the secret shown once), edit redirect URIs, delete; the console application stays', async () => {
