@@ -98,8 +98,6 @@ describe.skipIf(!existsSync(CHROMIUM))('the console in headless Chromium', () =>
     expect(csp).toContain("script-src 'self'");
     expect(csp).toContain("style-src 'self'");
     expect(csp).not.toContain('unsafe-inline');
-    await go('/console');
-    await shot('overview');
   });
 
   it('makes a role and registers an agent with a limit', async () => {
@@ -185,6 +183,8 @@ describe.skipIf(!existsSync(CHROMIUM))('the console in headless Chromium', () =>
     await shot('rule-live');
     await go('/console/rules');
     await shot('rules');
+    await go('/console');
+    await shot('overview');
   });
 
   it('sees the decision change in the audit trail, filtered by agent, decision, reason code and time, and verifies the chain', async () => {
@@ -358,6 +358,8 @@ describe.skipIf(!existsSync(CHROMIUM))('the console in headless Chromium', () =>
     await go('/console/rules');
     expect(await page.textContent('table.list')).toContain('eu-invoices');
     await shot('rules');
+    await go('/console');
+    await shot('overview');
   });
 
   it('applications: create (the secret shown once), edit redirect URIs, delete; the console application stays', async () => {
