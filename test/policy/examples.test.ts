@@ -1,0 +1,158 @@
+// The example policies and the language guide cannot rot: every example set passes
+// `policy check --strict` and `policy test` through the CLI as a user runs it, and every
+// block of policy text in docs/policy-language.md parses, validates, is in canonical layout
+// and passes its own tests (its Cedar blocks parse with cedar-wasm, its JSON rules validate).
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import * as cedar from '@cedar-policy/cedar-wasm/nodejs';
+import { projectRoot } from '../../src/paths.js';
+import { buildPolicySet, parseAndValidate } from '../../src/policy/load.js';
+import { parsePolicy } from '../../src/policy/parser.js';
+import { formatFile } from '../../src/policy/format.js';
+import { collectTests, runTests } from '../../src/policy/test-runner.js';
+import { formatDiagnostic, validateJsonRule } from '../../src/policy/index.js';
+import { gatehouse, workDir } from '../cli/helpers.js';
+
+const EXAMPLES = join(projectRoot, 'policies', 'examples');
+const GUIDE = join(projectRoot, 'docs', 'policy-language.md');
+
+/** Every directory under policies/examples (itself included) that holds policy files. */
+function exampleSets(dir = EXAMPLES): string[] {
+  const names = readdirSync(dir);
+  const here = names.some((n) => n.endsWith('.policy')) ? [dir] : [];
+  return [...here, ...names.filter((n) => statSync(join(dir, n)).isDirectory()).flatMap((n) => exampleSets(join(dir, n)))];
+}
+
+interface CheckJson { ok: boolean; errors: number; warnings: number; diagnostics: unknown[]; targets: { rules: number | null; tests: number | null }[] }
+interface TestJson { ok: boolean; passed: number; failed: number; diagnostics: unknown[]; results: { name: string; file: string; pass: boolean }[] }
+
+describe('the example policies', () => {
+  const sets = exampleSets();
+
+  it('are found: the main set and its sub-sets', () => {
+    expect(sets).toContain(EXAMPLES);
+    expect(sets.length).toBeGreaterThan(1);
+  });
+
+  for (const set of sets) {
+    const name = relative(projectRoot, set);
+    describe(name, () => {
+      it('pass policy check --strict: no error, no warning', async () => {
+        const r = await gatehouse(['policy', 'check', '--strict', '--format', 'json', set], projectRoot);
+        const j = JSON.parse(r.stdout) as CheckJson;
+        expect(j.diagnostics, r.stderr).toEqual([]);
+        expect(j).toMatchObject({ ok: true, errors: 0, warnings: 0 });
+        expect(j.targets[0]!.rules).toBeGreaterThan(0);
+        expect(r.code).toBe(0);
+      });
+
+      it('pass their tests, and every policy file has tests beside it', async () => {
+        const r = await gatehouse(['policy', 'test', '--format', 'json', set], projectRoot);
+        const j = JSON.parse(r.stdout) as TestJson;
+        expect(j.diagnostics, r.stderr).toEqual([]);
+        expect(j.results.filter((t) => !t.pass).map((t) => t.name)).toEqual([]);
+        expect(j.ok).toBe(true);
+        expect(r.code).toBe(0);
+        // A policy file with rules or limits is tested by a `.tests` file of the same name.
+        const files = readdirSync(set);
+        for (const f of files.filter((n) => n.endsWith('.policy'))) {
+          const text = readFileSync(join(set, f), 'utf8');
+          if (!/^(rule|limits) /m.test(text)) continue;
+          const tests = join(set, f.replace(/\.policy$/, '.tests'));
+          expect(files, `${f} has no ${relative(set, tests)} beside it`).toContain(relative(set, tests));
+          expect(j.results.filter((t) => t.file.endsWith(relative(set, tests))).length, `no test ran from ${relative(set, tests)}`).toBeGreaterThan(0);
+        }
+      });
+    });
+  }
+
+  it('the main set is in canonical layout (policy fmt --check)', async () => {
+    const r = await gatehouse(['policy', 'fmt', '--check', EXAMPLES], projectRoot);
+    expect(r.stdout + r.stderr).toBe('');
+    expect(r.code).toBe(0);
+  });
+
+  it('a broken example fails: the checks above can fail', async () => {
+    // The same CLI calls on a copy of the refunds example with one expectation turned around.
+    const policy = readFileSync(join(EXAMPLES, 'refunds.policy'), 'utf8');
+    const tests = readFileSync(join(EXAMPLES, 'refunds.tests'), 'utf8').replace('expect deny "constraint_violated: amount sum"', 'expect allow');
+    const dir = await workDir({ 'refunds.policy': policy, 'refunds.tests': tests });
+    const r = await gatehouse(['policy', 'test', '--format', 'json', dir], projectRoot);
+    expect(r.code).toBe(1);
+    expect((JSON.parse(r.stdout) as TestJson).results.filter((t) => !t.pass).map((t) => t.name)).toEqual(['the daily budget of the billing agent']);
+  });
+});
+
+// ---- the guide ------------------------------------------------------------------------------
+
+interface Block { info: string; text: string; line: number }
+
+/** The fenced blocks of a Markdown text, with their info string and first line. */
+function fencedBlocks(md: string): Block[] {
+  const out: Block[] = [];
+  const lines = md.split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    const open = /^```(.*)$/.exec(lines[i]!);
+    if (!open) continue;
+    const start = i + 1;
+    let end = start;
+    while (end < lines.length && lines[end] !== '```') end++;
+    out.push({ info: open[1]!.trim(), text: lines.slice(start, end).join('\n') + '\n', line: start + 1 });
+    i = end;
+  }
+  return out;
+}
+
+const guide = readFileSync(GUIDE, 'utf8');
+const blocks = fencedBlocks(guide);
+const where = (b: Block) => `docs/policy-language.md:${b.line}`;
+
+describe('docs/policy-language.md', () => {
+  it('has the blocks it is checked by: policy text, Cedar and JSON', () => {
+    expect(blocks.filter((b) => b.info === 'policy').length).toBeGreaterThanOrEqual(15);
+    expect(blocks.filter((b) => b.info === 'cedar').length).toBe(5);
+    expect(blocks.filter((b) => b.info === 'json').length).toBeGreaterThanOrEqual(1);
+    // Every block says what it is, so none escapes the checks below.
+    expect(blocks.filter((b) => b.info === '').every((b) => !/^\s*(rule|limits|test|schema|policy|timezone) /m.test(b.text))).toBe(true);
+  });
+
+  for (const b of blocks.filter((x) => x.info === 'policy' || x.info === 'policy warnings')) {
+    const wantWarnings = b.info === 'policy warnings';
+    it(`${where(b)}: parses, validates${wantWarnings ? ' (with warnings)' : ' without a warning'}, is canonical and passes its tests`, () => {
+      const path = `policy-language-${b.line}.policy`;
+      const parsed = parseAndValidate({ files: [{ path, text: b.text }] }, { warnings: true });
+      const shown = parsed.diagnostics.map((d) => formatDiagnostic({ ...d, file: 'docs/policy-language.md', line: b.line + d.line - 1 }));
+      const errors = parsed.diagnostics.filter((d) => d.severity !== 'warning');
+      expect(errors.map(formatDiagnostic), shown.join('\n')).toEqual([]);
+      if (wantWarnings) expect(parsed.diagnostics.length).toBeGreaterThan(0);
+      else expect(shown).toEqual([]);
+
+      const file = parsePolicy(path, b.text).file!;
+      expect(formatFile(file), `${where(b)} is not in the layout policy fmt gives`).toBe(b.text);
+
+      const tests = collectTests(parsed.files);
+      const results = runTests(tests, buildPolicySet(parsed.files, []));
+      expect(results.filter((r) => !r.passed).map((r) => `${r.name}: expected ${r.expected}, got ${r.decision.decision} "${r.decision.reason}"`)).toEqual([]);
+    });
+  }
+
+  it('its warnings block shows each kind of warning policy check gives', () => {
+    const b = blocks.find((x) => x.info === 'policy warnings')!;
+    const parsed = parseAndValidate({ files: [{ path: 'w.policy', text: b.text }] }, { warnings: true });
+    expect(parsed.diagnostics.map((d) => d.code).sort()).toEqual(['kind_mismatch', 'unreachable_limits', 'unsatisfiable']);
+  });
+
+  it('its Cedar blocks parse with cedar-wasm', () => {
+    for (const b of blocks.filter((x) => x.info === 'cedar')) {
+      const r = cedar.checkParsePolicySet({ staticPolicies: b.text });
+      expect(r, `${where(b)}: ${JSON.stringify(r)}`).toEqual({ type: 'success' });
+    }
+  });
+
+  it('its JSON rules validate as management API rules', () => {
+    const rules = blocks.filter((x) => x.info === 'json').map((b) => ({ b, v: JSON.parse(b.text) as Record<string, unknown> })).filter(({ v }) => 'effect' in v);
+    expect(rules.length).toBeGreaterThan(0);
+    for (const { b, v } of rules) expect(validateJsonRule(v).map(formatDiagnostic), where(b)).toEqual([]);
+  });
+});
