@@ -4,7 +4,7 @@
 // and passes its own tests (its Cedar blocks parse with cedar-wasm, its JSON rules validate).
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as cedar from '@cedar-policy/cedar-wasm/nodejs';
 import { projectRoot } from '../../src/paths.js';
 import { buildPolicySet, parseAndValidate } from '../../src/policy/load.js';
@@ -13,6 +13,8 @@ import { formatFile } from '../../src/policy/format.js';
 import { collectTests, runTests } from '../../src/policy/test-runner.js';
 import { formatDiagnostic, validateJsonRule } from '../../src/policy/index.js';
 import { gatehouse, workDir } from '../cli/helpers.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+import { pdpPost, tokenFor } from '../authzen/helpers.js';
 
 const EXAMPLES = join(projectRoot, 'policies', 'examples');
 const GUIDE = join(projectRoot, 'docs', 'policy-language.md');
@@ -81,6 +83,60 @@ describe('the example policies', () => {
     const r = await gatehouse(['policy', 'test', '--format', 'json', dir], projectRoot);
     expect(r.code).toBe(1);
     expect((JSON.parse(r.stdout) as TestJson).results.filter((t) => !t.pass).map((t) => t.name)).toEqual(['the daily budget of the billing agent']);
+  });
+});
+
+// ---- served: the example set with its project file, through the AuthZEN endpoint ------------
+
+describe('the example set served with its project file (people, roles and entities)', () => {
+  let server: TestServer;
+  let base: string;
+  let token: string;
+  beforeAll(async () => {
+    server = await startTestServer({ env: { GATEHOUSE_POLICY_DIR: EXAMPLES, GATEHOUSE_PROJECT_FILE: join(EXAMPLES, 'project.json') } });
+    base = server.ctx.urls.issuer;
+    const api = `${base}/access/v1`;
+    expect((await server.admin('PUT', `/applications/examples-pep/grants/${encodeURIComponent(api)}`, { scopes: [] })).status).toBe(204);
+    token = await tokenFor(base, { client_id: 'examples-pep', client_secret: 'examples-pep-secret-change-me-0123456789' }, api);
+  });
+  afterAll(async () => server?.stop());
+
+  const ask = async (who: string, action: string, type: string, id: string) => {
+    const res = await pdpPost(base, '/access/v1/evaluation', { subject: { type: 'user', id: who }, action: { name: action }, resource: { type, id } }, { authorization: `Bearer ${token}` });
+    expect(res.status).toBe(200);
+    return res.body as { decision: boolean; context?: { reason?: string } };
+  };
+
+  const DECISIONS: [string, string, string, string, boolean][] = [
+    ['alice', 'update', 'document', 'd-1', true], // her own
+    ['alice', 'update', 'document', 'd-2', false], // Bob's
+    ['alice', 'update', 'document', 'd-3', false], // her own, archived
+    ['alice', 'read', 'document', 'd-2', true], // reading comes from her role
+    ['carol', 'update', 'document', 'd-1', true], // an editor, the document of her team
+    ['carol', 'update', 'document', 'd-2', false], // another team's
+    ['bob', 'update', 'document', 'd-2', true],
+    ['dana', 'read', 'customer', 'c-100', true], // standard
+    ['dana', 'read', 'customer', 'c-200', false], // VIP, and Dana is not in VIP support
+    ['frank', 'read', 'customer', 'c-200', true], // VIP support
+    ['erin', 'update', 'customer', 'c-100', true], // her customer
+    ['erin', 'update', 'customer', 'c-200', false], // another manager's
+  ];
+
+  it.each(DECISIONS)('%s %s %s:%s → %s', async (who, action, type, id, expected) => {
+    expect((await ask(who, action, type, id)).decision).toBe(expected);
+  });
+
+  it('the reasons name the rule or the missing grant', async () => {
+    expect((await ask('dana', 'read', 'customer', 'c-200')).context?.reason).toBe('rule_denied: vip-records-need-a-vip-support-person');
+    expect((await ask('alice', 'update', 'document', 'd-3')).context?.reason).toBe('rule_denied: archived-documents-are-read-only');
+    expect((await ask('alice', 'update', 'document', 'd-2')).context?.reason).toBe('not_granted: update:documents');
+  });
+
+  it('a changed entity applies to the next decision; a document nobody stored fails closed', async () => {
+    expect((await ask('dana', 'read', 'customer', 'c-100')).decision).toBe(true);
+    expect((await server.admin('PUT', '/entities/customer/c-100', { attributes: { tier: 'vip', account_manager: 'erin@example.com' } })).status).toBeLessThan(300);
+    expect((await ask('dana', 'read', 'customer', 'c-100')).decision).toBe(false);
+    expect((await ask('alice', 'update', 'document', 'd-404')).context?.reason).toBe('rule_denied: archived-documents-are-read-only');
   });
 });
 
