@@ -11,7 +11,8 @@ import { buildPolicySet, parseAndValidate } from '../../src/policy/load.js';
 import { parsePolicy } from '../../src/policy/parser.js';
 import { formatFile } from '../../src/policy/format.js';
 import { collectTests, runTests } from '../../src/policy/test-runner.js';
-import { formatDiagnostic, validateJsonRule } from '../../src/policy/index.js';
+import { decide, formatDiagnostic, loadPolicySet, validateJsonRule, type DecisionRequest, type SubjectFacts } from '../../src/policy/index.js';
+import { localTime } from '../../src/policy/time.js';
 import { gatehouse, workDir } from '../cli/helpers.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { pdpPost, tokenFor } from '../authzen/helpers.js';
@@ -210,5 +211,127 @@ describe('docs/policy-language.md', () => {
     const rules = blocks.filter((x) => x.info === 'json').map((b) => ({ b, v: JSON.parse(b.text) as Record<string, unknown> })).filter(({ v }) => 'effect' in v);
     expect(rules.length).toBeGreaterThan(0);
     for (const { b, v } of rules) expect(validateJsonRule(v).map(formatDiagnostic), where(b)).toEqual([]);
+  });
+});
+
+// ---- the side-by-side with Cedar: the same decisions -----------------------------------------
+
+type CedarUid = { type: string; id: string };
+type CedarEntity = { uid: CedarUid; attrs: Record<string, unknown>; parents: CedarUid[] };
+interface Case {
+  name: string;
+  gatehouse: DecisionRequest;
+  cedar: { principal: CedarUid; action: string; resource: CedarUid; context: Record<string, unknown>; entities: CedarEntity[] };
+  /** Gatehouse's answer; Cedar's is the same with approval_required read as Deny, unless `cedar` says otherwise. */
+  expect: 'allow' | 'deny' | 'approval_required';
+  cedarDiffers?: 'allow' | 'deny';
+}
+
+const user = (id: string, email: string, roles: string[] = [], groups: string[] = []): SubjectFacts =>
+  ({ type: 'user', id, email, roles, groups, permissions: [], attributes: {} });
+const agentFacts = (id: string, roles: string[], permission: string, mode: 'autonomous' | 'delegated' = 'autonomous'): SubjectFacts =>
+  ({ type: 'agent', id, mode, roles, groups: [], permissions: [permission], attributes: {}, capabilities: [{ name: permission }] });
+const NOW = Date.parse('2026-04-14T10:00:00+02:00'); // a Tuesday morning in Berlin
+const entity = (type: string, id: string, attrs: Record<string, unknown> = {}, parents: CedarUid[] = []): CedarEntity => ({ uid: { type, id }, attrs, parents });
+const role = (r: string): CedarUid => ({ type: 'Role', id: r });
+
+function ownership(owner: string | undefined): Case {
+  const attrs = owner === undefined ? {} : { owner };
+  return {
+    name: `ownership: owner ${owner ?? '(none)'}`,
+    gatehouse: { subject: user('alice', 'alice@example.com'), action: 'update:documents', resource: 'document:d-1', resourceAttributes: attrs, context: {}, now: NOW },
+    cedar: { principal: { type: 'User', id: 'alice' }, action: 'update', resource: { type: 'Document', id: 'd-1' }, context: {},
+      entities: [entity('User', 'alice', { email: 'alice@example.com' }), entity('Document', 'd-1', attrs)] },
+    expect: owner === 'alice@example.com' ? 'allow' : 'deny',
+  };
+}
+
+function vip(tier: string | undefined, roles: string[]): Case {
+  const attrs = tier === undefined ? {} : { tier };
+  return {
+    name: `VIP: tier ${tier ?? '(none)'}, roles [${roles}]`,
+    gatehouse: { subject: agentFacts('spiffe://localhost/agent/support', roles, 'read:customers'), action: 'read:customers', resource: 'customer:c-1', resourceAttributes: attrs, context: {}, now: NOW },
+    cedar: { principal: { type: 'Agent', id: 'support' }, action: 'read', resource: { type: 'Customer', id: 'c-1' }, context: {},
+      entities: [entity('Agent', 'support', {}, roles.map(role)), ...roles.map((r) => entity('Role', r)), entity('Customer', 'c-1', attrs)] },
+    expect: tier === 'vip' && !roles.includes('vip-support') ? 'deny' : tier === undefined ? 'deny' : 'allow',
+    // Cedar skips a forbid whose condition errors on the missing attribute: the base permit allows.
+    ...(tier === undefined ? { cedarDiffers: 'allow' as const } : {}),
+  };
+}
+
+function hours(at: string, approved: boolean): Case {
+  const now = Date.parse(at);
+  const local = localTime(now, 'Europe/Berlin'); // what the application must compute for Cedar
+  const out = ['sat', 'sun'].includes(local.weekday) || local.hour < 8 || local.hour >= 18;
+  return {
+    name: `office hours: ${at}${approved ? ', approved' : ''}`,
+    gatehouse: { subject: agentFacts('spiffe://localhost/agent/billing', [], 'create:refunds'), action: 'create:refunds', resource: 'refund:r-1', context: {}, now, ...(approved ? { approved: true } : {}) },
+    cedar: { principal: { type: 'Agent', id: 'billing' }, action: 'create', resource: { type: 'Refund', id: 'r-1' },
+      context: { weekday: local.weekday, hour: local.hour, approved }, entities: [entity('Agent', 'billing'), entity('Refund', 'r-1')] },
+    expect: out && !approved ? 'approval_required' : 'allow',
+  };
+}
+
+function editors(roles: string[], groups: string[], team: string): Case {
+  return {
+    name: `editors: roles [${roles}], groups [${groups}], team ${team}`,
+    gatehouse: { subject: user('carol', 'carol@example.com', roles, groups), action: 'update:documents', resource: 'document:d-1', resourceAttributes: { team }, context: {}, now: NOW },
+    cedar: { principal: { type: 'User', id: 'carol' }, action: 'update', resource: { type: 'Document', id: 'd-1' }, context: {},
+      entities: [
+        entity('User', 'carol', { email: 'carol@example.com' }, [...roles.map(role), ...groups.map((g) => ({ type: 'Team', id: g }))]),
+        ...roles.map((r) => entity('Role', r)), ...groups.map((g) => entity('Team', g)),
+        entity('Document', 'd-1', { team: { __entity: { type: 'Team', id: team } } }),
+      ] },
+    expect: roles.includes('editor') && groups.includes(team) ? 'allow' : 'deny',
+  };
+}
+
+function mail(to: string, from: string): Case {
+  const person = { id: 'alice', email: 'alice@example.com', roles: [], groups: [], permissions: ['send:emails'], attributes: {} };
+  return {
+    name: `mail: to ${to}, from ${from}`,
+    gatehouse: { subject: agentFacts('spiffe://localhost/agent/mailer', [], 'send:emails', 'delegated'), person, action: 'send:emails', resource: 'email:m-1', context: { to, from }, now: NOW },
+    cedar: { principal: { type: 'Agent', id: 'mailer' }, action: 'send', resource: { type: 'Email', id: 'm-1' },
+      context: { to, from, person: { email: 'alice@example.com' } }, entities: [entity('Agent', 'mailer'), entity('Email', 'm-1')] },
+    expect: to.endsWith('@example.com') && from === 'alice@example.com' ? 'allow' : 'deny',
+  };
+}
+
+describe('the side-by-side with Cedar decides alike', () => {
+  const start = guide.indexOf('## Gatehouse and Cedar side by side');
+  const section = fencedBlocks(guide.slice(start, guide.indexOf('### What each says', start)));
+  const gh = section.filter((b) => b.info === 'policy');
+  const ced = section.filter((b) => b.info === 'cedar');
+  // Forbid-only Cedar policies need something to forbid: roles grant in Gatehouse, a permit-all stands for them.
+  const BASE = '\npermit (principal, action, resource);\n';
+  const pairs: [string, Case[], boolean][] = [
+    ['ownership', [ownership('alice@example.com'), ownership('bob@example.com'), ownership(undefined)], false],
+    ['VIP records', [vip('vip', ['support']), vip('vip', ['vip-support']), vip('standard', ['support']), vip(undefined, ['support'])], true],
+    ['out of hours', [hours('2026-04-14T10:00:00+02:00', false), hours('2026-04-18T10:00:00+02:00', false), hours('2026-03-30T16:30:00Z', false),
+      hours('2026-03-27T16:30:00Z', false), hours('2026-03-30T16:30:00Z', true)], true],
+    ['team editors', [editors(['editor'], ['finance'], 'finance'), editors(['editor'], ['sales'], 'finance'), editors(['staff'], ['finance'], 'finance')], false],
+    ['mail', [mail('bob@example.com', 'alice@example.com'), mail('x@gmail.com', 'alice@example.com'), mail('bob@example.com.attacker.net', 'alice@example.com'),
+      mail('bob@example.com', 'ceo@example.com')], true],
+  ];
+
+  it('has five pairs', () => {
+    expect(gh).toHaveLength(5);
+    expect(ced).toHaveLength(5);
+  });
+
+  pairs.forEach(([name, cases, base], i) => {
+    it(`${name}: the same decisions in both`, () => {
+      const set = loadPolicySet({ files: [{ path: `${name}.policy`, text: gh[i]!.text }] });
+      expect(set.diagnostics).toEqual([]);
+      const policies = { staticPolicies: ced[i]!.text + (base ? BASE : '') };
+      for (const c of cases) {
+        const ours = decide(c.gatehouse, set.policySet!);
+        expect(ours.decision, `${c.name}: ${ours.reason}`).toBe(c.expect);
+        const answer = cedar.isAuthorized({ ...c.cedar, action: { type: 'Action', id: c.cedar.action }, policies, entities: c.cedar.entities } as never);
+        expect(answer.type, JSON.stringify(answer)).toBe('success');
+        const theirs = answer.type === 'success' ? answer.response.decision : null;
+        expect(theirs, c.name).toBe(c.cedarDiffers ?? (c.expect === 'allow' ? 'allow' : 'deny'));
+      }
+    });
   });
 });
