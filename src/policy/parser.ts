@@ -250,7 +250,9 @@ function semantics(): ohm.Semantics {
         const line = l.ast() as TestLine;
         const key = line.key === 'capability' ? 'capability:' + t.capabilities.length : line.key === 'used' ? 'used:' + (t.used?.length ?? 0) : line.key;
         line.apply(t);
-        t.lineLocs![key] = line.loc;
+        // Only capability and used lines may repeat; any other line given twice would silently replace the first.
+        if (Object.hasOwn(t.lineLocs!, key)) (t.duplicateLines ??= []).push({ line: line.key, loc: line.loc });
+        else t.lineLocs![key] = line.loc;
         if (line.parts) for (const part of line.parts) anchor(t, key + part.key, part.node);
         else anchor(t, key, line.node);
       }
