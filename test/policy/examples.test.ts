@@ -198,6 +198,10 @@ describe('docs/policy-language.md', () => {
     const b = blocks.find((x) => x.info === 'policy warnings')!;
     const parsed = parseAndValidate({ files: [{ path: 'w.policy', text: b.text }] }, { warnings: true });
     expect(parsed.diagnostics.map((d) => d.code).sort()).toEqual(['kind_mismatch', 'unreachable_limits', 'unsatisfiable']);
+    // The output shown after it is what policy check prints for it.
+    const shown = blocks[blocks.indexOf(b) + 1]!;
+    expect(shown.info).toBe('');
+    for (const d of parsed.diagnostics) expect(shown.text).toContain(`w.policy:${d.line}:${d.col}: warning: ${d.message}\n`);
   });
 
   it('its Cedar blocks parse with cedar-wasm', () => {
