@@ -204,6 +204,16 @@ describe('docs/policy-language.md', () => {
     for (const d of parsed.diagnostics) expect(shown.text).toContain(`w.policy:${d.line}:${d.col}: warning: ${d.message}\n`);
   });
 
+  it('its explain example is what policy explain prints for the request it shows', async () => {
+    const i = blocks.findIndex((x) => x.info === 'sh' && x.text.includes('policy explain policies/examples --request'));
+    const request = /--request '([^']*)'/.exec(blocks[i]!.text)![1]!;
+    const shown = blocks[i + 1]!;
+    const r = await gatehouse(['policy', 'explain', 'policies/examples', '--request', request], projectRoot);
+    expect(r.code, r.stderr).toBe(3); // deny
+    const printed = r.stdout.split('\n').map((l) => l.trimEnd());
+    for (const line of shown.text.split('\n').filter(Boolean)) expect(printed).toContain(line.trimEnd());
+  });
+
   it('its Cedar blocks parse with cedar-wasm', () => {
     for (const b of blocks.filter((x) => x.info === 'cedar')) {
       const r = cedar.checkParsePolicySet({ staticPolicies: b.text });
