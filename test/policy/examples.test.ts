@@ -214,6 +214,16 @@ describe('docs/policy-language.md', () => {
     for (const line of shown.text.split('\n').filter(Boolean)) expect(printed).toContain(line.trimEnd());
   });
 
+  it('its diff example is what policy diff prints for the change it describes', async () => {
+    const rule = blocks.find((x) => x.info === 'policy' && x.text.startsWith('timezone "Europe/Berlin"') && (x.text.match(/^rule /gm) ?? []).length === 1)!;
+    expect(rule.text).toContain('time.hour >= 18');
+    const dir = await workDir({ 'old/refunds.policy': rule.text, 'new/refunds.policy': rule.text.replace('time.hour >= 18', 'time.hour >= 17') });
+    const r = await gatehouse(['policy', 'diff', join(dir, 'old'), join(dir, 'new')], projectRoot);
+    expect(r.code, r.stderr).toBe(1); // something changes
+    const shown = blocks.find((x) => x.info === '' && x.text.startsWith('1 region change decision:'))!;
+    expect(r.stdout.trimEnd()).toBe(shown.text.trimEnd());
+  });
+
   it('its Cedar blocks parse with cedar-wasm', () => {
     for (const b of blocks.filter((x) => x.info === 'cedar')) {
       const r = cedar.checkParsePolicySet({ staticPolicies: b.text });
