@@ -96,6 +96,22 @@ describe('resource search', () => {
     expect(third.body.page).toEqual({ next_token: '', count: 2 });
   });
 
+  it("the specification's paging example: the follow-up request sends the token alone, and keeps the first page's limit", async () => {
+    const body = { subject: { type: 'user', id: 'alice' }, action: { name: 'view' }, resource: { type: 'record' } };
+    const first = await f.post('/access/v1/search/resource', { ...body, page: { limit: 5 } });
+    expect(ids(first.body)).toEqual(RECORDS.slice(0, 5));
+    const second = await f.post('/access/v1/search/resource', { ...body, page: { token: first.body.page.next_token } });
+    expect(second.status).toBe(200);
+    expect(ids(second.body)).toEqual(RECORDS.slice(5, 10));
+    expect(second.body.page).toMatchObject({ count: 5 });
+    expect(second.body.page.next_token).not.toBe('');
+    const third = await f.post('/access/v1/search/resource', { ...body, page: { token: second.body.page.next_token } });
+    expect(third.body).toEqual({ page: { next_token: '', count: 2 }, results: RECORDS.slice(10).map((id) => ({ type: 'record', id })) });
+    // A limit that changes mid-pagination is refused, as a changed entity is.
+    const resized = await f.post('/access/v1/search/resource', { ...body, page: { limit: 6, token: first.body.page.next_token } });
+    expect([resized.status, resized.body.error_description]).toEqual([400, 'page.token: belongs to another request: only page.token may change between pages']);
+  });
+
   it('a page object without a limit is accepted; the whole answer fits', async () => {
     const res = await f.post('/access/v1/search/resource', { subject: { type: 'user', id: 'alice' }, action: { name: 'view' }, resource: { type: 'record' }, page: {} });
     expect(res.body.page).toEqual({ next_token: '', count: 12 });
