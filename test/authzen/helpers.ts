@@ -74,7 +74,7 @@ export async function startAuthzen(opts: TestServerOptions = {}): Promise<Authze
 }
 
 /** Creates a person through the management API (with a chosen id when given). */
-export async function putUser(server: TestServer, u: { id?: string; email: string; roles?: string[]; groups?: string[]; name?: string }): Promise<string> {
+export async function putUser(server: TestServer, u: { id?: string; email: string; roles?: string[]; groups?: string[]; name?: string; attributes?: Record<string, unknown> }): Promise<string> {
   const res = await server.admin('POST', '/users', { password: 'correct horse battery staple', name: u.name ?? u.email, ...u });
   if (res.status !== 201) throw new Error(`user failed: ${res.status} ${JSON.stringify(res.body)}`);
   return res.body.id;
