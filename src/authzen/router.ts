@@ -10,8 +10,12 @@ import { AUTHZEN_PATHS, pdpMetadata } from './metadata.js';
 import { searchAnswer } from './search.js';
 import type { SearchKind } from './request.js';
 
-/** Any visible ASCII (and inner spaces), up to 1024 characters: what is echoed back as `X-Request-ID`. */
-const ECHOABLE_ID = /^[\x21-\x7e](?:[\x20-\x7e]{0,1022}[\x21-\x7e])?$/;
+/**
+ * The `X-Request-ID` a PEP sends comes back the same, whatever it holds: the specification asks
+ * for the same identifier, and any value Node's parser accepted (visible ASCII, spaces, tabs,
+ * Latin-1 bytes, bounded by the header size limit) is one Node can send back.
+ */
+const ECHOABLE_ID = /^[\t\x20-\x7e\x80-\xff]+$/;
 /** The ids the shared fast path reuses as they are; others take the Express route, which echoes them too. */
 const FAST_ID = /^[\w.:-]{1,128}$/;
 
@@ -33,7 +37,7 @@ const search = (kind: SearchKind): Core => withCaller((ctx, caller, body) => sea
  */
 export function authzenRouter(ctx: AppContext): Router {
   const router = Router();
-  router.get('/.well-known/authzen-configuration', (_req, res) => {
+  router.get('/.well-known/authzen-configuration', echoRequestId, (_req, res) => {
     res.setHeader('Access-Control-Allow-Origin', '*');
     res.setHeader('Cache-Control', 'public, max-age=300');
     res.json(pdpMetadata(ctx));

@@ -119,6 +119,24 @@ describe('Access Evaluation API', () => {
     const echoed = await f.post('/access/v1/evaluation', q, { 'x-request-id': odd });
     expect([echoed.status, echoed.headers.get('x-request-id')]).toEqual([200, odd]);
   });
+
+  it('any identifier HTTP carries comes back byte for byte: a long one, one with a tab, one with non-ASCII bytes', async () => {
+    const q = { subject: { type: 'user', id: 'alice@acmecorp.com' }, action: { name: 'can_read' }, resource: { type: 'account', id: '1' } };
+    for (const id of ['r'.repeat(2000), 'tab\there', 'caf\u00e9-42']) {
+      for (const path of ['/access/v1/evaluation', '/access/v1/search/action']) {
+        const res = await f.post(path, path.endsWith('evaluation') ? q : { subject: q.subject, resource: q.resource }, { 'x-request-id': id });
+        // fetch sends a header's UTF-8 bytes and reads the answer's bytes back as Latin-1.
+        expect([res.status, Buffer.from(res.headers.get('x-request-id') ?? '', 'latin1').toString('utf8')]).toEqual([200, id]);
+      }
+    }
+    const unauthenticated = await f.post('/access/v1/evaluation', q, { authorization: null, 'x-request-id': 'r'.repeat(2000) });
+    expect([unauthenticated.status, unauthenticated.headers.get('x-request-id')]).toEqual([401, 'r'.repeat(2000)]);
+  });
+
+  it('the metadata document echoes the X-Request-ID too', async () => {
+    const res = await fetch(`${f.base}/.well-known/authzen-configuration`, { headers: { 'x-request-id': 'md-1' } });
+    expect(res.headers.get('x-request-id')).toBe('md-1');
+  });
 });
 
 describe('Access Evaluations API', () => {
