@@ -127,6 +127,20 @@ describe('the Todo interop scenario', () => {
     expect(res.body.evaluations.map((e: { decision: boolean }) => e.decision)).toEqual(DECISIONS.map(([, d]) => d));
   });
 
+  it("the Todo backend's own can_read_user payload (its extra identity and userID members ignored): true for everyone", async () => {
+    for (const who of [RICK, MORTY, SUMMER, BETH, JERRY]) {
+      for (const user of ['beth@the-smiths.com', who]) {
+        const res = await post('/access/v1/evaluation', {
+          subject: { type: 'user', id: who, identity: who },
+          action: { name: 'can_read_user' },
+          resource: { type: 'user', id: user, userID: user },
+          context: {},
+        });
+        expect([res.status, res.body.decision]).toEqual([200, true]);
+      }
+    }
+  });
+
   it('the denials say why', async () => {
     const res = await post('/access/v1/evaluation', { subject: { type: 'user', id: BETH }, action: { name: 'can_create_todo' }, resource: { type: 'todo', id: 'todo-1' } });
     expect(res.body).toEqual({ decision: false, context: { reason: 'not_granted: can_create_todo:todos' } });
