@@ -12,6 +12,13 @@ rule "bob-may-not-see-103" {
   relation "view:records"
   object "record:103"
 }
+
+rule "auditors-view-the-ledger" {
+  effect permit
+  subjects "group:auditors"
+  relation "view:documents"
+  object "document:ledger"
+}
 `;
 
 let f: AuthzenFixture;
@@ -26,6 +33,7 @@ beforeAll(async () => {
   await putUser(f.server, { id: 'bob', email: 'bob@example.com', roles: ['viewer'] });
   await putUser(f.server, { id: 'carol', email: 'carol@example.com', roles: ['viewer'] });
   await putUser(f.server, { id: 'dan', email: 'dan@example.com' });
+  await putUser(f.server, { id: 'erin', email: 'erin@example.com', groups: ['auditors'] });
   for (const id of RECORDS) {
     const res = await f.server.admin('PUT', `/entities/record/${id}`, { attributes: { title: `record ${id}` } });
     expect(res.status).toBeLessThan(300);
@@ -37,6 +45,15 @@ afterAll(async () => f?.server.stop());
 const ids = (body: { results: { id: string }[] }) => body.results.map((r) => r.id);
 
 describe('subject search', () => {
+  it('transitively: a person in a group the policy names is found (the specification\'s group example)', async () => {
+    const res = await f.post('/access/v1/search/subject', { subject: { type: 'user' }, action: { name: 'view' }, resource: { type: 'document', id: 'ledger' } });
+    expect(res.body).toEqual({ results: [{ type: 'user', id: 'erin' }] });
+    const back = await f.post('/access/v1/search/resource', { subject: { type: 'user', id: 'erin' }, action: { name: 'view' }, resource: { type: 'document' } });
+    expect([back.status, back.body]).toEqual([200, { results: [] }]); // no stored documents to list
+    const actions = await f.post('/access/v1/search/action', { subject: { type: 'user', id: 'erin' }, resource: { type: 'document', id: 'ledger' } });
+    expect(actions.body).toEqual({ results: [{ name: 'view' }] });
+  });
+
   it('who can view record 103: the people whose roles grant it, less the denied one', async () => {
     const res = await f.post('/access/v1/search/subject', {
       subject: { type: 'user' },
