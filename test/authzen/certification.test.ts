@@ -1,52 +1,18 @@
 // The AuthZEN working group's certification scenario for Authorization API 1.0 PDPs, test by
-// test: its fixture (alice, bob, record-1, record-2; read, write, delete) written as Gatehouse
-// policy, then every request of the Basic, Batch, Search and Discovery levels with the checks
+// test: its fixture (alice, bob, record-1, record-2; read, write, delete) as a Gatehouse example
+// set, then every request of the Basic, Batch, Search and Discovery levels with the checks
 // its harness makes (the status, the shape, and the eight fixture decisions).
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { putRole } from '../agents/helpers.js';
-import { pdpPost, putUser, startAuthzen, type AuthzenFixture } from './helpers.js';
+import { pdpPost, serveExample, type AuthzenFixture } from './helpers.js';
 
-// Alice writes active records; nobody but an admin writes an archived one; soft deletes only.
-const POLICY = `
-policy "certification-fixture" version 1
-
-rule "archived-records-are-written-by-admins-only" {
-  effect deny
-  subjects "user:*"
-  relation "write:records"
-  object "record:*"
-  when resource.status == "archived" and subject.role != "admin"
-}
-
-rule "admins-write-archived-records" {
-  effect permit
-  subjects "user:*"
-  relation "write:records"
-  object "record:*"
-  when resource.status == "archived" and subject.role == "admin"
-}
-
-rule "soft-deletes-only" {
-  effect permit
-  subjects "user:*"
-  relation "delete:records"
-  object "record:*"
-  when context.soft == true
-}
-`;
+// The fixture is policies/examples/authzen-certification, served with its project file.
+const EXAMPLE = join(import.meta.dirname, '../../policies/examples/authzen-certification');
 
 let f: AuthzenFixture;
 
 beforeAll(async () => {
-  f = await startAuthzen({ policies: { 'fixture.policy': POLICY } });
-  await putRole(f.server, 'reader', ['read:records']);
-  await putRole(f.server, 'author', ['read:records', 'write:records']);
-  await putUser(f.server, { id: 'alice', email: 'alice@example.com', roles: ['author'], attributes: { role: 'member' } });
-  await putUser(f.server, { id: 'bob', email: 'bob@example.com', roles: ['reader'], attributes: { role: 'admin' } });
-  for (const [id, status] of [['record-1', 'active'], ['record-2', 'archived']]) {
-    const res = await f.server.admin('PUT', `/entities/record/${id}`, { attributes: { status } });
-    expect(res.status).toBeLessThan(300);
-  }
+  f = await serveExample(EXAMPLE, { client_id: 'certification-pep', client_secret: 'certification-pep-example-secret-change-me-0123456789' });
 }, 30_000);
 afterAll(async () => f?.server.stop());
 

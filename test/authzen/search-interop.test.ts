@@ -1,97 +1,16 @@
 // The AuthZEN working group's Search interop scenario (six people, twenty records; view, edit,
-// delete), its policies written as Gatehouse rules, and every expected answer of its subject,
+// delete) as a Gatehouse example set, and every expected answer of its subject,
 // resource and action search tables, compared the way its test harness compares them: the
 // results sorted, then matched exactly as JSON.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { putUser, startAuthzen, type AuthzenFixture } from './helpers.js';
+import { serveExample, type AuthzenFixture } from './helpers.js';
 
-// Its use cases: a user views what they own or what is in their department, a manager views
-// anything; a user edits what they own, a manager edits anything in their department; a user
-// deletes what they own. "Any record" is any record of the dataset: reading the record's
-// department makes the rule grant nothing on one that is not stored.
-const POLICY = `
-policy "search-interop" version 1
-
-rule "owners-view" {
-  effect permit
-  subjects "user:*"
-  relation "view:records"
-  object "record:*"
-  when resource.owner == subject.id
-}
-
-rule "departments-view" {
-  effect permit
-  subjects "user:*"
-  relation "view:records"
-  object "record:*"
-  when resource.department == subject.department
-}
-
-rule "managers-view" {
-  effect permit
-  subjects "user:*"
-  relation "view:records"
-  object "record:*"
-  when subject.role == "manager" and resource.department != ""
-}
-
-rule "owners-edit" {
-  effect permit
-  subjects "user:*"
-  relation "edit:records"
-  object "record:*"
-  when resource.owner == subject.id
-}
-
-rule "managers-edit-in-their-department" {
-  effect permit
-  subjects "user:*"
-  relation "edit:records"
-  object "record:*"
-  when subject.role == "manager" and resource.department == subject.department
-}
-
-rule "owners-delete" {
-  effect permit
-  subjects "user:*"
-  relation "delete:records"
-  object "record:*"
-  when resource.owner == subject.id
-}
-`;
-
-const USERS: [string, string, string][] = [
-  ['alice', 'manager', 'Sales'],
-  ['bob', 'employee', 'Legal'],
-  ['carol', 'contractor', 'Legal'],
-  ['dan', 'manager', 'Finance'],
-  ['erin', 'employee', 'Finance'],
-  ['felix', 'contractor', 'Accounting'],
-];
-
-const RECORDS: [number, string, string, string][] = [
-  [101, 'Hamlet', 'Legal', 'alice'],
-  [102, 'Othello', 'Legal', 'bob'],
-  [103, 'Macbeth', 'Legal', 'carol'],
-  [104, 'King Lear', 'Accounting', 'dan'],
-  [105, 'Romeo and Juliet', 'Legal', 'erin'],
-  [106, "A Midsummer Night's Dream", 'Accounting', 'felix'],
-  [107, 'The Tempest', 'Sales', 'alice'],
-  [108, 'Twelfth Night', 'Legal', 'bob'],
-  [109, 'Julius Caesar', 'Accounting', 'carol'],
-  [110, 'As You Like It', 'Sales', 'dan'],
-  [111, 'Much Ado About Nothing', 'Accounting', 'erin'],
-  [112, 'The Merchant of Venice', 'Legal', 'felix'],
-  [113, 'Henry V', 'Sales', 'alice'],
-  [114, 'Richard III', 'Accounting', 'bob'],
-  [115, 'Coriolanus', 'Finance', 'carol'],
-  [116, 'Taming of the Shrew', 'Legal', 'dan'],
-  [117, 'Antony and Cleopatra', 'Legal', 'erin'],
-  [118, 'Measure for Measure', 'Accounting', 'felix'],
-  [119, "The Winter's Tale", 'Legal', 'alice'],
-  [120, "All's Well That Ends Well", 'Accounting', 'bob'],
-];
+// The scenario is policies/examples/authzen-search (its rules, and its people and records in
+// the project file), served as `npm start` serves it.
+const EXAMPLE = join(import.meta.dirname, '../../policies/examples/authzen-search');
+const PROJECT = JSON.parse(readFileSync(join(EXAMPLE, 'project.json'), 'utf8')) as { users: { id: string }[]; entities: { id: string }[] };
 
 /** The scenario's subject search table: record, action, the people allowed. */
 const SUBJECTS = `
@@ -163,12 +82,7 @@ function sameAsHarness(actual: Item[], expected: Item[]): boolean {
 let f: AuthzenFixture;
 
 beforeAll(async () => {
-  f = await startAuthzen({ policies: { 'search-interop.policy': POLICY } });
-  for (const [id, role, department] of USERS) await putUser(f.server, { id, email: `${id}@example.com`, attributes: { role, department } });
-  for (const [id, title, department, owner] of RECORDS) {
-    const res = await f.server.admin('PUT', `/entities/record/${id}`, { attributes: { title, department, owner } });
-    expect(res.status).toBeLessThan(300);
-  }
+  f = await serveExample(EXAMPLE, { client_id: 'search-pep', client_secret: 'search-pep-example-secret-change-me-0123456789' });
 }, 60_000);
 afterAll(async () => f?.server.stop());
 
@@ -198,9 +112,10 @@ describe('action search: which actions can P perform on record N', () => {
   const listed = new Map(rows(ACTIONS).map(([person, record, ...actions]) => [`${person} ${record}`, actions]));
   it('every person on every record (the pairs the table leaves out allow nothing)', async () => {
     const failures: string[] = [];
-    for (const [person] of USERS) {
-      for (const [record] of RECORDS) {
-        const res = await f.post('/access/v1/search/action', { subject: { type: 'user', id: person }, resource: { type: 'record', id: String(record) } });
+    expect([PROJECT.users.length, PROJECT.entities.length]).toEqual([6, 20]);
+    for (const { id: person } of PROJECT.users) {
+      for (const { id: record } of PROJECT.entities) {
+        const res = await f.post('/access/v1/search/action', { subject: { type: 'user', id: person }, resource: { type: 'record', id: record } });
         const expected = (listed.get(`${person} ${record}`) ?? []).map((name) => ({ name }));
         if (res.status !== 200 || !sameAsHarness(res.body.results, expected)) failures.push(`${person} ${record}: ${JSON.stringify(res.body)}`);
       }
