@@ -37,7 +37,12 @@ const search = (kind: SearchKind): Core => withCaller((ctx, caller, body) => sea
  */
 export function authzenRouter(ctx: AppContext): Router {
   const router = Router();
-  router.get('/.well-known/authzen-configuration', echoRequestId, (_req, res) => {
+  // The metadata is at the well-known URI formed from the PDP identifier (RFC 8615): the suffix
+  // inserted after the host, so an issuer with a path (`https://host/tenant`) is also served at
+  // `/.well-known/authzen-configuration/tenant`.
+  const issuerPath = new URL(ctx.urls.issuer).pathname.replace(/\/$/, '');
+  const metadataPaths = ['/.well-known/authzen-configuration', ...(issuerPath ? [`/.well-known/authzen-configuration${issuerPath}`] : [])];
+  router.get(metadataPaths, echoRequestId, (_req, res) => {
     res.setHeader('Access-Control-Allow-Origin', '*');
     res.setHeader('Cache-Control', 'public, max-age=300');
     res.json(pdpMetadata(ctx));

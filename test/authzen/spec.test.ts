@@ -1,6 +1,7 @@
 // The AuthZEN 1.0 specification's examples, request by request, against a started server.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { putRole, registerAgent } from '../agents/helpers.js';
+import { startTestServer } from '../helpers/server.js';
 import { putUser, startAuthzen, type AuthzenFixture } from './helpers.js';
 
 const POLICY = `
@@ -52,6 +53,25 @@ describe('PDP metadata', () => {
       search_resource_endpoint: `${f.base}/access/v1/search/resource`,
       search_action_endpoint: `${f.base}/access/v1/search/action`,
     });
+  });
+});
+
+describe('PDP metadata of a PDP whose identifier has a path', () => {
+  it('is also at the well-known URI with the path after the suffix (RFC 8615), naming that identifier', async () => {
+    const s = await startTestServer({ env: { GATEHOUSE_ISSUER: 'https://pdp.example.com/tenant1' } });
+    try {
+      for (const path of ['/.well-known/authzen-configuration/tenant1', '/.well-known/authzen-configuration']) {
+        const res = await fetch(`${s.url}${path}`, { headers: { 'x-request-id': 'tenant-md' } });
+        expect([res.status, res.headers.get('x-request-id')]).toEqual([200, 'tenant-md']);
+        expect(await res.json()).toMatchObject({
+          policy_decision_point: 'https://pdp.example.com/tenant1',
+          access_evaluation_endpoint: 'https://pdp.example.com/tenant1/access/v1/evaluation',
+        });
+      }
+      expect((await fetch(`${s.url}/.well-known/authzen-configuration/tenant2`)).status).toBe(404);
+    } finally {
+      await s.stop();
+    }
   });
 });
 
