@@ -129,6 +129,17 @@ describe('resource search', () => {
     expect([resized.status, resized.body.error_description]).toEqual([400, 'page.token: belongs to another request: only page.token may change between pages']);
   });
 
+  it('a limit of 0: no results, and a token to resume at the same place only when there are any', async () => {
+    const body = { subject: { type: 'user', id: 'alice' }, action: { name: 'view' }, resource: { type: 'record' } };
+    const none = await f.post('/access/v1/search/resource', { ...body, page: { limit: 0 } });
+    expect(none.status).toBe(200);
+    expect(none.body.results).toEqual([]);
+    expect(none.body.page.count).toBe(0);
+    expect(none.body.page.next_token).not.toBe('');
+    const empty = await f.post('/access/v1/search/resource', { ...body, subject: { type: 'user', id: 'dan' }, page: { limit: 0 } });
+    expect(empty.body).toEqual({ page: { next_token: '', count: 0 }, results: [] });
+  });
+
   it('a page object without a limit is accepted; the whole answer fits', async () => {
     const res = await f.post('/access/v1/search/resource', { subject: { type: 'user', id: 'alice' }, action: { name: 'view' }, resource: { type: 'record' }, page: {} });
     expect(res.body.page).toEqual({ next_token: '', count: 12 });
