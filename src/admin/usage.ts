@@ -3,7 +3,8 @@ import { z } from 'zod';
 import type { AppContext } from '../context.js';
 import { errors } from '../errors.js';
 import { listCounters, type CapabilityLimits, type CounterView } from '../authz/usage.js';
-import { jsonUsageLimits } from '../policy/usage.js';
+import { usageLimitsFor, type PolicySet } from '../authz/policy-interface.js';
+import { apiUsageLimits } from '../policy/usage.js';
 import type { Agent } from '../store/agents.js';
 import { adminRoute, param } from './route.js';
 
@@ -21,12 +22,22 @@ const counterView = z.object({
 });
 const usageList = z.object({ data: z.array(counterView) });
 
-/** Each capability of the agent with its limits over time: its own (management API) and the policy files'. */
-function capabilityLimits(agent: Agent): CapabilityLimits[] {
+/**
+ * Each capability of the agent with its limits over time, as a decision on it would read them:
+ * its own (management API), then the policy files' blocks for the agent. Without a capability
+ * nothing is allowed, so nothing is counted.
+ */
+function capabilityLimits(agent: Agent, policy: PolicySet | null | undefined): CapabilityLimits[] {
+  const subject = { type: 'agent' as const, id: agent.agent_id, roles: [], groups: [], permissions: [], attributes: {}, capabilities: agent.capabilities };
   return agent.capabilities.map((c) => ({
     capability: c.name,
-    limits: jsonUsageLimits(c.limits ?? {}, `api:capability/${c.name}`).limits,
+    limits: policy ? usageLimitsFor({ subject, action: c.name, resource: '', context: {}, now: 0 }, policy) : [...apiUsageLimits(c.limits ?? {}, c.name)],
   }));
+}
+
+/** The agent's capabilities with their limits over time under the policy in force. */
+async function limitsOf(ctx: AppContext, agent: Agent): Promise<CapabilityLimits[]> {
+  return capabilityLimits(agent, (await ctx.policy.state()).set);
 }
 
 const seconds = (ctx: AppContext) => Math.floor(ctx.clock.now() / 1000);
@@ -40,7 +51,7 @@ async function mustGetAgent(ctx: AppContext, agentId: string): Promise<Agent> {
 /** The agent's counters now (404 for an unknown agent). */
 export async function agentUsage(ctx: AppContext, agentId: string): Promise<CounterView[]> {
   const agent = await mustGetAgent(ctx, agentId);
-  return listCounters(ctx.store, agent.agent_id, capabilityLimits(agent), seconds(ctx));
+  return listCounters(ctx.store, agent.agent_id, await limitsOf(ctx, agent), seconds(ctx));
 }
 
 /**
@@ -50,7 +61,7 @@ export async function agentUsage(ctx: AppContext, agentId: string): Promise<Coun
 export async function resetCounter(ctx: AppContext, agentId: string, id: string): Promise<boolean> {
   const agent = await mustGetAgent(ctx, agentId);
   const t = seconds(ctx);
-  const counter = (await listCounters(ctx.store, agent.agent_id, capabilityLimits(agent), t)).find((c) => c.id === id);
+  const counter = (await listCounters(ctx.store, agent.agent_id, await limitsOf(ctx, agent), t)).find((c) => c.id === id);
   if (!counter) return false;
   await ctx.store.transaction(async (tx) => {
     await tx.usage.lock(id);
