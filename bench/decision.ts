@@ -261,10 +261,16 @@ async function main(): Promise<void> {
     row('token + authorize, no budget (pairs/s)', c, plainPairMed, 2);
     row('token + authorize, budget + rate (pairs/s)', c, budgetPairMed, 2);
     rows.push(`| budget + rate / no budget (pairs) | ${c} | ${Math.round((budgetPairMed.requests.average / plainPairMed.requests.average) * 100)}% | | | |`);
-    const ratio = budgetMed.requests.average / plainMed.requests.average;
+    // On a shared machine the load moves between rounds: each round's two runs, back to back,
+    // are compared with each other, and the median of those ratios is the one judged.
+    const ratios = budgetRuns.map((b, i) => b.requests.average / plainRuns[i]!.requests.average).sort((a, b) => a - b);
+    const ratio = ratios[Math.floor(ratios.length / 2)]!;
+    const p99s = budgetRuns.map((b) => b.latency.p99).sort((a, b) => a - b);
+    const p99 = p99s[Math.floor(p99s.length / 2)]!;
+    rows.push(`| budget + rate / no budget, per round | ${c} | ${ratios.map((r) => `${Math.round(r * 100)}%`).join(', ')} | | | |`);
     const targets =
-      `limits over time: ${Math.round(ratio * 100)}% of the throughput without (target ≥ ${USAGE_RATIO_TARGET * 100}%: ${ratio >= USAGE_RATIO_TARGET ? 'met' : 'NOT met'}), ` +
-      `p99 ${budgetMed.latency.p99} ms (target < ${USAGE_P99_TARGET_MS} ms: ${budgetMed.latency.p99 < USAGE_P99_TARGET_MS ? 'met' : 'NOT met'})`;
+      `limits over time: ${Math.round(ratio * 100)}% of the throughput without, median of the rounds (target ≥ ${USAGE_RATIO_TARGET * 100}%: ${ratio >= USAGE_RATIO_TARGET ? 'met' : 'NOT met'}), ` +
+      `p99 ${p99} ms, median of the rounds (target < ${USAGE_P99_TARGET_MS} ms: ${p99 < USAGE_P99_TARGET_MS ? 'met' : 'NOT met'})`;
 
     process.stdout.write(
       `\nworkers: ${WORKERS}, ${DURATION} s per run, median of ${ROUNDS} alternating rounds, ${availableParallelism()} cores (autocannon shares them)\n\n` +
