@@ -3,8 +3,8 @@ import { z } from 'zod';
 import type { AppContext } from '../context.js';
 import { errors } from '../errors.js';
 import { listCounters, type CapabilityLimits, type CounterView } from '../authz/usage.js';
-import { usageLimitsFor, type PolicySet } from '../authz/policy-interface.js';
-import { apiUsageLimits } from '../policy/usage.js';
+import { usageLimitsFor, type SubjectFacts } from '../authz/policy-interface.js';
+import { jsonUsageLimits } from '../policy/usage.js';
 import type { Agent } from '../store/agents.js';
 import { adminRoute, param } from './route.js';
 
@@ -23,21 +23,19 @@ const counterView = z.object({
 const usageList = z.object({ data: z.array(counterView) });
 
 /**
- * Each capability of the agent with its limits over time, as a decision on it would read them:
- * its own (management API), then the policy files' blocks for the agent. Without a capability
- * nothing is allowed, so nothing is counted.
+ * Each capability of the agent with its limits over time as decisions read them: its own
+ * (management API), then the policy files' `limits` blocks that name the agent. Without a
+ * policy in force (it failed to load), the capability's own.
  */
-function capabilityLimits(agent: Agent, policy: PolicySet | null | undefined): CapabilityLimits[] {
-  const subject = { type: 'agent' as const, id: agent.agent_id, roles: [], groups: [], permissions: [], attributes: {}, capabilities: agent.capabilities };
+async function capabilityLimits(ctx: AppContext, agent: Agent): Promise<CapabilityLimits[]> {
+  const { set } = await ctx.policy.state();
+  const subject: SubjectFacts = { type: 'agent', id: agent.agent_id, roles: [], groups: [], permissions: [], attributes: {}, capabilities: agent.capabilities };
   return agent.capabilities.map((c) => ({
     capability: c.name,
-    limits: policy ? usageLimitsFor({ subject, action: c.name, resource: '', context: {}, now: 0 }, policy) : [...apiUsageLimits(c.limits ?? {}, c.name)],
+    limits: set
+      ? usageLimitsFor({ subject, action: c.name, resource: '', context: {}, now: ctx.clock.now() }, set)
+      : jsonUsageLimits(c.limits ?? {}, `api:capability/${c.name}`).limits,
   }));
-}
-
-/** The agent's capabilities with their limits over time under the policy in force. */
-async function limitsOf(ctx: AppContext, agent: Agent): Promise<CapabilityLimits[]> {
-  return capabilityLimits(agent, (await ctx.policy.state()).set);
 }
 
 const seconds = (ctx: AppContext) => Math.floor(ctx.clock.now() / 1000);
@@ -51,17 +49,18 @@ async function mustGetAgent(ctx: AppContext, agentId: string): Promise<Agent> {
 /** The agent's counters now (404 for an unknown agent). */
 export async function agentUsage(ctx: AppContext, agentId: string): Promise<CounterView[]> {
   const agent = await mustGetAgent(ctx, agentId);
-  return listCounters(ctx.store, agent.agent_id, await limitsOf(ctx, agent), seconds(ctx));
+  return listCounters(ctx.store, agent.agent_id, await capabilityLimits(ctx, agent), seconds(ctx));
 }
 
 /**
  * Resets one of the agent's counters (as listed) to nothing used, and writes that to the audit
- * trail in the same transaction. False when the agent has no such counter.
+ * trail in the same transaction, naming the person who asked (`actor`) when one did (the
+ * console). False when the agent has no such counter.
  */
-export async function resetCounter(ctx: AppContext, agentId: string, id: string): Promise<boolean> {
+export async function resetCounter(ctx: AppContext, agentId: string, id: string, actor: string | null = null): Promise<boolean> {
   const agent = await mustGetAgent(ctx, agentId);
   const t = seconds(ctx);
-  const counter = (await listCounters(ctx.store, agent.agent_id, await limitsOf(ctx, agent), t)).find((c) => c.id === id);
+  const counter = (await listCounters(ctx.store, agent.agent_id, await capabilityLimits(ctx, agent), t)).find((c) => c.id === id);
   if (!counter) return false;
   await ctx.store.transaction(async (tx) => {
     await tx.usage.lock(id);
@@ -74,6 +73,7 @@ export async function resetCounter(ctx: AppContext, agentId: string, id: string)
       resource: counter.key ?? null,
       context: { counter: id, kind: counter.kind, ...(counter.field ? { field: counter.field } : {}), per: counter.per, scope: counter.scope, max: counter.max, used: counter.used },
       decision: 'reset',
+      actor,
       reason: `usage reset: ${counter.kind === 'sum' ? `${counter.field} sum` : 'count'} per ${counter.per}${counter.scope === 'agent' ? '' : ` per ${counter.scope}`} (used ${counter.used})`,
     });
   });
