@@ -123,7 +123,8 @@ async function prepare(dir: string, instances: number, databaseUrl: string | und
       GATEHOUSE_SECRET: SECRET,
       GATEHOUSE_WORKERS: '1',
       GATEHOUSE_ISSUER: issuer,
-      ...(databaseUrl ? { GATEHOUSE_DATABASE_URL: databaseUrl } : {}),
+      // (empty: SQLite, whatever the bench's own environment says)
+      GATEHOUSE_DATABASE_URL: databaseUrl ?? '',
     });
     await waitReady(`${s.base}/healthz`);
     started.push(s);
