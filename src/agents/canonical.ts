@@ -57,7 +57,12 @@ export function sameJson(a: unknown, b: unknown): boolean {
   return JSON.stringify(a) === JSON.stringify(b) || canonicalJson(a) === canonicalJson(b);
 }
 
-/** Identifies one action of one agent: the key an approval is granted for. */
-export function actionKey(agentId: string, action: string, resource: string, context: Record<string, unknown>): string {
-  return createHash('sha256').update(JSON.stringify([agentId, action, resource, canonicalJson(context)])).digest('base64url');
+/**
+ * Identifies one action of one agent: the key an approval is granted for. A delegated agent's
+ * action names the person it acts for (`personId`): one person's approval is not another's.
+ */
+export function actionKey(agentId: string, action: string, resource: string, context: Record<string, unknown>, personId?: string | null): string {
+  const parts = [agentId, action, resource, canonicalJson(context)];
+  if (personId) parts.push(personId);
+  return createHash('sha256').update(JSON.stringify(parts)).digest('base64url');
 }

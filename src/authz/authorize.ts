@@ -262,7 +262,9 @@ async function approvalStep(
   agentName: string,
 ): Promise<{ decision: PipelineDecision; approvalId?: string }> {
   const rule = first.rule ?? (first.cause.code === 'approval_required' ? first.cause.rule : '');
-  const key = actionKey(request.subject.id, request.action, request.resource, request.context);
+  const personId = request.person && request.person.id !== '' ? request.person.id : null;
+  // An agent acting for one person does not inherit the approvals given for another.
+  const key = actionKey(request.subject.id, request.action, request.resource, request.context, request.subject.type === 'agent' ? personId : null);
   const nowSeconds = Math.floor(request.now / 1000);
   {
     const store = tx.agentAuth;
@@ -282,7 +284,7 @@ async function approvalStep(
     const created = await store.createAction({
       id: randomUUID(),
       agent_id: request.subject.id,
-      user_id: request.person && request.person.id !== '' ? request.person.id : null,
+      user_id: personId,
       action: request.action,
       resource: request.resource,
       context: canonicalJson(request.context),
