@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, request, type Server } from 'node:http';
+import { createServer, request, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -42,6 +42,8 @@ const env = () => ({
   GATEHOUSE_WORKERS: '1',
   GATEHOUSE_SSF_POLL_MS: '50',
   GATEHOUSE_SSF_RETRY_BASE_MS: '50',
+  // a stream's delivery lease outlives a push by ten seconds: a short push time-out keeps the takeover test short
+  GATEHOUSE_SSF_TIMEOUT_MS: '3000',
   LOG_LEVEL: 'info',
 });
 
@@ -438,6 +440,56 @@ describe.skipIf(!testServerUrl())('three instances on one PostgreSQL database', 
     expect((await agentToken(restarted.base, await clientAssertion())).status).toBe(200);
     expect((await decideVia(restarted.base, restarted.base, reader, { action: 'read:reports', resource: 'report:after', context: {} })).decision).toBe('allow');
   }, 120_000);
+
+  it('every instance killed while one of them pushes a Shared Signals event: the restarted ones deliver it, once', async () => {
+    const delivered: string[] = [];
+    const held: { jti: string; res: ServerResponse }[] = [];
+    let hold = true;
+    let arrived!: () => void;
+    const firstPush = new Promise<void>((r) => (arrived = r));
+    // a receiver that leaves the first push unanswered, so its instance dies in the middle of it
+    const rx = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        if (hold) {
+          held.push({ jti: decodeJwt(body).jti!, res });
+          arrived();
+          return;
+        }
+        delivered.push(decodeJwt(body).jti!);
+        res.writeHead(202).end();
+      });
+    });
+    await new Promise<void>((r) => rx.listen(0, '127.0.0.1', r));
+    try {
+      const stream = await call(issuer, 'POST', '/v1/ssf/streams', {
+        json: { delivery: { method: 'urn:ietf:rfc:8935', endpoint_url: `http://127.0.0.1:${(rx.address() as AddressInfo).port}/events` }, events_requested: ['https://schemas.openid.net/secevent/risc/event-type/credential-compromise'] },
+        headers: { authorization: `Bearer ${ADMIN}` },
+      });
+      expect(stream.status).toBe(201);
+      expect((await admin(at(1), 'POST', `/users/${user.id}/credential-compromise`, { credential_type: 'password', reason: 'takeover' })).status).toBeLessThan(300);
+      await firstPush;
+      hold = false;
+      // whichever instance holds the stream's lease dies with it
+      for (const i of instances) i.child.kill('SIGKILL');
+      await Promise.all(instances.map((i) => i.exited));
+      const restarted = await Promise.all(['a2', 'b2', 'c3'].map(startInstance));
+      instances.splice(0, instances.length, ...restarted);
+      backends.splice(0, backends.length, ...restarted.map((i) => i.base));
+      const deadline = Date.now() + 40_000;
+      while (delivered.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      // time for a duplicate to show up, were there one
+      await new Promise((r) => setTimeout(r, 1500));
+      expect(held).toHaveLength(1);
+      expect(delivered).toEqual([held[0]!.jti]);
+    } finally {
+      await new Promise((r) => {
+        rx.close(r);
+        rx.closeAllConnections();
+      });
+    }
+  }, 90_000);
 
   it('gatehouse audit verify finds the chain unbroken after all of it', async () => {
     const child = spawn(process.execPath, ['--import', tsx(), join(projectRoot, 'src/cli.ts'), 'audit', 'verify'], { cwd: dir, env: env(), stdio: ['ignore', 'pipe', 'pipe'] });
