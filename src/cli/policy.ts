@@ -12,8 +12,7 @@ import { parsePolicy } from '../policy/parser.js';
 import { formatFile } from '../policy/format.js';
 import { collectTests, runTests } from '../policy/test-runner.js';
 import { DiffTooLarge, diffPolicySets, diffText } from '../policy/diff.js';
-import { decideOn } from '../authz/core.js';
-import { completeRequest } from '../policy/explain.js';
+import { completeRequest, explainDecision } from '../policy/explain.js';
 import { UsageError, type CliIO, type ParsedArgs } from './args.js';
 import { explainText } from './explain-text.js';
 import { runCli } from './main.js';
@@ -385,8 +384,8 @@ export function explain(a: ParsedArgs, io: CliIO): Promise<number> {
     }
     const set = buildPolicySet(parsed.files, []);
     const { request, assumed } = completeRequest(raw);
-    // The server's decision core, fed the request's facts: explain answers as the endpoints do.
-    const d = decideOn(request, set);
+    // The decision the endpoints give, with every rule of the action traced with the values it read.
+    const d = explainDecision(request, set);
     if (wantsJson(a)) json(io, { request, assumed, ...d });
     else io.stdout(explainText(request, d, assumed));
     return EXPLAIN_EXIT[d.decision];
