@@ -267,6 +267,17 @@ describe.skipIf(!testServerUrl())('three instances on one PostgreSQL database', 
     }
   });
 
+  it('an application deleted on one instance is refused by the others within a second', async () => {
+    const created = await admin(at(0), 'POST', '/applications', { name: 'short-lived-service', type: 'm2m', redirect_uris: [] });
+    const auth = { authorization: basic(created.body.client_id, created.body.client_secret) };
+    const token = (i: number) => call(at(i), 'POST', '/oauth/token', { form: { grant_type: 'client_credentials' }, headers: auth });
+    // every instance has it cached
+    for (let i = 0; i < 3; i++) expect((await token(i)).status).toBe(200);
+    expect((await admin(at(0), 'DELETE', `/applications/${encodeURIComponent(created.body.client_id)}`)).status).toBe(204);
+    await new Promise((r) => setTimeout(r, 1000));
+    for (let i = 1; i < 3; i++) expect(await token(i)).toMatchObject({ status: 401, body: { error: 'invalid_client' } });
+  });
+
   it('a budget hammered from all three instances at once is never exceeded', async () => {
     expect((await admin(at(0), 'PUT', '/roles/refunder', { permissions: ['create:refunds'] })).status).toBeLessThan(300);
     const spender = await newAgent('spender', [{ name: 'create:refunds', limits: { amount: { max: 500, sum: { max: 1000, per: '24h' } }, count: [{ max: 12, per: '1h' }] } }], ['refunder']);
