@@ -11,7 +11,7 @@
  *
  * PostgreSQL: BENCH_DATABASE_URL (a server URL whose user may create databases), else a
  * throwaway cluster in a temporary directory (initdb/pg_ctl on PATH or Debian's
- * /usr/lib/postgresql/<v>/bin; as root it runs as the `postgres` user). Its durability
+ * /usr/lib/postgresql/<v>/bin; as root it runs as the `postgres` user, or BENCH_PG_USER). Its durability
  * matches the SQLite default's: WAL flushed in the background (synchronous_commit=off),
  * fsync on.
  */
@@ -54,7 +54,7 @@ const childrenOf = (ppid: number): number[] =>
 // ---- PostgreSQL
 interface Postgres { url: string; cpu(): number; stop(): void }
 
-function startPostgres(): Postgres {
+async function startPostgres(): Promise<Postgres> {
   const external = process.env.BENCH_DATABASE_URL;
   if (external) return { url: external, cpu: () => NaN, stop: () => undefined };
   const which = (bin: string) => {
@@ -68,10 +68,19 @@ function startPostgres(): Postgres {
   };
   const dir = mkdtempSync(join(tmpdir(), 'gatehouse-bench-pg-'));
   const asRoot = userInfo().uid === 0;
+  // PostgreSQL refuses to run as root: as root, the cluster belongs to the `postgres` user (Debian's package makes it).
+  const pgUser = process.env.BENCH_PG_USER ?? 'postgres';
+  const idOf = (flag: string) => {
+    try {
+      return Number(execFileSync('id', [flag, pgUser], { encoding: 'utf8' }));
+    } catch {
+      throw new Error(`as root the throwaway cluster runs as the user ${pgUser}, which does not exist (set BENCH_PG_USER, BENCH_DATABASE_URL, or run as another user)`);
+    }
+  };
   const run = (bin: string, args: string[]) =>
-    execFileSync(asRoot ? 'runuser' : which(bin), asRoot ? ['-u', 'postgres', '--', which(bin), ...args] : args, { stdio: 'ignore' });
-  if (asRoot) chownSync(dir, Number(execSync('id -u postgres', { encoding: 'utf8' })), Number(execSync('id -g postgres', { encoding: 'utf8' })));
-  const port = 56000 + Math.floor(Math.random() * 2000);
+    execFileSync(asRoot ? 'runuser' : which(bin), asRoot ? ['-u', pgUser, '--', which(bin), ...args] : args, { stdio: 'ignore', cwd: dir });
+  if (asRoot) chownSync(dir, idOf('-u'), idOf('-g'));
+  const port = await freePort();
   run('initdb', ['-D', join(dir, 'data'), '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--locale=C.UTF-8']);
   run('pg_ctl', ['-D', join(dir, 'data'), '-l', join(dir, 'log'), '-w', 'start', '-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=200 -c synchronous_commit=off`]);
   const postmaster = Number(readFileSync(join(dir, 'data', 'postmaster.pid'), 'utf8').split('\n')[0]);
@@ -114,7 +123,8 @@ async function prepare(dir: string, instances: number, databaseUrl: string | und
       GATEHOUSE_SECRET: SECRET,
       GATEHOUSE_WORKERS: '1',
       GATEHOUSE_ISSUER: issuer,
-      ...(databaseUrl ? { GATEHOUSE_DATABASE_URL: databaseUrl } : {}),
+      // (empty: SQLite, whatever the bench's own environment says)
+      GATEHOUSE_DATABASE_URL: databaseUrl ?? '',
     });
     await waitReady(`${s.base}/healthz`);
     started.push(s);
@@ -188,7 +198,7 @@ async function measure(setup: Setup, postgres: Postgres | undefined, request: (b
 async function main(): Promise<void> {
   process.stderr.write('building...\n');
   execSync('npm run build --silent', { stdio: 'inherit' });
-  const postgres = startPostgres();
+  const postgres = await startPostgres();
   const scenarios = [
     { name: 'SQLite, 1 instance', instances: 1, pg: false },
     { name: 'PostgreSQL, 1 instance', instances: 1, pg: true },

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { AppContext } from '../context.js';
 import { errors } from '../errors.js';
 import { listCounters, type CapabilityLimits, type CounterView } from '../authz/usage.js';
+import { usageLimitsFor, type SubjectFacts } from '../authz/policy-interface.js';
 import { jsonUsageLimits } from '../policy/usage.js';
 import type { Agent } from '../store/agents.js';
 import { adminRoute, param } from './route.js';
@@ -21,11 +22,19 @@ const counterView = z.object({
 });
 const usageList = z.object({ data: z.array(counterView) });
 
-/** Each capability of the agent with its limits over time: its own (management API) and the policy files'. */
-function capabilityLimits(agent: Agent): CapabilityLimits[] {
+/**
+ * Each capability of the agent with its limits over time as decisions read them: its own
+ * (management API), then the policy files' `limits` blocks that name the agent. Without a
+ * policy in force (it failed to load), the capability's own.
+ */
+async function capabilityLimits(ctx: AppContext, agent: Agent): Promise<CapabilityLimits[]> {
+  const { set } = await ctx.policy.state();
+  const subject: SubjectFacts = { type: 'agent', id: agent.agent_id, roles: [], groups: [], permissions: [], attributes: {}, capabilities: agent.capabilities };
   return agent.capabilities.map((c) => ({
     capability: c.name,
-    limits: jsonUsageLimits(c.limits ?? {}, `api:capability/${c.name}`).limits,
+    limits: set
+      ? usageLimitsFor({ subject, action: c.name, resource: '', context: {}, now: ctx.clock.now() }, set)
+      : jsonUsageLimits(c.limits ?? {}, `api:capability/${c.name}`).limits,
   }));
 }
 
@@ -40,17 +49,18 @@ async function mustGetAgent(ctx: AppContext, agentId: string): Promise<Agent> {
 /** The agent's counters now (404 for an unknown agent). */
 export async function agentUsage(ctx: AppContext, agentId: string): Promise<CounterView[]> {
   const agent = await mustGetAgent(ctx, agentId);
-  return listCounters(ctx.store, agent.agent_id, capabilityLimits(agent), seconds(ctx));
+  return listCounters(ctx.store, agent.agent_id, await capabilityLimits(ctx, agent), seconds(ctx));
 }
 
 /**
  * Resets one of the agent's counters (as listed) to nothing used, and writes that to the audit
- * trail in the same transaction. False when the agent has no such counter.
+ * trail in the same transaction, naming the person who asked (`actor`) when one did (the
+ * console). False when the agent has no such counter.
  */
-export async function resetCounter(ctx: AppContext, agentId: string, id: string): Promise<boolean> {
+export async function resetCounter(ctx: AppContext, agentId: string, id: string, actor: string | null = null): Promise<boolean> {
   const agent = await mustGetAgent(ctx, agentId);
   const t = seconds(ctx);
-  const counter = (await listCounters(ctx.store, agent.agent_id, capabilityLimits(agent), t)).find((c) => c.id === id);
+  const counter = (await listCounters(ctx.store, agent.agent_id, await capabilityLimits(ctx, agent), t)).find((c) => c.id === id);
   if (!counter) return false;
   await ctx.store.transaction(async (tx) => {
     await tx.usage.lock(id);
@@ -63,6 +73,7 @@ export async function resetCounter(ctx: AppContext, agentId: string, id: string)
       resource: counter.key ?? null,
       context: { counter: id, kind: counter.kind, ...(counter.field ? { field: counter.field } : {}), per: counter.per, scope: counter.scope, max: counter.max, used: counter.used },
       decision: 'reset',
+      actor,
       reason: `usage reset: ${counter.kind === 'sum' ? `${counter.field} sum` : 'count'} per ${counter.per}${counter.scope === 'agent' ? '' : ` per ${counter.scope}`} (used ${counter.used})`,
     });
   });

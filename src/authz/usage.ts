@@ -26,9 +26,20 @@ export interface UsageSubject {
   personId: string | null;
 }
 
+/** Ids computed lately: a busy agent's counters are named on every decision. */
+const recentIds = new Map<string, string>();
+const RECENT_IDS_MAX = 10_000;
+
 /** A counter's stable id: the same agent, capability, thing counted and scope key give the same id in every process. */
 export function counterId(agentId: string, capability: string, key: string, scopeKey: string): string {
-  return createHash('sha256').update(JSON.stringify([agentId, capability, key, scopeKey])).digest('base64url').slice(0, 22);
+  const name = JSON.stringify([agentId, capability, key, scopeKey]);
+  let id = recentIds.get(name);
+  if (id === undefined) {
+    id = createHash('sha256').update(name).digest('base64url').slice(0, 22);
+    if (recentIds.size >= RECENT_IDS_MAX) recentIds.clear();
+    recentIds.set(name, id);
+  }
+  return id;
 }
 
 /** The object or person a scoped limit counts for, '' for the agent's own counter. */

@@ -1,6 +1,7 @@
 // Search paging: results come in a stable order (by identifier), and a page token says where
-// the previous page ended and which request it belongs to. A token replayed with a changed
-// request (anything but `page.token`) is refused, as the specification asks.
+// the previous page ended, the page size, and which request it belongs to. A token replayed
+// with a changed request is refused, as the specification asks; a follow-up request may leave
+// out `page.limit` (the specification's own example does), which then keeps the token's size.
 
 import { createHash } from 'node:crypto';
 import { canonicalJson } from '../agents/canonical.js';
@@ -9,32 +10,38 @@ import { badRequest, type SearchRequest } from './request.js';
 /** The page size when the request names none. */
 export const DEFAULT_PAGE = 100;
 
-/** What the request asks, less its page token: the part that must not change across pages. */
+/** What the request asks, less its page: the part that must not change across pages. */
 export function requestFingerprint(kind: string, req: SearchRequest): string {
-  const { page, ...rest } = req;
-  const stable = { kind, ...rest, limit: page?.limit ?? null };
-  return createHash('sha256').update(canonicalJson(stable)).digest('base64url').slice(0, 22);
+  const { page: _page, ...rest } = req;
+  return createHash('sha256').update(canonicalJson({ kind, ...rest })).digest('base64url').slice(0, 22);
 }
 
-export function encodePageToken(after: string, fingerprint: string): string {
-  return Buffer.from(JSON.stringify([after, fingerprint])).toString('base64url');
+export function encodePageToken(after: string, limit: number, fingerprint: string): string {
+  return Buffer.from(JSON.stringify([after, limit, fingerprint])).toString('base64url');
 }
 
-/** The identifier the previous page ended with; a 400 for a foreign or mismatched token. */
-export function decodePageToken(token: string, fingerprint: string): string {
+/** Where the previous page ended and its size; a 400 for a foreign token, or one replayed with a changed request or limit. */
+export function decodePageToken(token: string, fingerprint: string, limit: number | undefined): { after: string; limit: number } {
   let decoded: unknown;
   try {
     decoded = JSON.parse(Buffer.from(token, 'base64url').toString('utf8'));
   } catch {
     decoded = undefined;
   }
-  if (!Array.isArray(decoded) || decoded.length !== 2 || typeof decoded[0] !== 'string' || typeof decoded[1] !== 'string') {
+  if (
+    !Array.isArray(decoded) ||
+    decoded.length !== 3 ||
+    typeof decoded[0] !== 'string' ||
+    !Number.isInteger(decoded[1]) ||
+    decoded[1] < 0 ||
+    typeof decoded[2] !== 'string'
+  ) {
     throw badRequest([{ path: 'page.token', message: 'is not a token this PDP issued', code: 'invalid_value' }]);
   }
-  if (decoded[1] !== fingerprint) {
+  if (decoded[2] !== fingerprint || (limit !== undefined && limit !== decoded[1])) {
     throw badRequest([{ path: 'page.token', message: 'belongs to another request: only page.token may change between pages', code: 'invalid_value' }]);
   }
-  return decoded[0];
+  return { after: decoded[0], limit: decoded[1] };
 }
 
 export interface Paged<T> {
@@ -54,8 +61,9 @@ export async function collectPage<T>(
   accept: (id: string) => Promise<T | undefined> | T | undefined,
 ): Promise<Paged<T>> {
   const fingerprint = requestFingerprint(kind, req);
-  const after = req.page?.token !== undefined ? decodePageToken(req.page.token, fingerprint) : undefined;
-  const limit = req.page?.limit ?? DEFAULT_PAGE;
+  const resumed = req.page?.token !== undefined ? decodePageToken(req.page.token, fingerprint, req.page.limit) : undefined;
+  const after = resumed?.after;
+  const limit = resumed?.limit ?? req.page?.limit ?? DEFAULT_PAGE;
   let i = 0;
   if (after !== undefined) {
     // Binary search: ids are sorted, and `after` may have disappeared since.
@@ -81,7 +89,7 @@ export async function collectPage<T>(
     results.push(hit);
     last = ids[i]!;
   }
-  const next = more ? encodePageToken(last ?? after ?? '', fingerprint) : '';
+  const next = more ? encodePageToken(last ?? after ?? '', limit, fingerprint) : '';
   if (!more && !req.page) return { results };
   return { page: { next_token: next, count: results.length }, results };
 }

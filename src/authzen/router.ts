@@ -10,8 +10,12 @@ import { AUTHZEN_PATHS, pdpMetadata } from './metadata.js';
 import { searchAnswer } from './search.js';
 import type { SearchKind } from './request.js';
 
-/** Any visible ASCII (and inner spaces), up to 1024 characters: what is echoed back as `X-Request-ID`. */
-const ECHOABLE_ID = /^[\x21-\x7e](?:[\x20-\x7e]{0,1022}[\x21-\x7e])?$/;
+/**
+ * The `X-Request-ID` a PEP sends comes back the same, whatever it holds: the specification asks
+ * for the same identifier, and any value Node's parser accepted (visible ASCII, spaces, tabs,
+ * Latin-1 bytes, bounded by the header size limit) is one Node can send back.
+ */
+const ECHOABLE_ID = /^[\t\x20-\x7e\x80-\xff]+$/;
 /** The ids the shared fast path reuses as they are; others take the Express route, which echoes them too. */
 const FAST_ID = /^[\w.:-]{1,128}$/;
 
@@ -33,7 +37,12 @@ const search = (kind: SearchKind): Core => withCaller((ctx, caller, body) => sea
  */
 export function authzenRouter(ctx: AppContext): Router {
   const router = Router();
-  router.get('/.well-known/authzen-configuration', (_req, res) => {
+  // The metadata is at the well-known URI formed from the PDP identifier (RFC 8615): the suffix
+  // inserted after the host, so an issuer with a path (`https://host/tenant`) is also served at
+  // `/.well-known/authzen-configuration/tenant`.
+  const issuerPath = new URL(ctx.urls.issuer).pathname.replace(/\/$/, '');
+  const metadataPaths = ['/.well-known/authzen-configuration', ...(issuerPath ? [`/.well-known/authzen-configuration${issuerPath}`] : [])];
+  router.get(metadataPaths, echoRequestId, (_req, res) => {
     res.setHeader('Access-Control-Allow-Origin', '*');
     res.setHeader('Cache-Control', 'public, max-age=300');
     res.json(pdpMetadata(ctx));

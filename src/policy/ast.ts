@@ -154,6 +154,8 @@ export interface TestNode {
   loc?: Loc;
   comments?: Record<string, Comments>;
   lineLocs?: Record<string, Loc>;
+  /** Lines given more than once (all but `capability` and `used`), detected by the parser. */
+  duplicateLines?: { line: string; loc: Loc }[];
 }
 
 /** A line `used <count | field> <amount> in <window> [per <scope>]`. */

@@ -117,13 +117,14 @@ function fmtSchema(o: Out, s: SchemaNode): void {
   o.line(0, '}', c.end);
 }
 
-function fmtFacts(o: Out, indent: number, f: TestFacts | undefined, c: Record<string, Comments>): void {
+/** `prefix`: where the comments of these lines are kept (`person:` for the lines of a person block). */
+function fmtFacts(o: Out, indent: number, f: TestFacts | undefined, c: Record<string, Comments>, prefix = ''): void {
   if (!f) return;
   const list = (k: string, v: string[]) => (v.length ? `${k} ${fmtStrings(v)}` : k);
-  if (f.roles) o.line(indent, list('roles', f.roles), c.roles);
-  if (f.groups) o.line(indent, list('groups', f.groups), c.groups);
-  if (f.email !== undefined) o.line(indent, `email ${fmtString(f.email)}`, c.email);
-  if (f.attributes) o.line(indent, `attributes ${fmtJsonValue(f.attributes)}`, c.attributes);
+  if (f.roles) o.line(indent, list('roles', f.roles), c[prefix + 'roles']);
+  if (f.groups) o.line(indent, list('groups', f.groups), c[prefix + 'groups']);
+  if (f.email !== undefined) o.line(indent, `email ${fmtString(f.email)}`, c[prefix + 'email']);
+  if (f.attributes) o.line(indent, `attributes ${fmtJsonValue(f.attributes)}`, c[prefix + 'attributes']);
 }
 
 function fmtTest(o: Out, t: TestNode): void {
@@ -137,9 +138,9 @@ function fmtTest(o: Out, t: TestNode): void {
     const cc = c['capability:' + i];
     if (!cap.limits && !cap.usage) { o.line(1, `capability ${fmtString(cap.name)}`, cc); return; }
     o.line(1, `capability ${fmtString(cap.name)} {`, cc);
-    for (const f of cap.limits ?? []) o.line(2, fmtLimitField(f));
-    for (const u of cap.usage ?? []) o.line(2, formatUsageNode(u));
-    o.line(1, '}');
+    (cap.limits ?? []).forEach((f, j) => o.line(2, fmtLimitField(f), c[`capability:${i}:field:${j}`]));
+    (cap.usage ?? []).forEach((u, j) => o.line(2, formatUsageNode(u), c[`capability:${i}:usage:${j}`]));
+    o.line(1, '}', c[`capability:${i}:end`]);
   });
   if (t.person) {
     const p = t.person;
@@ -148,9 +149,9 @@ function fmtTest(o: Out, t: TestNode): void {
       o.line(1, `person ${fmtString(p.id)}${perms}`, c.person);
     } else {
       o.line(1, `person ${fmtString(p.id)} {`, c.person);
-      if (p.permissions.length) o.line(2, `permissions ${fmtStrings(p.permissions)}`);
-      fmtFacts(o, 2, p, {});
-      o.line(1, '}');
+      if (p.permissions.length) o.line(2, `permissions ${fmtStrings(p.permissions)}`, c['person:permissions']);
+      fmtFacts(o, 2, p, c, 'person:');
+      o.line(1, '}', c['person:end']);
     }
   }
   if (t.action !== undefined) o.line(1, `action ${fmtString(t.action)}`, c.action);

@@ -77,7 +77,9 @@ function unescape(raw: string): string {
 }
 
 type RuleField = { key: 'effect' | 'subjects' | 'relation' | 'object' | 'when'; value: unknown; loc: Loc; node: ohm.Node };
-type TestLine = { key: string; apply: (t: TestNode) => void; loc: Loc; node: ohm.Node };
+/** `parts`: for a line that opens a block (`capability "x" {`, `person "p" {`), the opening, each inner line and the `}`, so that their comments stay with them. */
+type TestLine = { key: string; apply: (t: TestNode) => void; loc: Loc; node: ohm.Node; parts?: SubLine[] };
+type SubLine = { key: string; node: ohm.Node | { startIdx: number; endIdx: number } };
 type FactLine = { key: 'roles' | 'groups' | 'email' | 'attributes'; apply: (f: TestFacts) => void };
 
 /** `amount` is the context field; `subject.x` starts at a root; `amount.x` is a nested context field. */
@@ -254,8 +256,11 @@ function semantics(): ohm.Semantics {
         const line = l.ast() as TestLine;
         const key = line.key === 'capability' ? 'capability:' + t.capabilities.length : line.key === 'used' ? 'used:' + (t.used?.length ?? 0) : line.key;
         line.apply(t);
-        t.lineLocs![key] = line.loc;
-        anchor(t, key, line.node);
+        // Only capability and used lines may repeat; any other line given twice would silently replace the first.
+        if (Object.hasOwn(t.lineLocs!, key)) (t.duplicateLines ??= []).push({ line: line.key, loc: line.loc });
+        else t.lineLocs![key] = line.loc;
+        if (line.parts) for (const part of line.parts) anchor(t, key + part.key, part.node);
+        else anchor(t, key, line.node);
       }
       if (tlines.numChildren) anchor(t, 'end', close);
       return t;
@@ -272,13 +277,23 @@ function semantics(): ohm.Semantics {
     },
     TestLine_capability(_k, name, limits) {
       const cap: TestNode['capabilities'][number] = { name: name.ast() };
+      let parts: SubLine[] | undefined;
       if (limits.numChildren) {
-        const lines = limits.children[0]!.ast() as (LimitField | { usage: UsageLimitNode })[];
+        const block = limits.children[0]!;
+        const lines = block.ast() as (LimitField | { usage: UsageLimitNode })[];
         cap.limits = lines.filter((l): l is LimitField => !('usage' in l));
         const usage = lines.filter((l): l is { usage: UsageLimitNode } => 'usage' in l).map((l) => l.usage);
         if (usage.length) cap.usage = usage;
+        // Inner lines are keyed as fmt prints them: plain limits, then limits over time, each in order.
+        const [open, inner, close] = block.children as [ohm.Node, ohm.Node, ohm.Node];
+        let fields = 0, usages = 0;
+        parts = [
+          { key: '', node: { startIdx: this.source.startIdx, endIdx: open.source.endIdx } },
+          ...inner.children.map((c, i) => ({ key: 'usage' in lines[i]! ? `:usage:${usages++}` : `:field:${fields++}`, node: c })),
+          { key: ':end', node: close },
+        ];
       }
-      return { key: 'capability', loc: locOf(this), node: this, apply: (t: TestNode) => { t.capabilities.push(cap); } };
+      return { key: 'capability', loc: locOf(this), node: this, apply: (t: TestNode) => { t.capabilities.push(cap); }, ...(parts ? { parts } : {}) };
     },
     CapabilityLimits(_o, ls, _c) { return ls.children.map((c) => c.ast()); },
     TestLine_used(_k, what, amount, _in, w, scope) {
@@ -293,10 +308,17 @@ function semantics(): ohm.Semantics {
     },
     TestLine_personblock(_k, id, facts) {
       const person: NonNullable<TestNode['person']> = { id: id.ast(), permissions: [] };
-      for (const line of facts.ast() as (FactLine | { key: 'permissions'; perms: string[] })[]) {
+      const lines = facts.ast() as (FactLine | { key: 'permissions'; perms: string[] })[];
+      for (const line of lines) {
         if ('perms' in line) person.permissions = line.perms; else line.apply(person);
       }
-      return { key: 'person', loc: locOf(this), node: this, apply: (t: TestNode) => { t.person = person; } };
+      const [open, inner, close] = facts.children as [ohm.Node, ohm.Node, ohm.Node];
+      const parts: SubLine[] = [
+        { key: '', node: { startIdx: this.source.startIdx, endIdx: open.source.endIdx } },
+        ...inner.children.map((c, i) => ({ key: ':' + lines[i]!.key, node: c })),
+        { key: ':end', node: close },
+      ];
+      return { key: 'person', loc: locOf(this), node: this, apply: (t: TestNode) => { t.person = person; }, parts };
     },
     PersonFacts(_o, lines_, _c) { return lines_.children.map((c) => c.ast()); },
     PersonLine_permissions(_k, list) { return { key: 'permissions', perms: list.numChildren ? list.children[0]!.ast() : [] }; },

@@ -61,6 +61,17 @@ export interface UsageLimit {
  * the management API's, or `per 60m` and `per 1h`) count the same thing: one counter.
  */
 export function usageKey(l: Pick<UsageLimit, 'kind' | 'field' | 'seconds' | 'scope'>): string {
+  // A compiled limit is asked on every decision: its key is kept with it.
+  const known = keyOfLimit.get(l);
+  if (known !== undefined) return known;
+  const key = keyText(l);
+  keyOfLimit.set(l, key);
+  return key;
+}
+
+const keyOfLimit = new WeakMap<object, string>();
+
+function keyText(l: Pick<UsageLimit, 'kind' | 'field' | 'seconds' | 'scope'>): string {
   const what = l.kind === 'sum' ? `${l.field} sum` : 'count';
   return `${what} per ${formatWindow(l.seconds)}${l.scope === 'agent' ? '' : ` per ${l.scope}`}`;
 }

@@ -386,6 +386,7 @@ export function parseInstant(s: string): number | null {
 export function validateTest(t: TestNode, out: Diagnostic[]): void {
   const at = t.loc!;
   const ll = t.lineLocs ?? {};
+  for (const d of t.duplicateLines ?? []) out.push(diag(d.loc, at, `test "${t.name}": ${d.line} is given twice`));
   if (!t.agent && !t.user) out.push(diag(at, at, `test "${t.name}" has no agent (or user)`));
   if (t.agent && t.user) out.push(diag(ll.user, at, `test "${t.name}": give an agent or a user, not both`));
   if (t.agent?.mode !== undefined && t.agent.mode !== 'delegated' && t.agent.mode !== 'autonomous') {

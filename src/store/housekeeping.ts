@@ -34,10 +34,14 @@ export function startHousekeeping(store: Store, opts: HousekeepingOptions): () =
   const tick = () => {
     running = pass().catch(opts.onError);
   };
-  const first = setTimeout(tick, Math.min(opts.everyMs, 5000));
-  const timer = setInterval(tick, opts.everyMs);
+  // the period starts with the first pass (an interval started at once would tick with it when the period is short)
+  let timer: NodeJS.Timeout | undefined;
+  const first = setTimeout(() => {
+    tick();
+    timer = setInterval(tick, opts.everyMs);
+    timer.unref();
+  }, Math.min(opts.everyMs, 5000));
   first.unref();
-  timer.unref();
   return async () => {
     clearTimeout(first);
     clearInterval(timer);

@@ -83,6 +83,8 @@ const insertEvents = (n: number) => `INSERT INTO usage_events (counter_id, at, s
 const INSERT_EVENTS = insertEvents(EVENT_CHUNK);
 const PRUNE_EVENTS = 'DELETE FROM usage_events WHERE counter_id = ? AND at <= ?';
 
+const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
+
 /** The counter's used amount with its horizon at `target`, from a row whose horizon is elsewhere. */
 async function usedAt(sql: Sql, row: CounterRow, target: number): Promise<{ used: number; moved: boolean }> {
   if (target === row.horizon) return { used: row.used, moved: false };
@@ -182,8 +184,8 @@ export function usageStore(sql: Sql) {
 
     /**
      * Drops counters with nothing left in their window (and their events), oldest first and at
-     * most `limit`, each in its own short transaction under its lock, so pruning never holds
-     * decisions up for long. Answers how many were dropped.
+     * most `limit`, each in its own short transaction under its lock, letting the event loop
+     * run between them, so pruning never holds decisions up for long. Answers how many were dropped.
      */
     async purgeIdle(t: number, limit = 100): Promise<number> {
       const idle = await sql.all<{ id: string }>(
@@ -201,6 +203,9 @@ export function usageStore(sql: Sql) {
           return (await tx.run('DELETE FROM usage_counters WHERE id = ?', [id])).changes === 1;
         });
         if (gone) dropped++;
+        // Between counters, the event loop serves what waits (on SQLite every statement is
+        // synchronous, so without this the whole pass would run before any request).
+        await yieldToEventLoop();
       }
       return dropped;
     },

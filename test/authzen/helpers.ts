@@ -74,8 +74,30 @@ export async function startAuthzen(opts: TestServerOptions = {}): Promise<Authze
 }
 
 /** Creates a person through the management API (with a chosen id when given). */
-export async function putUser(server: TestServer, u: { id?: string; email: string; roles?: string[]; groups?: string[]; name?: string }): Promise<string> {
+export async function putUser(server: TestServer, u: { id?: string; email: string; roles?: string[]; groups?: string[]; name?: string; attributes?: Record<string, unknown> }): Promise<string> {
   const res = await server.admin('POST', '/users', { password: 'correct horse battery staple', name: u.name ?? u.email, ...u });
   if (res.status !== 201) throw new Error(`user failed: ${res.status} ${JSON.stringify(res.body)}`);
   return res.body.id;
+}
+
+/**
+ * An example set served as `npm start` serves it (`GATEHOUSE_POLICY_DIR` and
+ * `GATEHOUSE_PROJECT_FILE`), with its PEP application granted on the AuthZEN API as
+ * docs/authzen.md shows, and that PEP's token.
+ */
+export async function serveExample(dir: string, pep: { client_id: string; client_secret: string }): Promise<AuthzenFixture> {
+  const server = await startTestServer({ env: { GATEHOUSE_POLICY_DIR: dir, GATEHOUSE_PROJECT_FILE: `${dir}/project.json` } });
+  const base = server.ctx.urls.issuer;
+  const api = `${base}/access/v1`;
+  const grant = await server.admin('PUT', `/applications/${pep.client_id}/grants/${encodeURIComponent(api)}`, { scopes: [] });
+  if (grant.status !== 204) throw new Error(`grant failed: ${grant.status} ${JSON.stringify(grant.body)}`);
+  const token = await tokenFor(base, pep, api);
+  return {
+    server,
+    base,
+    api,
+    caller: pep,
+    token,
+    post: (path, body, headers = {}) => pdpPost(base, path, body, { authorization: `Bearer ${token}`, ...headers }),
+  };
 }

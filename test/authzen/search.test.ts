@@ -12,6 +12,13 @@ rule "bob-may-not-see-103" {
   relation "view:records"
   object "record:103"
 }
+
+rule "auditors-view-the-ledger" {
+  effect permit
+  subjects "group:auditors"
+  relation "view:documents"
+  object "document:ledger"
+}
 `;
 
 let f: AuthzenFixture;
@@ -26,6 +33,7 @@ beforeAll(async () => {
   await putUser(f.server, { id: 'bob', email: 'bob@example.com', roles: ['viewer'] });
   await putUser(f.server, { id: 'carol', email: 'carol@example.com', roles: ['viewer'] });
   await putUser(f.server, { id: 'dan', email: 'dan@example.com' });
+  await putUser(f.server, { id: 'erin', email: 'erin@example.com', groups: ['auditors'] });
   for (const id of RECORDS) {
     const res = await f.server.admin('PUT', `/entities/record/${id}`, { attributes: { title: `record ${id}` } });
     expect(res.status).toBeLessThan(300);
@@ -37,6 +45,15 @@ afterAll(async () => f?.server.stop());
 const ids = (body: { results: { id: string }[] }) => body.results.map((r) => r.id);
 
 describe('subject search', () => {
+  it('transitively: a person in a group the policy names is found (the specification\'s group example)', async () => {
+    const res = await f.post('/access/v1/search/subject', { subject: { type: 'user' }, action: { name: 'view' }, resource: { type: 'document', id: 'ledger' } });
+    expect(res.body).toEqual({ results: [{ type: 'user', id: 'erin' }] });
+    const back = await f.post('/access/v1/search/resource', { subject: { type: 'user', id: 'erin' }, action: { name: 'view' }, resource: { type: 'document' } });
+    expect([back.status, back.body]).toEqual([200, { results: [] }]); // no stored documents to list
+    const actions = await f.post('/access/v1/search/action', { subject: { type: 'user', id: 'erin' }, resource: { type: 'document', id: 'ledger' } });
+    expect(actions.body).toEqual({ results: [{ name: 'view' }] });
+  });
+
   it('who can view record 103: the people whose roles grant it, less the denied one', async () => {
     const res = await f.post('/access/v1/search/subject', {
       subject: { type: 'user' },
@@ -94,6 +111,33 @@ describe('resource search', () => {
     const third = await f.post('/access/v1/search/resource', { ...body, page: { limit: 5, token: second.body.page.next_token } });
     expect(ids(third.body)).toEqual(RECORDS.slice(10));
     expect(third.body.page).toEqual({ next_token: '', count: 2 });
+  });
+
+  it("the specification's paging example: the follow-up request sends the token alone, and keeps the first page's limit", async () => {
+    const body = { subject: { type: 'user', id: 'alice' }, action: { name: 'view' }, resource: { type: 'record' } };
+    const first = await f.post('/access/v1/search/resource', { ...body, page: { limit: 5 } });
+    expect(ids(first.body)).toEqual(RECORDS.slice(0, 5));
+    const second = await f.post('/access/v1/search/resource', { ...body, page: { token: first.body.page.next_token } });
+    expect(second.status).toBe(200);
+    expect(ids(second.body)).toEqual(RECORDS.slice(5, 10));
+    expect(second.body.page).toMatchObject({ count: 5 });
+    expect(second.body.page.next_token).not.toBe('');
+    const third = await f.post('/access/v1/search/resource', { ...body, page: { token: second.body.page.next_token } });
+    expect(third.body).toEqual({ page: { next_token: '', count: 2 }, results: RECORDS.slice(10).map((id) => ({ type: 'record', id })) });
+    // A limit that changes mid-pagination is refused, as a changed entity is.
+    const resized = await f.post('/access/v1/search/resource', { ...body, page: { limit: 6, token: first.body.page.next_token } });
+    expect([resized.status, resized.body.error_description]).toEqual([400, 'page.token: belongs to another request: only page.token may change between pages']);
+  });
+
+  it('a limit of 0: no results, and a token to resume at the same place only when there are any', async () => {
+    const body = { subject: { type: 'user', id: 'alice' }, action: { name: 'view' }, resource: { type: 'record' } };
+    const none = await f.post('/access/v1/search/resource', { ...body, page: { limit: 0 } });
+    expect(none.status).toBe(200);
+    expect(none.body.results).toEqual([]);
+    expect(none.body.page.count).toBe(0);
+    expect(none.body.page.next_token).not.toBe('');
+    const empty = await f.post('/access/v1/search/resource', { ...body, subject: { type: 'user', id: 'dan' }, page: { limit: 0 } });
+    expect(empty.body).toEqual({ page: { next_token: '', count: 0 }, results: [] });
   });
 
   it('a page object without a limit is accepted; the whole answer fits', async () => {

@@ -1,6 +1,7 @@
 // The AuthZEN 1.0 specification's examples, request by request, against a started server.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { putRole, registerAgent } from '../agents/helpers.js';
+import { startTestServer } from '../helpers/server.js';
 import { putUser, startAuthzen, type AuthzenFixture } from './helpers.js';
 
 const POLICY = `
@@ -52,6 +53,25 @@ describe('PDP metadata', () => {
       search_resource_endpoint: `${f.base}/access/v1/search/resource`,
       search_action_endpoint: `${f.base}/access/v1/search/action`,
     });
+  });
+});
+
+describe('PDP metadata of a PDP whose identifier has a path', () => {
+  it('is also at the well-known URI with the path after the suffix (RFC 8615), naming that identifier', async () => {
+    const s = await startTestServer({ env: { GATEHOUSE_ISSUER: 'https://pdp.example.com/tenant1' } });
+    try {
+      for (const path of ['/.well-known/authzen-configuration/tenant1', '/.well-known/authzen-configuration']) {
+        const res = await fetch(`${s.url}${path}`, { headers: { 'x-request-id': 'tenant-md' } });
+        expect([res.status, res.headers.get('x-request-id')]).toEqual([200, 'tenant-md']);
+        expect(await res.json()).toMatchObject({
+          policy_decision_point: 'https://pdp.example.com/tenant1',
+          access_evaluation_endpoint: 'https://pdp.example.com/tenant1/access/v1/evaluation',
+        });
+      }
+      expect((await fetch(`${s.url}/.well-known/authzen-configuration/tenant2`)).status).toBe(404);
+    } finally {
+      await s.stop();
+    }
   });
 });
 
@@ -118,6 +138,24 @@ describe('Access Evaluation API', () => {
     const odd = 'req 42/α'.replace('α', 'a') + ' {x}';
     const echoed = await f.post('/access/v1/evaluation', q, { 'x-request-id': odd });
     expect([echoed.status, echoed.headers.get('x-request-id')]).toEqual([200, odd]);
+  });
+
+  it('any identifier HTTP carries comes back byte for byte: a long one, one with a tab, one with non-ASCII bytes', async () => {
+    const q = { subject: { type: 'user', id: 'alice@acmecorp.com' }, action: { name: 'can_read' }, resource: { type: 'account', id: '1' } };
+    for (const id of ['r'.repeat(2000), 'tab\there', 'caf\u00e9-42']) {
+      for (const path of ['/access/v1/evaluation', '/access/v1/search/action']) {
+        const res = await f.post(path, path.endsWith('evaluation') ? q : { subject: q.subject, resource: q.resource }, { 'x-request-id': id });
+        // fetch sends a header's UTF-8 bytes and reads the answer's bytes back as Latin-1.
+        expect([res.status, Buffer.from(res.headers.get('x-request-id') ?? '', 'latin1').toString('utf8')]).toEqual([200, id]);
+      }
+    }
+    const unauthenticated = await f.post('/access/v1/evaluation', q, { authorization: null, 'x-request-id': 'r'.repeat(2000) });
+    expect([unauthenticated.status, unauthenticated.headers.get('x-request-id')]).toEqual([401, 'r'.repeat(2000)]);
+  });
+
+  it('the metadata document echoes the X-Request-ID too', async () => {
+    const res = await fetch(`${f.base}/.well-known/authzen-configuration`, { headers: { 'x-request-id': 'md-1' } });
+    expect(res.headers.get('x-request-id')).toBe('md-1');
   });
 });
 

@@ -25,6 +25,7 @@ rule "block-huge-refunds" {
   when amount > 10000
 }
 `;
+const LIMITS = { amount: { max: 1000, sum: { max: 2000, per: '24h' } }, currency: { in: ['USD', 'EUR'] }, count: [{ max: 20, per: '1h' }] };
 const POLICY_V2 = POLICY_V1.replace('version 1', 'version 2').replace('amount > 10000', 'amount > 5000');
 
 describe.skipIf(!existsSync(CHROMIUM))('the console in headless Chromium', () => {
@@ -97,8 +98,6 @@ describe.skipIf(!existsSync(CHROMIUM))('the console in headless Chromium', () =>
     expect(csp).toContain("script-src 'self'");
     expect(csp).toContain("style-src 'self'");
     expect(csp).not.toContain('unsafe-inline');
-    await go('/console');
-    await shot('overview');
   });
 
   it('makes a role and registers an agent with a limit', async () => {
@@ -118,7 +117,8 @@ describe.skipIf(!existsSync(CHROMIUM))('the console in headless Chromium', () =>
     await page.fill('#f-public_jwk', '{"kty": "OKP", ');
     await page.fill('#f-roles', 'refunder');
     await page.fill('#f-capability', 'create:refunds');
-    await page.fill('#f-limits', '{"amount": {"max": 1000}, "currency": {"in": ["USD", "EUR"]}}');
+    // A limit on each action, and limits over time: a budget (the amounts in any 24 hours) and a rate.
+    await page.fill('#f-limits', JSON.stringify(LIMITS));
     await submit('form[action="/console/agents"] button[type="submit"]');
     expect(await page.textContent('#f-public_jwk-error')).toContain('is not JSON');
     expect(await page.inputValue('#f-capability')).toBe('create:refunds');
@@ -129,11 +129,16 @@ describe.skipIf(!existsSync(CHROMIUM))('the console in headless Chromium', () =>
     const agentId = 'spiffe://localhost/agent/billing';
     expect(await page.textContent('.lead')).toContain(agentId);
     expect(await page.inputValue('#limits-0')).toContain('"max": 1000');
-    await shot('agent');
+    // Nothing used yet: each of the agent's own counters is listed at zero, with nothing to reset.
+    expect(await page.locator('table.usage tbody tr').allTextContents()).toEqual([
+      expect.stringMatching(/amount sum per 24h.*0 of 2000/s),
+      expect.stringMatching(/count per 1h.*0 of 20/s),
+    ]);
+    expect(await page.locator('table.usage form').count()).toBe(0);
 
     // The same agent through the management API, and it works for a real decision.
     const viaApi = await server.admin('GET', `/agents/${encodeURIComponent(agentId)}`);
-    expect(viaApi.body.capabilities).toEqual([{ name: 'create:refunds', limits: { amount: { max: 1000 }, currency: { in: ['USD', 'EUR'] } } }]);
+    expect(viaApi.body.capabilities).toEqual([{ name: 'create:refunds', limits: LIMITS }]);
     agent = { id: agentId, ...keys };
     token = await accessTokenFor(server, agent);
     const before = await bindAndDecide(server, agent, token, 'create:refunds', 'refund:r-1', { amount: 300, currency: 'USD' });
@@ -178,6 +183,8 @@ describe.skipIf(!existsSync(CHROMIUM))('the console in headless Chromium', () =>
     await shot('rule-live');
     await go('/console/rules');
     await shot('rules');
+    await go('/console');
+    await shot('overview');
   });
 
   it('sees the decision change in the audit trail, filtered by agent, decision, reason code and time, and verifies the chain', async () => {
@@ -213,6 +220,51 @@ describe.skipIf(!existsSync(CHROMIUM))('the console in headless Chromium', () =>
     await submit('#audit-verify');
     expect(await page.textContent('#verify .notice')).toMatch(/The chain holds: \d+ records/);
     await shot('audit');
+  });
+
+  it("shows the agent's usage of its rates and budgets, as the management API counts it, and resets a counter", async () => {
+    const usageUrl = `/agents/${encodeURIComponent(agent.id)}/usage`;
+    const counters = (await server.admin('GET', usageUrl)).body.data as { id: string; kind: string; used: number; max: number }[];
+    const sum = counters.find((c) => c.kind === 'sum')!;
+    const count = counters.find((c) => c.kind === 'count')!;
+    // The allowed refund of 300 was counted; the one the rule denied was not.
+    expect(sum).toMatchObject({ used: 300, max: 2000, remaining: 1700 });
+    expect(count.used).toBeGreaterThan(0);
+
+    await go(`/console/agents/${encodeURIComponent(agent.id)}`);
+    const rows = page.locator('table.usage tbody tr');
+    expect(await rows.nth(0).textContent()).toMatch(/amount sum per 24h.*300 of 2000.*1700/s);
+    expect(await rows.nth(1).textContent()).toContain(`${count.used} of 20`);
+    expect(await rows.nth(0).locator('meter').getAttribute('value')).toBe('300');
+    await shot('agent');
+
+    // Reset the budget: a CSRF-protected form, through the management API's own reset.
+    await submit(`table.usage form:has(input[value="${sum.id}"]) button`);
+    expect(await page.textContent('.notice.info')).toContain('The counter was reset.');
+    expect(await rows.nth(0).textContent()).toMatch(/0 of 2000/);
+    const after = (await server.admin('GET', usageUrl)).body.data as { id: string; used: number }[];
+    expect(after.find((c) => c.id === sum.id)!.used).toBe(0);
+    expect(after.find((c) => c.id === count.id)!.used).toBe(count.used);
+
+    // A counter that is not there (reset twice, from a stale page) is said so, and nothing changes.
+    const csrf = (await page.getAttribute('input[name="csrf"]', 'value'))!;
+    const stale = await context.request.post(`${server.url}/console/agents/${encodeURIComponent(agent.id)}/usage/reset`, { form: { csrf, counter: 'no-such-counter' }, maxRedirects: 0 });
+    expect(stale.status()).toBe(404);
+    expect(await stale.text()).toContain('No such counter now');
+    // Without the CSRF token, refused.
+    const forged = await context.request.post(`${server.url}/console/agents/${encodeURIComponent(agent.id)}/usage/reset`, { form: { counter: count.id }, maxRedirects: 0 });
+    expect(forged.status()).toBe(403);
+    expect((await server.admin('GET', usageUrl)).body.data.find((c: { id: string }) => c.id === count.id).used).toBe(count.used);
+
+    // The reset is in the audit trail, naming the person who made it.
+    await go('/console/audit?kind=usage');
+    const records = await page.locator('table.audit tbody tr').allTextContents();
+    expect(records).toHaveLength(1);
+    expect(records[0]).toContain(admin.email);
+    expect(records[0]).toContain('reset');
+    expect(records[0]).toContain('usage reset: amount sum per 24h (used 300)');
+    const [viaApi] = (await server.admin('GET', '/audit?kind=usage')).body.data;
+    expect(viaApi).toMatchObject({ actor: admin.id, agent_id: agent.id, decision: 'reset' });
   });
 
   it('reviews a policy diff: two versions in force, and the files in force against an uploaded draft', async () => {
@@ -268,6 +320,46 @@ describe.skipIf(!existsSync(CHROMIUM))('the console in headless Chromium', () =>
     expect(await page.textContent('.notice.info')).toContain('Approved.');
     const retried = await bindAndDecide(server, agent, token, 'create:refunds', 'refund:r-9', { amount: 950, currency: 'EUR' });
     expect(retried.decision?.decision).toBe('allow');
+  });
+
+  it('a permit rule with a condition in the file syntax grants what no role does, once live', async () => {
+    // The agent holds the capability, but none of its roles grants the action.
+    await go(`/console/agents/${encodeURIComponent(agent.id)}`);
+    await open('add-capability');
+    await page.fill('#new-capability', 'read:invoices');
+    await submit('#add-capability button[type="submit"]');
+    expect(await page.textContent('.notice.info')).toContain('Capability read:invoices saved.');
+    token = await accessTokenFor(server, agent);
+    const ask = async (region: string) => (await bindAndDecide(server, agent, token, 'read:invoices', 'invoice:i-1', { region })).decision ?? { decision: 'deny' };
+    expect(await ask('eu')).toMatchObject({ decision: 'deny' });
+
+    await go('/console/rules/new');
+    await page.fill('#f-name', 'eu-invoices');
+    await page.selectOption('#f-effect', 'permit');
+    await page.fill('#f-subjects', 'agent:*');
+    await page.fill('#f-relation', 'read:invoices');
+    await page.fill('#f-object', 'invoice:*');
+    await page.fill('#f-cond_expr', 'region ==');
+    await submit('#rule-validate');
+    expect(await page.textContent('#f-cond_expr-error')).toBeTruthy();
+    expect(await page.getAttribute('#f-cond_expr', 'aria-invalid')).toBe('true');
+    await page.fill('#f-cond_expr', 'region == "eu"');
+    await submit('#rule-validate');
+    expect(await page.textContent('.notice.ok')).toContain('Valid');
+    await submit('#rule-save');
+    const rule = (await server.admin('GET', '/rules')).body.data.find((r: { name: string }) => r.name === 'eu-invoices');
+    expect(rule).toMatchObject({ effect: 'permit', condition: { expr: 'region == "eu"' }, state: 'draft', validated: true });
+    expect(await page.textContent('pre.policy-text')).toContain('effect permit');
+    await submit('#rule-enable');
+    expect(await page.textContent('.notice.info')).toContain('is live');
+
+    expect(await ask('eu')).toMatchObject({ decision: 'allow' });
+    expect(await ask('us')).toMatchObject({ decision: 'deny' });
+    await go('/console/rules');
+    expect(await page.textContent('table.list')).toContain('eu-invoices');
+    await shot('rules');
+    await go('/console');
+    await shot('overview');
   });
 
   it('applications: create (the secret shown once), edit redirect URIs, delete; the console application stays', async () => {
@@ -384,6 +476,40 @@ describe.skipIf(!existsSync(CHROMIUM))('the console in headless Chromium', () =>
     await other.close();
   });
 
+  it('works without JavaScript: sign in, reset a counter, delete a rule behind its "I am sure" box', async () => {
+    const plain = await browser.newContext({ viewport: LAPTOP, javaScriptEnabled: false });
+    const p = await plain.newPage();
+    p.setDefaultTimeout(10_000);
+    const send = async (selector: string) => {
+      await Promise.all([p.waitForEvent('load'), p.click(selector)]);
+    };
+    await p.goto(`${server.url}/console/rules`);
+    await p.fill('input[name="email"]', admin.email);
+    await p.fill('input[name="password"]', admin.password);
+    await Promise.all([p.waitForURL(`${server.url}/console/rules`), p.click('button[type="submit"]')]);
+
+    // A counter with usage: the rate counted the allowed decisions since the reset of the budget.
+    const usageUrl = `/agents/${encodeURIComponent(agent.id)}/usage`;
+    const count = ((await server.admin('GET', usageUrl)).body.data as { id: string; kind: string; capability: string; used: number }[]).find((c) => c.kind === 'count' && c.capability === 'create:refunds')!;
+    expect(count.used).toBeGreaterThan(0);
+    await p.goto(`${server.url}/console/agents/${encodeURIComponent(agent.id)}`);
+    await send(`table.usage form:has(input[value="${count.id}"]) button`);
+    expect(await p.textContent('.notice.info')).toContain('The counter was reset.');
+    expect((await server.admin('GET', usageUrl)).body.data.find((c: { id: string }) => c.id === count.id).used).toBe(0);
+
+    const rule = (await server.admin('GET', '/rules')).body.data.find((r: { name: string }) => r.name === 'eu-invoices');
+    await p.goto(`${server.url}/console/rules/${rule.id}`);
+    // The browser will not send the form until the box is ticked.
+    await p.click('form.danger-zone button');
+    expect(new URL(p.url()).pathname).toBe(`/console/rules/${rule.id}`);
+    expect((await server.admin('GET', `/rules/${rule.id}`)).status).toBe(200);
+    await p.check('#delete-rule-confirm');
+    await send('form.danger-zone button');
+    expect(await p.textContent('.notice.info')).toContain('Rule eu-invoices deleted.');
+    expect((await server.admin('GET', `/rules/${rule.id}`)).status).toBe(404);
+    await plain.close();
+  });
+
   it('reads on a phone', async () => {
     await page.setViewportSize(PHONE);
     const id = (await server.admin('GET', '/rules')).body.data.find((r: { name: string }) => r.name === 'block-medium-refunds').id;
@@ -394,6 +520,16 @@ describe.skipIf(!existsSync(CHROMIUM))('the console in headless Chromium', () =>
     await go(`/console/audit?agent_id=${encodeURIComponent(agent.id)}`);
     expect(await pageWidth()).toBeLessThanOrEqual(PHONE.width);
     await shot('phone-audit');
+    await go(`/console/agents/${encodeURIComponent(agent.id)}`);
+    expect(await pageWidth()).toBeLessThanOrEqual(PHONE.width);
+    await shot('phone-agent');
+    // Every section's page fits the phone's width.
+    const sections = await page.locator('nav.sections a').evaluateAll((as) => as.map((a) => a.getAttribute('href') ?? ''));
+    expect(sections).toHaveLength(10);
+    for (const path of [...sections, '/console', '/console/rules/new', `/console/people/${admin.id}`, '/console/applications/gatehouse-console']) {
+      await go(path);
+      expect({ path, width: await pageWidth() }).toEqual({ path, width: expect.toSatisfy((w: number) => w <= PHONE.width) });
+    }
     await page.setViewportSize(LAPTOP);
   });
 });

@@ -3,6 +3,7 @@ import { consoleReturnPath } from '../../src/console/sign-in.js';
 import { parseMultipart } from '../../src/console/multipart.js';
 import { startTestServer, verifyAuditTrail, type TestServer } from '../helpers/server.js';
 import { Browser } from '../oauth/helpers.js';
+import { accessTokenFor, bindAndDecide, putRole, registerAgent } from '../agents/helpers.js';
 import { consoleSignIn, csrfOf, makePerson } from './helpers.js';
 
 const CONSOLE = 'gatehouse-console';
@@ -240,6 +241,22 @@ describe('console pages and actions', () => {
     expect(html).toContain('value="bad name!"');
   });
 
+  it('a destructive form without its "I am sure" box is shown again with the reason, and nothing is deleted', async () => {
+    await server.admin('PUT', '/roles/keeper', { permissions: ['read:things'] });
+    const roles = await page('/console/roles');
+    const res = await browser.post('/console/roles/delete', { csrf: csrfOf(roles.html), name: 'keeper' });
+    expect(res.status).toBe(400);
+    const html = await res.text();
+    expect(html).toContain('tick the box to confirm');
+    expect(html).toContain('<h1>Roles</h1>');
+    expect((await server.admin('GET', '/roles/keeper')).status).toBe(200);
+    // A secret typed into a refused stream form is not shown again.
+    const streams = await page('/console/streams');
+    const refused = await browser.post('/console/streams', { csrf: csrfOf(streams.html), endpoint_url: 'not a url', authorization_header: 'Bearer s3cret-value' });
+    expect(refused.status).toBe(400);
+    expect(await refused.text()).not.toContain('s3cret-value');
+  });
+
   it('sets a person’s attributes (replaced whole), naming a bad value at its field', async () => {
     const kim = await makePerson(server, 'kim@example.com', []);
     const path = `/console/people/${encodeURIComponent(kim.id)}`;
@@ -278,6 +295,57 @@ describe('console pages and actions', () => {
     expect(broken.status).toBe(400);
     expect(await broken.text()).toMatch(/a\.policy:\d+:\d+: /);
     expect((await server.ctx.policy.current()).version.startsWith('a@2#')).toBe(true);
+  });
+});
+
+describe("an agent's rates and budgets from the policy files", () => {
+  let server: TestServer;
+  let browser: Browser;
+  const FILE = `policy "budgets" version 1
+
+limits "create:refunds" for "spiffe://localhost/agent/payer" {
+  amount sum max 700 per 24h
+  count max 3 per 10m per resource
+}
+`;
+  beforeAll(async () => {
+    server = await startTestServer({ policies: { 'budgets.policy': FILE } });
+    const admin = await makePerson(server, 'ada@example.com', ['admin']);
+    ({ browser } = await consoleSignIn(server, admin.email, admin.password));
+  });
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  it("are listed beside the capability's own, with what decisions used, and reset the same way", async () => {
+    await putRole(server, 'refunder', ['create:refunds']);
+    const agent = await registerAgent(server, { name: 'payer', mode: 'autonomous', roles: ['refunder'], capabilities: [{ name: 'create:refunds', limits: { count: [{ max: 10, per: '1h' }] } }] });
+    const token = await accessTokenFor(server, agent);
+    expect((await bindAndDecide(server, agent, token, 'create:refunds', 'refund:r-1', { amount: 300 })).decision).toMatchObject({ decision: 'allow' });
+    // Over the file's budget: nothing is bound.
+    expect((await bindAndDecide(server, agent, token, 'create:refunds', 'refund:r-2', { amount: 500 })).bindStatus).toBe(403);
+
+    const usageUrl = `/agents/${encodeURIComponent(agent.id)}/usage`;
+    const counters = (await server.admin('GET', usageUrl)).body.data as { id: string; kind: string; per: string; scope: string; key?: string; used: number; max: number }[];
+    expect(counters.map(({ kind, per, scope, key, used, max }) => ({ kind, per, scope, key, used, max }))).toEqual([
+      { kind: 'count', per: '1h', scope: 'agent', key: undefined, used: 1, max: 10 },
+      { kind: 'sum', per: '24h', scope: 'agent', key: undefined, used: 300, max: 700 },
+      { kind: 'count', per: '10m', scope: 'resource', key: 'refund:r-1', used: 1, max: 3 },
+    ]);
+
+    const res = await browser.get(`/console/agents/${encodeURIComponent(agent.id)}`);
+    const html = await res.text();
+    expect(html).toContain('amount sum per 24h');
+    expect(html).toContain('300 of 700');
+    expect(html).toContain('count per 10m per resource');
+    expect(html).toContain('refund:r-1');
+
+    const sum = counters.find((c) => c.kind === 'sum')!;
+    const reset = await browser.post(`/console/agents/${encodeURIComponent(agent.id)}/usage/reset`, { csrf: csrfOf(html), counter: sum.id });
+    expect(reset.status).toBe(303);
+    expect((await server.admin('GET', usageUrl)).body.data.find((c: { id: string }) => c.id === sum.id).used).toBe(0);
+    // With the budget reset, the refund it refused goes through.
+    expect((await bindAndDecide(server, agent, token, 'create:refunds', 'refund:r-2', { amount: 500 })).decision).toMatchObject({ decision: 'allow' });
   });
 });
 

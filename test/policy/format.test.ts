@@ -177,4 +177,26 @@ test "t" {
       expect(strip(back.items[0])).toEqual(strip(file.items[0]));
     }), RUNS);
   });
+
+  it('keeps the comments of the capability and person blocks of a test on their lines', () => {
+    const text = [
+      'test "t" {',
+      '  agent "x" delegated',
+      '  capability "a:bs" { # with limits',
+      '    # the most one request may ask for',
+      '    n max 1 # a plain limit',
+      '    count max 3 per 1h # a limit over time',
+      '  } # end of the capability',
+      '  person "p" { # the person',
+      '    permissions "a:bs" # what the person may do',
+      '    groups "g"',
+      '  }',
+      '  action "a:bs"',
+      '  resource "b:1"',
+      '  expect deny',
+      '}',
+      '',
+    ].join('\n');
+    expect(formatFile(parsePolicy('t.tests', text).file!)).toBe(text);
+  });
 });

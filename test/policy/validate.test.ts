@@ -219,4 +219,12 @@ describe('policy check analysis: warnings', () => {
     expect(r.diagnostics).toEqual([]);
     expect(r.policySet).not.toBeNull();
   });
+  it('rejects a test line given twice (only capability and used lines repeat)', () => {
+    const text = 'test "t" {\n  agent "x"\n  capability "a:bs"\n  capability "c:ds"\n  person "p" permissions "a:bs"\n  person "q" {\n    roles "r"\n  }\n  used count 1 in 1h\n  used count 2 in 1d\n  action "a:bs"\n  resource "b:1"\n  resource "b:2"\n  expect allow\n}\n';
+    const r = loadPolicySet({ files: [{ path: 't.tests', text }] });
+    expect(r.diagnostics.map(formatDiagnostic)).toEqual([
+      't.tests:6:3: test "t": person is given twice',
+      't.tests:13:3: test "t": resource is given twice',
+    ]);
+  });
 });

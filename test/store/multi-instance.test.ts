@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
-import { createServer, request, type Server } from 'node:http';
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, request, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -42,6 +42,8 @@ const env = () => ({
   GATEHOUSE_WORKERS: '1',
   GATEHOUSE_SSF_POLL_MS: '50',
   GATEHOUSE_SSF_RETRY_BASE_MS: '50',
+  // a stream's delivery lease outlives a push by ten seconds: a short push time-out keeps the takeover test short
+  GATEHOUSE_SSF_TIMEOUT_MS: '3000',
   LOG_LEVEL: 'info',
 });
 
@@ -115,14 +117,32 @@ let m2m: { client_id: string; client_secret: string };
 let user: { id: string; email: string };
 let agent: { id: string; key: CryptoKey };
 
-async function clientAssertion(): Promise<string> {
+async function clientAssertion(who: { id: string; key: CryptoKey } = agent): Promise<string> {
   const t = Math.floor(Date.now() / 1000);
-  return new SignJWT({ iss: agent.id, sub: agent.id, aud: `${issuer}/apis/regional/v1/ai/auth/token`, exp: t + 60, iat: t, jti: randomUUID() })
+  return new SignJWT({ iss: who.id, sub: who.id, aud: `${issuer}/apis/regional/v1/ai/auth/token`, exp: t + 60, iat: t, jti: randomUUID() })
     .setProtectedHeader({ alg: 'EdDSA' })
-    .sign(agent.key);
+    .sign(who.key);
 }
 const agentToken = (base: string, assertion: string) =>
   call(base, 'POST', '/apis/regional/v1/ai/auth/token', { form: { grant_type: 'client_credentials', client_assertion_type: JWT_BEARER, client_assertion: assertion } });
+
+async function newAgent(name: string, capabilities: { name: string; limits?: unknown }[], roles: string[]): Promise<{ id: string; key: CryptoKey }> {
+  const { privateKey, publicKey } = await generateKeyPair('EdDSA', { crv: 'Ed25519', extractable: true });
+  const a = await admin(issuer, 'POST', '/agents', { name, mode: 'autonomous', public_jwk: await exportJWK(publicKey), capabilities, roles });
+  expect(a.status).toBe(201);
+  return { id: a.body.agent_id, key: privateKey };
+}
+
+interface Action { action: string; resource: string; context: Record<string, unknown> }
+/** Binds the action on one instance (a transaction token) and asks the decision on another. */
+async function decideVia(bindAt: string, decideAt: string, who: { id: string; key: CryptoKey }, a: Action) {
+  const token = await agentToken(bindAt, await clientAssertion(who));
+  expect(token.status).toBe(200);
+  const bound = await call(bindAt, 'POST', '/apis/regional/v1/ai/auth/transaction-token', { json: a, headers: { authorization: `Bearer ${token.body.access_token}` } });
+  if (bound.status !== 200) return { status: bound.status, decision: 'deny', reason: bound.body?.error as string };
+  const r = await call(decideAt, 'POST', '/apis/regional/v1/agents/authorize', { json: { agent_id: who.id, transaction_token: bound.body.data.transaction_token, ...a } });
+  return { status: r.status, decision: r.body?.data?.decision as string, reason: r.body?.data?.reason as string };
+}
 
 /** A code for the web application, through a sign-in whose requests are spread over the instances. */
 async function code(): Promise<{ code: string; verifier: string }> {
@@ -247,6 +267,95 @@ describe.skipIf(!testServerUrl())('three instances on one PostgreSQL database', 
     }
   });
 
+  it('an application deleted on one instance is refused by the others within a second', async () => {
+    const created = await admin(at(0), 'POST', '/applications', { name: 'short-lived-service', type: 'm2m', redirect_uris: [] });
+    const auth = { authorization: basic(created.body.client_id, created.body.client_secret) };
+    const token = (i: number) => call(at(i), 'POST', '/oauth/token', { form: { grant_type: 'client_credentials' }, headers: auth });
+    // every instance has it cached
+    for (let i = 0; i < 3; i++) expect((await token(i)).status).toBe(200);
+    expect((await admin(at(0), 'DELETE', `/applications/${encodeURIComponent(created.body.client_id)}`)).status).toBe(204);
+    await new Promise((r) => setTimeout(r, 1000));
+    for (let i = 1; i < 3; i++) expect(await token(i)).toMatchObject({ status: 401, body: { error: 'invalid_client' } });
+  });
+
+  it('a budget hammered from all three instances at once is never exceeded', async () => {
+    expect((await admin(at(0), 'PUT', '/roles/refunder', { permissions: ['create:refunds'] })).status).toBeLessThan(300);
+    const spender = await newAgent('spender', [{ name: 'create:refunds', limits: { amount: { max: 500, sum: { max: 1000, per: '24h' } }, count: [{ max: 12, per: '1h' }] } }], ['refunder']);
+    const token = (await agentToken(at(0), await clientAssertion(spender))).body.access_token;
+    // 30 refunds of 100 against 1000 (each bound on one instance, decided on another): 10 fit
+    const requests = Array.from({ length: 30 }, (_, i) => ({ action: 'create:refunds', resource: `refund:${i}`, context: { amount: 100 } }));
+    const bound: string[] = [];
+    for (const [i, r] of requests.entries()) {
+      const b = await call(at(i), 'POST', '/apis/regional/v1/ai/auth/transaction-token', { json: r, headers: { authorization: `Bearer ${token}` } });
+      expect(b.status).toBe(200);
+      bound.push(b.body.data.transaction_token);
+    }
+    const answers = await Promise.all(
+      requests.map((r, i) => call(at(i + 1), 'POST', '/apis/regional/v1/agents/authorize', { json: { agent_id: spender.id, transaction_token: bound[i], ...r } })),
+    );
+    expect(answers.map((a) => a.status)).toEqual(requests.map(() => 200));
+    const decisions = answers.map((a) => a.body.data as { decision: string; reason?: string });
+    expect(decisions.filter((d) => d.decision === 'allow')).toHaveLength(10);
+    expect(new Set(decisions.filter((d) => d.decision !== 'allow').map((d) => d.reason))).toEqual(new Set(['constraint_violated: amount sum']));
+    // every instance reads the same counters
+    for (let i = 0; i < 3; i++) {
+      const usage = await admin(at(i), 'GET', `/agents/${encodeURIComponent(spender.id)}/usage`);
+      expect(usage.body.data.find((u: { kind: string }) => u.kind === 'sum')).toMatchObject({ used: 1000, remaining: 0 });
+      expect(usage.body.data.find((u: { kind: string }) => u.kind === 'count')).toMatchObject({ used: 10, remaining: 2 });
+    }
+  });
+
+  it('rules, roles and policy files changed on one instance are in force on the others within a second', async () => {
+    expect((await admin(at(0), 'PUT', '/roles/exporter', { permissions: ['create:exports', 'archive:reports'] })).status).toBeLessThan(300);
+    const exporter = await newAgent('exporter', [{ name: 'create:exports' }, { name: 'archive:reports' }], ['exporter']);
+    const big = { action: 'create:exports', resource: 'export:1', context: { rows: 5000 } };
+    const archive = { action: 'archive:reports', resource: 'report:1', context: { size: 50 } };
+    // every instance has compiled the policy and cached the agent and its roles
+    for (let i = 0; i < 3; i++) {
+      expect((await decideVia(at(i), at(i), exporter, big)).decision).toBe('allow');
+      expect((await decideVia(at(i), at(i), exporter, archive)).decision).toBe('allow');
+    }
+    const policyVersion = async (i: number) => (await admin(at(i), 'GET', '/policy')).body.version as string;
+
+    // a rule goes live on instance a
+    const rule = await admin(at(0), 'POST', '/rules', {
+      name: 'cap-exports', effect: 'deny', subjects: ['agent:*'], relation: 'create:exports', object: 'export:*', condition: { field: 'rows', op: 'gt', value: 1000 },
+    });
+    expect(rule.status).toBe(201);
+    expect((await admin(at(0), 'POST', `/rules/${rule.body.id}/validate`)).body.valid).toBe(true);
+    expect((await admin(at(0), 'POST', `/rules/${rule.body.id}/enable`)).body.state).toBe('live');
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(new Set(await Promise.all([0, 1, 2].map(policyVersion))).size).toBe(1);
+    for (let i = 1; i < 3; i++) expect((await decideVia(at(i), at(i), exporter, big)).decision).toBe('deny');
+
+    // ... and is taken out of force there again
+    expect((await admin(at(0), 'POST', `/rules/${rule.body.id}/disable`)).body.state).toBe('disabled');
+    await new Promise((r) => setTimeout(r, 1000));
+    for (let i = 1; i < 3; i++) expect((await decideVia(at(i), at(i), exporter, big)).decision).toBe('allow');
+
+    // a policy file reloaded on instance a (the directory is the instances' shared configuration)
+    const before = await policyVersion(1);
+    writeFileSync(
+      join(dir, 'policies', 'archive.policy'),
+      'policy "archive" version 1\n\nrule "small-archives-only" {\n  effect deny\n  subjects "agent:*"\n  relation "archive:reports"\n  object "report:*"\n  when size > 10\n}\n',
+    );
+    const reloaded = await admin(at(0), 'POST', '/policy/reload');
+    expect(reloaded.status).toBe(200);
+    await new Promise((r) => setTimeout(r, 1000));
+    const versions = await Promise.all([0, 1, 2].map(policyVersion));
+    expect(versions[1]).not.toBe(before);
+    expect(new Set(versions).size).toBe(1);
+    for (let i = 1; i < 3; i++) expect((await decideVia(at(i), at(i), exporter, archive)).decision).toBe('deny');
+
+    // a role loses a permission on instance a
+    expect((await admin(at(0), 'PUT', '/roles/exporter', { permissions: ['archive:reports'] })).status).toBeLessThan(300);
+    await new Promise((r) => setTimeout(r, 1000));
+    for (let i = 1; i < 3; i++) {
+      const d = await decideVia(at(i), at(i), exporter, { ...big, context: { rows: 10 } });
+      expect(d.decision).toBe('deny');
+    }
+  });
+
   it('Shared Signals events are delivered exactly once with every instance delivering', async () => {
     const receiver = await new Receiver().start();
     try {
@@ -270,8 +379,12 @@ describe.skipIf(!testServerUrl())('three instances on one PostgreSQL database', 
     }
   });
 
-  it('an instance killed with SIGKILL under load loses nothing it acknowledged', async () => {
-    const acknowledged: { jti: string }[] = [];
+  it('an instance killed with SIGKILL under load loses nothing it acknowledged; restarted, it serves it all', async () => {
+    expect((await admin(at(0), 'PUT', '/roles/reader', { permissions: ['read:reports'] })).status).toBeLessThan(300);
+    const reader = await newAgent('reader', [{ name: 'read:reports' }], ['reader']);
+    const readerToken = (await agentToken(at(0), await clientAssertion(reader))).body.access_token;
+    const tokens: string[] = [];
+    const decided: string[] = [];
     const roles: string[] = [];
     let stop = false;
     const victim = instances[2]!;
@@ -279,13 +392,20 @@ describe.skipIf(!testServerUrl())('three instances on one PostgreSQL database', 
       for (let i = 0; !stop; i++) {
         const base = instances[(worker + i) % 3]!.base;
         try {
-          if (i % 2) {
+          if (i % 3 === 0) {
+            const r = await agentToken(base, await clientAssertion());
+            if (r.status === 200) tokens.push(decodeJwt(r.body.access_token).jti!);
+          } else if (i % 3 === 1) {
+            const resource = `report:${worker}-${i}`;
+            const a = { action: 'read:reports', resource, context: {} };
+            const b = await call(base, 'POST', '/apis/regional/v1/ai/auth/transaction-token', { json: a, headers: { authorization: `Bearer ${readerToken}` } });
+            if (b.status !== 200) continue;
+            const r = await call(base, 'POST', '/apis/regional/v1/agents/authorize', { json: { agent_id: reader.id, transaction_token: b.body.data.transaction_token, ...a } });
+            if (r.status === 200 && r.body.data.decision === 'allow') decided.push(resource);
+          } else {
             const name = `load-${worker}-${i}`;
             const r = await admin(base, 'PUT', `/roles/${name}`, { permissions: ['read:reports'] });
             if (r.status === 200 || r.status === 201) roles.push(name);
-          } else {
-            const r = await agentToken(base, await clientAssertion());
-            if (r.status === 200) acknowledged.push({ jti: decodeJwt(r.body.access_token).jti! });
           }
         } catch {
           /* the killed instance drops its connections: not acknowledged */
@@ -299,21 +419,88 @@ describe.skipIf(!testServerUrl())('three instances on one PostgreSQL database', 
     await new Promise((r) => setTimeout(r, 1000));
     stop = true;
     await Promise.all(workers);
-    instances.splice(2, 1);
-    backends.splice(2, 1);
-    expect(acknowledged.length).toBeGreaterThan(10);
+    // the same instance started again, in the load balancer's rotation where it was
+    const restarted = await startInstance('c2');
+    instances[2] = restarted;
+    backends[2] = restarted.base;
+    expect(tokens.length).toBeGreaterThan(5);
+    expect(decided.length).toBeGreaterThan(5);
 
-    const recorded = new Set<string>();
-    for (let before: number | null | undefined; before !== null; ) {
-      const page = await admin(at(0), 'GET', `/audit?kind=token&agent_id=${encodeURIComponent(agent.id)}&limit=500${before ? `&before=${before}` : ''}`);
-      expect(page.status).toBe(200);
-      for (const r of page.body.data as { context: { jti?: string } | null }[]) if (r.context?.jti) recorded.add(r.context.jti);
-      before = page.body.next_before;
+    const audited = async (base: string, query: string, pick: (r: { resource: string | null; context: { jti?: string } | null }) => string | undefined) => {
+      const found = new Set<string>();
+      for (let before: number | null | undefined; before !== null; ) {
+        const page = await admin(base, 'GET', `/audit?${query}&limit=500${before ? `&before=${before}` : ''}`);
+        expect(page.status).toBe(200);
+        for (const r of page.body.data) {
+          const v = pick(r);
+          if (v) found.add(v);
+        }
+        before = page.body.next_before;
+      }
+      return found;
+    };
+    for (const base of [at(0), restarted.base]) {
+      const issued = await audited(base, `kind=token&agent_id=${encodeURIComponent(agent.id)}`, (r) => r.context?.jti);
+      expect(tokens.filter((jti) => !issued.has(jti))).toEqual([]);
+      const answered = await audited(base, `kind=decision&decision=allow&agent_id=${encodeURIComponent(reader.id)}`, (r) => r.resource ?? undefined);
+      expect(decided.filter((resource) => !answered.has(resource))).toEqual([]);
+      const stored = new Set((await admin(base, 'GET', '/roles')).body.data.map((r: { name: string }) => r.name));
+      expect(roles.filter((r) => !stored.has(r))).toEqual([]);
     }
-    expect(acknowledged.filter((a) => !recorded.has(a.jti))).toEqual([]);
-    const stored = new Set((await admin(at(1), 'GET', '/roles')).body.data.map((r: { name: string }) => r.name));
-    expect(roles.filter((r) => !stored.has(r))).toEqual([]);
-  }, 60_000);
+    // and it serves: a token from it, a decision on it
+    expect((await agentToken(restarted.base, await clientAssertion())).status).toBe(200);
+    expect((await decideVia(restarted.base, restarted.base, reader, { action: 'read:reports', resource: 'report:after', context: {} })).decision).toBe('allow');
+  }, 120_000);
+
+  it('every instance killed while one of them pushes a Shared Signals event: the restarted ones deliver it, once', async () => {
+    const delivered: string[] = [];
+    const held: { jti: string; res: ServerResponse }[] = [];
+    let hold = true;
+    let arrived!: () => void;
+    const firstPush = new Promise<void>((r) => (arrived = r));
+    // a receiver that leaves the first push unanswered, so its instance dies in the middle of it
+    const rx = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        if (hold) {
+          held.push({ jti: decodeJwt(body).jti!, res });
+          arrived();
+          return;
+        }
+        delivered.push(decodeJwt(body).jti!);
+        res.writeHead(202).end();
+      });
+    });
+    await new Promise<void>((r) => rx.listen(0, '127.0.0.1', r));
+    try {
+      const stream = await call(issuer, 'POST', '/v1/ssf/streams', {
+        json: { delivery: { method: 'urn:ietf:rfc:8935', endpoint_url: `http://127.0.0.1:${(rx.address() as AddressInfo).port}/events` }, events_requested: ['https://schemas.openid.net/secevent/risc/event-type/credential-compromise'] },
+        headers: { authorization: `Bearer ${ADMIN}` },
+      });
+      expect(stream.status).toBe(201);
+      expect((await admin(at(1), 'POST', `/users/${user.id}/credential-compromise`, { credential_type: 'password', reason: 'takeover' })).status).toBeLessThan(300);
+      await firstPush;
+      hold = false;
+      // whichever instance holds the stream's lease dies with it
+      for (const i of instances) i.child.kill('SIGKILL');
+      await Promise.all(instances.map((i) => i.exited));
+      const restarted = await Promise.all(['a2', 'b2', 'c3'].map(startInstance));
+      instances.splice(0, instances.length, ...restarted);
+      backends.splice(0, backends.length, ...restarted.map((i) => i.base));
+      const deadline = Date.now() + 40_000;
+      while (delivered.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      // time for a duplicate to show up, were there one
+      await new Promise((r) => setTimeout(r, 1500));
+      expect(held).toHaveLength(1);
+      expect(delivered).toEqual([held[0]!.jti]);
+    } finally {
+      await new Promise((r) => {
+        rx.close(r);
+        rx.closeAllConnections();
+      });
+    }
+  }, 90_000);
 
   it('gatehouse audit verify finds the chain unbroken after all of it', async () => {
     const child = spawn(process.execPath, ['--import', tsx(), join(projectRoot, 'src/cli.ts'), 'audit', 'verify'], { cwd: dir, env: env(), stdio: ['ignore', 'pipe', 'pipe'] });

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sha256 } from '../../src/crypto/hash.js';
+import { startHousekeeping } from '../../src/store/housekeeping.js';
 import type { Store } from '../../src/store/index.js';
 import { openTestStore, type TestStore } from './helpers.js';
 
@@ -165,5 +166,55 @@ describe('change counters', () => {
     expect(await store.changes.version('test-domain')).toBe(before);
     await store.settings.bump('test-domain');
     expect(await store.changes.version('test-domain')).toBeGreaterThan(before);
+  });
+});
+
+describe('across instances', () => {
+  it('a change committed by one instance is seen by the others within a second', async () => {
+    const [a, b, c] = await t.peers(3);
+    const before = await Promise.all([b!, c!].map((s) => s.changes.version('cross-domain')));
+    await a!.settings.bump('cross-domain');
+    await new Promise((r) => setTimeout(r, 1000));
+    const after = await Promise.all([b!, c!].map((s) => s.changes.version('cross-domain')));
+    after.forEach((v, i) => expect(v).toBeGreaterThan(before[i]!));
+    expect(new Set([...after, await a!.changes.version('cross-domain')]).size).toBe(1);
+  });
+
+  it('a lease has one holder among competing instances until it expires or is given up', async () => {
+    const peers = await t.peers(4);
+    const owners = peers.map(() => randomUUID());
+    const name = `lease-${randomUUID()}`;
+    const won = await Promise.all(peers.map((s, i) => s.leases.acquire(name, owners[i]!, 60_000)));
+    expect(won.filter(Boolean)).toHaveLength(1);
+    const holder = won.indexOf(true);
+    const other = (holder + 1) % peers.length;
+    // the holder renews it; the others are refused
+    expect(await peers[holder]!.leases.acquire(name, owners[holder]!, 300)).toBe(true);
+    expect(await peers[other]!.leases.acquire(name, owners[other]!, 60_000)).toBe(false);
+    // a release by someone else does nothing
+    await peers[other]!.leases.release(name, owners[other]!);
+    expect(await peers[other]!.leases.acquire(name, owners[other]!, 60_000)).toBe(false);
+    // expired (a holder that died): taken over
+    await new Promise((r) => setTimeout(r, 400));
+    expect(await peers[other]!.leases.acquire(name, owners[other]!, 60_000)).toBe(true);
+    expect(await peers[holder]!.leases.acquire(name, owners[holder]!, 60_000)).toBe(false);
+    // given up: free for the next one at once
+    await peers[other]!.leases.release(name, owners[other]!);
+    expect(await peers[holder]!.leases.acquire(name, owners[holder]!, 60_000)).toBe(true);
+  });
+
+  it('housekeeping started on three instances runs one pass per period', async () => {
+    const peers = await t.peers(3);
+    // the lease is shared with every other test's store: start from a free one
+    await t.store.sql.run(`DELETE FROM leases WHERE name = 'housekeeping'`);
+    const passes: Record<string, number>[] = [];
+    const errors: unknown[] = [];
+    const stops = peers.map((s) => startHousekeeping(s, { everyMs: 2500, onError: (e) => errors.push(e), onDone: (removed) => passes.push(removed) }));
+    // the first pass of each comes after one period; the next ones after two
+    await new Promise((r) => setTimeout(r, 3500));
+    for (const stop of stops) await stop();
+    expect(errors).toEqual([]);
+    expect(passes).toHaveLength(1);
+    expect(Object.keys(passes[0]!).sort()).toEqual(['agent_auth', 'oauth', 'rate_limits', 'signing_keys', 'usage_counters']);
   });
 });

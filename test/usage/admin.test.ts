@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { accessTokenFor, bindAndDecide, putRole, registerAgent, type TestAgent } from '../agents/helpers.js';
+import { accessTokenFor, bindAndDecide, newKeyPair, putRole, registerAgent, type TestAgent } from '../agents/helpers.js';
 
 let server: TestServer;
 let agent: TestAgent;
@@ -102,5 +102,28 @@ describe('limits over time in the management API', () => {
       limits: { amount: { sum: { max: 5, per: '32d' } } },
     });
     expect(long.body.error_description).toContain('amount.sum.per: window "32d" is longer than 31 days');
+  });
+
+  it('POST and PATCH /agents check the capabilities\' limits over time the same way, and store the good ones as given', async () => {
+    const bad = { count: [{ max: 2, per: '3y' }], amount: { sum: [{ max: 5, per: '1d' }, { max: 9, per: '744h1' }] }, note: { eq: 'x' }, currency: { in: ['USD'], sum: { max: 1, per: '1h' } } };
+    const { publicJwk } = await newKeyPair();
+    const created = await server.admin('POST', '/agents', { name: 'checked', mode: 'autonomous', public_jwk: publicJwk, capabilities: [{ name: 'create:refunds', limits: bad }] });
+    expect(created.status).toBe(400);
+    const messages = created.body.issues.map((i: { path: string; message: string }) => `${i.path}: ${i.message}`);
+    expect(messages).toEqual(expect.arrayContaining([
+      'capabilities.0.limits: count[0].per: unknown window unit "y" in "3y" (use s, m, h or d)',
+      expect.stringMatching(/^capabilities\.0\.limits: amount\.sum\[1\]\.per: /),
+      'capabilities.0.limits: currency.sum: currency is compared with strings (in), and a sum needs a number',
+    ]));
+    const limits = { amount: { max: 500, sum: [{ max: 2000, per: '24h' }, { max: 300, per: '1h', scope: 'person' }] }, count: [{ max: 20, per: '1h' }, { max: 3, per: '10m', scope: 'resource' }] };
+    const good = await server.admin('POST', '/agents', { name: 'checked', mode: 'autonomous', public_jwk: publicJwk, capabilities: [{ name: 'create:refunds', limits }] });
+    expect(good.status).toBe(201);
+    expect(good.body.capabilities).toEqual([{ name: 'create:refunds', limits }]);
+    const id = encodeURIComponent(good.body.agent_id);
+    const patched = await server.admin('PATCH', `/agents/${id}`, { capabilities: [{ name: 'create:refunds', limits: { amount: { sum: { max: 100, per: '32d' } } } }] });
+    expect([patched.status, patched.body.issues?.[0]?.message]).toEqual([400, 'amount.sum.per: window "32d" is longer than 31 days']);
+    // The refused change left the agent as it was: its counters are those of the stored limits.
+    const listed = (await server.admin('GET', `/agents/${id}/usage`)).body.data.map((c: { kind: string; per: string; max: number }) => `${c.kind} ${c.per} ${c.max}`);
+    expect(listed).toEqual(['sum 24h 2000', 'count 1h 20']);
   });
 });

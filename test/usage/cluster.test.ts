@@ -109,5 +109,5 @@ describe('limits over time across worker processes', () => {
     expect((await usageOf(agent))[0]).toMatchObject({ used: 3, remaining: 0 });
     const refused = await bind(base, await accessToken(base, agent), { action: 'send:emails', resource: 'email:after', context: {} });
     expect([refused.status, refused.body.error_description]).toEqual([403, 'constraint_violated']);
-  });
+  }, 120_000); // two cluster starts (each worker compiles the sources)
 });

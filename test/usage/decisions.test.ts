@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { accessTokenFor, bindAndDecide, createRule, putRole, registerAgent, type TestAgent } from '../agents/helpers.js';
+import { accessTokenFor, assertion, bindAndDecide, CIBA_GRANT, createRule, JWT_BEARER, postForm, putRole, registerAgent, type TestAgent } from '../agents/helpers.js';
 
 // What consumes and what does not, through the real endpoints of one server.
 let server: TestServer;
@@ -49,4 +49,30 @@ describe('what consumes', () => {
     const counters = await usage(agent);
     expect(counters.map((c) => [c.scope, c.key, c.used]).sort()).toEqual([['resource', 'email:a', 2], ['resource', 'email:b', 1]]);
   });
+
+  it('per person: a delegated agent has one counter for each person it acts for', async () => {
+    await putRole(server, 'mailer', ['send:emails']);
+    const agent = await registerAgent(server, { name: 'secretary', mode: 'delegated', roles: ['mailer'], capabilities: [{ name: 'send:emails', limits: { count: [{ max: 1, per: '1h', scope: 'person' }] } }] });
+    /** The agent's token for a person, through CIBA: ask, the person's approval, poll. */
+    const tokenFor = async (email: string): Promise<{ token: string; userId: string }> => {
+      const user = await server.admin('POST', '/users', { email, password: 'correct horse battery staple', name: email, roles: ['mailer'] });
+      expect(user.status).toBe(201);
+      const asked = await postForm(server.ctx.urls.backchannelAuthorize, { client_assertion_type: JWT_BEARER, client_assertion: await assertion(server, agent), scope: 'send:emails', login_hint: email, binding_message: 'mail' });
+      expect(asked.status, JSON.stringify(asked.body)).toBe(200);
+      const pending = (await server.admin('GET', '/approvals?state=pending')).body.data.find((a: { auth_req_id?: string }) => a.auth_req_id === asked.body.auth_req_id);
+      expect((await server.admin('POST', `/approvals/${pending.id}/approve`)).status).toBeLessThan(300);
+      await new Promise((r) => setTimeout(r, asked.body.interval * 1000 + 100));
+      const token = await postForm(server.ctx.urls.agentToken, { client_assertion_type: JWT_BEARER, client_assertion: await assertion(server, agent), grant_type: CIBA_GRANT, auth_req_id: asked.body.auth_req_id });
+      expect(token.status, JSON.stringify(token.body)).toBe(200);
+      return { token: token.body.access_token, userId: user.body.id };
+    };
+    const pat = await tokenFor('pat@example.com');
+    const sam = await tokenFor('sam@example.com');
+    const send = (token: string, resource: string) => bindAndDecide(server, agent, token, 'send:emails', resource, {});
+    expect((await send(pat.token, 'email:1')).decision!.decision).toBe('allow');
+    expect((await send(pat.token, 'email:2')).bindStatus).toBe(403);
+    expect((await send(sam.token, 'email:3')).decision!.decision).toBe('allow');
+    const counters = await usage(agent);
+    expect(counters.map((c) => [c.scope, c.key, c.used]).sort()).toEqual([['person', pat.userId, 1], ['person', sam.userId, 1]].sort());
+  }, 60_000);
 });

@@ -1,11 +1,13 @@
 import type { Request, Response, Router } from 'express';
 import { agentJson, createAgent, deleteAgent, deleteCapability, putCapability, revokeAgent, updateAgent } from '../../admin/agents.js';
 import { parseWith } from '../../admin/route.js';
+import { agentUsage, resetCounter } from '../../admin/usage.js';
+import type { CounterView } from '../../authz/usage.js';
 import { agentCreate, agentPatch, capabilityName, capabilityPut } from '../../admin/schemas.js';
 import type { AppContext } from '../../context.js';
 import { errors } from '../../errors.js';
 import { recordChange } from '../audit.js';
-import { emptyForm, formValues, jsonField, list, refusal, type FormState } from '../forms.js';
+import { emptyForm, jsonField, list, type FormState } from '../forms.js';
 import {
   badge,
   button,
@@ -27,13 +29,14 @@ import {
   when,
   type Html,
 } from '../html.js';
-import { done, pathParam, personOf, render, requireConfirmation } from './common.js';
+import { againOn, asOneList, formPost, pathParam, personOf, render } from './common.js';
 
 const MODES = [
   ['autonomous', 'autonomous (client credentials)'],
   ['delegated', 'delegated (acts for a person, CIBA)'],
 ] as const;
-const LIMITS_HINT = 'JSON, keyed by context field: {"amount": {"max": 500}, "currency": {"in": ["USD", "EUR"]}}. Empty: no limits.';
+const LIMITS_HINT =
+  'JSON, keyed by context field: {"amount": {"max": 500, "sum": {"max": 2000, "per": "24h"}}, "currency": {"in": ["USD", "EUR"]}, "count": [{"max": 20, "per": "1h"}]}. Empty: no limits.';
 const JWK_HINT = 'The Ed25519 public key as an OKP JWK: {"kty": "OKP", "crv": "Ed25519", "x": "..."}.';
 
 /** Where a management API issue belongs on the agent forms. */
@@ -89,12 +92,38 @@ ${details('Register an agent', createForm(res, f), f.status !== 200 || !agents.l
   });
 }
 
+/** What a counter counts, in the words of the policy language: `amount sum per 24h`, `count per 10m per resource`. */
+function counterLabel(c: CounterView): string {
+  return `${c.kind === 'sum' ? `${c.field} sum` : 'count'} per ${c.per}${c.scope === 'agent' ? '' : ` per ${c.scope}`}`;
+}
+
+/** The agent's rates and budgets with what is used of each now, and a reset for each counter. */
+function usageTable(base: string, person: ReturnType<typeof personOf>, counters: CounterView[]): Html {
+  const rows = counters.map((c) => [
+    code(c.capability),
+    `${e(counterLabel(c))}${c.key ? `<br><small>${code(c.key)}</small>` : ''}`,
+    `<meter min="0" max="${e(c.max)}" value="${e(Math.min(c.used, c.max))}" high="${e(c.max * 0.8)}" optimum="0"></meter> <span class="used">${e(c.used)} of ${e(c.max)}</span>`,
+    c.remaining === 0 ? badge('used up', 'bad') : e(c.remaining),
+    c.used === 0
+      ? ''
+      : postForm(`${base}/usage/reset`, person, `${hidden('counter', c.id)}${button('Reset', { kind: 'plain' })}`, {
+          cls: 'inline',
+          confirm: `Reset ${counterLabel(c)} of ${c.capability} to nothing used?`,
+        }),
+  ]);
+  return table(['Capability', 'Limit over time', 'Used', 'Remaining', ''], rows, {
+    empty: 'No limits over time: add "sum" to a number field, or "count", in a capability\'s limits.',
+    cls: 'usage',
+  });
+}
+
 interface DetailForms {
   settings?: FormState;
   key?: FormState;
   add?: FormState;
   cap?: { name: string; state: FormState };
   danger?: FormState;
+  usage?: FormState;
 }
 
 async function detailPage(ctx: AppContext, req: Request, res: Response, id: string, forms: DetailForms = {}, status = 200): Promise<void> {
@@ -155,6 +184,8 @@ ${textarea({ name: 'public_jwk', id: 'new-jwk', label: 'New public key (JWK)', h
 ${button('Replace the key', { kind: 'plain' })}`,
   );
   const danger = forms.danger ?? emptyForm();
+  const usage = forms.usage ?? emptyForm();
+  const counters = await agentUsage(ctx, a.agent_id);
   render(ctx, req, res, status, {
     title: a.name,
     section: 'agents',
@@ -168,6 +199,8 @@ ${button('Replace the key', { kind: 'plain' })}`,
 ${a.revoked ? `<dt>Revoked</dt><dd>${when(a.revoked_at)}</dd>` : ''}
 </dl>
 ${section('Capabilities and limits', `${table(['Capability', 'Limits', ''], caps, { empty: 'No capabilities: the agent may do nothing.' })}${details('Add a capability', addForm, forms.add !== undefined, 'add-capability')}`)}
+${section('Rates and budgets', `${errorList(usage.general)}<p>What the agent has used of each limit over time, in the window that ends now; each object's or person's counter appears once it holds usage.</p>
+${usageTable(base, person, counters)}`, { id: 'usage' })}
 ${section('Settings', settingsForm)}
 ${section('Key', keyForm)}
 ${section('Revoke or delete', `${errorList(danger.general)}
@@ -177,11 +210,13 @@ ${dangerForm(`${base}/delete`, person, 'Delete agent', 'Yes, delete this agent a
 }
 
 export function agentPages(router: Router, ctx: AppContext): void {
-  router.get('/agents', (req, res) => listPage(ctx, req, res));
+  const page = (req: Request) => `/console/agents/${seg(pathParam(req, 'id'))}`;
+  const again = againOn(ctx, detailPage);
 
-  router.post('/agents', async (req, res) => {
-    const v = formValues(req);
-    try {
+  router.get('/agents', (req, res) => listPage(ctx, req, res));
+  formPost(
+    router, ctx, '/agents',
+    async (_req, res, v) => {
       const capability = (v.capability ?? '').trim();
       const limits = jsonField(v, 'limits', undefined);
       const body = parseWith(agentCreate, {
@@ -195,92 +230,106 @@ export function agentPages(router: Router, ctx: AppContext): void {
       });
       const agent = await createAgent(ctx, body);
       await recordChange(ctx, personOf(res), 'agents.create', `agent:${agent.agent_id}`, { name: agent.name, mode: agent.mode, roles: agent.roles, capabilities: agent.capabilities }, { agent_id: agent.agent_id });
-      done(ctx, res, `Agent ${agent.name} registered.`, `/console/agents/${seg(agent.agent_id)}`);
-    } catch (err) {
-      await listPage(ctx, req, res, refusal(err, v, agentField));
-    }
-  });
+      return { message: `Agent ${agent.name} registered.`, to: `/console/agents/${seg(agent.agent_id)}` };
+    },
+    (req, res, refused) => listPage(ctx, req, res, refused),
+    { field: agentField },
+  );
 
   router.get('/agents/:id', (req, res) => detailPage(ctx, req, res, pathParam(req, 'id')));
 
-  router.post('/agents/:id', async (req, res) => {
-    const id = pathParam(req, 'id');
-    const v = formValues(req);
-    try {
+  formPost(
+    router, ctx, '/agents/:id',
+    async (req, res, v) => {
+      const id = pathParam(req, 'id');
       const patch = parseWith(agentPatch, { name: (v.name ?? '').trim(), mode: v.mode, roles: list(v.roles), attributes: jsonField(v, 'attributes', {}) });
       const agent = await updateAgent(ctx, id, patch);
       await recordChange(ctx, personOf(res), 'agents.update', `agent:${id}`, { name: agent.name, mode: agent.mode, roles: agent.roles, attributes: agent.attributes }, { agent_id: id });
-      done(ctx, res, `Agent ${agent.name} saved.`, `/console/agents/${seg(id)}`);
-    } catch (err) {
-      const state = refusal(err, v, agentField);
-      await detailPage(ctx, req, res, id, { settings: state }, state.status);
-    }
-  });
+      return { message: `Agent ${agent.name} saved.`, to: page(req) };
+    },
+    again((settings) => ({ settings })),
+    { field: agentField },
+  );
 
-  router.post('/agents/:id/key', async (req, res) => {
-    const id = pathParam(req, 'id');
-    const v = formValues(req);
-    try {
+  formPost(
+    router, ctx, '/agents/:id/key',
+    async (req, res, v) => {
+      const id = pathParam(req, 'id');
       const patch = parseWith(agentPatch, { public_jwk: jsonField(v, 'public_jwk', undefined) });
       await updateAgent(ctx, id, patch);
       await recordChange(ctx, personOf(res), 'agents.rotate_key', `agent:${id}`, { public_jwk: patch.public_jwk }, { agent_id: id });
-      done(ctx, res, 'The key was replaced.', `/console/agents/${seg(id)}`);
-    } catch (err) {
-      const state = refusal(err, v, agentField);
-      await detailPage(ctx, req, res, id, { key: state }, state.status);
-    }
-  });
+      return { message: 'The key was replaced.', to: page(req) };
+    },
+    again((key) => ({ key })),
+    { field: agentField },
+  );
 
-  router.post('/agents/:id/capabilities', async (req, res) => {
-    const id = pathParam(req, 'id');
-    const v = formValues(req);
-    const name = (v.capability ?? '').trim();
-    const existing = (await ctx.store.agents.get(id))?.capabilities.some((c) => c.name === name) ?? false;
-    try {
+  /** Whether the agent holds the capability already (its own row's form), or it is new (the add form). */
+  const holds = async (req: Request, name: string) => (await ctx.store.agents.get(pathParam(req, 'id')))?.capabilities.some((c) => c.name === name) ?? false;
+  formPost(
+    router, ctx, '/agents/:id/capabilities',
+    async (req, res, v) => {
+      const id = pathParam(req, 'id');
+      const name = (v.capability ?? '').trim();
+      const existing = await holds(req, name);
       parseWith(capabilityName, name, 'capability');
       const { limits } = parseWith(capabilityPut, { limits: jsonField(v, 'limits', {}) });
       const cap = await putCapability(ctx, id, name, limits ?? {});
       await recordChange(ctx, personOf(res), existing ? 'agents.update_capability' : 'agents.add_capability', `agent:${id}`, { capability: cap.name, limits: cap.limits }, { agent_id: id });
-      done(ctx, res, `Capability ${cap.name} saved.`, `/console/agents/${seg(id)}`);
-    } catch (err) {
-      const state = refusal(err, v, agentField);
-      await detailPage(ctx, req, res, id, existing ? { cap: { name, state } } : { add: state }, state.status);
-    }
-  });
+      return { message: `Capability ${cap.name} saved.`, to: page(req) };
+    },
+    again(async (state, req) => {
+      const name = (state.values.capability ?? '').trim();
+      return (await holds(req, name)) ? { cap: { name, state } } : { add: state };
+    }),
+    { field: agentField },
+  );
 
-  router.post('/agents/:id/capabilities/remove', async (req, res) => {
-    const id = pathParam(req, 'id');
-    const name = formValues(req).capability ?? '';
-    await deleteCapability(ctx, id, name);
-    await recordChange(ctx, personOf(res), 'agents.remove_capability', `agent:${id}`, { capability: name }, { agent_id: id });
-    done(ctx, res, `Capability ${name} removed.`, `/console/agents/${seg(id)}`);
-  });
+  formPost(
+    router, ctx, '/agents/:id/capabilities/remove',
+    async (req, res, v) => {
+      const id = pathParam(req, 'id');
+      const name = v.capability ?? '';
+      await deleteCapability(ctx, id, name);
+      await recordChange(ctx, personOf(res), 'agents.remove_capability', `agent:${id}`, { capability: name }, { agent_id: id });
+      return { message: `Capability ${name} removed.`, to: page(req) };
+    },
+    again((danger) => ({ danger: asOneList(danger) })),
+  );
 
-  router.post('/agents/:id/revoke', async (req, res) => {
-    const id = pathParam(req, 'id');
-    const v = formValues(req);
-    try {
-      requireConfirmation(v);
-    } catch (err) {
-      const state = refusal(err, v);
-      return detailPage(ctx, req, res, id, { danger: { ...state, general: Object.values(state.errors).flat() } }, state.status);
-    }
-    await revokeAgent(ctx, id);
-    await recordChange(ctx, personOf(res), 'agents.revoke', `agent:${id}`, {}, { agent_id: id });
-    done(ctx, res, 'The agent is revoked.', `/console/agents/${seg(id)}`);
-  });
+  // The reset is the management API's own (its audit record, written with the reset, names the person).
+  formPost(
+    router, ctx, '/agents/:id/usage/reset',
+    async (req, res, v) => {
+      if (!(await resetCounter(ctx, pathParam(req, 'id'), v.counter ?? '', personOf(res).user.id))) {
+        throw errors.notFound('No such counter now: it may have been reset already, or its limit changed.');
+      }
+      return { message: 'The counter was reset.', to: `${page(req)}#usage` };
+    },
+    again((usage) => ({ usage: asOneList(usage) })),
+  );
 
-  router.post('/agents/:id/delete', async (req, res) => {
-    const id = pathParam(req, 'id');
-    const v = formValues(req);
-    try {
-      requireConfirmation(v);
+  formPost(
+    router, ctx, '/agents/:id/revoke',
+    async (req, res) => {
+      const id = pathParam(req, 'id');
+      await revokeAgent(ctx, id);
+      await recordChange(ctx, personOf(res), 'agents.revoke', `agent:${id}`, {}, { agent_id: id });
+      return { message: 'The agent is revoked.', to: page(req) };
+    },
+    again((danger) => ({ danger: asOneList(danger) })),
+    { confirm: true },
+  );
+
+  formPost(
+    router, ctx, '/agents/:id/delete',
+    async (req, res) => {
+      const id = pathParam(req, 'id');
       await deleteAgent(ctx, id);
-    } catch (err) {
-      const state = refusal(err, v);
-      return detailPage(ctx, req, res, id, { danger: { ...state, general: [...state.general, ...Object.values(state.errors).flat()] } }, state.status);
-    }
-    await recordChange(ctx, personOf(res), 'agents.delete', `agent:${id}`, {}, { agent_id: id });
-    done(ctx, res, 'The agent was deleted.', '/console/agents');
-  });
+      await recordChange(ctx, personOf(res), 'agents.delete', `agent:${id}`, {}, { agent_id: id });
+      return { message: 'The agent was deleted.', to: '/console/agents' };
+    },
+    again((danger) => ({ danger: asOneList(danger) })),
+    { confirm: true },
+  );
 }

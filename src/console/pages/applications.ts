@@ -13,7 +13,7 @@ import type { AppContext } from '../../context.js';
 import { errors } from '../../errors.js';
 import { recordChange } from '../audit.js';
 import { CONSOLE_CLIENT_ID } from '../built-in.js';
-import { emptyForm, formValues, lines, refusal, ticked, type FormState, type Values } from '../forms.js';
+import { emptyForm, lines, ticked, type FormState, type Values } from '../forms.js';
 import {
   badge,
   button,
@@ -36,7 +36,7 @@ import {
   when,
   type Html,
 } from '../html.js';
-import { done, pathParam, personOf, render, requireConfirmation } from './common.js';
+import { againOn, asOneList, formPost, pathParam, personOf, render } from './common.js';
 
 type AppView = Awaited<ReturnType<typeof applicationJson>>;
 
@@ -192,25 +192,27 @@ const appInput = (v: Values) => ({
 export function applicationPages(router: Router, ctx: AppContext): void {
   router.get('/applications', (req, res) => listPage(ctx, req, res));
 
-  router.post('/applications', async (req, res) => {
-    const v = formValues(req);
-    try {
+  formPost(
+    router, ctx, '/applications',
+    async (req, res, v) => {
       const { app, client_secret } = await createApplication(ctx, parseWith(applicationCreate, appInput(v)));
       await recordChange(ctx, personOf(res), 'applications.create', `application:${app.client_id}`, { name: app.name, type: app.type, redirect_uris: app.redirect_uris });
       const view = await applicationJson(ctx, app);
       if (client_secret) return secretPage(ctx, req, res, view, client_secret, `Application ${app.name} created.`);
-      done(ctx, res, `Application ${app.name} created.`, `/console/applications/${seg(app.client_id)}`);
-    } catch (err) {
-      await listPage(ctx, req, res, refusal(err, v));
-    }
-  });
+      return { message: `Application ${app.name} created.`, to: `/console/applications/${seg(app.client_id)}` };
+    },
+    (req, res, refused) => listPage(ctx, req, res, refused),
+  );
 
   router.get('/applications/:id', (req, res) => detailPage(ctx, req, res, pathParam(req, 'id')));
 
-  router.post('/applications/:id', async (req, res) => {
-    const id = pathParam(req, 'id');
-    const v = formValues(req);
-    try {
+  const page = (req: Request) => `/console/applications/${seg(pathParam(req, 'id'))}`;
+  const again = againOn(ctx, detailPage);
+
+  formPost(
+    router, ctx, '/applications/:id',
+    async (req, res, v) => {
+      const id = pathParam(req, 'id');
       const patch =
         id === CONSOLE_CLIENT_ID
           ? { name: v.name }
@@ -223,56 +225,58 @@ export function applicationPages(router: Router, ctx: AppContext): void {
             };
       const { app } = await updateApplication(ctx, id, parseWith(applicationPatch, patch));
       await recordChange(ctx, personOf(res), 'applications.update', `application:${id}`, patch);
-      done(ctx, res, `Application ${app.name} saved.`, `/console/applications/${seg(id)}`);
-    } catch (err) {
-      const state = refusal(err, v);
-      await detailPage(ctx, req, res, id, { edit: state }, state.status);
-    }
-  });
+      return { message: `Application ${app.name} saved.`, to: page(req) };
+    },
+    again((edit) => ({ edit })),
+  );
 
-  router.post('/applications/:id/rotate-secret', async (req, res) => {
-    const id = pathParam(req, 'id');
-    const { app, client_secret } = await updateApplication(ctx, id, { rotate_secret: true });
-    await recordChange(ctx, personOf(res), 'applications.rotate_secret', `application:${id}`);
-    if (!client_secret) throw errors.conflict('no new secret was made');
-    secretPage(ctx, req, res, await applicationJson(ctx, app), client_secret, 'The secret was replaced.');
-  });
+  formPost(
+    router, ctx, '/applications/:id/rotate-secret',
+    async (req, res) => {
+      const id = pathParam(req, 'id');
+      const { app, client_secret } = await updateApplication(ctx, id, { rotate_secret: true });
+      await recordChange(ctx, personOf(res), 'applications.rotate_secret', `application:${id}`);
+      if (!client_secret) throw errors.conflict('no new secret was made');
+      secretPage(ctx, req, res, await applicationJson(ctx, app), client_secret, 'The secret was replaced.');
+    },
+    again((edit) => ({ edit: asOneList(edit) })),
+  );
 
-  router.post('/applications/:id/assign', async (req, res) => {
-    const id = pathParam(req, 'id');
-    const v = formValues(req);
-    try {
+  formPost(
+    router, ctx, '/applications/:id/assign',
+    async (req, res, v) => {
+      const id = pathParam(req, 'id');
       const who = (v.person ?? '').trim();
       const user = (await ctx.store.users.getByEmail(who)) ?? (await ctx.store.users.get(who));
       if (!user) throw errors.invalidRequest('person: no one has this email or id', { issues: [{ path: 'person', message: 'no one has this email or id', code: 'custom' }] });
       await assignUser(ctx, id, user.id);
       await recordChange(ctx, personOf(res), 'applications.assign', `application:${id}`, { user_id: user.id }, { user_id: user.id });
-      done(ctx, res, `${user.email} is assigned.`, `/console/applications/${seg(id)}`);
-    } catch (err) {
-      const state = refusal(err, v);
-      await detailPage(ctx, req, res, id, { assign: state }, state.status);
-    }
-  });
+      return { message: `${user.email} is assigned.`, to: page(req) };
+    },
+    again((assign) => ({ assign })),
+  );
 
-  router.post('/applications/:id/unassign', async (req, res) => {
-    const id = pathParam(req, 'id');
-    const userId = formValues(req).user_id ?? '';
-    await unassignUser(ctx, id, userId);
-    await recordChange(ctx, personOf(res), 'applications.unassign', `application:${id}`, { user_id: userId }, { user_id: userId });
-    done(ctx, res, 'Unassigned.', `/console/applications/${seg(id)}`);
-  });
+  formPost(
+    router, ctx, '/applications/:id/unassign',
+    async (req, res, v) => {
+      const id = pathParam(req, 'id');
+      const userId = v.user_id ?? '';
+      await unassignUser(ctx, id, userId);
+      await recordChange(ctx, personOf(res), 'applications.unassign', `application:${id}`, { user_id: userId }, { user_id: userId });
+      return { message: 'Unassigned.', to: page(req) };
+    },
+    again((assign) => ({ assign: asOneList(assign) })),
+  );
 
-  router.post('/applications/:id/delete', async (req, res) => {
-    const id = pathParam(req, 'id');
-    const v = formValues(req);
-    try {
-      requireConfirmation(v);
+  formPost(
+    router, ctx, '/applications/:id/delete',
+    async (req, res) => {
+      const id = pathParam(req, 'id');
       await deleteApplication(ctx, id);
-    } catch (err) {
-      const state = refusal(err, v);
-      return detailPage(ctx, req, res, id, { danger: { ...state, general: [...state.general, ...Object.values(state.errors).flat()] } }, state.status);
-    }
-    await recordChange(ctx, personOf(res), 'applications.delete', `application:${id}`);
-    done(ctx, res, `Application ${id} deleted.`, '/console/applications');
-  });
+      await recordChange(ctx, personOf(res), 'applications.delete', `application:${id}`);
+      return { message: `Application ${id} deleted.`, to: '/console/applications' };
+    },
+    again((danger) => ({ danger: asOneList(danger) })),
+    { confirm: true },
+  );
 }

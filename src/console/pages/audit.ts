@@ -11,6 +11,7 @@ const KINDS = [
   ['decision', 'agent decisions'],
   ['admin', 'console changes'],
   ['approval', 'approval answers'],
+  ['usage', 'usage resets'],
   ['token', 'token issues'],
   ['all', 'everything'],
 ] as const;

@@ -1,10 +1,10 @@
-import type { Request, Response } from 'express';
+import type { Request, Response, Router } from 'express';
 import type { AppContext } from '../../context.js';
 import { errors } from '../../errors.js';
 import type { Part } from '../multipart.js';
 import { consolePage, sendConsolePage, type PageInput } from '../html.js';
 import { setFlash, takeFlash, type Person } from '../session.js';
-import type { Values } from '../forms.js';
+import { formValues, refusal, type FormState, type Values } from '../forms.js';
 
 /** The signed-in administrator of this request (the router sets it before any page runs). */
 export const personOf = (res: Response): Person => res.locals.person as Person;
@@ -35,4 +35,63 @@ export function requireConfirmation(v: Values): void {
   if (v.confirm !== 'yes') {
     throw errors.invalidRequest('confirm: tick the box to confirm', { issues: [{ path: 'confirm', message: 'tick the box to confirm', code: 'custom' }] });
   }
+}
+
+/** Where a change leads: the message for the next page, and the page. */
+export interface Next {
+  message: string;
+  to: string;
+}
+
+export interface FormPostOptions {
+  /** where a management API issue's path belongs on the form (default: its first segment) */
+  field?: (path: string) => string;
+  /** what of the submitted fields the form shows again (a password is not) */
+  shown?: (v: Values, req: Request) => Values;
+  /** a destructive form: its "I am sure" box (`confirm=yes`) must be ticked */
+  confirm?: boolean;
+}
+
+/**
+ * The POST of a console form. `change` does the work through the management API's own function
+ * and says where to go next (a 303 with a message, so reloading repeats nothing), or answers
+ * itself (a secret shown once). A refused submission (a field the console or the management API
+ * rejects, a 4xx) goes to `again`, which shows the form with what was typed and each error next
+ * to its field; anything else is the error page's.
+ */
+export function formPost(
+  router: Router,
+  ctx: AppContext,
+  path: string,
+  change: (req: Request, res: Response, v: Values) => Promise<Next | void>,
+  again: (req: Request, res: Response, refused: FormState) => Promise<void> | void,
+  o: FormPostOptions = {},
+): void {
+  router.post(path, async (req, res) => {
+    const v = formValues(req);
+    let next: Next | void;
+    try {
+      if (o.confirm) requireConfirmation(v);
+      next = await change(req, res, v);
+    } catch (err) {
+      return again(req, res, refusal(err, o.shown ? o.shown(v, req) : v, o.field));
+    }
+    if (next) done(ctx, res, next.message, next.to);
+  });
+}
+
+/** A refusal shown as one list above a small form (a danger zone, a picker): field errors join the general ones. */
+export const asOneList = (f: FormState): FormState => ({ ...f, errors: {}, general: [...f.general, ...Object.values(f.errors).flat()] });
+
+/** A page about one thing (`/console/<area>/:id`), shown with some of its forms in a given state. */
+export type DetailPage<F> = (ctx: AppContext, req: Request, res: Response, id: string, forms: F, status: number) => Promise<void>;
+
+/**
+ * The `again` of a form on a detail page: the page of the thing named in the path, with the
+ * refused form (chosen by `place`, which may look at what was typed) in its place.
+ */
+export function againOn<F>(ctx: AppContext, detail: DetailPage<F>) {
+  return (place: (refused: FormState, req: Request) => F | Promise<F>) =>
+    async (req: Request, res: Response, refused: FormState): Promise<void> =>
+      detail(ctx, req, res, pathParam(req, 'id'), await place(refused, req), refused.status);
 }

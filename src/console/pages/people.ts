@@ -7,7 +7,7 @@ import type { AppContext } from '../../context.js';
 import { errors } from '../../errors.js';
 import { recordChange } from '../audit.js';
 import { CONSOLE_CLIENT_ID, CONSOLE_ROLE } from '../built-in.js';
-import { emptyForm, formValues, jsonField, list, refusal, ticked, type FormState, type Values } from '../forms.js';
+import { emptyForm, jsonField, list, ticked, type FormState, type Values } from '../forms.js';
 import {
   badge,
   button,
@@ -29,7 +29,7 @@ import {
   when,
   type Html,
 } from '../html.js';
-import { done, pathParam, personOf, render, requireConfirmation } from './common.js';
+import { againOn, asOneList, formPost, pathParam, personOf, render } from './common.js';
 
 const ATTRIBUTES_HINT = 'JSON object for rule conditions, such as {"department": "finance", "clearance": 3}. Empty: none.';
 const PAGE = 50;
@@ -208,95 +208,102 @@ const profile = (v: Values) => ({
 });
 
 export function peoplePages(router: Router, ctx: AppContext): void {
-  router.get('/people', (req, res) => listPage(ctx, req, res));
+  const page = (req: Request) => `/console/people/${seg(pathParam(req, 'id'))}`;
+  const again = againOn(ctx, detailPage);
+  const noPassword = (v: Values): Values => ({ ...v, password: '' });
 
-  router.post('/people', async (req, res) => {
-    const v = formValues(req);
-    try {
+  router.get('/people', (req, res) => listPage(ctx, req, res));
+  formPost(
+    router, ctx, '/people',
+    async (_req, res, v) => {
       const user = await createUser(ctx, parseWith(userCreate, { ...profile(v), password: v.password ?? '' }));
       await recordChange(ctx, personOf(res), 'people.create', `user:${user.id}`, { email: user.email, roles: user.roles, groups: user.groups }, { user_id: user.id });
-      done(ctx, res, `${user.email} created.`, `/console/people/${seg(user.id)}`);
-    } catch (err) {
-      await listPage(ctx, req, res, refusal(err, { ...v, password: '' }));
-    }
-  });
+      return { message: `${user.email} created.`, to: `/console/people/${seg(user.id)}` };
+    },
+    (req, res, refused) => listPage(ctx, req, res, refused),
+    { shown: noPassword },
+  );
 
   router.get('/people/:id', (req, res) => detailPage(ctx, req, res, pathParam(req, 'id')));
 
-  router.post('/people/:id', async (req, res) => {
-    const id = pathParam(req, 'id');
-    const v = formValues(req);
-    try {
-      const patch = parseWith(userPatch, profile(v));
-      const user = await updateUser(ctx, id, patch);
+  formPost(
+    router, ctx, '/people/:id',
+    async (req, res, v) => {
+      const id = pathParam(req, 'id');
+      const user = await updateUser(ctx, id, parseWith(userPatch, profile(v)));
       await recordChange(ctx, personOf(res), 'people.update', `user:${id}`, { email: user.email, roles: user.roles, groups: user.groups, attributes: user.attributes, email_verified: user.email_verified }, { user_id: id });
-      done(ctx, res, `${user.email} saved.`, `/console/people/${seg(id)}`);
-    } catch (err) {
-      const state = refusal(err, v);
-      await detailPage(ctx, req, res, id, { edit: state }, state.status);
-    }
-  });
+      return { message: `${user.email} saved.`, to: page(req) };
+    },
+    again((edit) => ({ edit })),
+  );
 
-  router.post('/people/:id/password', async (req, res) => {
-    const id = pathParam(req, 'id');
-    const v = formValues(req);
-    try {
+  formPost(
+    router, ctx, '/people/:id/password',
+    async (req, res, v) => {
+      const id = pathParam(req, 'id');
       await updateUser(ctx, id, parseWith(userPatch, { password: v.password ?? '' }));
       await recordChange(ctx, personOf(res), 'people.set_password', `user:${id}`, {}, { user_id: id });
-      done(ctx, res, 'A new password is set.', `/console/people/${seg(id)}`);
-    } catch (err) {
-      const state = refusal(err, {});
-      await detailPage(ctx, req, res, id, { password: state }, state.status);
-    }
-  });
+      return { message: 'A new password is set.', to: page(req) };
+    },
+    again((password) => ({ password })),
+    { shown: noPassword },
+  );
 
-  router.post('/people/:id/compromised', async (req, res) => {
-    const id = pathParam(req, 'id');
-    await markCredentialCompromised(ctx, id, 'password', 'marked in the console');
-    await recordChange(ctx, personOf(res), 'people.credential_compromise', `user:${id}`, { credential_type: 'password' }, { user_id: id });
-    done(ctx, res, 'The password is marked compromised.', `/console/people/${seg(id)}`);
-  });
+  formPost(
+    router, ctx, '/people/:id/compromised',
+    async (req, res) => {
+      const id = pathParam(req, 'id');
+      await markCredentialCompromised(ctx, id, 'password', 'marked in the console');
+      await recordChange(ctx, personOf(res), 'people.credential_compromise', `user:${id}`, { credential_type: 'password' }, { user_id: id });
+      return { message: 'The password is marked compromised.', to: page(req) };
+    },
+    again((password) => ({ password: asOneList(password) })),
+  );
 
-  router.post('/people/:id/revoke-sessions', async (req, res) => {
-    const id = pathParam(req, 'id');
-    const ended = await revokeSessions(ctx, id);
-    await recordChange(ctx, personOf(res), 'people.revoke_sessions', `user:${id}`, { ended }, { user_id: id });
-    done(ctx, res, `${ended} session${ended === 1 ? '' : 's'} ended.`, id === personOf(res).user.id ? '/console' : `/console/people/${seg(id)}`);
-  });
+  formPost(
+    router, ctx, '/people/:id/revoke-sessions',
+    async (req, res) => {
+      const id = pathParam(req, 'id');
+      const ended = await revokeSessions(ctx, id);
+      await recordChange(ctx, personOf(res), 'people.revoke_sessions', `user:${id}`, { ended }, { user_id: id });
+      return { message: `${ended} session${ended === 1 ? '' : 's'} ended.`, to: id === personOf(res).user.id ? '/console' : page(req) };
+    },
+    again((danger) => ({ danger: asOneList(danger) })),
+  );
 
-  router.post('/people/:id/assign', async (req, res) => {
-    const id = pathParam(req, 'id');
-    const v = formValues(req);
-    try {
+  formPost(
+    router, ctx, '/people/:id/assign',
+    async (req, res, v) => {
+      const id = pathParam(req, 'id');
       await assignUser(ctx, v.client_id ?? '', id);
       await recordChange(ctx, personOf(res), 'applications.assign', `application:${v.client_id}`, { user_id: id }, { user_id: id });
-      done(ctx, res, 'Assigned.', `/console/people/${seg(id)}`);
-    } catch (err) {
-      const state = refusal(err, v);
-      await detailPage(ctx, req, res, id, { assign: { ...state, general: [...state.general, ...Object.values(state.errors).flat()] } }, state.status);
-    }
-  });
+      return { message: 'Assigned.', to: page(req) };
+    },
+    again((assign) => ({ assign: asOneList(assign) })),
+  );
 
-  router.post('/people/:id/unassign', async (req, res) => {
-    const id = pathParam(req, 'id');
-    const clientId = formValues(req).client_id ?? '';
-    await unassignUser(ctx, clientId, id);
-    await recordChange(ctx, personOf(res), 'applications.unassign', `application:${clientId}`, { user_id: id }, { user_id: id });
-    done(ctx, res, 'Unassigned.', `/console/people/${seg(id)}`);
-  });
+  formPost(
+    router, ctx, '/people/:id/unassign',
+    async (req, res, v) => {
+      const id = pathParam(req, 'id');
+      const clientId = v.client_id ?? '';
+      await unassignUser(ctx, clientId, id);
+      await recordChange(ctx, personOf(res), 'applications.unassign', `application:${clientId}`, { user_id: id }, { user_id: id });
+      return { message: 'Unassigned.', to: page(req) };
+    },
+    again((assign) => ({ assign: asOneList(assign) })),
+  );
 
-  router.post('/people/:id/delete', async (req, res) => {
-    const id = pathParam(req, 'id');
-    const v = formValues(req);
-    try {
-      requireConfirmation(v);
+  formPost(
+    router, ctx, '/people/:id/delete',
+    async (req, res) => {
+      const id = pathParam(req, 'id');
       if (id === personOf(res).user.id) throw errors.conflict('you cannot delete yourself while signed in to the console');
       await deleteUser(ctx, id);
-    } catch (err) {
-      const state = refusal(err, v);
-      return detailPage(ctx, req, res, id, { danger: { ...state, general: [...state.general, ...Object.values(state.errors).flat()] } }, state.status);
-    }
-    await recordChange(ctx, personOf(res), 'people.delete', `user:${id}`, {}, { user_id: id });
-    done(ctx, res, 'The person was deleted.', '/console/people');
-  });
+      await recordChange(ctx, personOf(res), 'people.delete', `user:${id}`, {}, { user_id: id });
+      return { message: 'The person was deleted.', to: '/console/people' };
+    },
+    again((danger) => ({ danger: asOneList(danger) })),
+    { confirm: true },
+  );
 }

@@ -5,9 +5,9 @@ import { roleCreate, roleName, rolePut } from '../../admin/schemas.js';
 import type { AppContext } from '../../context.js';
 import { recordChange } from '../audit.js';
 import { CONSOLE_ROLE } from '../built-in.js';
-import { emptyForm, formValues, list, refusal, type FormState } from '../forms.js';
+import { emptyForm, list, type FormState } from '../forms.js';
 import { badge, button, code, dangerForm, details, errorList, escapeHtml as e, hidden, input, postForm, section, textarea, type Html } from '../html.js';
-import { done, personOf, render, requireConfirmation } from './common.js';
+import { asOneList, formPost, personOf, render } from './common.js';
 
 interface Forms {
   create?: FormState;
@@ -58,39 +58,47 @@ const field = (p: string) => p.split('.')[0]!;
 export function rolePages(router: Router, ctx: AppContext): void {
   router.get('/roles', (req, res) => rolesPage(ctx, req, res));
 
-  router.post('/roles', async (req, res) => {
-    const v = formValues(req);
-    try {
+  formPost(
+    router, ctx, '/roles',
+    async (_req, res, v) => {
       const body = parseWith(roleCreate, { name: (v.name ?? '').trim(), permissions: list(v.permissions) });
       const role = await createRole(ctx, body.name, body.permissions);
       await recordChange(ctx, personOf(res), 'roles.create', `role:${role.name}`, { permissions: role.permissions });
-      done(ctx, res, `Role ${role.name} created.`, '/console/roles');
-    } catch (err) {
-      const state = refusal(err, v, field);
-      await rolesPage(ctx, req, res, { create: state }, state.status);
-    }
-  });
+      return { message: `Role ${role.name} created.`, to: '/console/roles' };
+    },
+    (req, res, create) => rolesPage(ctx, req, res, { create }, create.status),
+    { field },
+  );
 
-  router.post('/roles/save', async (req, res) => {
-    const v = formValues(req);
-    const name = v.name ?? '';
-    try {
+  formPost(
+    router, ctx, '/roles/save',
+    async (_req, res, v) => {
+      const name = v.name ?? '';
       parseWith(roleName, name, 'name');
       const body = parseWith(rolePut, { permissions: list(v.permissions) });
       const { role } = await putRole(ctx, name, body.permissions);
       await recordChange(ctx, personOf(res), 'roles.update', `role:${role.name}`, { permissions: role.permissions });
-      done(ctx, res, `Role ${role.name} saved.`, '/console/roles');
-    } catch (err) {
-      const state = refusal(err, v, field);
-      await rolesPage(ctx, req, res, { edit: { name, state } }, state.status);
-    }
-  });
+      return { message: `Role ${role.name} saved.`, to: '/console/roles' };
+    },
+    (req, res, state) => rolesPage(ctx, req, res, { edit: { name: state.values.name ?? '', state } }, state.status),
+    { field },
+  );
 
-  router.post('/roles/delete', async (req, res) => {
-    const v = formValues(req);
-    requireConfirmation(v);
-    await deleteRole(ctx, v.name ?? '');
-    await recordChange(ctx, personOf(res), 'roles.delete', `role:${v.name}`);
-    done(ctx, res, `Role ${v.name} deleted.`, '/console/roles');
-  });
+  formPost(
+    router, ctx, '/roles/delete',
+    async (_req, res, v) => {
+      const name = v.name ?? '';
+      await deleteRole(ctx, name);
+      await recordChange(ctx, personOf(res), 'roles.delete', `role:${name}`);
+      return { message: `Role ${name} deleted.`, to: '/console/roles' };
+    },
+    // The refusal shows on the role's own card, above its permissions as they are.
+    async (req, res, refused) => {
+      const name = refused.values.name ?? '';
+      const role = await ctx.store.roles.get(name);
+      const state = asOneList({ ...refused, values: { name, permissions: role?.permissions.join('\n') ?? '' } });
+      await rolesPage(ctx, req, res, { edit: { name, state } }, refused.status);
+    },
+    { confirm: true },
+  );
 }

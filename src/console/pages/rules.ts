@@ -30,7 +30,7 @@ import {
   when,
   type Html,
 } from '../html.js';
-import { done, pathParam, personOf, render, requireConfirmation } from './common.js';
+import { asOneList, done, formPost, pathParam, personOf, render } from './common.js';
 
 /** The console's names of the effects: require_approval is "Require step-up". */
 const EFFECTS = [
@@ -51,6 +51,8 @@ const VALUE_TYPES = [
 const OP_TEXT: Record<string, string> = { gte: '>=', gt: '>', lte: '<=', lt: '<', eq: '==', ne: '!=' };
 
 const effectLabel = (effect: string) => (effect === 'require_approval' ? 'Require step-up' : effect === 'permit' ? 'Permit' : 'Deny');
+const EFFECT_KIND: Record<string, string> = { deny: 'bad', require_approval: 'warn', permit: 'ok' };
+const effectBadge = (effect: string): Html => badge(effectLabel(effect), EFFECT_KIND[effect] ?? '');
 const STATE_KIND: Record<string, string> = { draft: '', live: 'ok', disabled: 'muted' };
 
 /** The form's fields as the management API's rule (JSON shape); a value that cannot be typed is named at its field. */
@@ -118,21 +120,26 @@ function ruleField(path: string): string {
 
 /**
  * Validation messages (`source:line:col: message`) placed next to the field they are about.
- * The location of an API rule is always its own 1:1, so it is dropped; messages about files keep theirs.
+ * The location of an API rule is its own, so it is dropped, except inside an expression, where
+ * the column says where in the expression; messages about files keep theirs. Messages about the
+ * condition go to the expression when the rule has one, else to the condition's fields.
  */
-function placeValidation(messages: string[], id: string): { errors: FieldErrors; general: string[] } {
+function placeValidation(messages: string[], id: string, v: Values): { errors: FieldErrors; general: string[] } {
   const errs: FieldErrors = {};
   const general: string[] = [];
-  const own = `api:rule/${id}:1:1: `;
+  const own = new RegExp(`^api:rule/${id.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:(\\d+):(\\d+): `);
+  const hasExpr = (v.cond_expr ?? '').trim() !== '';
   for (const full of messages) {
-    const m = full.startsWith(own) ? full.slice(own.length) : full;
-    const at = (f: string) => (errs[f] ??= []).push(m);
-    if (/^subjects?\b/.test(m) || /: subjects\b/.test(m)) at('subjects');
-    else if (/^relation\b/.test(m)) at('relation');
-    else if (/^object\b/.test(m)) at('object');
-    else if (/^(condition|field|cannot compare|operator|unknown operator)\b/.test(m)) at('condition');
-    else if (/duplicate rule name|non-empty name/.test(m)) at('name');
-    else if (/\beffect\b/.test(m)) at('effect');
+    const at = (f: string, m: string) => (errs[f] ??= []).push(m);
+    const loc = own.exec(full);
+    const m = loc ? full.slice(loc[0].length) : full;
+    if (loc && m.startsWith('condition.expr: ')) at('cond_expr', `at column ${loc[2]}: ${m.slice('condition.expr: '.length)}`);
+    else if (/^subjects?\b/.test(m) || /: subjects\b/.test(m)) at('subjects', m);
+    else if (/^relation\b/.test(m)) at('relation', m);
+    else if (/^object\b/.test(m)) at('object', m);
+    else if (/^(condition|field|cannot compare|operator|unknown operator)\b/.test(m)) at(hasExpr ? 'cond_expr' : 'condition', m);
+    else if (/duplicate rule name|non-empty name/.test(m)) at('name', m);
+    else if (/\beffect\b/.test(m)) at('effect', m);
     else general.push(m);
   }
   return { errors: errs, general };
@@ -201,7 +208,7 @@ async function listPage(ctx: AppContext, req: Request, res: Response): Promise<v
   const rules = (await ctx.store.rules.list()).map(ruleJson);
   const rows = rules.map((r) => [
     link(`/console/rules/${seg(r.id!)}`, r.name),
-    badge(effectLabel(r.effect), r.effect === 'deny' ? 'bad' : 'warn'),
+    effectBadge(r.effect),
     describeRule(r),
     badge(r.state, STATE_KIND[r.state] ?? ''),
     r.validated ? 'yes' : 'no',
@@ -246,7 +253,7 @@ ${postForm(`${base}/enable`, person, button('Enable', { id: 'rule-enable' }))}`;
   render(ctx, req, res, state.status, {
     title: r.name,
     section: 'rules',
-    lead: `${badge(effectLabel(r.effect), r.effect === 'deny' ? 'bad' : 'warn')} ${badge(r.state, STATE_KIND[r.state] ?? '')} ${r.validated ? badge('validated', 'ok') : badge('not validated')}`,
+    lead: `${effectBadge(r.effect)} ${badge(r.state, STATE_KIND[r.state] ?? '')} ${r.validated ? badge('validated', 'ok') : badge('not validated')}`,
     body: `${section('State', `<dl class="facts"><dt>ID</dt><dd>${code(found.id)}</dd><dt>Created</dt><dd>${when(r.created_at)}</dd><dt>Updated</dt><dd>${when(r.updated_at)}</dd></dl>
 ${lifecycle}`)}
 ${section('Rule', editor(res, base, state))}
@@ -274,7 +281,7 @@ async function dryRun(ctx: AppContext, v: Values, id: string, existing?: Rule): 
     updated_at: t,
   };
   const problems = await validateRule(ctx, candidate);
-  const placed = placeValidation(problems, id);
+  const placed = placeValidation(problems, id, v);
   return { values: v, ...placed, status: problems.length ? 400 : 200, valid: problems.length === 0 };
 }
 
@@ -314,7 +321,7 @@ export function rulePages(router: Router, ctx: AppContext): void {
     const check = await validateAndRecord(ctx, id);
     await recordChange(ctx, personOf(res), 'rules.update', `rule:${id}`, { ...ruleJson(rule), valid: check.valid });
     if (!check.valid) {
-      return rulePage(ctx, req, res, id, { values: v, ...placeValidation(check.errors, id), status: 400, valid: false });
+      return rulePage(ctx, req, res, id, { values: v, ...placeValidation(check.errors, id, v), status: 400, valid: false });
     }
     const left = existing.state === 'live' && rule.state !== 'live';
     done(ctx, res, left ? `Saved. The rule changed, so it left the policy: Enable it again to put it back in force.` : 'Saved.', `/console/rules/${seg(id)}`);
@@ -328,7 +335,7 @@ export function rulePages(router: Router, ctx: AppContext): void {
     } catch (err) {
       const found = await ctx.store.rules.get(id);
       const st = refusal(err, found ? valuesOf(found) : {});
-      return rulePage(ctx, req, res, id, { ...st, ...placeValidation(st.general, id), valid: false });
+      return rulePage(ctx, req, res, id, { ...st, ...placeValidation(st.general, id, st.values), valid: false });
     }
     await recordChange(ctx, personOf(res), 'rules.enable', `rule:${id}`, { name: rule.name, policy_version: (await ctx.policy.current()).version });
     done(ctx, res, `Rule ${rule.name} is live.`, `/console/rules/${seg(id)}`);
@@ -341,18 +348,16 @@ export function rulePages(router: Router, ctx: AppContext): void {
     done(ctx, res, `Rule ${rule.name} is disabled.`, `/console/rules/${seg(id)}`);
   });
 
-  router.post('/rules/:id/delete', async (req, res) => {
-    const id = pathParam(req, 'id');
-    const v = formValues(req);
-    try {
-      requireConfirmation(v);
-    } catch (err) {
-      const st = refusal(err, v);
-      return rulePage(ctx, req, res, id, undefined, { ...st, general: Object.values(st.errors).flat() });
-    }
-    const found = await ctx.store.rules.get(id);
-    await deleteRule(ctx, id);
-    await recordChange(ctx, personOf(res), 'rules.delete', `rule:${id}`, { name: found?.name });
-    done(ctx, res, `Rule ${found?.name ?? id} deleted.`, '/console/rules');
-  });
+  formPost(
+    router, ctx, '/rules/:id/delete',
+    async (req, res) => {
+      const id = pathParam(req, 'id');
+      const found = await ctx.store.rules.get(id);
+      await deleteRule(ctx, id);
+      await recordChange(ctx, personOf(res), 'rules.delete', `rule:${id}`, { name: found?.name });
+      return { message: `Rule ${found?.name ?? id} deleted.`, to: '/console/rules' };
+    },
+    (req, res, refused) => rulePage(ctx, req, res, pathParam(req, 'id'), undefined, asOneList(refused)),
+    { confirm: true },
+  );
 }

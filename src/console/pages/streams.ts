@@ -4,7 +4,7 @@ import { SUPPORTED_EVENT_TYPES } from '../../signals.js';
 import { createStream, deleteStream } from '../../ssf/router.js';
 import { PUSH_DELIVERY, streamView } from '../../ssf/streams.js';
 import { recordChange } from '../audit.js';
-import { all, emptyForm, formValues, refusal, type FormState } from '../forms.js';
+import { all, emptyForm, type FormState } from '../forms.js';
 import {
   badge,
   button,
@@ -20,7 +20,7 @@ import {
   select,
   table,
 } from '../html.js';
-import { done, personOf, render, requireConfirmation } from './common.js';
+import { asOneList, formPost, personOf, render } from './common.js';
 
 /** The event's short name: the last segment of its URI. */
 const shortEvent = (uri: string) => uri.split('/').pop() ?? uri;
@@ -66,35 +66,33 @@ ${details('Create a stream', form, f.status !== 200 || !streams.length, 'create'
 export function streamPages(router: Router, ctx: AppContext): void {
   router.get('/streams', (req, res) => streamsPage(ctx, req, res));
 
-  router.post('/streams', async (req, res) => {
-    const v = formValues(req);
-    const events = all(req, 'events');
-    try {
+  formPost(
+    router, ctx, '/streams',
+    async (req, res, v) => {
       const header = (v.authorization_header ?? '').trim();
       const stream = await createStream(ctx, {
         delivery: { method: PUSH_DELIVERY, endpoint_url: (v.endpoint_url ?? '').trim(), ...(header ? { authorization_header: header } : {}) },
-        events_requested: events,
+        events_requested: all(req, 'events'),
         description: (v.description ?? '').trim() || null,
         format: v.format,
       });
       await recordChange(ctx, personOf(res), 'streams.create', `stream:${stream.stream_id}`, { endpoint_url: stream.endpoint_url, events_requested: stream.events_requested });
-      done(ctx, res, `Stream ${stream.stream_id} created.`, '/console/streams');
-    } catch (err) {
-      await streamsPage(ctx, req, res, refusal(err, { ...v, events: events.join('\n') }, streamField));
-    }
-  });
+      return { message: `Stream ${stream.stream_id} created.`, to: '/console/streams' };
+    },
+    (req, res, refused) => streamsPage(ctx, req, res, refused),
+    // The header is a secret, never shown again; the ticked events are.
+    { field: streamField, shown: (v, req) => ({ ...v, authorization_header: '', events: all(req, 'events').join('\n') }) },
+  );
 
-  router.post('/streams/delete', async (req, res) => {
-    const v = formValues(req);
-    const id = v.stream_id ?? '';
-    try {
-      requireConfirmation(v);
-    } catch (err) {
-      const state = refusal(err, v);
-      return streamsPage(ctx, req, res, { ...emptyForm(), status: state.status }, { id, state: { ...state, general: Object.values(state.errors).flat() } });
-    }
-    await deleteStream(ctx, id);
-    await recordChange(ctx, personOf(res), 'streams.delete', `stream:${id}`);
-    done(ctx, res, `Stream ${id} deleted.`, '/console/streams');
-  });
+  formPost(
+    router, ctx, '/streams/delete',
+    async (_req, res, v) => {
+      const id = v.stream_id ?? '';
+      await deleteStream(ctx, id);
+      await recordChange(ctx, personOf(res), 'streams.delete', `stream:${id}`);
+      return { message: `Stream ${id} deleted.`, to: '/console/streams' };
+    },
+    (req, res, refused) => streamsPage(ctx, req, res, { ...emptyForm(), status: refused.status }, { id: refused.values.stream_id ?? '', state: asOneList(refused) }),
+    { confirm: true },
+  );
 }
