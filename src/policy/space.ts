@@ -656,26 +656,34 @@ export function representative(space: Space, i: number, ci: number): Val | null 
   return v;
 }
 
+/**
+ * The clock of a point: the instant of its combination of time cells (null when no instant
+ * has that combination), with the time values read at that instant set in `vals`.
+ */
+function clockAt(space: Space, point: number[], vals: Map<string, Val>): number | null {
+  if (!space.timeDims.length) return BASE;
+  const { dims } = space;
+  const key = space.timeDims.map((i) => point[i]).join(',');
+  const t = space.signatures!.get(key);
+  if (t === undefined) return null;
+  let values = timeValuesCache.get(space);
+  if (!values) timeValuesCache.set(space, (values = new Map()));
+  let vs = values.get(key);
+  if (!vs) {
+    vs = space.timeDims.map((i) => (Number.isNaN(t) ? { present: false } : { present: true, value: timeValue(dims[i] as ValueDim, t) }));
+    values.set(key, vs);
+  }
+  space.timeDims.forEach((i, j) => vals.set((dims[i] as ValueDim).key, vs![j]!));
+  return t;
+}
+
 /** Without relations between values, each value is its cell's own representative. */
 function constructSimple(space: Space, point: number[]): Built | null {
   const { dims, principal } = space;
   const vals = new Map<string, Val>(space.fixed);
   let grantSubject = true, grantPerson = true;
-  let now = BASE;
-  if (space.timeDims.length) {
-    const key = space.timeDims.map((i) => point[i]).join(',');
-    const t = space.signatures!.get(key);
-    if (t === undefined) return null;
-    now = t;
-    let values = timeValuesCache.get(space);
-    if (!values) timeValuesCache.set(space, (values = new Map()));
-    let vs = values.get(key);
-    if (!vs) {
-      vs = space.timeDims.map((i) => (Number.isNaN(t) ? { present: false } : { present: true, value: timeValue(dims[i] as ValueDim, t) }));
-      values.set(key, vs);
-    }
-    space.timeDims.forEach((i, j) => vals.set((dims[i] as ValueDim).key, vs![j]!));
-  }
+  const now = clockAt(space, point, vals);
+  if (now === null) return null;
   for (let i = 0; i < dims.length; i++) {
     const d = dims[i]!;
     if (d.kind === 'grant') { if (d.who === 'subject') grantSubject = d.values[point[i]!]!; else grantPerson = d.values[point[i]!]!; continue; }
@@ -823,21 +831,8 @@ function constructGeneral(space: Space, point: number[]): Built | null {
   if (!lone) return null;
 
   // The clock: the instant of the chosen combination of time cells.
-  let now = BASE;
-  if (space.timeDims.length) {
-    const key = space.timeDims.map((i) => point[i]).join(',');
-    const t = space.signatures!.get(key);
-    if (t === undefined) return null;
-    now = t;
-    let values = timeValuesCache.get(space);
-    if (!values) timeValuesCache.set(space, (values = new Map()));
-    let vs = values.get(key);
-    if (!vs) {
-      vs = space.timeDims.map((i) => (Number.isNaN(t) ? { present: false } : { present: true, value: timeValue(dims[i] as ValueDim, t) }));
-      values.set(key, vs);
-    }
-    space.timeDims.forEach((i, j) => vals.set((dims[i] as ValueDim).key, vs![j]!));
-  }
+  const now = clockAt(space, point, vals);
+  if (now === null) return null;
 
   // Quick refusals: a relation that is comparable exactly when its cells say so.
   const category = (k: string): ScalarType | 'list' | 'empty' | null => {
