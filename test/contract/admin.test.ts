@@ -2,7 +2,7 @@ import { exportJWK, generateKeyPair } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
-/** CONTRACT section 3, the management API: shapes and status codes of every row. */
+/** The management API: shapes and status codes of every row. */
 let s: TestServer;
 let jwk: Record<string, unknown>;
 

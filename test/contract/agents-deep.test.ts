@@ -5,7 +5,7 @@ import {
   accessTokenFor, agentToken, assertion, authorize, bind, bindAndDecide, CIBA_GRANT, createRule, JWT_BEARER, postForm, putRole, registerAgent, type TestAgent,
 } from '../agents/helpers.js';
 
-/** CONTRACT 3–4 for agents, deeper: every reason code, the token claims, approvals and audit shapes. */
+/** The agent endpoints, deeper: every reason code, the token claims, approvals and audit shapes. */
 
 let s: TestServer;
 let jwks: ReturnType<typeof createRemoteJWKSet>;
@@ -30,7 +30,7 @@ beforeAll(async () => {
 });
 afterAll(() => s.stop());
 
-describe('agent token endpoint (CONTRACT 4)', () => {
+describe('agent token endpoint', () => {
   it('accepts the issuer as aud; refuses exp more than 5 minutes ahead and a reused jti, each 401 invalid_client', async () => {
     const ok = await postForm(s.ctx.urls.agentToken, { grant_type: 'client_credentials', client_assertion_type: JWT_BEARER, client_assertion: await assertion(s, bot, { aud: s.ctx.urls.issuer }) });
     expect(ok.status).toBe(200);
@@ -57,7 +57,7 @@ describe('agent token endpoint (CONTRACT 4)', () => {
   });
 });
 
-describe('transaction token (CONTRACT 4)', () => {
+describe('transaction token', () => {
   it('200 {data: {transaction_token, expires_in: 60}} with the exact header and claims', async () => {
     const r = await bind(s, botToken, 'create:refunds', 'refund:r1', OK);
     expect(r.status).toBe(200);
@@ -90,7 +90,7 @@ function decodeJwtTxn(t: string): unknown {
   return JSON.parse(Buffer.from(t.split('.')[1]!, 'base64url').toString()).txn;
 }
 
-describe('decision endpoint: each step and reason code (description + CONTRACT 4)', () => {
+describe('decision endpoint: each step and reason code', () => {
   async function setLimits(limits: Record<string, unknown>) {
     const r = await s.admin('PUT', `/agents/${encodeURIComponent(bot.id)}/capabilities/create:refunds`, { limits });
     expect(r.status, JSON.stringify(r.body)).toBeLessThan(300);
@@ -157,7 +157,7 @@ describe('decision endpoint: each step and reason code (description + CONTRACT 4
     expect(wait).toMatchObject({ decision: 'approval_required', reason: 'approval_required: deep-wait' });
     expect(typeof wait.approval_id).toBe('string');
 
-    // /admin/v1/approvals: the shape of CONTRACT 3
+    // /admin/v1/approvals: its documented shape
     const list = await s.admin('GET', '/approvals?state=pending');
     expect(list.status).toBe(200);
     const item = list.body.data.find((a: any) => a.id === wait.approval_id);
@@ -209,7 +209,7 @@ describe('decision endpoint: each step and reason code (description + CONTRACT 4
   });
 });
 
-describe('a delegated agent through CIBA: the person check (CONTRACT 4)', () => {
+describe('a delegated agent through CIBA: the person check', () => {
   it('polls through the CIBA errors, gets sub = person and act = agent, and can do only what the person may', async () => {
     const cibaAssertion = async () => ({ client_assertion_type: JWT_BEARER, client_assertion: await assertion(s, helper) });
     const req = await postForm(s.ctx.urls.backchannelAuthorize, { ...(await cibaAssertion()), scope: 'read:invoices create:refunds', login_hint: 'alice-deep@example.com', binding_message: 'deep-1' });

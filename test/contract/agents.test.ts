@@ -3,7 +3,7 @@ import { createRemoteJWKSet, decodeJwt, exportJWK, generateKeyPair, jwtVerify, S
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
-/** The agent part of the description and CONTRACT 4, black-box: token, transaction token, decision. */
+/** The agent endpoints, black-box: token, transaction token, decision. */
 let s: TestServer;
 let jwks: ReturnType<typeof createRemoteJWKSet>;
 const JWT_BEARER = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
@@ -120,7 +120,7 @@ describe('Agent token endpoint (private_key_jwt, EdDSA)', () => {
   });
 });
 
-describe('CIBA (CONTRACT 4): back-channel request and polling errors', () => {
+describe('CIBA: back-channel request and polling errors', () => {
   it('answers {auth_req_id, expires_in, interval}; an early poll is slow_down; an unknown id is invalid_grant', async () => {
     const person = await s.admin('POST', '/users', { email: 'approver@example.com', password: 'pw-approver-12345', name: 'Approver' });
     const helper = await register('helper', 'delegated', { roles: ['refunder'], capabilities: [{ name: 'read:refunds' }] });
@@ -265,7 +265,7 @@ describe('POST /apis/regional/v1/agents/authorize: the decision order', () => {
     expect(ld.body.data.decision).toBe('deny');
     expect(ld.body.data.reason).toMatch(/^rule_denied/);
 
-    // CONTRACT 3/4: the waiting action is listed with its fields; once approved it is allowed once.
+    // The waiting action is listed with its fields; once approved it is allowed once.
     const pending = await s.admin('GET', '/approvals?state=pending');
     const item = pending.body.data.find((x: { id: string }) => x.id === ap.body.data.approval_id);
     expect(item).toBeDefined();

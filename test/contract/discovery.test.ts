@@ -65,7 +65,7 @@ describe('Discovery document fields: authorization server metadata for agents', 
     expect(d.backchannel_user_code_parameter_supported).toBe(false);
     expect(d.agent_configuration_endpoint).toBe(`${base}/.well-known/agent-configuration`);
     expect(d.response_types_supported).toEqual([]);
-    // CONTRACT 6: the MCP SDK needs it
+    // the MCP SDK needs it
     expect(d.authorization_endpoint).toBe(`${base}/oauth/authorize`);
   });
 });
@@ -162,7 +162,7 @@ describe('SAML metadata', () => {
   });
 });
 
-describe('Running it (CONTRACT 1)', () => {
+describe('Running it', () => {
   it('GET /healthz answers {"status":"ok"}', async () => {
     expect(await getJson('/healthz')).toEqual({ status: 'ok' });
   });

@@ -8,7 +8,7 @@ import { startTestServer, type TestServer } from '../helpers/server.js';
 import { startUpstream, type TestUpstream } from '../mcp/upstream.js';
 import { accessTokenFor, bind, registerAgent as registerTestAgent } from '../agents/helpers.js';
 
-/** CONTRACT 6 with the official SDK client: the 401 challenge, the metadata chain, filtered tools, decisions as tool errors. */
+/** The MCP gateway with the official SDK client: the 401 challenge, the metadata chain, filtered tools, decisions as tool errors. */
 
 const POLICY = `policy "mcp-contract" version 1
 
@@ -65,7 +65,7 @@ afterAll(async () => {
   await s?.stop();
 });
 
-describe('MCP gateway (CONTRACT 6)', () => {
+describe('MCP gateway', () => {
   const challenge = () => `Bearer resource_metadata="${s.ctx.urls.issuer}/.well-known/oauth-protected-resource"`;
   const init = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } } };
   const post = (authorization?: string) => fetch(`${s.url}/mcp`, {

@@ -460,7 +460,7 @@ describe('POST /oauth/token/revoke', () => {
     await expect(client.refreshTokenGrant(spaConfig, tokens.refresh_token!)).rejects.toMatchObject({ error: 'invalid_grant' });
   });
 
-  it('an application with a secret authenticates as at the token endpoint (CONTRACT 4)', async () => {
+  it('an application with a secret authenticates as at the token endpoint', async () => {
     const { tokens } = await signInAndExchange(config, f, ada());
     const forms: Record<string, string>[] = [
       { token: tokens.refresh_token!, client_id: f.web.client_id },

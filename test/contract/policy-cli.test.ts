@@ -5,10 +5,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runPolicyCommand } from '../../src/cli/policy.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { accessTokenFor, bindAndDecide, createRule, putRole, registerAgent, type TestAgent } from '../agents/helpers.js';
-// Copied verbatim from CONTRACT.md section 5.
-import { CONTRACT_EXAMPLE } from '../policy/helpers.js';
+// The refunds example policy, verbatim.
+import { REFUNDS_EXAMPLE } from '../policy/helpers.js';
 
-/** CONTRACT 5, black-box: the policy files as a user writes them, the CLI as a user runs it. */
+/** Black-box: the policy files as a user writes them, the CLI as a user runs it. */
 
 
 let work: string;
@@ -60,10 +60,10 @@ const billingMain = (cs: Change[]) => cs.filter((c) => c.relation === 'create:re
 
 beforeAll(async () => {
   work = await mkdtemp(join(tmpdir(), 'gh-contract-policy-'));
-  await policyDir('v3', CONTRACT_EXAMPLE);
+  await policyDir('v3', REFUNDS_EXAMPLE);
 });
 
-describe('policy files and CLI (CONTRACT 5)', () => {
+describe('policy files and CLI', () => {
   it('the contract example parses exactly as written, is in canonical layout, and has no tests', async () => {
     const c = await run(['check', 'v3']);
     expect(c.code, c.err).toBe(0);
@@ -73,7 +73,7 @@ describe('policy files and CLI (CONTRACT 5)', () => {
   });
 
   it('check prints every error as file:line:col: message and exits 1', async () => {
-    const broken = CONTRACT_EXAMPLE.replace('effect deny', 'effect forbid').replace('amount max 500 min 1', 'amount most 500');
+    const broken = REFUNDS_EXAMPLE.replace('effect deny', 'effect forbid').replace('amount max 500 min 1', 'amount most 500');
     await policyDir('broken', broken, { 'other.policy': 'rule "x" {\n  effect deny\n  subjects "robot:*"\n  relation "create:refunds"\n  object "refund:*"\n  when amount > "5"\n}\n' });
     const r = await run(['check', 'broken']);
     expect(r.code).toBe(1);
@@ -85,7 +85,7 @@ describe('policy files and CLI (CONTRACT 5)', () => {
   });
 
   it('fmt --check flags a messy file (exit 1), fmt prints and fmt --write rewrites it to the canonical layout', async () => {
-    const messy = CONTRACT_EXAMPLE.replace(/\n  /g, '\n      ').replace('amount max 500 min 1', 'amount   max 500   min 1');
+    const messy = REFUNDS_EXAMPLE.replace(/\n  /g, '\n      ').replace('amount max 500 min 1', 'amount   max 500   min 1');
     const d = await policyDir('messy', messy);
     const chk = await run(['fmt', d, '--check']);
     expect(chk.code).toBe(1);
@@ -93,24 +93,24 @@ describe('policy files and CLI (CONTRACT 5)', () => {
     expect(await readFile(join(work, d, 'refunds.policy'), 'utf8')).toBe(messy); // --check writes nothing
     const printed = await run(['fmt', d]);
     expect(printed.code).toBe(0);
-    expect(printed.out).toBe(CONTRACT_EXAMPLE);
+    expect(printed.out).toBe(REFUNDS_EXAMPLE);
     expect(await readFile(join(work, d, 'refunds.policy'), 'utf8')).toBe(messy); // printing writes nothing
     expect((await run(['fmt', d, '--write'])).code).toBe(0);
-    expect(await readFile(join(work, d, 'refunds.policy'), 'utf8')).toBe(CONTRACT_EXAMPLE);
+    expect(await readFile(join(work, d, 'refunds.policy'), 'utf8')).toBe(REFUNDS_EXAMPLE);
   });
 
   it('test runs the cases kept beside the policies: pass 0, a failing case 1', async () => {
     const good = `test "medium USD refund waits" {\n  agent "spiffe://localhost/agent/ops" autonomous\n  permissions "create:refunds"\n  capability "create:refunds"\n  action "create:refunds"\n  resource "refund:r1"\n  context { amount: 2000, currency: "USD" }\n  expect approval_required\n}\n`;
-    await policyDir('tested', CONTRACT_EXAMPLE, { 'refunds.tests': good });
+    await policyDir('tested', REFUNDS_EXAMPLE, { 'refunds.tests': good });
     const ok = await run(['test', 'tested']);
     expect(ok.code, ok.out + ok.err).toBe(0);
     expect(ok.out).toMatch(/1 passed, 0 failed/);
-    await policyDir('tested-bad', CONTRACT_EXAMPLE, { 'refunds.tests': good.replace('expect approval_required', 'expect allow') });
+    await policyDir('tested-bad', REFUNDS_EXAMPLE, { 'refunds.tests': good.replace('expect approval_required', 'expect allow') });
     expect((await run(['test', 'tested-bad'])).code).toBe(1);
   });
 
   it('diff: reformatting and reordering gives no change (exit 0), file against directory', async () => {
-    const blocks = CONTRACT_EXAMPLE.split('\n\n');
+    const blocks = REFUNDS_EXAMPLE.split('\n\n');
     const reordered = [blocks[0], blocks[3], blocks[2], blocks[1]].join('\n\n').replace(/\n  /g, '\n    ')
       .replace('amount max 500 min 1', 'amount min 1 max 500')
       .replace('currency in ["USD", "EUR"]', 'currency in ["EUR", "USD"]')
@@ -124,7 +124,7 @@ describe('policy files and CLI (CONTRACT 5)', () => {
   });
 
   it('diff: a lowered max is allow → deny on the amounts between', async () => {
-    const d = await policyDir('lower-max', CONTRACT_EXAMPLE.replace('amount max 500', 'amount max 300'));
+    const d = await policyDir('lower-max', REFUNDS_EXAMPLE.replace('amount max 500', 'amount max 300'));
     const r = await diffJson('v3', d);
     expect(r.code).toBe(1);
     const main = billingMain(r.changes);
@@ -138,7 +138,7 @@ describe('policy files and CLI (CONTRACT 5)', () => {
 
   it('diff: a new deny rule turns its region to deny', async () => {
     const rule = `\nrule "no-refunds-to-XY" {\n  effect deny\n  subjects "agent:*"\n  relation "create:refunds"\n  object "refund:*"\n  when country == "XY"\n}\n`;
-    const d = await policyDir('new-deny', CONTRACT_EXAMPLE + rule);
+    const d = await policyDir('new-deny', REFUNDS_EXAMPLE + rule);
     const r = await diffJson('v3', d);
     expect(r.code).toBe(1);
     expect(r.changes.length).toBeGreaterThan(0);
@@ -152,13 +152,13 @@ describe('policy files and CLI (CONTRACT 5)', () => {
 
   it('diff: a rule on any kind of an action (create:*) gives examples an agent could be granted', async () => {
     const rule = `\nrule "freeze" {\n  effect deny\n  subjects "agent:*"\n  relation "create:*"\n  object "refund:*"\n}\n`;
-    const r = await diffJson('v3', await policyDir('wild', CONTRACT_EXAMPLE + rule));
+    const r = await diffJson('v3', await policyDir('wild', REFUNDS_EXAMPLE + rule));
     expect(r.changes.length).toBeGreaterThan(0);
     for (const c of r.changes) expect(c.example.action).toMatch(/^create:refunds?$/); // create:refund covers refund:* too
   });
 
   it('diff: a changed in list names the value that moved', async () => {
-    const d = await policyDir('in-list', CONTRACT_EXAMPLE.replace('currency in ["USD", "EUR"]', 'currency in ["USD"]'));
+    const d = await policyDir('in-list', REFUNDS_EXAMPLE.replace('currency in ["USD", "EUR"]', 'currency in ["USD"]'));
     const r = await diffJson('v3', d);
     const main = billingMain(r.changes);
     expect(main).toHaveLength(1);
@@ -169,7 +169,7 @@ describe('policy files and CLI (CONTRACT 5)', () => {
   });
 
   it('diff: a changed approval threshold is allow → approval_required between the thresholds', async () => {
-    const d = await policyDir('threshold', CONTRACT_EXAMPLE.replace('amount >= 1000 and', 'amount >= 500 and'));
+    const d = await policyDir('threshold', REFUNDS_EXAMPLE.replace('amount >= 1000 and', 'amount >= 500 and'));
     const r = await diffJson('v3', d);
     const main = r.changes.filter((c) => c.subjects[0] === 'agent:*' && c.object === 'refund:*');
     expect(main).toHaveLength(1);
@@ -197,7 +197,7 @@ describe('policy files and CLI (CONTRACT 5)', () => {
   });
 });
 
-describe('policy in the server: files and management API alike (CONTRACT 5)', () => {
+describe('policy in the server: files and management API alike', () => {
   let s: TestServer;
   let fileAgent: TestAgent;
   let fileToken: string;

@@ -7,7 +7,7 @@ import {
   signInAndExchange, startFixture, type Fixture,
 } from '../oauth/helpers.js';
 
-/** CONTRACT 2 (what a browser sees) and the prompt / max_age / acr_values rows of the description. */
+/** What a browser sees, and the prompt / max_age / acr_values parameters. */
 let f: Fixture;
 let third: { client_id: string; client_secret: string };
 let thirdConfig: client.Configuration;
@@ -35,7 +35,7 @@ async function pageOrExit(b: Browser, url: string) {
   return { res, at, html: await res.text() };
 }
 
-describe('Sign-in pages: consent (CONTRACT 2)', () => {
+describe('Sign-in pages: consent', () => {
   it('a third-party application shows a consent form listing the scopes with approve and deny', async () => {
     const flow = await authorizationUrl(thirdConfig, f, { scope: 'openid email' });
     const b = new Browser(f.issuer);

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { Receiver, setVerifier } from '../ssf/receiver.js';
 
-/** The description's Events section and CONTRACT 3's Shared Signals paragraph, as a receiver sees them. */
+/** Shared Signals events, as a receiver sees them. */
 const T = {
   sessionRevoked: 'https://schemas.openid.net/secevent/caep/event-type/session-revoked',
   claimsChange: 'https://schemas.openid.net/secevent/caep/event-type/token-claims-change',

@@ -22,7 +22,7 @@ async function openLogin() {
   return { browser, loginUrl, html };
 }
 
-describe('the sign-in page (CONTRACT 2)', () => {
+describe('the sign-in page', () => {
   it('is one POST form with email, password and hidden csrf and request inputs', async () => {
     const { html, browser } = await openLogin();
     const forms = parseForms(html);

@@ -3,7 +3,7 @@ import { mkdtemp, writeFile, readFile, cp, mkdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runPolicyCommand } from '../../src/cli/policy.js';
-import { CONTRACT_EXAMPLE } from './helpers.js';
+import { REFUNDS_EXAMPLE } from './helpers.js';
 
 async function run(args: string[], cwd: string) {
   let out = '', err = '';
@@ -17,8 +17,8 @@ beforeAll(async () => {
   await cp(join(process.cwd(), 'policies', 'examples'), join(dir, 'policies'), { recursive: true });
   await mkdir(join(dir, 'v1'));
   await mkdir(join(dir, 'v2'));
-  await writeFile(join(dir, 'v1', 'refunds.policy'), CONTRACT_EXAMPLE);
-  await writeFile(join(dir, 'v2', 'refunds.policy'), CONTRACT_EXAMPLE.replace('amount > 10000', 'amount > 5000'));
+  await writeFile(join(dir, 'v1', 'refunds.policy'), REFUNDS_EXAMPLE);
+  await writeFile(join(dir, 'v2', 'refunds.policy'), REFUNDS_EXAMPLE.replace('amount > 10000', 'amount > 5000'));
   await mkdir(join(dir, 'bad'));
   await writeFile(join(dir, 'bad', 'a.policy'), 'rule "r" {\n  effect allow\n  subjects "agent:*"\n  relation "a:b"\n  object "b:*"\n  when x => 1\n}\n');
   await writeFile(join(dir, 'bad', 'b.policy'), 'rule "r2" {\n  when\n}\n');
@@ -47,7 +47,7 @@ describe('gatehouse policy', () => {
   });
   it('test: a failing test exits 1', async () => {
     await mkdir(join(dir, 'failing'), { recursive: true });
-    await writeFile(join(dir, 'failing', 'r.policy'), CONTRACT_EXAMPLE);
+    await writeFile(join(dir, 'failing', 'r.policy'), REFUNDS_EXAMPLE);
     await writeFile(join(dir, 'failing', 'r.tests'), 'test "t" {\n  agent "x"\n  action "create:refunds"\n  resource "refund:1"\n  context { amount: 1 }\n  expect allow\n}\n');
     const r = await run(['test', 'failing'], dir);
     expect(r.code).toBe(1);

@@ -2,10 +2,10 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { decide, loadPolicySet, renderReason, type DecisionRequest, type PersonFacts, type SubjectFacts } from '../../src/policy/index.js';
 import type { Item, LimitsNode, PolicyFileNode, RuleNode } from '../../src/policy/ast.js';
-import { arbExpr, arbPolicyFile, arbRequest, CONTRACT_EXAMPLE, reference, RUNS, setFromAst, setOf, SUBJECT_PATTERNS } from './helpers.js';
+import { arbExpr, arbPolicyFile, arbRequest, REFUNDS_EXAMPLE, reference, RUNS, setFromAst, setOf, SUBJECT_PATTERNS } from './helpers.js';
 
 const BILLING = 'spiffe://localhost/agent/billing';
-const set = setOf(CONTRACT_EXAMPLE, 'refunds.policy');
+const set = setOf(REFUNDS_EXAMPLE, 'refunds.policy');
 const NOW = Date.parse('2026-03-30T10:00:00Z');
 
 function req(context: Record<string, unknown>, over: Partial<DecisionRequest> = {}, agentOver: Partial<SubjectFacts> = {}): DecisionRequest {
@@ -72,7 +72,7 @@ describe('decide: the decision order and reasons', () => {
     expect(decide(req({ amount: 5000, currency: 'USD' }, { approved: true }, o), set)).toMatchObject({ decision: 'allow', reason: 'allowed: approved approve-medium-refunds' });
   });
   it('API rules compile like file rules and are traced as api:rule/<id>', () => {
-    const r = loadPolicySet({ files: [{ path: 'refunds.policy', text: CONTRACT_EXAMPLE }], rules: [{ id: 'r7', name: 'no-weekends', effect: 'deny', subjects: ['agent:*'], relation: 'create:refunds', object: 'refund:*', condition: { field: 'weekend', op: 'eq', value: true } }] });
+    const r = loadPolicySet({ files: [{ path: 'refunds.policy', text: REFUNDS_EXAMPLE }], rules: [{ id: 'r7', name: 'no-weekends', effect: 'deny', subjects: ['agent:*'], relation: 'create:refunds', object: 'refund:*', condition: { field: 'weekend', op: 'eq', value: true } }] });
     const d = decide(req({ ...ok, weekend: true }), r.policySet!);
     expect(d.reason).toBe('rule_denied: no-weekends');
     expect(d.trace.find((t) => t.step === 'deny_rules' && t.outcome === 'fail')!.source).toBe('api:rule/r7');
@@ -93,7 +93,7 @@ describe('decide: the decision order and reasons', () => {
     expect(decide(req(ok), null as never).decision).toBe('deny');
   });
   it('costs the same with many unrelated rules (indexed by relation and kind)', () => {
-    let text = CONTRACT_EXAMPLE;
+    let text = REFUNDS_EXAMPLE;
     for (let i = 0; i < 300; i++) text += `rule "other-${i}" {\n  effect deny\n  subjects "agent:*"\n  relation "create:things${i}"\n  object "thing${i}:*"\n}\n`;
     const big = setOf(text, 'refunds.policy');
     const d = decide(req(ok), big);

@@ -5,7 +5,7 @@ import { diffPolicySets, diffText, inRegion, type Change } from '../../src/polic
 import type { Expr, Item, PolicyFileNode } from '../../src/policy/ast.js';
 import type { PolicySet } from '../../src/policy/compile.js';
 import { completeRequest } from '../../src/policy/explain.js';
-import { arbPolicyAndAtom, arbPolicyPair, arbRequest, cmp, CONTRACT_EXAMPLE, L, normalize, NOWS, P, setFromAst, setOf } from './helpers.js';
+import { arbPolicyAndAtom, arbPolicyPair, arbRequest, cmp, REFUNDS_EXAMPLE, L, normalize, NOWS, P, setFromAst, setOf } from './helpers.js';
 import { formatFile } from '../../src/policy/format.js';
 import { parsePolicy } from '../../src/policy/parser.js';
 
@@ -43,10 +43,10 @@ function expectExamples(changes: Change[], a: PolicySet, b: PolicySet): void {
 }
 
 describe('diff', () => {
-  const old = setOf(CONTRACT_EXAMPLE, 'old.policy');
+  const old = setOf(REFUNDS_EXAMPLE, 'old.policy');
 
   it('a reformatted and reordered policy set reports no change', () => {
-    const reordered = CONTRACT_EXAMPLE.replace(/\n\n/g, '\n').replace('amount max 500 min 1', 'amount min 1   max 500')
+    const reordered = REFUNDS_EXAMPLE.replace(/\n\n/g, '\n').replace('amount max 500 min 1', 'amount min 1   max 500')
       .replace('when amount >= 1000 and currency == "USD"', 'when (currency == "USD") and amount >= 1000');
     const file = parsePolicy('new.policy', reordered).file!;
     const items = [file.items[2]!, file.items[0]!, file.items[1]!];
@@ -55,7 +55,7 @@ describe('diff', () => {
   });
 
   it('reports a changed threshold as a region with an example', () => {
-    const next = setOf(CONTRACT_EXAMPLE.replace('amount > 10000', 'amount > 5000'), 'new.policy');
+    const next = setOf(REFUNDS_EXAMPLE.replace('amount > 10000', 'amount > 5000'), 'new.policy');
     const { changes } = diffPolicySets(old, next);
     expect(changes.length).toBeGreaterThan(0);
     for (const c of changes) {

@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { parsePolicy } from '../../src/policy/parser.js';
 import { formatFile } from '../../src/policy/format.js';
 import type { Expr, Item, Operand, PathNode, PolicyFileNode } from '../../src/policy/ast.js';
-import { arbExpr, arbLimits, arbRule, CONTRACT_EXAMPLE, normalize, RUNS, strip } from './helpers.js';
+import { arbExpr, arbLimits, arbRule, REFUNDS_EXAMPLE, normalize, RUNS, strip } from './helpers.js';
 
 const arbName = fc.string({ maxLength: 12 });
 const arbNumber = fc.oneof(fc.integer({ min: -1e9, max: 1e9 }), fc.double({ noNaN: true, noDefaultInfinity: true, min: -1e12, max: 1e12 }).filter((n) => !Object.is(n, -0)));
@@ -89,7 +89,7 @@ const arbFile: fc.Arbitrary<PolicyFileNode> = fc.record({
 
 describe('fmt', () => {
   it('prints the contract example unchanged (it is canonical)', () => {
-    expect(formatFile(parsePolicy('r.policy', CONTRACT_EXAMPLE).file!)).toBe(CONTRACT_EXAMPLE);
+    expect(formatFile(parsePolicy('r.policy', REFUNDS_EXAMPLE).file!)).toBe(REFUNDS_EXAMPLE);
   });
 
   it('canonicalizes layout, list syntax, operator order and spacing', () => {

@@ -483,8 +483,8 @@ export function reference(file: PolicyFileNode, req: DecisionRequest): Pick<Deci
 
 export const RUNS = { numRuns: 200 };
 
-/** CONTRACT.md section 5's example, verbatim (test/fixtures/contract-example.policy). */
-export const CONTRACT_EXAMPLE = readFileSync(join(projectRoot, 'test', 'fixtures', 'contract-example.policy'), 'utf8');
+/** The refunds example policy, verbatim (test/fixtures/refunds-example.policy). */
+export const REFUNDS_EXAMPLE = readFileSync(join(projectRoot, 'test', 'fixtures', 'refunds-example.policy'), 'utf8');
 
 /** The literal of a scalar list, for building ASTs. */
 export const scalars = (xs: Scalar[]): Literal => xs;

@@ -2,12 +2,12 @@ import { describe, expect, it } from 'vitest';
 import { parsePolicy, parseExpr } from '../../src/policy/parser.js';
 import { formatFile } from '../../src/policy/format.js';
 import { formatDiagnostic } from '../../src/policy/index.js';
-import { CONTRACT_EXAMPLE, L, P, strip } from './helpers.js';
+import { REFUNDS_EXAMPLE, L, P, strip } from './helpers.js';
 
 
 describe('parser', () => {
   it('parses the contract example into an AST with locations', () => {
-    const r = parsePolicy('refunds.policy', CONTRACT_EXAMPLE);
+    const r = parsePolicy('refunds.policy', REFUNDS_EXAMPLE);
     expect(r.diagnostics).toEqual([]);
     const f = r.file!;
     expect(f.header).toMatchObject({ name: 'refunds', version: 3, loc: { line: 1, col: 1 } });

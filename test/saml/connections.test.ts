@@ -60,7 +60,7 @@ describe('/admin/v1/saml/connections', () => {
   });
 
   it('answers 404 for unknown names and 409 for duplicates', async () => {
-    expect((await server.admin('GET', '/saml/connections/nope')).body).toEqual({ error: 'not_found' }); // exactly, CONTRACT 3
+    expect((await server.admin('GET', '/saml/connections/nope')).body).toEqual({ error: 'not_found' }); // exactly
     expect((await server.admin('PUT', '/saml/connections/nope', sp)).status).toBe(404);
     expect((await server.admin('DELETE', '/saml/connections/nope')).status).toBe(404);
     await server.admin('POST', '/saml/connections', { ...sp, name: 'dup' });

@@ -7,7 +7,7 @@ import { Receiver, setVerifier, type VerifiedSet } from './receiver.js';
 
 process.env.GATEHOUSE_SSF_POLL_MS = '20';
 
-/** Each management operation of CONTRACT section 3 → its event, end to end through the admin API. */
+/** Each management operation → its event, end to end through the admin API. */
 let server: TestServer;
 let receiver: Receiver;
 let emailReceiver: Receiver;
