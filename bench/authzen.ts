@@ -16,7 +16,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
-import { autocannon, startGatehouse, stop, waitReady, type CannonResult } from './harness.js';
+import { adminClient, autocannon, startGatehouse, stop, waitReady, type CannonResult } from './harness.js';
 
 const DURATION = Number(process.env.BENCH_SECONDS ?? 4);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -45,15 +45,7 @@ async function main(): Promise<void> {
   const { base, child } = await startGatehouse(dir, { GATEHOUSE_ADMIN_TOKEN: ADMIN, GATEHOUSE_WORKERS: String(WORKERS) });
   try {
     await waitReady(`${base}/healthz`);
-    const admin = async (method: string, path: string, body?: unknown) => {
-      const res = await fetch(`${base}/admin/v1${path}`, {
-        method,
-        headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-      if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
-      return res.status === 204 ? undefined : res.json();
-    };
+    const admin = adminClient(base, ADMIN);
 
     // The AuthZEN caller: an m2m application with a grant on the API, its client_credentials token.
     const api = `${base}/access/v1`;

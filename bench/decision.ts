@@ -23,7 +23,7 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
-import { autocannon, freePort, start, startGatehouse, stop, waitReady, type CannonResult } from './harness.js';
+import { adminClient, autocannon, freePort, start, startGatehouse, stop, waitReady, type CannonResult } from './harness.js';
 
 interface CannonRequest {
   method?: string;
@@ -73,15 +73,7 @@ async function main(): Promise<void> {
 
   try {
     await Promise.all([waitReady(`${base}/healthz`), waitReady(`http://localhost:${barePort}/healthz`)]);
-    const admin = async (method: string, path: string, body?: unknown) => {
-      const res = await fetch(`${base}/admin/v1${path}`, {
-        method,
-        headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-      if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
-      return res.status === 204 ? undefined : res.json();
-    };
+    const admin = adminClient(base, ADMIN);
 
     // The agent, as a real one: its own Ed25519 key, a signed assertion, a token.
     const { privateKey, publicKey } = await generateKeyPair('EdDSA', { crv: 'Ed25519' });

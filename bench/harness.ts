@@ -64,3 +64,16 @@ export async function startGatehouse(dir: string, env: Record<string, string>): 
   });
   return { base, child };
 }
+
+/** The management API of a started server, as the benches set it up: a failed call throws. */
+export function adminClient(base: string, token: string) {
+  return async (method: string, path: string, body?: unknown): Promise<unknown> => {
+    const res = await fetch(`${base}/admin/v1${path}`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
+    return res.status === 204 ? undefined : res.json();
+  };
+}

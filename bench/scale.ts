@@ -22,7 +22,7 @@ import { availableParallelism, tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import pg from 'pg';
-import { autocannon, freePort, startGatehouse, stop, waitReady, type CannonResult } from './harness.js';
+import { adminClient, autocannon, freePort, startGatehouse, stop, waitReady, type CannonResult } from './harness.js';
 
 const DURATION = Number(process.env.BENCH_SECONDS ?? 8);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
@@ -130,15 +130,7 @@ async function prepare(dir: string, instances: number, databaseUrl: string | und
     started.push(s);
   }
   const base = started[0]!.base;
-  const admin = async (method: string, path: string, body?: unknown) => {
-    const res = await fetch(`${base}/admin/v1${path}`, {
-      method,
-      headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
-    return res.status === 204 ? undefined : res.json();
-  };
+  const admin = adminClient(base, ADMIN);
   const app = (await admin('POST', '/applications', { name: 'service', type: 'm2m', redirect_uris: [] })) as { client_id: string; client_secret: string };
   const tokenAuth = `Basic ${Buffer.from(`${app.client_id}:${app.client_secret}`).toString('base64')}`;
 

@@ -677,9 +677,30 @@ function clockAt(space: Space, point: number[], vals: Map<string, Val>): number 
   return t;
 }
 
+/**
+ * The request of a point once its values are chosen: the action for the object's kind, an
+ * object id outside the excepted ones, the prior usage; null when the principal's cell does
+ * not hold it.
+ */
+function requestAt(space: Space, point: number[], vals: Map<string, Val>, now: number, grantSubject: boolean, grantPerson: boolean): DecisionRequest | null {
+  const { principal } = space;
+  const kind = vals.get('resource.type')?.present ? (vals.get('resource.type')!.value as string) : principal.resourceType.witness;
+  const action = principal.actionFor(kind);
+  if (action === null) return null;
+  if (!vals.has('resource.id') && principal.objectExceptions.some((e) => e.type === kind)) {
+    const id = solveString([...principal.resourceId.cons, ...principal.objectExceptions.filter((e) => e.type === kind).map((e) => ({ kind: 'seg' as const, pattern: e.id, positive: false }))], [principal.resourceId.witness]);
+    if (id === null) return null;
+    vals.set('resource.id', { present: true, value: id });
+  }
+  const usage = usageFor(space, point, vals);
+  if (usage === null) return null;
+  const request = assemble(space, vals, now, grantSubject, grantPerson, action, usage);
+  return principal.check(request) ? request : null;
+}
+
 /** Without relations between values, each value is its cell's own representative. */
 function constructSimple(space: Space, point: number[]): Built | null {
-  const { dims, principal } = space;
+  const { dims } = space;
   const vals = new Map<string, Val>(space.fixed);
   let grantSubject = true, grantPerson = true;
   const now = clockAt(space, point, vals);
@@ -693,18 +714,8 @@ function constructSimple(space: Space, point: number[]): Built | null {
     if (v === null) return null;
     vals.set(d.key, v);
   }
-  const kind = vals.get('resource.type')?.present ? (vals.get('resource.type')!.value as string) : principal.resourceType.witness;
-  const action = principal.actionFor(kind);
-  if (action === null) return null;
-  if (!vals.has('resource.id') && principal.objectExceptions.some((e) => e.type === kind)) {
-    const id = solveString([...principal.resourceId.cons, ...principal.objectExceptions.filter((e) => e.type === kind).map((e) => ({ kind: 'seg' as const, pattern: e.id, positive: false }))], [principal.resourceId.witness]);
-    if (id === null) return null;
-    vals.set('resource.id', { present: true, value: id });
-  }
-  const usage = usageFor(space, point, vals);
-  if (usage === null) return null;
-  const request = assemble(space, vals, now, grantSubject, grantPerson, action, usage);
-  if (!principal.check(request)) return null;
+  const request = requestAt(space, point, vals, now, grantSubject, grantPerson);
+  if (request === null) return null;
   return { request, values: vals };
 }
 
@@ -1053,18 +1064,8 @@ function constructGeneral(space: Space, point: number[]): Built | null {
     vals.set(k, { present: true, value: l });
   }
 
-  const kind = vals.get('resource.type')?.present ? (vals.get('resource.type')!.value as string) : principal.resourceType.witness;
-  const action = principal.actionFor(kind);
-  if (action === null) return null;
-  if (!vals.has('resource.id') && principal.objectExceptions.some((e) => e.type === kind)) {
-    const id = solveString([...principal.resourceId.cons, ...principal.objectExceptions.filter((e) => e.type === kind).map((e) => ({ kind: 'seg' as const, pattern: e.id, positive: false }))], [principal.resourceId.witness]);
-    if (id === null) return null;
-    vals.set('resource.id', { present: true, value: id });
-  }
-  const usage = usageFor(space, point, vals);
-  if (usage === null) return null;
-  const request = assemble(space, vals, now, grantSubject, grantPerson, action, usage);
-  if (!principal.check(request)) return null;
+  const request = requestAt(space, point, vals, now, grantSubject, grantPerson);
+  if (request === null) return null;
   // Check: every value in its cell, every relation as chosen.
   const env = envOf(request);
   const seen = new Map<string, Val>();
