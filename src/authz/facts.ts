@@ -29,6 +29,11 @@ export async function loadFacts(ctx: AppContext, agent: AgentState, userId: stri
 export async function personFacts(ctx: AppContext, userId: string): Promise<PersonFacts> {
   const user = await ctx.store.users.get(userId);
   if (!user) return { id: userId, roles: [], groups: [], permissions: [], attributes: {} };
+  return personOf(ctx, user);
+}
+
+/** A stored person's facts: their roles' permissions read with them. */
+async function personOf(ctx: AppContext, user: StoredPerson): Promise<PersonFacts> {
   return {
     id: user.id,
     email: user.email,
@@ -38,6 +43,8 @@ export async function personFacts(ctx: AppContext, userId: string): Promise<Pers
     attributes: user.attributes,
   };
 }
+
+type StoredPerson = NonNullable<Awaited<ReturnType<AppContext['store']['users']['get']>>>;
 
 /**
  * The stored entities' attributes, cached per process and dropped whenever the `entities`
@@ -90,14 +97,7 @@ export async function namedSubjectFacts(ctx: AppContext, type: string, id: strin
   if (type === 'user') {
     const user = await ctx.store.users.get(id);
     if (!user) return null;
-    const person: PersonFacts = {
-      id: user.id,
-      email: user.email,
-      roles: user.roles,
-      groups: user.groups,
-      permissions: await ctx.store.roles.permissionsOf(user.roles),
-      attributes: user.attributes,
-    };
+    const person = await personOf(ctx, user);
     return { subject: { type: 'user', name: user.name, ...person }, person };
   }
   if (type === 'agent') {
