@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { timeOrderedId } from '../crypto/time-ordered-id.js';
 import type { JWTPayload } from 'jose';
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
@@ -56,7 +56,8 @@ export async function transactionTokenEndpoint(
   }
   const { action, resource, context } = parsed.data;
 
-  const txn = randomUUID();
+  // Time-ordered: the ids a decision records as consumed go in at the end of their index.
+  const txn = timeOrderedId(ctx.clock.now());
   const result = await authorize(ctx, { via: 'bind', principal, action, resource, context, txn });
   if (result.outcome === 'unknown_agent') throw errors.invalidToken('the agent is unknown or revoked');
   const { decision } = result;

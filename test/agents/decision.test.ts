@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { decodeProtectedHeader, createRemoteJWKSet, jwtVerify } from 'jose';
+import { decodeJwt, decodeProtectedHeader, createRemoteJWKSet, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import {
@@ -79,6 +79,21 @@ describe('transaction tokens', () => {
     });
     expect(payload.exp! - payload.iat!).toBe(60);
     expect(typeof payload.txn).toBe('string');
+  });
+
+  it('gives each token a time-ordered txn (a UUID version 7): later bindings sort after earlier ones', async () => {
+    const txns: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const res = await bind(server, token, 'create:refunds', `refund:o${i}`, GOOD);
+      txns.push(decodeJwt(res.body.data.transaction_token).txn as string);
+      await new Promise((r) => setTimeout(r, 3));
+    }
+    for (const t of txns) expect(t).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(new Set(txns).size).toBe(3);
+    expect([...txns].sort()).toEqual(txns);
+    // The first 48 bits are the clock's milliseconds.
+    const ms = Number.parseInt(txns[0]!.replace(/-/g, '').slice(0, 12), 16);
+    expect(Math.abs(ms - server.ctx.clock.now())).toBeLessThan(60_000);
   });
 
   it('refuses an action outside the token capabilities (403 insufficient_scope)', async () => {
