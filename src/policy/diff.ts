@@ -78,7 +78,55 @@ export interface Change {
 
 export interface DiffResult { changes: Change[]; notes: string[] }
 
-export class DiffTooLarge extends Error {}
+/** Two sets too large to compare exactly; the message starts `too large to compare exactly:` and says what was. */
+export class DiffTooLarge extends Error {
+  constructor(what: string) { super(`too large to compare exactly: ${what}`); }
+}
+
+/**
+ * The work a diff may do, in steps: a node of the walk over the cells, a combination tried
+ * while looking for an example, a request built for a combination. Counted, not timed, so
+ * that the same two sets always give the same answer; past it the diff gives up with
+ * DiffTooLarge rather than a partial answer. The default keeps every diff to a few seconds.
+ */
+export const DIFF_STEPS = 200_000;
+
+/**
+ * Combinations checked while widening and tightening the boxes of a diff. Both only make
+ * regions read better (an answer is exact without them), so past this they stop rather
+ * than fail.
+ */
+const TIDY_STEPS = 200_000;
+
+/** Building a request for a combination costs about this many steps of the walk. */
+const CONSTRUCT_STEPS = 10;
+
+export interface DiffOptions {
+  /** The steps the diff may spend (DIFF_STEPS when left out). */
+  steps?: number;
+  /** Filled with the steps spent, when given (also when the diff runs out). */
+  spent?: { steps: number };
+}
+
+/** What a diff has spent, and where it is (for the message when it runs out). */
+class Budget {
+  spent = 0;
+  tidy = TIDY_STEPS;
+  where = '';
+  constructor(readonly max: number) {}
+  spend(n: number): void {
+    this.spent += n;
+    if (this.spent > this.max) {
+      throw new DiffTooLarge(`the conditions and limits read too many combinations of values (more than ${this.max} steps)${this.where ? `, on ${this.where}` : ''}`);
+    }
+  }
+  /** Take n tidying steps; false (and none taken) when they are not left. */
+  tidying(n: number): boolean {
+    if (n > this.tidy) return false;
+    this.tidy -= n;
+    return true;
+  }
+}
 
 // ---- pattern closures ------------------------------------------------------------
 
@@ -549,8 +597,6 @@ function relationName(name: string): { rel: RelDim['rel']; a: string; b: string 
 
 // ---- the diff ----------------------------------------------------------------------
 
-const EVAL_MAX = 500_000;
-
 interface Side { rules: CompiledRule[]; limits: CompiledLimitBlock[] }
 
 function sideOf(set: PolicySet): Side {
@@ -589,16 +635,21 @@ function usageReads(blocks: CompiledLimitBlock[]): UsageRead[] {
 
 interface Computed { dims: Dim[]; boxes: { sets: Set<number>[]; point: number[]; before: DecisionValue; after: DecisionValue }[] }
 
-export function diffPolicySets(before: PolicySet, after: PolicySet): DiffResult {
+export function diffPolicySets(before: PolicySet, after: PolicySet, options: DiffOptions = {}): DiffResult {
   try {
-    return diffInner(before, after);
+    const budget = new Budget(options.steps ?? DIFF_STEPS);
+    try {
+      return diffInner(before, after, budget);
+    } finally {
+      if (options.spent) options.spent.steps = Math.min(budget.spent, budget.max);
+    }
   } catch (e) {
     if (e instanceof SpaceTooLarge || e instanceof StringSearchTooLarge) throw new DiffTooLarge(e.message);
     throw e;
   }
 }
 
-function diffInner(before: PolicySet, after: PolicySet): DiffResult {
+function diffInner(before: PolicySet, after: PolicySet, budget: Budget): DiffResult {
   const notes: string[] = [];
   const sb = sideOf(before), sa = sideOf(after);
   const singB = JSON.stringify(Object.entries(before.compiled.singulars).sort());
@@ -636,8 +687,6 @@ function diffInner(before: PolicySet, after: PolicySet): DiffResult {
 
   const memo = new Map<string, Computed>();
   const changes: Change[] = [];
-  let evaluations = 0;
-  const count = (n: number) => { evaluations += n; if (evaluations > EVAL_MAX) throw new DiffTooLarge('too many request cells to compare'); };
 
   for (const ac of actionCells) {
     const kindsWild = !(ac.pattern.segs && ac.pattern.segs.length === 1 && ac.pattern.segs[0] !== null);
@@ -715,11 +764,14 @@ function diffInner(before: PolicySet, after: PolicySet): DiffResult {
           decider(space, { rules: rulesP.filter((r) => sb.rules.includes(r)), limits: limitsP.filter((l) => sb.limits.includes(l)).flatMap(limitFieldsOf), usage: limitsP.filter((l) => sb.limits.includes(l)).flatMap(usageOf), singulars: before.compiled.singulars, action: kindsWild ? null : ac.witness, actionFor }, { agent: agentW, person: personW }),
           decider(space, { rules: rulesP.filter((r) => sa.rules.includes(r)), limits: limitsP.filter((l) => sa.limits.includes(l)).flatMap(limitFieldsOf), usage: limitsP.filter((l) => sa.limits.includes(l)).flatMap(usageOf), singulars: after.compiled.singulars, action: kindsWild ? null : ac.witness, actionFor }, { agent: agentW, person: personW }),
         ];
+        budget.where = `${patternToString(ac.pattern)} on ${patternToString(oc.pattern)} by ${pc.kind === 'user' ? 'a person acting directly' : pc.kind === 'deleg' ? 'an agent acting for a person' : 'an agent acting alone'} (${space.dims.length} values and relations read)`;
         let computed = memo.get(sig);
+        budget.spend((computed?.boxes.length ?? 0) * CONSTRUCT_STEPS);
         let built = computed?.boxes.map((b) => construct(space, b.point));
         if (!computed || built!.some((x) => x === null)) {
-          computed = compare(before, after, space, probes, rulesP, count);
+          computed = compare(before, after, space, probes, rulesP, budget);
           memo.set(sig, computed);
+          budget.spend(computed.boxes.length * CONSTRUCT_STEPS);
           built = computed.boxes.map((b) => construct(space, b.point));
         }
         computed.boxes.forEach((b, i) => changes.push(render(space, computed!.dims, b, built![i]!.request, ac, oc, pc)));
@@ -737,7 +789,7 @@ function diffInner(before: PolicySet, after: PolicySet): DiffResult {
  * decisions, one box (the node's cells, and every cell of the dimensions not chosen yet), with
  * an example request built below it and checked with decide().
  */
-function compare(before: PolicySet, after: PolicySet, space: Space, probes: [Probe, Probe], rules: CompiledRule[], count: (n: number) => void): Computed {
+function compare(before: PolicySet, after: PolicySet, space: Space, probes: [Probe, Probe], rules: CompiledRule[], budget: Budget): Computed {
   const dims = space.dims;
   const sizes = dims.map(dimSize);
   const order = walkOrder(space, rules);
@@ -745,21 +797,28 @@ function compare(before: PolicySet, after: PolicySet, space: Space, probes: [Pro
   const chosen = new Uint8Array(dims.length);
   const groups: { before: DecisionValue; after: DecisionValue; boxes: { sets: Set<number>[]; point: number[] }[] }[] = [];
   const feasibleMemo = new Map<string, boolean>();
-  const feasible = (p: number[]) => {
+  /** Does some request have the combination? Paid from the budget, or (tidying) from what tidying has left. */
+  const feasibleFrom = (tidying: boolean) => (p: number[]) => {
     const n = p.join(',');
     let f = feasibleMemo.get(n);
-    if (f === undefined) { f = construct(space, p) !== null; if (feasibleMemo.size < 200_000) feasibleMemo.set(n, f); }
+    if (f === undefined) {
+      if (tidying) budget.tidy -= CONSTRUCT_STEPS; else budget.spend(CONSTRUCT_STEPS);
+      f = construct(space, p) !== null;
+      if (feasibleMemo.size < 200_000) feasibleMemo.set(n, f);
+    }
     return f;
   };
+  const feasible = feasibleFrom(false);
   /** A point below the node that some request has, or null. */
   const example = (level: number): number[] | null => {
     let tries = 0;
     const picked = Uint8Array.from(chosen);
     const walk = (l: number): boolean => {
-      if (l === order.length) { if (++tries > EXAMPLE_TRIES) throw new DiffTooLarge('too many impossible combinations to find an example'); count(1); return feasible(point); }
+      if (l === order.length) { if (++tries > EXAMPLE_TRIES) throw new DiffTooLarge('too many impossible combinations to find an example'); budget.spend(1); return feasible(point); }
       const d = order[l]!;
       picked[d] = 1;
       for (let v = 0; v < sizes[d]!; v++) {
+        budget.spend(1);
         point[d] = v;
         if (partialFeasible(space, point, picked) && walk(l + 1)) return true;
       }
@@ -773,12 +832,13 @@ function compare(before: PolicySet, after: PolicySet, space: Space, probes: [Pro
     return found;
   };
   const visit = (level: number): void => {
-    count(1);
+    budget.spend(1);
     const b = probes[0](point, chosen), a = probes[1](point, chosen);
     if (b !== null && a !== null) {
       if (a === b) return;
       const ex = example(level);
       if (!ex) return;
+      budget.spend(CONSTRUCT_STEPS);
       const built = construct(space, ex)!;
       const db = decide(built.request, before).decision, da = decide(built.request, after).decision;
       if (db !== b || da !== a) throw new Error(`diff: the cells say ${b} -> ${a}, deciding the example says ${db} -> ${da}`);
@@ -804,7 +864,7 @@ function compare(before: PolicySet, after: PolicySet, space: Space, probes: [Pro
       const all = new Uint8Array(dims.length).fill(1);
       return probes[0](p, all) === g.before && probes[1](p, all) === g.after;
     };
-    for (const sets of mergeBoxes(g.boxes.map((x) => x.sets), sizes, decidedAs, feasible)) {
+    for (const sets of mergeBoxes(g.boxes.map((x) => x.sets), sizes, decidedAs, feasibleFrom(true), budget)) {
       const hit = g.boxes.find((x) => x.point.every((v, i) => sets[i]!.has(v)))!;
       boxes.push({ sets, point: hit.point, before: g.before, after: g.after });
     }
@@ -877,10 +937,11 @@ const SLAB_MAX = 20_000;
 /**
  * Unite the disjoint boxes of one group where they differ in one dimension only; then widen a
  * box by a cell when every combination that adds is decided the group's way or has no request
- * (only where that costs little to check), and unite again.
+ * (only where that costs little to check), unite again, and leave out the cells of a box
+ * that only combinations without a request have.
  */
 function mergeBoxes(
-  start: Set<number>[][], sizes: number[], decidedAs: (p: number[]) => boolean, feasible: (p: number[]) => boolean,
+  start: Set<number>[][], sizes: number[], decidedAs: (p: number[]) => boolean, feasible: (p: number[]) => boolean, budget: Budget,
 ): Set<number>[][] {
   const dims = sizes.length;
   if (dims === 0) return start.slice(0, 1);
@@ -911,13 +972,29 @@ function mergeBoxes(
       for (let v = 0; v < sizes[d]!; v++) {
         if (b[d]!.has(v)) continue;
         const sets = b.map((s, i) => (i === d ? [v] : [...s]));
-        if (sets.reduce((n, s) => n * s.length, 1) > SLAB_MAX) continue;
+        const slab = sets.reduce((n, s) => n * s.length, 1);
+        if (slab > SLAB_MAX) continue;
+        if (!budget.tidying(slab + boxes.length)) continue;
         if (overlaps(b, d, v)) continue;
         if (everyPoint(sets, (p) => decidedAs(p) || !feasible(p))) { b[d]!.add(v); widened = true; }
       }
     }
   }
   if (widened) unite();
+  // Tightening: a cell of a box that no request of the box has (`time.hour` missing beside a
+  // weekday, which only a clock gives) is left out, so that a region names only what a
+  // request can be. Only combinations without a request go, so the region keeps its requests.
+  for (const b of boxes) {
+    for (let d = 0; d < dims; d++) {
+      if (b[d]!.size < 2 || b[d]!.size === sizes[d]) continue;
+      for (const v of [...b[d]!]) {
+        const sets = b.map((s, i) => (i === d ? [v] : [...s]));
+        const slab = sets.reduce((n, s) => n * s.length, 1);
+        if (slab > SLAB_MAX || !budget.tidying(slab)) continue;
+        if (everyPoint(sets, (p) => !feasible(p))) b[d]!.delete(v);
+      }
+    }
+  }
   return boxes;
 }
 

@@ -463,7 +463,7 @@ export function buildSpace(reading: Reading, principal: Principal, grants: { sub
   const readers = new Map([...valueDims.values()].map((d) => [d.key, compileReader(d.path, d.zone)]));
   const simple = !dims.some((d) => d.kind === 'rel') && !(valueDims.has('resource.id') && principal.objectExceptions.length > 0);
   const space: Space = { principal, dims, fixed, signatures: null, timeDims, valueDims, readers, simple, reps: [] };
-  if (timeDims.length) space.signatures = timeSignatures(timeDims.map((i) => dims[i] as ValueDim));
+  if (timeDims.length) space.signatures = timeSignaturesOf(timeDims.map((i) => dims[i] as ValueDim));
   return space;
 }
 
@@ -478,10 +478,28 @@ const SPAN = 16 * DAY;
 /** A fortnight without daylight-saving changes anywhere north or south: every local hour of every weekday occurs in it. */
 const BASE = Date.UTC(2026, 0, 5);
 
-function timeValue(d: ValueDim, t: number): unknown {
+function timeValue(d: ValueDim, t: number, local: (zone: string) => ReturnType<typeof localTime>): unknown {
   const f = d.path.segs[0]!;
   if (f === 'epoch') return Math.floor(t / 1000);
-  return localTime(t, d.zone)[f as 'hour' | 'minute' | 'weekday' | 'date'];
+  return local(d.zone)[f as 'hour' | 'minute' | 'weekday' | 'date'];
+}
+
+/**
+ * Scanning the clock is the slow part of building a space (a local time per instant
+ * scanned), and a diff builds a space per cell of subjects, actions and objects, mostly
+ * with the same time cells: the combinations are kept per set of time dimensions.
+ */
+const signatureCache = new Map<string, Map<string, number>>();
+
+function timeSignaturesOf(dims: ValueDim[]): Map<string, number> {
+  const key = JSON.stringify(dims.map((d) => [d.key, d.cells]));
+  let sigs = signatureCache.get(key);
+  if (!sigs) {
+    sigs = timeSignatures(dims);
+    if (signatureCache.size >= 200) signatureCache.clear();
+    signatureCache.set(key, sigs);
+  }
+  return sigs;
 }
 
 function cellIndex(cells: Cell[], present: boolean, v: unknown): number {
@@ -520,7 +538,10 @@ function timeSignatures(dims: ValueDim[]): Map<string, number> {
   }
   const record = (t: number) => {
     if (!Number.isFinite(t) || Math.abs(t) > 8.64e15) return;
-    const key = dims.map((d) => cellIndex(d.cells, true, timeValue(d, t))).join(',');
+    // one local time per zone for the instant, whichever dimensions read it
+    const zones = new Map<string, ReturnType<typeof localTime>>();
+    const local = (zone: string) => zones.get(zone) ?? zones.set(zone, localTime(t, zone)).get(zone)!;
+    const key = dims.map((d) => cellIndex(d.cells, true, timeValue(d, t, local))).join(',');
     if (!key.split(',').includes('-1') && !out.has(key)) out.set(key, t);
   };
   for (const p of points) record(p);
@@ -670,7 +691,8 @@ function clockAt(space: Space, point: number[], vals: Map<string, Val>): number 
   if (!values) timeValuesCache.set(space, (values = new Map()));
   let vs = values.get(key);
   if (!vs) {
-    vs = space.timeDims.map((i) => (Number.isNaN(t) ? { present: false } : { present: true, value: timeValue(dims[i] as ValueDim, t) }));
+    const local = (zone: string) => localTime(t, zone);
+    vs = space.timeDims.map((i) => (Number.isNaN(t) ? { present: false } : { present: true, value: timeValue(dims[i] as ValueDim, t, local) }));
     values.set(key, vs);
   }
   space.timeDims.forEach((i, j) => vals.set((dims[i] as ValueDim).key, vs![j]!));

@@ -139,7 +139,7 @@ function runDiff(before: PolicySet, after: PolicySet): DiffResult {
   try {
     return diffPolicySets(before, after);
   } catch (err) {
-    if (err instanceof DiffTooLarge) throw errors.invalidRequest(`the two versions are too large to compare here: ${err.message}`);
+    if (err instanceof DiffTooLarge) throw errors.invalidRequest(`the two versions are ${err.message}`);
     throw err;
   }
 }
