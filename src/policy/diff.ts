@@ -32,7 +32,7 @@ import type { CompiledLimitBlock, CompiledRule, PolicySet } from './compile.js';
 import type { Atom, LimitField, PathNode } from './ast.js';
 import { atomsOf, ROOTS } from './ast.js';
 import { decide } from './decide.js';
-import { matchTyped, matchValue, parseAgentPattern, parseTypedPattern, permissionCovers, patternToString, singularOf, type Pattern } from './patterns.js';
+import { matchTyped, matchValue, meetPatterns, parseAgentPattern, parseTypedPattern, permissionCovers, patternToString, singularOf, type Pattern } from './patterns.js';
 import { fmtLiteral } from './format.js';
 import { pathFromText } from './parser.js';
 import {
@@ -130,19 +130,7 @@ class Budget {
 
 // ---- pattern closures ------------------------------------------------------------
 
-function meet(a: Pattern, b: Pattern): Pattern | null {
-  let type: string | null;
-  if (a.type === null) type = b.type; else if (b.type === null || b.type === a.type) type = a.type; else return null;
-  if (a.segs === null) return { type, segs: b.segs };
-  if (b.segs === null) return { type, segs: a.segs };
-  if (a.segs.length !== b.segs.length) return null;
-  const segs: (string | null)[] = [];
-  for (let i = 0; i < a.segs.length; i++) {
-    const x = a.segs[i]!, y = b.segs[i]!;
-    if (x === null) segs.push(y); else if (y === null || x === y) segs.push(x); else return null;
-  }
-  return { type, segs };
-}
+const meet = meetPatterns;
 
 const key = (p: Pattern) => `${p.type === null ? '\u0001' : p.type}\u0000${p.segs === null ? '\u0001' : p.segs.map((s) => (s === null ? '\u0001' : s)).join('\u0000')}`;
 

@@ -39,6 +39,21 @@ export function parseAgentPattern(p: string): Pattern {
   return { type: '', segs: parseValuePattern(p) };
 }
 
+/** The pattern of what both patterns match, or null when nothing matches both. */
+export function meetPatterns(a: Pattern, b: Pattern): Pattern | null {
+  let type: string | null;
+  if (a.type === null) type = b.type; else if (b.type === null || b.type === a.type) type = a.type; else return null;
+  if (a.segs === null) return { type, segs: b.segs };
+  if (b.segs === null) return { type, segs: a.segs };
+  if (a.segs.length !== b.segs.length) return null;
+  const segs: (string | null)[] = [];
+  for (let i = 0; i < a.segs.length; i++) {
+    const x = a.segs[i]!, y = b.segs[i]!;
+    if (x === null) segs.push(y); else if (y === null || x === y) segs.push(x); else return null;
+  }
+  return { type, segs };
+}
+
 export function patternToString(p: Pattern): string {
   const v = p.segs === null ? '*' : p.segs.map((s) => (s === null ? '*' : s)).join('/');
   return p.type === '' ? v : `${p.type === null ? '*' : p.type}:${v}`;

@@ -6,7 +6,7 @@ import type {
   Atom, Expr, LimitField, LimitsNode, Literal, Loc, Operand, PathNode, PolicyFileNode, RuleNode, SchemaNode, TestNode,
 } from './ast.js';
 import { atomsOf, pathKey, pathText } from './ast.js';
-import { checkAgentPattern, checkObjectPattern, checkPermissionKey, checkSubjectPattern } from './patterns.js';
+import { checkAgentPattern, checkObjectPattern, checkPermissionKey, checkSubjectPattern, meetPatterns, parseTypedPattern } from './patterns.js';
 import { checkFieldName, FIELD_NAME, KIND_NAME } from './names.js';
 import { BUILTINS, VALUE_TYPES, type ValueType } from './values.js';
 import { fmtExpr, fmtLiteral, fmtOperand, CMP_TEXT } from './format.js';
@@ -566,23 +566,42 @@ export function validateAcross(files: PolicyFileNode[], apiRules: RuleNode[], ou
   checkValueAndObject(allRules.map((r) => r.rule), out);
 }
 
-/** A path read as a value in one place and stepped into in another (`resource.owner` and `resource.owner.team`) is an error. */
+/**
+ * A path read as a value in one rule and stepped into in another (`resource.owner` and
+ * `resource.owner.team`) is an error where both rules can apply to one request: their
+ * relations and their objects overlap. `diff` and `check` give each path a request reads one
+ * dimension of values, which a value and an object inside it cannot share. Rules on objects
+ * of different kinds (`document:*`, `customer:*`) or on different actions never read the
+ * same request, so each may use the name its own way.
+ */
 function checkValueAndObject(rules: RuleNode[], out: Diagnostic[]): void {
-  const uses = new Map<string, { p: PathNode; loc?: Loc }>();
+  interface Use { k: string; p: PathNode; loc?: Loc; rule: RuleNode }
+  const uses: Use[] = [];
   for (const r of rules) {
     if (!r.when) continue;
+    const seen = new Set<string>();
     for (const a of atomsOf(r.when)) for (const o of [a.left, a.right]) {
       if (o.type !== 'path' || o.root === 'time' || builtinType(o)) continue;
       const k = pathKey(o);
-      if (!uses.has(k)) uses.set(k, { p: o, loc: o.loc ?? a.loc ?? r.loc });
+      if (!seen.has(k)) { seen.add(k); uses.push({ k, p: o, loc: o.loc ?? a.loc ?? r.loc, rule: r }); }
     }
   }
-  const keys = [...uses.keys()].sort();
-  for (const k of keys) {
-    const child = keys.find((o) => o.startsWith(k + '.'));
+  /** Can both rules apply to one request? (Patterns that do not parse are reported elsewhere: taken as overlapping.) */
+  const overlap = (x: RuleNode, y: RuleNode) => {
+    if (x === y) return true;
+    const meets = (a: string, b: string) => {
+      const pa = parseTypedPattern(a), pb = parseTypedPattern(b);
+      return !pa || !pb || meetPatterns(pa, pb) !== null;
+    };
+    return meets(x.relation, y.relation) && meets(x.object, y.object);
+  };
+  const reported = new Set<string>();
+  for (const u of uses) {
+    if (reported.has(u.k)) continue;
+    const child = uses.filter((o) => o.k.startsWith(u.k + '.') && overlap(u.rule, o.rule)).sort((a, b) => (a.k < b.k ? -1 : a.k > b.k ? 1 : 0))[0];
     if (!child) continue;
-    const u = uses.get(k)!;
+    reported.add(u.k);
     const at = u.loc ?? { file: 'api', line: 1, col: 1 };
-    out.push(diag(at, at, `${pathText(u.p)} is read as a value here and as an object elsewhere (${uses.get(child)!.p ? pathText(uses.get(child)!.p) : child})`));
+    out.push(diag(at, at, `${pathText(u.p)} is read as a value here and as an object elsewhere (${pathText(child.p)})`));
   }
 }

@@ -130,6 +130,18 @@ describe('validation of the second edition', () => {
   it('a path read as a value and as an object is an error', () => {
     expect(errors(rule('  when resource.owner == "a"') + rule('  when resource.owner.team == "b"', 'r2'))[0]).toContain('resource.owner is read as a value here and as an object elsewhere');
   });
+  it('a value and an object under one name are fine in rules that never read the same request', () => {
+    const on = (name: string, relation: string, object: string, when: string) => `rule "${name}" {\n  effect deny\n  subjects "agent:*"\n  relation "${relation}"\n  object "${object}"\n  when ${when}\n}\n`;
+    const doc = on('doc', 'update:documents', 'document:*', 'resource.owner == "a"');
+    // objects of another kind, or another action on the same kind: each rule reads its own requests
+    expect(errors(doc + on('cust', 'update:customers', 'customer:*', 'resource.owner.team == "b"'))).toEqual([]);
+    expect(errors(doc + on('arch', 'archive:documents', 'document:*', 'resource.owner.team == "b"'))).toEqual([]);
+    // a rule on every object, or on every action of documents, meets the first
+    expect(errors(doc + on('any', 'update:*', '*:*', 'resource.owner.team == "b"'))[0]).toContain('resource.owner is read as a value here and as an object elsewhere (resource.owner.team)');
+    expect(errors(doc + on('all', '*:documents', 'document:d1', 'resource.owner.team == "b"'))[0]).toContain('resource.owner is read as a value here and as an object elsewhere');
+    // context fields too: one action's amount is a number, another's an object
+    expect(errors(on('a', 'create:refunds', 'refund:*', 'amount > 5') + on('b', 'create:transfers', 'transfer:*', 'amount.value > 5'))).toEqual([]);
+  });
   it('subjects: role and group names are exact', () => {
     expect(errors(`rule "r" {\n  effect permit\n  subjects "role:*"\n  relation "a:b"\n  object "b:*"\n}\n`)[0]).toContain('a role is named exactly');
     expect(errors(`rule "r" {\n  effect permit\n  subjects "role:a b"\n  relation "a:b"\n  object "b:*"\n}\n`)[0]).toContain('a role name is');
