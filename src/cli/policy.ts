@@ -1,7 +1,8 @@
 // `gatehouse policy check|fmt|test|diff|explain`. Every error is printed with its source line and
 // a caret; `--format json` gives the same facts to machines. Exit codes: 0 success, 1 a policy
 // error (or a failing test, a file fmt would change under --check), 2 a usage or input error;
-// diff: 1 when something changes; explain: 0 allow, 3 deny, 4 approval_required.
+// diff: 1 when something changes, 2 also for two sets too large to compare exactly (one line
+// saying what was too large: a diff's work is bounded); explain: 0 allow, 3 deny, 4 approval_required.
 
 import { readFile, readdir, stat, writeFile } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
