@@ -1,5 +1,5 @@
 import cluster, { type Worker } from 'node:cluster';
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { JWTPayload } from 'jose';
 import type { AppContext } from '../context.js';
 
@@ -82,15 +82,26 @@ export class VerifiedTokenCache {
   }
 }
 
-const digestOf = (token: string): string => createHash('sha256').update(token).digest('base64');
+const digestOf = (token: string): string => hash('sha256', token, 'base64');
 
 function decode(token: string): { payload: JWTPayload; header: Record<string, unknown> } | undefined {
   const parts = token.split('.');
   if (parts.length !== 3) return undefined;
+  const payload = decodePart(parts[1]!) as JWTPayload | undefined;
+  if (!payload) return undefined;
+  // Callers rarely look at the header: it is decoded when asked for.
+  return {
+    payload,
+    get header() {
+      return decodePart(parts[0]!) ?? {};
+    },
+  };
+}
+
+function decodePart(part: string): Record<string, unknown> | undefined {
   try {
-    const header = JSON.parse(Buffer.from(parts[0]!, 'base64url').toString('utf8')) as Record<string, unknown>;
-    const payload = JSON.parse(Buffer.from(parts[1]!, 'base64url').toString('utf8')) as JWTPayload;
-    return header && payload && typeof payload === 'object' ? { payload, header } : undefined;
+    const v: unknown = JSON.parse(Buffer.from(part, 'base64url').toString('utf8'));
+    return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
   } catch {
     return undefined;
   }
