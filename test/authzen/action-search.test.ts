@@ -121,9 +121,13 @@ describe('action search with wildcard permissions', () => {
     expect(await actions(user('olga'), { type: 'document', id: 'd-1' })).not.toContain('frobnicate');
   });
 
-  it('a role that starts naming an action makes it searchable at once; paging walks the known names in order', async () => {
+  it('a role or an agent that starts or stops naming an action changes the search at once; paging walks the known names in order', async () => {
     await putRole(f.server, 'archiver', ['archive:records']);
     expect(await actions(user('olga'), { type: 'document', id: 'd-1' })).toContain('archive');
+    await registerAgent(f.server, { name: 'translator', mode: 'autonomous', capabilities: [{ name: 'translate:letters' }] });
+    expect(await actions(user('olga'), { type: 'document', id: 'd-1' })).toContain('translate');
+    expect(await allowed(user('olga'), 'translate', { type: 'document', id: 'd-1' })).toBe(true);
+    await putRole(f.server, 'archiver', []);
     const seen: string[] = [];
     let token: string | undefined;
     do {
@@ -133,6 +137,7 @@ describe('action search with wildcard permissions', () => {
       seen.push(...res.body.results.map((r: { name: string }) => r.name));
       token = res.body.page.next_token || undefined;
     } while (token);
-    expect(seen).toEqual(['approve', 'archive', ...KNOWN.slice(1)]);
+    // The emptied role no longer names archive; the new agent's capability names translate.
+    expect(seen).toEqual([...KNOWN, 'translate']);
   });
 });
