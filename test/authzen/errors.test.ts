@@ -313,3 +313,27 @@ describe('every error is a JSON object naming the error, with the request id ech
     expect(robot.body).toEqual({ decision: false, context: { reason: 'unknown_subject: robot r2' } });
   });
 });
+
+describe('a decision that fails in the middle of a batch', () => {
+  it('is a deny carrying a 500 error for that item alone; the others are decided; a single evaluation is a 200 deny too', async () => {
+    const entities = f.server.ctx.store.entities;
+    const get = entities.get;
+    entities.get = async (type: string, id: string) => {
+      if (id === 'unreadable') throw new Error('disk on fire');
+      return get.call(entities, type, id);
+    };
+    try {
+      const doc = (id: string) => ({ resource: { type: 'document', id } });
+      const res = await f.post('/access/v1/evaluations', { subject: q.subject, action: q.action, evaluations: [doc('10'), doc('unreadable'), doc('11')] });
+      expect(res.status).toBe(200);
+      const failed = { decision: false, context: { reason: 'error: the decision could not be made', error: { status: 500, message: 'error: the decision could not be made' } } };
+      expect(res.body).toEqual({ evaluations: [{ decision: true }, failed, { decision: true }] });
+      const stop = await f.post('/access/v1/evaluations', { subject: q.subject, action: q.action, options: { evaluations_semantic: 'deny_on_first_deny' }, evaluations: [doc('10'), doc('unreadable'), doc('11')] });
+      expect(stop.body).toEqual({ evaluations: [{ decision: true }, failed] });
+      const one = await f.post('/access/v1/evaluation', { ...q, resource: { type: 'document', id: 'unreadable' } });
+      expect([one.status, one.body]).toEqual([200, failed]);
+    } finally {
+      entities.get = get;
+    }
+  });
+});
