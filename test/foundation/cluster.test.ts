@@ -4,7 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { get as httpGet } from 'node:http';
-import { decodeProtectedHeader } from 'jose';
+import { randomUUID } from 'node:crypto';
+import { request as httpRequest } from 'node:http';
+import { decodeProtectedHeader, exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { projectRoot } from '../../src/paths.js';
 import { basic, discover, postForm, signInAndExchange, type Fixture } from '../oauth/helpers.js';
@@ -148,6 +150,85 @@ describe('two worker processes over one database', () => {
     // Whichever worker answers the scrape, it reports every worker's requests.
     expect(counts).toEqual([n, n, n, n]);
     expect(processes).toBe(3);
+  });
+
+  it('verifies a transaction token once per instance: one bound on either worker is known to both', async () => {
+    // Every request on a fresh connection, so bindings and decisions land on both workers.
+    const fresh = (path: string, headers: Record<string, string>, body: string) =>
+      new Promise<{ status: number; body: any }>((resolve, reject) => {
+        const req = httpRequest(`${base}${path}`, { method: 'POST', agent: false, headers: { ...headers, 'content-length': Buffer.byteLength(body) } }, (r) => {
+          let text = '';
+          r.setEncoding('utf8');
+          r.on('data', (c: string) => (text += c));
+          r.on('end', () => resolve({ status: r.statusCode ?? 0, body: text ? JSON.parse(text) : undefined }));
+        });
+        req.on('error', reject);
+        req.end(body);
+      });
+    const scrape = () =>
+      new Promise<string>((resolve, reject) => {
+        httpGet(`${base}/metrics`, { agent: false }, (r) => {
+          let text = '';
+          r.setEncoding('utf8');
+          r.on('data', (c: string) => (text += c));
+          r.on('end', () => resolve(text));
+        }).on('error', reject);
+      });
+
+    const { privateKey, publicKey } = await generateKeyPair('EdDSA', { crv: 'Ed25519' });
+    expect((await admin('PUT', '/roles/cluster-refunder', { permissions: ['create:refunds'] })).status).toBe(200);
+    const agent = await admin('POST', '/agents', {
+      name: 'cluster-agent', mode: 'autonomous', public_jwk: await exportJWK(publicKey), roles: ['cluster-refunder'],
+      capabilities: [{ name: 'create:refunds', limits: { amount: { max: 500 } } }],
+    });
+    expect(agent.status).toBe(201);
+    const agentId = agent.body.agent_id as string;
+    const t = Math.floor(Date.now() / 1000);
+    const assertion = await new SignJWT({ iss: agentId, sub: agentId, aud: base, iat: t, exp: t + 60, jti: randomUUID() })
+      .setProtectedHeader({ alg: 'EdDSA' })
+      .sign(privateKey);
+    const tokenRes = await fresh('/apis/regional/v1/ai/auth/token', { 'content-type': 'application/x-www-form-urlencoded' }, new URLSearchParams({
+      grant_type: 'client_credentials',
+      client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer',
+      client_assertion: assertion,
+    }).toString());
+    expect(tokenRes.status).toBe(200);
+    const bearer = { authorization: `Bearer ${tokenRes.body.access_token}`, 'content-type': 'application/json' };
+
+    const before = parseMetrics(await scrape());
+    // An odd number: the primary deals connections out in turn, so with an even one each token
+    // could be presented to the worker that bound it.
+    const n = 13;
+    const bound: string[] = [];
+    for (let i = 0; i < n; i++) {
+      const action = { action: 'create:refunds', resource: `refund:c${i}`, context: { amount: 10 + i } };
+      const res = await fresh('/apis/regional/v1/ai/auth/transaction-token', bearer, JSON.stringify(action));
+      expect(res.status).toBe(200);
+      bound.push(JSON.stringify({ agent_id: agentId, transaction_token: res.body.data.transaction_token, ...action }));
+    }
+    // The workers tell each other through the primary, a message per event-loop turn.
+    await new Promise((r) => setTimeout(r, 300));
+    for (const body of bound) {
+      const res = await fresh('/apis/regional/v1/agents/authorize', { 'content-type': 'application/json' }, body);
+      expect(res.status).toBe(200);
+      expect(res.body.data.decision).toBe('allow');
+    }
+    const after = parseMetrics(await scrape());
+    const delta = (result: string) =>
+      after.sum('gatehouse_verified_token_cache_total', { kind: 'transaction', result }) - before.sum('gatehouse_verified_token_cache_total', { kind: 'transaction', result });
+    // About half the decisions came to the worker that did not sign the token: without the
+    // workers sharing what they signed, those would be misses.
+    expect(delta('hit')).toBe(n);
+    expect(delta('miss')).toBe(0);
+
+    // A token changed by one character is not the one remembered: verified, and refused.
+    const forged = JSON.parse(bound[0]!) as { transaction_token: string };
+    const parts = forged.transaction_token.split('.');
+    const sig = parts[2]!;
+    parts[2] = (sig[0] === 'A' ? 'B' : 'A') + sig.slice(1);
+    const res = await fresh('/apis/regional/v1/agents/authorize', { 'content-type': 'application/json' }, JSON.stringify({ ...forged, transaction_token: parts.join('.') }));
+    expect(res.body.data.decision).toBe('deny');
+    expect(res.body.data.reason).toMatch(/^invalid_transaction_token/);
   });
 
   it('stops cleanly on SIGTERM', async () => {
