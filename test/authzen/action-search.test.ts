@@ -116,6 +116,19 @@ describe('action search with wildcard permissions', () => {
     expect(await expectConsistent({ type: 'agent', id: agentId }, { type: 'document', id: 'd-1' })).toEqual(['summarize']);
   });
 
+  it("a live management API rule's action is a known name too", async () => {
+    const rule = { name: 'nobody-stamps-forms', effect: 'deny', subjects: ['user:nobody'], relation: 'stamp:forms', object: 'form:*' };
+    const created = await f.server.admin('POST', '/rules', rule);
+    expect(created.status).toBe(201);
+    expect((await f.server.admin('POST', `/rules/${created.body.id}/validate`)).body.valid).toBe(true);
+    expect((await f.server.admin('POST', `/rules/${created.body.id}/enable`)).body.state).toBe('live');
+    const doc = { type: 'document', id: 'd-1' };
+    expect(await actions(user('olga'), doc)).toContain('stamp');
+    expect(await allowed(user('olga'), 'stamp', doc)).toBe(true);
+    expect((await f.server.admin('DELETE', `/rules/${created.body.id}`)).status).toBe(204);
+    expect(await actions(user('olga'), doc)).not.toContain('stamp');
+  });
+
   it('a name Gatehouse does not know is allowed when asked, but not listed', async () => {
     expect(await allowed(user('olga'), 'frobnicate', { type: 'document', id: 'd-1' })).toBe(true);
     expect(await actions(user('olga'), { type: 'document', id: 'd-1' })).not.toContain('frobnicate');
