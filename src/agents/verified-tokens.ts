@@ -147,7 +147,13 @@ class Outbox {
     this.pending = {};
     this.scheduled = false;
     this.lastSent = performance.now();
-    if (process.send && process.connected) process.send({ type: SHARED, tokens } satisfies SharedMessage);
+    if (!process.send || !process.connected) return;
+    // Telling the others is an optimisation: a channel closing under us (shutdown) is ignored.
+    try {
+      process.send({ type: SHARED, tokens } satisfies SharedMessage, undefined, {}, () => {});
+    } catch {
+      /* the primary is gone */
+    }
   }
 }
 
