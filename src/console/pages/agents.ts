@@ -6,7 +6,7 @@ import type { CounterView } from '../../authz/usage.js';
 import { agentCreate, agentPatch, capabilityName, capabilityPut } from '../../admin/schemas.js';
 import type { AppContext } from '../../context.js';
 import { errors } from '../../errors.js';
-import { recordChange } from '../audit.js';
+import { audited, type Change } from '../audit.js';
 import { emptyForm, jsonField, list, type FormState } from '../forms.js';
 import {
   badge,
@@ -209,6 +209,9 @@ ${dangerForm(`${base}/delete`, person, 'Delete agent', 'Yes, delete this agent a
   });
 }
 
+/** A change to the agent `id`: the record's target and its `agent_id`. */
+const about = (id: string, action: string, details: Record<string, unknown> = {}): Change => ({ action, target: `agent:${id}`, details, about: { agent_id: id } });
+
 export function agentPages(router: Router, ctx: AppContext): void {
   const page = (req: Request) => `/console/agents/${seg(pathParam(req, 'id'))}`;
   const again = againOn(ctx, detailPage);
@@ -228,8 +231,11 @@ export function agentPages(router: Router, ctx: AppContext): void {
         capabilities: capability ? [{ name: capability, ...(limits !== undefined ? { limits } : {}) }] : [],
         ...(v.agent_id?.trim() ? { agent_id: v.agent_id.trim() } : {}),
       });
-      const agent = await createAgent(ctx, body);
-      await recordChange(ctx, personOf(res), 'agents.create', `agent:${agent.agent_id}`, { name: agent.name, mode: agent.mode, roles: agent.roles, capabilities: agent.capabilities }, { agent_id: agent.agent_id });
+      const agent = await createAgent(
+        ctx,
+        body,
+        audited(ctx, personOf(res), (a) => about(a.agent_id, 'agents.create', { name: a.name, mode: a.mode, roles: a.roles, capabilities: a.capabilities })),
+      );
       return { message: `Agent ${agent.name} registered.`, to: `/console/agents/${seg(agent.agent_id)}` };
     },
     (req, res, refused) => listPage(ctx, req, res, refused),
@@ -243,8 +249,7 @@ export function agentPages(router: Router, ctx: AppContext): void {
     async (req, res, v) => {
       const id = pathParam(req, 'id');
       const patch = parseWith(agentPatch, { name: (v.name ?? '').trim(), mode: v.mode, roles: list(v.roles), attributes: jsonField(v, 'attributes', {}) });
-      const agent = await updateAgent(ctx, id, patch);
-      await recordChange(ctx, personOf(res), 'agents.update', `agent:${id}`, { name: agent.name, mode: agent.mode, roles: agent.roles, attributes: agent.attributes }, { agent_id: id });
+      const agent = await updateAgent(ctx, id, patch, audited(ctx, personOf(res), (a) => about(id, 'agents.update', { name: a.name, mode: a.mode, roles: a.roles, attributes: a.attributes })));
       return { message: `Agent ${agent.name} saved.`, to: page(req) };
     },
     again((settings) => ({ settings })),
@@ -256,8 +261,7 @@ export function agentPages(router: Router, ctx: AppContext): void {
     async (req, res, v) => {
       const id = pathParam(req, 'id');
       const patch = parseWith(agentPatch, { public_jwk: jsonField(v, 'public_jwk', undefined) });
-      await updateAgent(ctx, id, patch);
-      await recordChange(ctx, personOf(res), 'agents.rotate_key', `agent:${id}`, { public_jwk: patch.public_jwk }, { agent_id: id });
+      await updateAgent(ctx, id, patch, audited(ctx, personOf(res), () => about(id, 'agents.rotate_key', { public_jwk: patch.public_jwk })));
       return { message: 'The key was replaced.', to: page(req) };
     },
     again((key) => ({ key })),
@@ -271,11 +275,15 @@ export function agentPages(router: Router, ctx: AppContext): void {
     async (req, res, v) => {
       const id = pathParam(req, 'id');
       const name = (v.capability ?? '').trim();
-      const existing = await holds(req, name);
       parseWith(capabilityName, name, 'capability');
       const { limits } = parseWith(capabilityPut, { limits: jsonField(v, 'limits', {}) });
-      const cap = await putCapability(ctx, id, name, limits ?? {});
-      await recordChange(ctx, personOf(res), existing ? 'agents.update_capability' : 'agents.add_capability', `agent:${id}`, { capability: cap.name, limits: cap.limits }, { agent_id: id });
+      const cap = await putCapability(
+        ctx,
+        id,
+        name,
+        limits ?? {},
+        audited(ctx, personOf(res), ({ added }) => about(id, added ? 'agents.add_capability' : 'agents.update_capability', { capability: name, limits: limits ?? {} })),
+      );
       return { message: `Capability ${cap.name} saved.`, to: page(req) };
     },
     again(async (state, req) => {
@@ -290,8 +298,7 @@ export function agentPages(router: Router, ctx: AppContext): void {
     async (req, res, v) => {
       const id = pathParam(req, 'id');
       const name = v.capability ?? '';
-      await deleteCapability(ctx, id, name);
-      await recordChange(ctx, personOf(res), 'agents.remove_capability', `agent:${id}`, { capability: name }, { agent_id: id });
+      await deleteCapability(ctx, id, name, audited(ctx, personOf(res), () => about(id, 'agents.remove_capability', { capability: name })));
       return { message: `Capability ${name} removed.`, to: page(req) };
     },
     again((danger) => ({ danger: asOneList(danger) })),
@@ -313,8 +320,7 @@ export function agentPages(router: Router, ctx: AppContext): void {
     router, ctx, '/agents/:id/revoke',
     async (req, res) => {
       const id = pathParam(req, 'id');
-      await revokeAgent(ctx, id);
-      await recordChange(ctx, personOf(res), 'agents.revoke', `agent:${id}`, {}, { agent_id: id });
+      await revokeAgent(ctx, id, audited(ctx, personOf(res), () => about(id, 'agents.revoke')));
       return { message: 'The agent is revoked.', to: page(req) };
     },
     again((danger) => ({ danger: asOneList(danger) })),
@@ -325,8 +331,7 @@ export function agentPages(router: Router, ctx: AppContext): void {
     router, ctx, '/agents/:id/delete',
     async (req, res) => {
       const id = pathParam(req, 'id');
-      await deleteAgent(ctx, id);
-      await recordChange(ctx, personOf(res), 'agents.delete', `agent:${id}`, {}, { agent_id: id });
+      await deleteAgent(ctx, id, audited(ctx, personOf(res), () => about(id, 'agents.delete')));
       return { message: 'The agent was deleted.', to: '/console/agents' };
     },
     again((danger) => ({ danger: asOneList(danger) })),

@@ -11,7 +11,7 @@ import { parseWith } from '../../admin/route.js';
 import { APPLICATION_TYPES, applicationCreate, applicationPatch } from '../../admin/schemas.js';
 import type { AppContext } from '../../context.js';
 import { errors } from '../../errors.js';
-import { recordChange } from '../audit.js';
+import { audited, type Change } from '../audit.js';
 import { CONSOLE_CLIENT_ID } from '../built-in.js';
 import { emptyForm, lines, ticked, type FormState, type Values } from '../forms.js';
 import {
@@ -189,14 +189,25 @@ const appInput = (v: Values) => ({
   first_party: ticked(v, 'first_party'),
 });
 
+/** The record of a person assigned to (or unassigned from) an application, from either page. */
+export const assignment = (verb: 'assign' | 'unassign', clientId: string, userId: string): Change => ({
+  action: `applications.${verb}`,
+  target: `application:${clientId}`,
+  details: { user_id: userId },
+  about: { user_id: userId },
+});
+
 export function applicationPages(router: Router, ctx: AppContext): void {
   router.get('/applications', (req, res) => listPage(ctx, req, res));
 
   formPost(
     router, ctx, '/applications',
     async (req, res, v) => {
-      const { app, client_secret } = await createApplication(ctx, parseWith(applicationCreate, appInput(v)));
-      await recordChange(ctx, personOf(res), 'applications.create', `application:${app.client_id}`, { name: app.name, type: app.type, redirect_uris: app.redirect_uris });
+      const { app, client_secret } = await createApplication(
+        ctx,
+        parseWith(applicationCreate, appInput(v)),
+        audited(ctx, personOf(res), (a) => ({ action: 'applications.create', target: `application:${a.client_id}`, details: { name: a.name, type: a.type, redirect_uris: a.redirect_uris } })),
+      );
       const view = await applicationJson(ctx, app);
       if (client_secret) return secretPage(ctx, req, res, view, client_secret, `Application ${app.name} created.`);
       return { message: `Application ${app.name} created.`, to: `/console/applications/${seg(app.client_id)}` };
@@ -223,8 +234,7 @@ export function applicationPages(router: Router, ctx: AppContext): void {
               refresh_tokens: ticked(v, 'refresh_tokens'),
               first_party: ticked(v, 'first_party'),
             };
-      const { app } = await updateApplication(ctx, id, parseWith(applicationPatch, patch));
-      await recordChange(ctx, personOf(res), 'applications.update', `application:${id}`, patch);
+      const { app } = await updateApplication(ctx, id, parseWith(applicationPatch, patch), audited(ctx, personOf(res), () => ({ action: 'applications.update', target: `application:${id}`, details: patch })));
       return { message: `Application ${app.name} saved.`, to: page(req) };
     },
     again((edit) => ({ edit })),
@@ -234,8 +244,7 @@ export function applicationPages(router: Router, ctx: AppContext): void {
     router, ctx, '/applications/:id/rotate-secret',
     async (req, res) => {
       const id = pathParam(req, 'id');
-      const { app, client_secret } = await updateApplication(ctx, id, { rotate_secret: true });
-      await recordChange(ctx, personOf(res), 'applications.rotate_secret', `application:${id}`);
+      const { app, client_secret } = await updateApplication(ctx, id, { rotate_secret: true }, audited(ctx, personOf(res), () => ({ action: 'applications.rotate_secret', target: `application:${id}` })));
       if (!client_secret) throw errors.conflict('no new secret was made');
       secretPage(ctx, req, res, await applicationJson(ctx, app), client_secret, 'The secret was replaced.');
     },
@@ -249,8 +258,7 @@ export function applicationPages(router: Router, ctx: AppContext): void {
       const who = (v.person ?? '').trim();
       const user = (await ctx.store.users.getByEmail(who)) ?? (await ctx.store.users.get(who));
       if (!user) throw errors.invalidRequest('person: no one has this email or id', { issues: [{ path: 'person', message: 'no one has this email or id', code: 'custom' }] });
-      await assignUser(ctx, id, user.id);
-      await recordChange(ctx, personOf(res), 'applications.assign', `application:${id}`, { user_id: user.id }, { user_id: user.id });
+      await assignUser(ctx, id, user.id, audited(ctx, personOf(res), () => assignment('assign', id, user.id)));
       return { message: `${user.email} is assigned.`, to: page(req) };
     },
     again((assign) => ({ assign })),
@@ -261,8 +269,7 @@ export function applicationPages(router: Router, ctx: AppContext): void {
     async (req, res, v) => {
       const id = pathParam(req, 'id');
       const userId = v.user_id ?? '';
-      await unassignUser(ctx, id, userId);
-      await recordChange(ctx, personOf(res), 'applications.unassign', `application:${id}`, { user_id: userId }, { user_id: userId });
+      await unassignUser(ctx, id, userId, audited(ctx, personOf(res), () => assignment('unassign', id, userId)));
       return { message: 'Unassigned.', to: page(req) };
     },
     again((assign) => ({ assign: asOneList(assign) })),
@@ -272,8 +279,7 @@ export function applicationPages(router: Router, ctx: AppContext): void {
     router, ctx, '/applications/:id/delete',
     async (req, res) => {
       const id = pathParam(req, 'id');
-      await deleteApplication(ctx, id);
-      await recordChange(ctx, personOf(res), 'applications.delete', `application:${id}`);
+      await deleteApplication(ctx, id, audited(ctx, personOf(res), () => ({ action: 'applications.delete', target: `application:${id}` })));
       return { message: `Application ${id} deleted.`, to: '/console/applications' };
     },
     again((danger) => ({ danger: asOneList(danger) })),

@@ -5,7 +5,7 @@ import { userCreate, userPatch } from '../../admin/schemas.js';
 import { createUser, deleteUser, markCredentialCompromised, revokeSessions, updateUser, userJson } from '../../admin/users.js';
 import type { AppContext } from '../../context.js';
 import { errors } from '../../errors.js';
-import { recordChange } from '../audit.js';
+import { audited, type Change } from '../audit.js';
 import { CONSOLE_CLIENT_ID, CONSOLE_ROLE } from '../built-in.js';
 import { emptyForm, jsonField, list, ticked, type FormState, type Values } from '../forms.js';
 import {
@@ -29,6 +29,7 @@ import {
   when,
   type Html,
 } from '../html.js';
+import { assignment } from './applications.js';
 import { againOn, asOneList, formPost, pathParam, personOf, render } from './common.js';
 
 const ATTRIBUTES_HINT = 'JSON object for rule conditions, such as {"department": "finance", "clearance": 3}. Empty: none.';
@@ -207,6 +208,9 @@ const profile = (v: Values) => ({
   email_verified: ticked(v, 'email_verified'),
 });
 
+/** A change to the person `id`: the record's target and its `user_id`. */
+const about = (id: string, action: string, details: Record<string, unknown> = {}): Change => ({ action, target: `user:${id}`, details, about: { user_id: id } });
+
 export function peoplePages(router: Router, ctx: AppContext): void {
   const page = (req: Request) => `/console/people/${seg(pathParam(req, 'id'))}`;
   const again = againOn(ctx, detailPage);
@@ -216,8 +220,11 @@ export function peoplePages(router: Router, ctx: AppContext): void {
   formPost(
     router, ctx, '/people',
     async (_req, res, v) => {
-      const user = await createUser(ctx, parseWith(userCreate, { ...profile(v), password: v.password ?? '' }));
-      await recordChange(ctx, personOf(res), 'people.create', `user:${user.id}`, { email: user.email, roles: user.roles, groups: user.groups }, { user_id: user.id });
+      const user = await createUser(
+        ctx,
+        parseWith(userCreate, { ...profile(v), password: v.password ?? '' }),
+        audited(ctx, personOf(res), (u) => about(u.id, 'people.create', { email: u.email, roles: u.roles, groups: u.groups })),
+      );
       return { message: `${user.email} created.`, to: `/console/people/${seg(user.id)}` };
     },
     (req, res, refused) => listPage(ctx, req, res, refused),
@@ -230,8 +237,12 @@ export function peoplePages(router: Router, ctx: AppContext): void {
     router, ctx, '/people/:id',
     async (req, res, v) => {
       const id = pathParam(req, 'id');
-      const user = await updateUser(ctx, id, parseWith(userPatch, profile(v)));
-      await recordChange(ctx, personOf(res), 'people.update', `user:${id}`, { email: user.email, roles: user.roles, groups: user.groups, attributes: user.attributes, email_verified: user.email_verified }, { user_id: id });
+      const user = await updateUser(
+        ctx,
+        id,
+        parseWith(userPatch, profile(v)),
+        audited(ctx, personOf(res), (u) => about(id, 'people.update', { email: u.email, roles: u.roles, groups: u.groups, attributes: u.attributes, email_verified: u.email_verified })),
+      );
       return { message: `${user.email} saved.`, to: page(req) };
     },
     again((edit) => ({ edit })),
@@ -241,8 +252,7 @@ export function peoplePages(router: Router, ctx: AppContext): void {
     router, ctx, '/people/:id/password',
     async (req, res, v) => {
       const id = pathParam(req, 'id');
-      await updateUser(ctx, id, parseWith(userPatch, { password: v.password ?? '' }));
-      await recordChange(ctx, personOf(res), 'people.set_password', `user:${id}`, {}, { user_id: id });
+      await updateUser(ctx, id, parseWith(userPatch, { password: v.password ?? '' }), audited(ctx, personOf(res), () => about(id, 'people.set_password')));
       return { message: 'A new password is set.', to: page(req) };
     },
     again((password) => ({ password })),
@@ -253,8 +263,7 @@ export function peoplePages(router: Router, ctx: AppContext): void {
     router, ctx, '/people/:id/compromised',
     async (req, res) => {
       const id = pathParam(req, 'id');
-      await markCredentialCompromised(ctx, id, 'password', 'marked in the console');
-      await recordChange(ctx, personOf(res), 'people.credential_compromise', `user:${id}`, { credential_type: 'password' }, { user_id: id });
+      await markCredentialCompromised(ctx, id, 'password', 'marked in the console', audited(ctx, personOf(res), () => about(id, 'people.credential_compromise', { credential_type: 'password' })));
       return { message: 'The password is marked compromised.', to: page(req) };
     },
     again((password) => ({ password: asOneList(password) })),
@@ -264,8 +273,7 @@ export function peoplePages(router: Router, ctx: AppContext): void {
     router, ctx, '/people/:id/revoke-sessions',
     async (req, res) => {
       const id = pathParam(req, 'id');
-      const ended = await revokeSessions(ctx, id);
-      await recordChange(ctx, personOf(res), 'people.revoke_sessions', `user:${id}`, { ended }, { user_id: id });
+      const ended = await revokeSessions(ctx, id, audited(ctx, personOf(res), (n) => about(id, 'people.revoke_sessions', { ended: n })));
       return { message: `${ended} session${ended === 1 ? '' : 's'} ended.`, to: id === personOf(res).user.id ? '/console' : page(req) };
     },
     again((danger) => ({ danger: asOneList(danger) })),
@@ -275,8 +283,8 @@ export function peoplePages(router: Router, ctx: AppContext): void {
     router, ctx, '/people/:id/assign',
     async (req, res, v) => {
       const id = pathParam(req, 'id');
-      await assignUser(ctx, v.client_id ?? '', id);
-      await recordChange(ctx, personOf(res), 'applications.assign', `application:${v.client_id}`, { user_id: id }, { user_id: id });
+      const clientId = v.client_id ?? '';
+      await assignUser(ctx, clientId, id, audited(ctx, personOf(res), () => assignment('assign', clientId, id)));
       return { message: 'Assigned.', to: page(req) };
     },
     again((assign) => ({ assign: asOneList(assign) })),
@@ -287,8 +295,7 @@ export function peoplePages(router: Router, ctx: AppContext): void {
     async (req, res, v) => {
       const id = pathParam(req, 'id');
       const clientId = v.client_id ?? '';
-      await unassignUser(ctx, clientId, id);
-      await recordChange(ctx, personOf(res), 'applications.unassign', `application:${clientId}`, { user_id: id }, { user_id: id });
+      await unassignUser(ctx, clientId, id, audited(ctx, personOf(res), () => assignment('unassign', clientId, id)));
       return { message: 'Unassigned.', to: page(req) };
     },
     again((assign) => ({ assign: asOneList(assign) })),
@@ -299,8 +306,7 @@ export function peoplePages(router: Router, ctx: AppContext): void {
     async (req, res) => {
       const id = pathParam(req, 'id');
       if (id === personOf(res).user.id) throw errors.conflict('you cannot delete yourself while signed in to the console');
-      await deleteUser(ctx, id);
-      await recordChange(ctx, personOf(res), 'people.delete', `user:${id}`, {}, { user_id: id });
+      await deleteUser(ctx, id, audited(ctx, personOf(res), () => about(id, 'people.delete')));
       return { message: 'The person was deleted.', to: '/console/people' };
     },
     again((danger) => ({ danger: asOneList(danger) })),

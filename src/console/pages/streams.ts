@@ -3,7 +3,7 @@ import type { AppContext } from '../../context.js';
 import { SUPPORTED_EVENT_TYPES } from '../../signals.js';
 import { createStream, deleteStream } from '../../ssf/router.js';
 import { PUSH_DELIVERY, streamView } from '../../ssf/streams.js';
-import { recordChange } from '../audit.js';
+import { audited } from '../audit.js';
 import { all, emptyForm, type FormState } from '../forms.js';
 import {
   badge,
@@ -70,13 +70,16 @@ export function streamPages(router: Router, ctx: AppContext): void {
     router, ctx, '/streams',
     async (req, res, v) => {
       const header = (v.authorization_header ?? '').trim();
-      const stream = await createStream(ctx, {
-        delivery: { method: PUSH_DELIVERY, endpoint_url: (v.endpoint_url ?? '').trim(), ...(header ? { authorization_header: header } : {}) },
-        events_requested: all(req, 'events'),
-        description: (v.description ?? '').trim() || null,
-        format: v.format,
-      });
-      await recordChange(ctx, personOf(res), 'streams.create', `stream:${stream.stream_id}`, { endpoint_url: stream.endpoint_url, events_requested: stream.events_requested });
+      const stream = await createStream(
+        ctx,
+        {
+          delivery: { method: PUSH_DELIVERY, endpoint_url: (v.endpoint_url ?? '').trim(), ...(header ? { authorization_header: header } : {}) },
+          events_requested: all(req, 'events'),
+          description: (v.description ?? '').trim() || null,
+          format: v.format,
+        },
+        audited(ctx, personOf(res), (s) => ({ action: 'streams.create', target: `stream:${s.stream_id}`, details: { endpoint_url: s.endpoint_url, events_requested: s.events_requested } })),
+      );
       return { message: `Stream ${stream.stream_id} created.`, to: '/console/streams' };
     },
     (req, res, refused) => streamsPage(ctx, req, res, refused),
@@ -88,8 +91,7 @@ export function streamPages(router: Router, ctx: AppContext): void {
     router, ctx, '/streams/delete',
     async (_req, res, v) => {
       const id = v.stream_id ?? '';
-      await deleteStream(ctx, id);
-      await recordChange(ctx, personOf(res), 'streams.delete', `stream:${id}`);
+      await deleteStream(ctx, id, audited(ctx, personOf(res), () => ({ action: 'streams.delete', target: `stream:${id}` })));
       return { message: `Stream ${id} deleted.`, to: '/console/streams' };
     },
     (req, res, refused) => streamsPage(ctx, req, res, { ...emptyForm(), status: refused.status }, { id: refused.values.stream_id ?? '', state: asOneList(refused) }),
