@@ -167,7 +167,7 @@ ${button('Set password', { kind: 'plain' })}`,
     ? postForm(
         `${base}/assign`,
         person,
-        `${errorList(assign.general)}${select({ name: 'client_id', id: 'assign-app', label: 'Assign to', options: assignable.map((a) => [a.client_id, a.name] as const), errors: assign.errors.client_id })}
+        `${select({ name: 'client_id', id: 'assign-app', label: 'Assign to', options: assignable.map((a) => [a.client_id, a.name] as const), errors: assign.errors.client_id })}
 ${button('Assign')}`,
         { cls: 'row' },
       )
@@ -191,7 +191,7 @@ ${postForm(`${base}/revoke-sessions`, person, button('Revoke every session', { k
 <dt>Created</dt><dd>${when(u.created_at)}</dd><dt>Updated</dt><dd>${when(u.updated_at)}</dd>
 </dl>
 ${section('Profile, roles, groups and attributes', editForm)}
-${section('Applications', `${consoleNote}${appsTable}${assignForm}`)}
+${section('Applications', `${consoleNote}${errorList(assign.general)}${appsTable}${assignForm}`)}
 ${section('Sessions', sessionsPart)}
 ${section('Password', `${passwordForm}
 ${postForm(`${base}/compromised`, person, `<p>Marking the password compromised stops it at once, until a new one is set.</p>${button('Mark password compromised', { kind: 'plain' })}`, { confirm: 'Stop this password now?' })}`)}

@@ -251,7 +251,7 @@ ${postForm(`${base}/enable`, person, button('Enable', { id: 'rule-enable' }))}`;
     lifecycle = '<p>Validate and Save the rule before it can be enabled.</p>';
   }
   const d = danger ?? emptyForm();
-  render(ctx, req, res, state.status, {
+  render(ctx, req, res, danger?.status ?? state.status, {
     title: r.name,
     section: 'rules',
     lead: `${effectBadge(r.effect)} ${badge(r.state, STATE_KIND[r.state] ?? '')} ${r.validated ? badge('validated', 'ok') : badge('not validated')}`,
