@@ -20,7 +20,6 @@ import {
   checkbox,
   code,
   dangerForm,
-  details,
   errorList,
   escapeHtml as e,
   hidden,
@@ -36,7 +35,7 @@ import {
   when,
   type Html,
 } from '../html.js';
-import { againOn, asOneList, formPost, pathParam, personOf, render } from './common.js';
+import { detailActions, formPost, pathParam, personOf, render, renderList, stateForm } from './common.js';
 
 type AppView = Awaited<ReturnType<typeof applicationJson>>;
 
@@ -55,42 +54,42 @@ async function mustGet(ctx: AppContext, id: string): Promise<AppView> {
 
 function createForm(res: Response, f: FormState): Html {
   const v = f.values;
-  const err = (k: string) => f.errors[k];
-  return postForm(
+  return stateForm(
     '/console/applications',
     personOf(res),
-    `${errorList(f.general)}
-<div class="grid">
-${input({ name: 'name', label: 'Name', value: v.name, required: true, errors: err('name') })}
-${select({ name: 'type', label: 'Type', value: v.type ?? 'web', options: APPLICATION_TYPES.map((t) => [t, t] as const), errors: err('type') })}
+    f,
+    (at) => `<div class="grid">
+${input({ ...at('name'), label: 'Name', required: true })}
+${select({ ...at('type'), label: 'Type', value: v.type ?? 'web', options: APPLICATION_TYPES.map((t) => [t, t] as const) })}
 </div>
-${textarea({ name: 'redirect_uris', label: 'Redirect URIs', hint: 'One per line: absolute URLs without a fragment.', value: v.redirect_uris, rows: 2, errors: err('redirect_uris'), mono: true })}
-${textarea({ name: 'post_logout_redirect_uris', label: 'Post-logout redirect URIs', hint: 'One per line (optional).', value: v.post_logout_redirect_uris, rows: 2, errors: err('post_logout_redirect_uris'), mono: true })}
+${textarea({ ...at('redirect_uris'), label: 'Redirect URIs', hint: 'One per line: absolute URLs without a fragment.', rows: 2, mono: true })}
+${textarea({ ...at('post_logout_redirect_uris'), label: 'Post-logout redirect URIs', hint: 'One per line (optional).', rows: 2, mono: true })}
 <div class="grid">
-${select({ name: 'confidential', label: 'Confidential (has a secret)', value: v.confidential ?? '', options: TRI, errors: err('confidential') })}
-${select({ name: 'refresh_tokens', label: 'Refresh tokens', value: v.refresh_tokens ?? '', options: TRI, errors: err('refresh_tokens') })}
+${select({ ...at('confidential'), label: 'Confidential (has a secret)', value: v.confidential ?? '', options: TRI })}
+${select({ ...at('refresh_tokens'), label: 'Refresh tokens', value: v.refresh_tokens ?? '', options: TRI })}
 </div>
-${checkbox({ name: 'first_party', label: 'First party (no consent screen)', checked: v.first_party === undefined ? true : ticked(v, 'first_party'), errors: err('first_party') })}
+${checkbox({ ...at('first_party'), label: 'First party (no consent screen)', checked: v.first_party === undefined ? true : ticked(v, 'first_party') })}
 ${button('Create application')}`,
   );
 }
 
 async function listPage(ctx: AppContext, req: Request, res: Response, f: FormState = emptyForm()): Promise<void> {
   const apps = await Promise.all((await ctx.store.applications.list()).map((a) => applicationJson(ctx, a)));
-  const rows = apps.map((a) => [
-    `${link(`/console/applications/${seg(a.client_id)}`, a.name)}${a.client_id === CONSOLE_CLIENT_ID ? ` ${badge('built in')}` : ''}`,
-    code(a.client_id),
-    e(a.type),
-    a.has_secret ? badge('secret', 'ok') : badge('public'),
-    String(a.redirect_uris.length),
-    String(a.assignments.length),
-  ]);
-  render(ctx, req, res, f.status, {
+  renderList(ctx, req, res, f.status, {
     title: 'Applications',
     section: 'applications',
     lead: 'The project’s applications: where people sign in, and the services that get tokens.',
-    body: `${table(['Name', 'Client ID', 'Type', 'Secret', 'Redirect URIs', 'Assigned people'], rows, { empty: 'No applications yet.' })}
-${details('Create an application', createForm(res, f), f.status !== 200 || apps.length <= 1, 'create')}`,
+    headers: ['Name', 'Client ID', 'Type', 'Secret', 'Redirect URIs', 'Assigned people'],
+    rows: apps.map((a) => [
+      `${link(`/console/applications/${seg(a.client_id)}`, a.name)}${a.client_id === CONSOLE_CLIENT_ID ? ` ${badge('built in')}` : ''}`,
+      code(a.client_id),
+      e(a.type),
+      a.has_secret ? badge('secret', 'ok') : badge('public'),
+      String(a.redirect_uris.length),
+      String(a.assignments.length),
+    ]),
+    empty: 'No applications yet.',
+    create: { summary: 'Create an application', form: createForm(res, f), open: apps.length <= 1 },
   });
 }
 
@@ -124,15 +123,15 @@ async function detailPage(ctx: AppContext, req: Request, res: Response, id: stri
     ...(app.first_party ? { first_party: 'on' } : {}),
   });
   const ev = edit.values;
-  const editForm = postForm(
+  const editForm = stateForm(
     base,
     person,
-    `${errorList(edit.general)}
-${input({ name: 'name', label: 'Name', value: ev.name, required: true, errors: edit.errors.name })}
-${builtIn ? '' : `${textarea({ name: 'redirect_uris', label: 'Redirect URIs', hint: 'One per line.', value: ev.redirect_uris, rows: 3, errors: edit.errors.redirect_uris, mono: true })}
-${textarea({ name: 'post_logout_redirect_uris', label: 'Post-logout redirect URIs', hint: 'One per line.', value: ev.post_logout_redirect_uris, rows: 2, errors: edit.errors.post_logout_redirect_uris, mono: true })}
-${checkbox({ name: 'refresh_tokens', label: 'Refresh tokens', checked: ticked(ev, 'refresh_tokens'), errors: edit.errors.refresh_tokens })}
-${checkbox({ name: 'first_party', label: 'First party (no consent screen)', checked: ticked(ev, 'first_party'), errors: edit.errors.first_party })}`}
+    edit,
+    (at) => `${input({ ...at('name'), label: 'Name', required: true })}
+${builtIn ? '' : `${textarea({ ...at('redirect_uris'), label: 'Redirect URIs', hint: 'One per line.', rows: 3, mono: true })}
+${textarea({ ...at('post_logout_redirect_uris'), label: 'Post-logout redirect URIs', hint: 'One per line.', rows: 2, mono: true })}
+${checkbox({ ...at('refresh_tokens'), label: 'Refresh tokens', checked: ticked(ev, 'refresh_tokens') })}
+${checkbox({ ...at('first_party'), label: 'First party (no consent screen)', checked: ticked(ev, 'first_party') })}`}
 ${button('Save changes')}`,
   );
 
@@ -147,10 +146,11 @@ ${button('Save changes')}`,
     { empty: builtIn ? 'No one is assigned; people holding the role admin are let in without an assignment.' : 'No one is assigned yet.' },
   );
   const assign = forms.assign ?? emptyForm();
-  const assignForm = postForm(
+  const assignForm = stateForm(
     `${base}/assign`,
     person,
-    `${errorList(assign.general)}${input({ name: 'person', id: 'assign-person', label: 'Person (email or id)', value: assign.values.person, required: true, errors: assign.errors.person })}
+    assign,
+    (at) => `${input({ ...at('person'), id: 'assign-person', label: 'Person (email or id)', required: true })}
 ${button('Assign')}`,
     { cls: 'row' },
   );
@@ -216,14 +216,11 @@ export function applicationPages(router: Router, ctx: AppContext): void {
   );
 
   router.get('/applications/:id', (req, res) => detailPage(ctx, req, res, pathParam(req, 'id')));
+  const action = detailActions(router, ctx, 'applications', detailPage);
 
-  const page = (req: Request) => `/console/applications/${seg(pathParam(req, 'id'))}`;
-  const again = againOn(ctx, detailPage);
-
-  formPost(
-    router, ctx, '/applications/:id',
-    async (req, res, v) => {
-      const id = pathParam(req, 'id');
+  action(
+    '',
+    async ({ id, v, audit }) => {
       const patch =
         id === CONSOLE_CLIENT_ID
           ? { name: v.name }
@@ -234,55 +231,53 @@ export function applicationPages(router: Router, ctx: AppContext): void {
               refresh_tokens: ticked(v, 'refresh_tokens'),
               first_party: ticked(v, 'first_party'),
             };
-      const { app } = await updateApplication(ctx, id, parseWith(applicationPatch, patch), audited(ctx, personOf(res), () => ({ action: 'applications.update', target: `application:${id}`, details: patch })));
-      return { message: `Application ${app.name} saved.`, to: page(req) };
+      const { app } = await updateApplication(ctx, id, parseWith(applicationPatch, patch), audit(() => ({ action: 'applications.update', target: `application:${id}`, details: patch })));
+      return `Application ${app.name} saved.`;
     },
-    again((edit) => ({ edit })),
+    'edit',
   );
 
-  formPost(
-    router, ctx, '/applications/:id/rotate-secret',
-    async (req, res) => {
-      const id = pathParam(req, 'id');
-      const { app, client_secret } = await updateApplication(ctx, id, { rotate_secret: true }, audited(ctx, personOf(res), () => ({ action: 'applications.rotate_secret', target: `application:${id}` })));
+  action(
+    '/rotate-secret',
+    async ({ id, req, res, audit }) => {
+      const { app, client_secret } = await updateApplication(ctx, id, { rotate_secret: true }, audit(() => ({ action: 'applications.rotate_secret', target: `application:${id}` })));
       if (!client_secret) throw errors.conflict('no new secret was made');
       secretPage(ctx, req, res, await applicationJson(ctx, app), client_secret, 'The secret was replaced.');
     },
-    again((edit) => ({ edit: asOneList(edit) })),
+    'edit',
+    { oneList: true },
   );
 
-  formPost(
-    router, ctx, '/applications/:id/assign',
-    async (req, res, v) => {
-      const id = pathParam(req, 'id');
+  action(
+    '/assign',
+    async ({ id, v, audit }) => {
       const who = (v.person ?? '').trim();
       const user = (await ctx.store.users.getByEmail(who)) ?? (await ctx.store.users.get(who));
       if (!user) throw errors.invalidRequest('person: no one has this email or id', { issues: [{ path: 'person', message: 'no one has this email or id', code: 'custom' }] });
-      await assignUser(ctx, id, user.id, audited(ctx, personOf(res), () => assignment('assign', id, user.id)));
-      return { message: `${user.email} is assigned.`, to: page(req) };
+      await assignUser(ctx, id, user.id, audit(() => assignment('assign', id, user.id)));
+      return `${user.email} is assigned.`;
     },
-    again((assign) => ({ assign })),
+    'assign',
   );
 
-  formPost(
-    router, ctx, '/applications/:id/unassign',
-    async (req, res, v) => {
-      const id = pathParam(req, 'id');
+  action(
+    '/unassign',
+    async ({ id, v, audit }) => {
       const userId = v.user_id ?? '';
-      await unassignUser(ctx, id, userId, audited(ctx, personOf(res), () => assignment('unassign', id, userId)));
-      return { message: 'Unassigned.', to: page(req) };
+      await unassignUser(ctx, id, userId, audit(() => assignment('unassign', id, userId)));
+      return 'Unassigned.';
     },
-    again((assign) => ({ assign: asOneList(assign) })),
+    'assign',
+    { oneList: true },
   );
 
-  formPost(
-    router, ctx, '/applications/:id/delete',
-    async (req, res) => {
-      const id = pathParam(req, 'id');
-      await deleteApplication(ctx, id, audited(ctx, personOf(res), () => ({ action: 'applications.delete', target: `application:${id}` })));
+  action(
+    '/delete',
+    async ({ id, audit }) => {
+      await deleteApplication(ctx, id, audit(() => ({ action: 'applications.delete', target: `application:${id}` })));
       return { message: `Application ${id} deleted.`, to: '/console/applications' };
     },
-    again((danger) => ({ danger: asOneList(danger) })),
-    { confirm: true },
+    'danger',
+    { confirm: true, oneList: true },
   );
 }

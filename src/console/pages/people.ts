@@ -14,7 +14,6 @@ import {
   checkbox,
   code,
   dangerForm,
-  details,
   errorList,
   escapeHtml as e,
   hidden,
@@ -30,7 +29,7 @@ import {
   type Html,
 } from '../html.js';
 import { assignment } from './applications.js';
-import { againOn, asOneList, formPost, pathParam, personOf, render } from './common.js';
+import { detailActions, formPost, pathParam, personOf, render, renderList, stateForm, type FieldOf } from './common.js';
 
 const ATTRIBUTES_HINT = 'JSON object for rule conditions, such as {"department": "finance", "clearance": 3}. Empty: none.';
 const PAGE = 50;
@@ -43,23 +42,32 @@ async function roleNames(ctx: AppContext): Promise<string[]> {
 
 const roleList = (id: string, names: string[]): Html => `<datalist id="${e(id)}">${names.map((n) => `<option value="${e(n)}">`).join('')}</datalist>`;
 
+/** The fields a person's create and edit forms share. */
+const profileFields = (at: FieldOf, v: Values, rolesInput: Html, attributeRows: number): Html => `<div class="grid">
+${input({ ...at('email'), label: 'Email', type: 'email', required: true, autocomplete: 'off' })}
+${input({ ...at('name'), label: 'Name', required: true })}
+</div>
+${rolesInput}
+${input({ ...at('groups'), label: 'Groups', hint: 'Comma-separated.' })}
+${textarea({ ...at('attributes'), label: 'Attributes', hint: ATTRIBUTES_HINT, rows: attributeRows, mono: true })}
+${checkbox({ name: 'email_verified', label: 'Email verified', checked: ticked(v, 'email_verified') })}`;
+
+const rolesField = (at: FieldOf): Html => input({ ...at('roles'), label: 'Roles', hint: `Comma-separated; ${CONSOLE_ROLE} opens the console.`, extra: ' list="known-roles"' });
+
 function createForm(res: Response, f: FormState, roles: string[]): Html {
-  const v = f.values;
-  return postForm(
+  return stateForm(
     '/console/people',
     personOf(res),
-    `${errorList(f.general)}
-<div class="grid">
-${input({ name: 'email', label: 'Email', type: 'email', value: v.email, required: true, errors: f.errors.email, autocomplete: 'off' })}
-${input({ name: 'name', label: 'Name', value: v.name, required: true, errors: f.errors.name })}
-</div>
-<div class="grid">
-${input({ name: 'password', label: 'Password', type: 'password', value: '', required: true, errors: f.errors.password, autocomplete: 'new-password' })}
-${input({ name: 'roles', label: 'Roles', hint: `Comma-separated; ${CONSOLE_ROLE} opens the console.`, value: v.roles, errors: f.errors.roles, extra: ' list="known-roles"' })}
-</div>
-${input({ name: 'groups', label: 'Groups', hint: 'Comma-separated.', value: v.groups, errors: f.errors.groups })}
-${textarea({ name: 'attributes', label: 'Attributes', hint: ATTRIBUTES_HINT, value: v.attributes, rows: 2, errors: f.errors.attributes, mono: true })}
-${checkbox({ name: 'email_verified', label: 'Email verified', checked: ticked(v, 'email_verified') })}
+    f,
+    (at) => `${profileFields(
+      at,
+      f.values,
+      `<div class="grid">
+${input({ ...at('password'), value: '', label: 'Password', type: 'password', required: true, autocomplete: 'new-password' })}
+${rolesField(at)}
+</div>`,
+      2,
+    )}
 ${roleList('known-roles', roles)}
 ${button('Create person')}`,
   );
@@ -91,14 +99,16 @@ ${input({ name: 'email', id: 'search-email', label: 'Find by email', type: 'sear
 ${button('Find', { kind: 'plain' })}${email ? ` ${link('/console/people', 'Show everyone')}` : ''}
 </form>`;
   const pager = `<p class="pager">${offset > 0 ? link(`/console/people?offset=${Math.max(offset - PAGE, 0)}`, '← Previous') : ''} ${more ? link(`/console/people?offset=${offset + PAGE}`, 'Next →') : ''}</p>`;
-  render(ctx, req, res, f.status, {
+  renderList(ctx, req, res, f.status, {
     title: 'People',
     section: 'people',
     lead: 'The people who sign in: their roles, groups, applications and sessions.',
-    body: `${search}
-${table(['Email', 'Name', 'Roles', 'Groups', 'Sign-in'], rows, { empty: email ? 'No one has this email.' : 'No people yet.' })}
-${pager}
-${details('Create a person', createForm(res, f, await roleNames(ctx)), f.status !== 200, 'create')}`,
+    above: search,
+    headers: ['Email', 'Name', 'Roles', 'Groups', 'Sign-in'],
+    rows,
+    empty: email ? 'No one has this email.' : 'No people yet.',
+    below: pager,
+    create: { summary: 'Create a person', form: createForm(res, f, await roleNames(ctx)), open: false },
   });
 }
 
@@ -124,27 +134,21 @@ async function detailPage(ctx: AppContext, req: Request, res: Response, id: stri
     ...(u.email_verified ? { email_verified: 'on' } : {}),
   });
   const ev = edit.values;
-  const editForm = postForm(
+  const known = await roleNames(ctx);
+  const editForm = stateForm(
     base,
     person,
-    `${errorList(edit.general)}
-<div class="grid">
-${input({ name: 'email', label: 'Email', type: 'email', value: ev.email, required: true, errors: edit.errors.email })}
-${input({ name: 'name', label: 'Name', value: ev.name, required: true, errors: edit.errors.name })}
-</div>
-${input({ name: 'roles', label: 'Roles', hint: `Comma-separated; ${CONSOLE_ROLE} opens the console.`, value: ev.roles, errors: edit.errors.roles, extra: ' list="known-roles"' })}
-${input({ name: 'groups', label: 'Groups', hint: 'Comma-separated.', value: ev.groups, errors: edit.errors.groups })}
-${textarea({ name: 'attributes', label: 'Attributes', hint: ATTRIBUTES_HINT, value: ev.attributes, rows: Math.min(Math.max((ev.attributes ?? '').split('\n').length, 2), 14), errors: edit.errors.attributes, mono: true })}
-${checkbox({ name: 'email_verified', label: 'Email verified', checked: ticked(ev, 'email_verified') })}
-${roleList('known-roles', await roleNames(ctx))}
+    edit,
+    (at) => `${profileFields(at, ev, rolesField(at), Math.min(Math.max((ev.attributes ?? '').split('\n').length, 2), 14))}
+${roleList('known-roles', known)}
 ${button('Save changes')}`,
   );
 
-  const pw = forms.password ?? emptyForm();
-  const passwordForm = postForm(
+  const passwordForm = stateForm(
     `${base}/password`,
     person,
-    `${errorList(pw.general)}${input({ name: 'password', id: 'new-password', label: 'New password', type: 'password', value: '', required: true, errors: pw.errors.password, autocomplete: 'new-password' })}
+    forms.password ?? emptyForm(),
+    (at) => `${input({ ...at('password'), value: '', id: 'new-password', label: 'New password', type: 'password', required: true, autocomplete: 'new-password' })}
 ${button('Set password', { kind: 'plain' })}`,
     { cls: 'row' },
   );
@@ -212,8 +216,6 @@ const profile = (v: Values) => ({
 const about = (id: string, action: string, details: Record<string, unknown> = {}): Change => ({ action, target: `user:${id}`, details, about: { user_id: id } });
 
 export function peoplePages(router: Router, ctx: AppContext): void {
-  const page = (req: Request) => `/console/people/${seg(pathParam(req, 'id'))}`;
-  const again = againOn(ctx, detailPage);
   const noPassword = (v: Values): Values => ({ ...v, password: '' });
 
   router.get('/people', (req, res) => listPage(ctx, req, res));
@@ -232,84 +234,79 @@ export function peoplePages(router: Router, ctx: AppContext): void {
   );
 
   router.get('/people/:id', (req, res) => detailPage(ctx, req, res, pathParam(req, 'id')));
+  const action = detailActions(router, ctx, 'people', detailPage);
 
-  formPost(
-    router, ctx, '/people/:id',
-    async (req, res, v) => {
-      const id = pathParam(req, 'id');
-      const user = await updateUser(
-        ctx,
-        id,
-        parseWith(userPatch, profile(v)),
-        audited(ctx, personOf(res), (u) => about(id, 'people.update', { email: u.email, roles: u.roles, groups: u.groups, attributes: u.attributes, email_verified: u.email_verified })),
-      );
-      return { message: `${user.email} saved.`, to: page(req) };
+  action(
+    '',
+    async ({ id, v, audit }) => {
+      const patch = parseWith(userPatch, profile(v));
+      const user = await updateUser(ctx, id, patch, audit((u) => about(id, 'people.update', { email: u.email, roles: u.roles, groups: u.groups, attributes: u.attributes, email_verified: u.email_verified })));
+      return `${user.email} saved.`;
     },
-    again((edit) => ({ edit })),
+    'edit',
   );
 
-  formPost(
-    router, ctx, '/people/:id/password',
-    async (req, res, v) => {
-      const id = pathParam(req, 'id');
-      await updateUser(ctx, id, parseWith(userPatch, { password: v.password ?? '' }), audited(ctx, personOf(res), () => about(id, 'people.set_password')));
-      return { message: 'A new password is set.', to: page(req) };
+  action(
+    '/password',
+    async ({ id, v, audit }) => {
+      await updateUser(ctx, id, parseWith(userPatch, { password: v.password ?? '' }), audit(() => about(id, 'people.set_password')));
+      return 'A new password is set.';
     },
-    again((password) => ({ password })),
+    'password',
     { shown: noPassword },
   );
 
-  formPost(
-    router, ctx, '/people/:id/compromised',
-    async (req, res) => {
-      const id = pathParam(req, 'id');
-      await markCredentialCompromised(ctx, id, 'password', 'marked in the console', audited(ctx, personOf(res), () => about(id, 'people.credential_compromise', { credential_type: 'password' })));
-      return { message: 'The password is marked compromised.', to: page(req) };
+  action(
+    '/compromised',
+    async ({ id, audit }) => {
+      await markCredentialCompromised(ctx, id, 'password', 'marked in the console', audit(() => about(id, 'people.credential_compromise', { credential_type: 'password' })));
+      return 'The password is marked compromised.';
     },
-    again((password) => ({ password: asOneList(password) })),
+    'password',
+    { oneList: true },
   );
 
-  formPost(
-    router, ctx, '/people/:id/revoke-sessions',
-    async (req, res) => {
-      const id = pathParam(req, 'id');
-      const ended = await revokeSessions(ctx, id, audited(ctx, personOf(res), (n) => about(id, 'people.revoke_sessions', { ended: n })));
-      return { message: `${ended} session${ended === 1 ? '' : 's'} ended.`, to: id === personOf(res).user.id ? '/console' : page(req) };
+  action(
+    '/revoke-sessions',
+    async ({ id, person, audit }) => {
+      const ended = await revokeSessions(ctx, id, audit((n: number) => about(id, 'people.revoke_sessions', { ended: n })));
+      const message = `${ended} session${ended === 1 ? '' : 's'} ended.`;
+      return id === person.user.id ? { message, to: '/console' } : message;
     },
-    again((danger) => ({ danger: asOneList(danger) })),
+    'danger',
+    { oneList: true },
   );
 
-  formPost(
-    router, ctx, '/people/:id/assign',
-    async (req, res, v) => {
-      const id = pathParam(req, 'id');
+  action(
+    '/assign',
+    async ({ id, v, audit }) => {
       const clientId = v.client_id ?? '';
-      await assignUser(ctx, clientId, id, audited(ctx, personOf(res), () => assignment('assign', clientId, id)));
-      return { message: 'Assigned.', to: page(req) };
+      await assignUser(ctx, clientId, id, audit(() => assignment('assign', clientId, id)));
+      return 'Assigned.';
     },
-    again((assign) => ({ assign: asOneList(assign) })),
+    'assign',
+    { oneList: true },
   );
 
-  formPost(
-    router, ctx, '/people/:id/unassign',
-    async (req, res, v) => {
-      const id = pathParam(req, 'id');
+  action(
+    '/unassign',
+    async ({ id, v, audit }) => {
       const clientId = v.client_id ?? '';
-      await unassignUser(ctx, clientId, id, audited(ctx, personOf(res), () => assignment('unassign', clientId, id)));
-      return { message: 'Unassigned.', to: page(req) };
+      await unassignUser(ctx, clientId, id, audit(() => assignment('unassign', clientId, id)));
+      return 'Unassigned.';
     },
-    again((assign) => ({ assign: asOneList(assign) })),
+    'assign',
+    { oneList: true },
   );
 
-  formPost(
-    router, ctx, '/people/:id/delete',
-    async (req, res) => {
-      const id = pathParam(req, 'id');
-      if (id === personOf(res).user.id) throw errors.conflict('you cannot delete yourself while signed in to the console');
-      await deleteUser(ctx, id, audited(ctx, personOf(res), () => about(id, 'people.delete')));
+  action(
+    '/delete',
+    async ({ id, person, audit }) => {
+      if (id === person.user.id) throw errors.conflict('you cannot delete yourself while signed in to the console');
+      await deleteUser(ctx, id, audit(() => about(id, 'people.delete')));
       return { message: 'The person was deleted.', to: '/console/people' };
     },
-    again((danger) => ({ danger: asOneList(danger) })),
-    { confirm: true },
+    'danger',
+    { confirm: true, oneList: true },
   );
 }
