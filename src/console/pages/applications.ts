@@ -11,7 +11,7 @@ import { parseWith } from '../../admin/route.js';
 import { APPLICATION_TYPES, applicationCreate, applicationPatch } from '../../admin/schemas.js';
 import type { AppContext } from '../../context.js';
 import { errors } from '../../errors.js';
-import { audited, type Change } from '../audit.js';
+import { audited } from '../audit.js';
 import { CONSOLE_CLIENT_ID } from '../built-in.js';
 import { emptyForm, lines, ticked, type FormState, type Values } from '../forms.js';
 import {
@@ -35,7 +35,7 @@ import {
   when,
   type Html,
 } from '../html.js';
-import { detailActions, formPost, pathParam, personOf, render, renderList, stateForm } from './common.js';
+import { detailActions, formPost, pathParam, personOf, render, renderList, stateForm, type DetailAction, type StateKey } from './common.js';
 
 type AppView = Awaited<ReturnType<typeof applicationJson>>;
 
@@ -189,13 +189,32 @@ const appInput = (v: Values) => ({
   first_party: ticked(v, 'first_party'),
 });
 
-/** The record of a person assigned to (or unassigned from) an application, from either page. */
-export const assignment = (verb: 'assign' | 'unassign', clientId: string, userId: string): Change => ({
-  action: `applications.${verb}`,
-  target: `application:${clientId}`,
-  details: { user_id: userId },
-  about: { user_id: userId },
-});
+/** The application and the person of an assignment, read from a form of one's page (`id` is that one). */
+type Pair = (id: string, v: Values, verb: 'assign' | 'unassign') => Promise<{ clientId: string; userId: string }>;
+
+/** Assigning a person to an application and unassigning them, from either one's page. */
+export function assignmentActions<F>(ctx: AppContext, action: DetailAction<F>, refusedIn: StateKey<NonNullable<F>>, pair: Pair, oneList: boolean): void {
+  for (const verb of ['assign', 'unassign'] as const) {
+    action(
+      `/${verb}`,
+      async ({ id, v, audit }) => {
+        const { clientId, userId } = await pair(id, v, verb);
+        const record = audit(() => ({ action: `applications.${verb}`, target: `application:${clientId}`, details: { user_id: userId }, about: { user_id: userId } }));
+        await (verb === 'assign' ? assignUser : unassignUser)(ctx, clientId, userId, record);
+        return verb === 'assign' ? 'Assigned.' : 'Unassigned.';
+      },
+      refusedIn,
+      { oneList: oneList || verb === 'unassign' },
+    );
+  }
+}
+
+/** The person named in the assign form, by email or id (else a refusal naming the field). */
+async function personNamed(ctx: AppContext, who: string): Promise<string> {
+  const user = (await ctx.store.users.getByEmail(who)) ?? (await ctx.store.users.get(who));
+  if (!user) throw errors.invalidRequest('person: no one has this email or id', { issues: [{ path: 'person', message: 'no one has this email or id', code: 'custom' }] });
+  return user.id;
+}
 
 export function applicationPages(router: Router, ctx: AppContext): void {
   router.get('/applications', (req, res) => listPage(ctx, req, res));
@@ -248,28 +267,7 @@ export function applicationPages(router: Router, ctx: AppContext): void {
     { oneList: true },
   );
 
-  action(
-    '/assign',
-    async ({ id, v, audit }) => {
-      const who = (v.person ?? '').trim();
-      const user = (await ctx.store.users.getByEmail(who)) ?? (await ctx.store.users.get(who));
-      if (!user) throw errors.invalidRequest('person: no one has this email or id', { issues: [{ path: 'person', message: 'no one has this email or id', code: 'custom' }] });
-      await assignUser(ctx, id, user.id, audit(() => assignment('assign', id, user.id)));
-      return `${user.email} is assigned.`;
-    },
-    'assign',
-  );
-
-  action(
-    '/unassign',
-    async ({ id, v, audit }) => {
-      const userId = v.user_id ?? '';
-      await unassignUser(ctx, id, userId, audit(() => assignment('unassign', id, userId)));
-      return 'Unassigned.';
-    },
-    'assign',
-    { oneList: true },
-  );
+  assignmentActions(ctx, action, 'assign', async (id, v, verb) => ({ clientId: id, userId: verb === 'assign' ? await personNamed(ctx, (v.person ?? '').trim()) : (v.user_id ?? '') }), false);
 
   action(
     '/delete',

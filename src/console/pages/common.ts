@@ -147,21 +147,23 @@ export interface Action {
 }
 
 /** The forms of `F` that hold a plain form state (the ones a refusal can be put in by name). */
-type StateKey<F> = { [K in keyof F]-?: NonNullable<F[K]> extends FormState ? K : never }[keyof F];
+export type StateKey<F> = { [K in keyof F]-?: NonNullable<F[K]> extends FormState ? K : never }[keyof F];
 
 /**
  * The POSTs of a page about one thing (`/console/<area>/:id<path>`). An action answers with the
  * message for the thing's page (or a Next, or answers itself); a refusal is shown on the thing's
  * page in the form named by `refusedIn` (as one list with `oneList`), or where a function puts it.
  */
-export function detailActions<F>(router: Router, ctx: AppContext, area: string, detail: DetailPage<F>) {
+export type DetailAction<F> = (
+  path: string,
+  change: (a: Action) => Promise<string | Next | void>,
+  refusedIn: StateKey<NonNullable<F>> | ((refused: FormState, req: Request) => F | Promise<F>),
+  o?: FormPostOptions & { oneList?: boolean },
+) => void;
+
+export function detailActions<F>(router: Router, ctx: AppContext, area: string, detail: DetailPage<F>): DetailAction<F> {
   const place = againOn(ctx, detail);
-  return (
-    path: string,
-    change: (a: Action) => Promise<string | Next | void>,
-    refusedIn: StateKey<NonNullable<F>> | ((refused: FormState, req: Request) => F | Promise<F>),
-    o: FormPostOptions & { oneList?: boolean } = {},
-  ): void =>
+  return (path, change, refusedIn, o = {}) =>
     formPost(
       router,
       ctx,

@@ -1,5 +1,5 @@
 import type { Request, Response, Router } from 'express';
-import { applicationJson, assignUser, unassignUser } from '../../admin/applications.js';
+import { applicationJson } from '../../admin/applications.js';
 import { parseWith } from '../../admin/route.js';
 import { userCreate, userPatch } from '../../admin/schemas.js';
 import { createUser, deleteUser, markCredentialCompromised, revokeSessions, updateUser, userJson } from '../../admin/users.js';
@@ -28,7 +28,7 @@ import {
   when,
   type Html,
 } from '../html.js';
-import { assignment } from './applications.js';
+import { assignmentActions } from './applications.js';
 import { detailActions, formPost, pathParam, personOf, render, renderList, stateForm, type FieldOf } from './common.js';
 
 const ATTRIBUTES_HINT = 'JSON object for rule conditions, such as {"department": "finance", "clearance": 3}. Empty: none.';
@@ -277,27 +277,7 @@ export function peoplePages(router: Router, ctx: AppContext): void {
     { oneList: true },
   );
 
-  action(
-    '/assign',
-    async ({ id, v, audit }) => {
-      const clientId = v.client_id ?? '';
-      await assignUser(ctx, clientId, id, audit(() => assignment('assign', clientId, id)));
-      return 'Assigned.';
-    },
-    'assign',
-    { oneList: true },
-  );
-
-  action(
-    '/unassign',
-    async ({ id, v, audit }) => {
-      const clientId = v.client_id ?? '';
-      await unassignUser(ctx, clientId, id, audit(() => assignment('unassign', clientId, id)));
-      return 'Unassigned.';
-    },
-    'assign',
-    { oneList: true },
-  );
+  assignmentActions(ctx, action, 'assign', async (id, v) => ({ clientId: v.client_id ?? '', userId: id }), true);
 
   action(
     '/delete',
