@@ -29,7 +29,7 @@ import {
   when,
   type Html,
 } from '../html.js';
-import { detailActions, formPost, pathParam, personOf, render, renderList, stateForm } from './common.js';
+import { detailActions, type DetailPage, existing, formPost, pathParam, personOf, render, renderList, stateForm } from './common.js';
 
 const MODES = [
   ['autonomous', 'autonomous (client credentials)'],
@@ -126,10 +126,8 @@ interface DetailForms {
   usage?: FormState;
 }
 
-async function detailPage(ctx: AppContext, req: Request, res: Response, id: string, forms: DetailForms = {}, status = 200): Promise<void> {
-  const found = await ctx.store.agents.get(id);
-  if (!found) throw errors.notFound(`no agent ${id}`);
-  const a = agentJson(found);
+const detailPage: DetailPage<DetailForms> = async (ctx, req, res, id, forms = {}, status = 200) => {
+  const a = agentJson(await existing(ctx.store.agents.get(id), `no agent ${id}`));
   const person = personOf(res);
   const base = `/console/agents/${seg(a.agent_id)}`;
 
@@ -206,7 +204,7 @@ ${section('Revoke or delete', `${errorList(danger.general)}
 ${a.revoked ? '<p>This agent is revoked.</p>' : dangerForm(`${base}/revoke`, person, 'Revoke agent', 'Yes, revoke this agent (final: its tokens stop working)', 'revoke-agent')}
 ${dangerForm(`${base}/delete`, person, 'Delete agent', 'Yes, delete this agent and its capabilities', 'delete-agent')}`, { cls: 'danger' })}`,
   });
-}
+};
 
 /** A change to the agent `id`: the record's target and its `agent_id`. */
 const about = (id: string, action: string, details: Record<string, unknown> = {}): Change => ({ action, target: `agent:${id}`, details, about: { agent_id: id } });

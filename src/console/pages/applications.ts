@@ -35,7 +35,7 @@ import {
   when,
   type Html,
 } from '../html.js';
-import { detailActions, formPost, pathParam, personOf, render, renderList, stateForm, type DetailAction, type StateKey } from './common.js';
+import { type DetailAction, detailActions, type DetailPage, existing, formPost, pathParam, personOf, render, renderList, stateForm, type StateKey } from './common.js';
 
 type AppView = Awaited<ReturnType<typeof applicationJson>>;
 
@@ -45,12 +45,6 @@ const TRI = [
   ['no', 'no'],
 ] as const;
 const tri = (v: string | undefined) => (v === 'yes' ? true : v === 'no' ? false : undefined);
-
-async function mustGet(ctx: AppContext, id: string): Promise<AppView> {
-  const app = await ctx.store.applications.get(id);
-  if (!app) throw errors.notFound(`no application ${id}`);
-  return applicationJson(ctx, app);
-}
 
 function createForm(res: Response, f: FormState): Html {
   const v = f.values;
@@ -110,8 +104,8 @@ interface DetailForms {
   danger?: FormState;
 }
 
-async function detailPage(ctx: AppContext, req: Request, res: Response, id: string, forms: DetailForms = {}, status = 200): Promise<void> {
-  const app = await mustGet(ctx, id);
+const detailPage: DetailPage<DetailForms> = async (ctx, req, res, id, forms = {}, status = 200) => {
+  const app = await applicationJson(ctx, await existing(ctx.store.applications.get(id), `no application ${id}`));
   const person = personOf(res);
   const builtIn = app.client_id === CONSOLE_CLIENT_ID;
   const base = `/console/applications/${seg(app.client_id)}`;
@@ -177,7 +171,7 @@ ${secretForm}
 ${section('Assigned people', `${assigned}${assignForm}`)}
 ${builtIn ? '' : section('Delete', `${errorList(danger.general)}${dangerForm(`${base}/delete`, person, 'Delete application', 'Yes, delete this application, its grants, assignments and tokens', 'delete-app')}`, { cls: 'danger' })}`,
   });
-}
+};
 
 const appInput = (v: Values) => ({
   name: v.name,

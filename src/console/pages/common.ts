@@ -32,6 +32,13 @@ export function pathParam(req: Request, name: string): string {
   return v;
 }
 
+/** The thing a page is about, or the 404 page naming what is missing. */
+export async function existing<T>(thing: Promise<T | undefined>, missing: string): Promise<T> {
+  const found = await thing;
+  if (found === undefined) throw errors.notFound(missing);
+  return found;
+}
+
 /** Destructive forms carry `confirm=yes` (their "I am sure" box). */
 export function requireConfirmation(v: Values): void {
   if (v.confirm !== 'yes') {
@@ -86,7 +93,7 @@ export function formPost(
 export const asOneList = (f: FormState): FormState => ({ ...f, errors: {}, general: [...f.general, ...Object.values(f.errors).flat()] });
 
 /** A page about one thing (`/console/<area>/:id`), shown with some of its forms in a given state. */
-export type DetailPage<F> = (ctx: AppContext, req: Request, res: Response, id: string, forms: F, status: number) => Promise<void>;
+export type DetailPage<F> = (ctx: AppContext, req: Request, res: Response, id: string, forms?: F, status?: number) => Promise<void>;
 
 /**
  * The `again` of a form on a detail page: the page of the thing named in the path, with the

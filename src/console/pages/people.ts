@@ -29,7 +29,7 @@ import {
   type Html,
 } from '../html.js';
 import { assignmentActions } from './applications.js';
-import { detailActions, formPost, pathParam, personOf, render, renderList, stateForm, type FieldOf } from './common.js';
+import { detailActions, type DetailPage, existing, type FieldOf, formPost, pathParam, personOf, render, renderList, stateForm } from './common.js';
 
 const ATTRIBUTES_HINT = 'JSON object for rule conditions, such as {"department": "finance", "clearance": 3}. Empty: none.';
 const PAGE = 50;
@@ -119,10 +119,8 @@ interface DetailForms {
   danger?: FormState;
 }
 
-async function detailPage(ctx: AppContext, req: Request, res: Response, id: string, forms: DetailForms = {}, status = 200): Promise<void> {
-  const found = await ctx.store.users.get(id);
-  if (!found) throw errors.notFound(`no person ${id}`);
-  const u = userJson(found);
+const detailPage: DetailPage<DetailForms> = async (ctx, req, res, id, forms = {}, status = 200) => {
+  const u = userJson(await existing(ctx.store.users.get(id), `no person ${id}`));
   const person = personOf(res);
   const base = `/console/people/${seg(u.id)}`;
   const edit = forms.edit ?? emptyForm({
@@ -201,7 +199,7 @@ ${section('Password', `${passwordForm}
 ${postForm(`${base}/compromised`, person, `<p>Marking the password compromised stops it at once, until a new one is set.</p>${button('Mark password compromised', { kind: 'plain' })}`, { confirm: 'Stop this password now?' })}`)}
 ${section('Delete', `${errorList(danger.general)}${dangerForm(`${base}/delete`, person, 'Delete person', 'Yes, delete this person and end everything of theirs', 'delete-person')}`, { cls: 'danger' })}`,
   });
-}
+};
 
 const profile = (v: Values) => ({
   email: (v.email ?? '').trim(),
