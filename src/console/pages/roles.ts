@@ -6,8 +6,8 @@ import type { AppContext } from '../../context.js';
 import { audited } from '../audit.js';
 import { CONSOLE_ROLE } from '../built-in.js';
 import { emptyForm, list, type FormState } from '../forms.js';
-import { badge, button, code, dangerForm, details, errorList, escapeHtml as e, hidden, input, postForm, section, textarea, type Html } from '../html.js';
-import { asOneList, formPost, personOf, render } from './common.js';
+import { badge, button, code, dangerForm, details, escapeHtml as e, hidden, input, section, textarea, type Html } from '../html.js';
+import { asOneList, formPost, personOf, render, stateForm } from './common.js';
 
 interface Forms {
   create?: FormState;
@@ -23,24 +23,24 @@ async function rolesPage(ctx: AppContext, req: Request, res: Response, forms: Fo
     return section(
       r.name,
       `${r.permissions.length ? `<p>${r.permissions.map((p) => badge(p)).join(' ')}</p>` : '<p class="empty">No permissions.</p>'}
-${postForm(
+${stateForm(
   '/console/roles/save',
   person,
-  `${hidden('name', r.name)}${errorList(st.general)}
-${textarea({ name: 'permissions', id: `perm-${i}`, label: 'Permissions', hint: 'One per line: <action>:<resource_kind>; * may stand for either part.', value: st.values.permissions, rows: 3, errors: st.errors.permissions, mono: true })}
+  st,
+  (at) => `${hidden('name', r.name)}
+${textarea({ ...at('permissions'), id: `perm-${i}`, label: 'Permissions', hint: 'One per line: <action>:<resource_kind>; * may stand for either part.', rows: 3, mono: true })}
 ${button('Save permissions', { kind: 'plain' })}`,
 )}
 ${dangerForm('/console/roles/delete', person, 'Delete role', `Yes, delete the role ${r.name}`, `delete-role-${i}`, hidden('name', r.name))}`,
       { id: `role-${r.name}`, cls: 'card' },
     );
   });
-  const c = forms.create ?? emptyForm();
-  const createForm = postForm(
+  const createForm = stateForm(
     '/console/roles',
     person,
-    `${errorList(c.general)}
-${input({ name: 'name', label: 'Name', value: c.values.name, required: true, errors: c.errors.name })}
-${textarea({ name: 'permissions', id: 'new-permissions', label: 'Permissions', hint: 'One per line, such as create:refunds.', value: c.values.permissions, rows: 3, errors: c.errors.permissions, mono: true })}
+    forms.create ?? emptyForm(),
+    (at) => `${input({ ...at('name'), label: 'Name', required: true })}
+${textarea({ ...at('permissions'), id: 'new-permissions', label: 'Permissions', hint: 'One per line, such as create:refunds.', rows: 3, mono: true })}
 ${button('Create role')}`,
   );
   render(ctx, req, res, status, {
