@@ -296,6 +296,23 @@ describe('console pages and actions', () => {
     expect(await broken.text()).toMatch(/a\.policy:\d+:\d+: /);
     expect((await server.ctx.policy.current()).version.startsWith('a@2#')).toBe(true);
   });
+
+  it('a draft too large to compare exactly: 400 with the reason, and the policy in force untouched', async () => {
+    const { readFileSync, writeFileSync, unlinkSync } = await import('node:fs');
+    const text = readFileSync(new URL('../cli/diff.test.ts', import.meta.url), 'utf8');
+    const fixture = (name: string) => text.split(`const ${name} = \``)[1]!.split('`;')[0]!;
+    writeFileSync(`${server.policyDir}/a.policy`, 'policy "a" version 4\n');
+    writeFileSync(`${server.policyDir}/wide.policy`, fixture('WIDE_BEFORE'));
+    const policy = await page('/console/policy');
+    expect((await browser.post('/console/policy/reload', { csrf: csrfOf(policy.html) })).status).toBe(303);
+    const inForce = (await server.ctx.policy.current()).version;
+    const res = await browser.post('/console/policy/diff', { csrf: csrfOf(policy.html), draft_name: 'wide.policy', draft_text: fixture('WIDE_AFTER') });
+    expect(res.status).toBe(400);
+    expect(await res.text()).toMatch(/the two versions are too large to compare exactly: the conditions and limits read too many combinations of values \(more than \d+ steps\), on /);
+    expect((await server.ctx.policy.current()).version).toBe(inForce);
+    unlinkSync(`${server.policyDir}/wide.policy`);
+    expect((await browser.post('/console/policy/reload', { csrf: csrfOf(policy.html) })).status).toBe(303);
+  });
 });
 
 describe("an agent's rates and budgets from the policy files", () => {
