@@ -708,6 +708,10 @@ function diffInner(before: PolicySet, after: PolicySet, budget: Budget): DiffRes
       };
       for (const pc of principals) {
         const agentW = pc.agent?.witness, personW = pc.person?.witness;
+        const who = `${patternToString(ac.pattern)} on ${patternToString(oc.pattern)} by ${pc.kind === 'user' ? 'a person acting directly' : pc.kind === 'deleg' ? 'an agent acting for a person' : 'an agent acting alone'}`;
+        budget.where = who;
+        // every cell of actions, objects and subjects costs a step, and one whose rules are weighed a space's worth
+        budget.spend(1);
         const idMatch = (r: CompiledRule) => {
           const subs = r.ast.subjects;
           const a = agentW !== undefined && subs.some((s) => s.startsWith('agent:') && matchTyped(parseTypedPattern(s)!, 'agent:' + agentW));
@@ -738,6 +742,7 @@ function diffInner(before: PolicySet, after: PolicySet, budget: Budget): DiffRes
           },
         };
         const kindConstants = kindsWild ? [] : [...new Set(singularsAll.map((m) => { const k = ac.witness.slice(ac.witness.indexOf(':') + 1); return (Object.hasOwn(m, k) ? m[k] : undefined) ?? singularOf(k); }))];
+        budget.spend(CONSTRUCT_STEPS);
         const space = buildSpace({ atoms, limits: limitsP.flatMap(limitFieldsOf), roleNames, groupNames, kindConstants, usage: usageReads(limitsP) }, principal, { subject: hasPermit, person: hasPermit });
         const readsIdentity = space.dims.some((d) => d.kind === 'value' && IDENTITY.has(d.key))
           || space.dims.some((d) => d.kind === 'rel' && (IDENTITY.has(d.a) || IDENTITY.has(d.b)));
@@ -752,7 +757,7 @@ function diffInner(before: PolicySet, after: PolicySet, budget: Budget): DiffRes
           decider(space, { rules: rulesP.filter((r) => sb.rules.includes(r)), limits: limitsP.filter((l) => sb.limits.includes(l)).flatMap(limitFieldsOf), usage: limitsP.filter((l) => sb.limits.includes(l)).flatMap(usageOf), singulars: before.compiled.singulars, action: kindsWild ? null : ac.witness, actionFor }, { agent: agentW, person: personW }),
           decider(space, { rules: rulesP.filter((r) => sa.rules.includes(r)), limits: limitsP.filter((l) => sa.limits.includes(l)).flatMap(limitFieldsOf), usage: limitsP.filter((l) => sa.limits.includes(l)).flatMap(usageOf), singulars: after.compiled.singulars, action: kindsWild ? null : ac.witness, actionFor }, { agent: agentW, person: personW }),
         ];
-        budget.where = `${patternToString(ac.pattern)} on ${patternToString(oc.pattern)} by ${pc.kind === 'user' ? 'a person acting directly' : pc.kind === 'deleg' ? 'an agent acting for a person' : 'an agent acting alone'} (${space.dims.length} values and relations read)`;
+        budget.where = `${who} (${space.dims.length} values and relations read)`;
         let computed = memo.get(sig);
         budget.spend((computed?.boxes.length ?? 0) * CONSTRUCT_STEPS);
         let built = computed?.boxes.map((b) => construct(space, b.point));
