@@ -10,6 +10,7 @@ import { randomToken, sha256 } from './crypto/hash.js';
 import { createSecretBox, resolveSecretKey, type SecretBox } from './crypto/secret-box.js';
 import { SigningKeys } from './crypto/signing.js';
 import { createMetrics, serveClusterMetrics, workerMetrics } from './authz/metrics.js';
+import { relayVerifiedTokens, shareVerifiedTokens } from './agents/verified-tokens.js';
 import { PolicyLoadError, PolicyService } from './authz/policy-service.js';
 import { createApp } from './http/app.js';
 import { fastPaths } from './http/fast-path.js';
@@ -424,6 +425,7 @@ async function runPrimary(config: Config, logger: Logger): Promise<void> {
   const ctx = await openContext(config, logger, 'primary');
   const stopBackground = startBackground(ctx, { walCheckpoints: true });
   serveClusterMetrics(ctx.metrics.registry);
+  relayVerifiedTokens();
   let stopping = false;
   let quickDeaths = 0;
   const startedAt = new Map<Worker, { at: number; listening: boolean }>();
@@ -503,6 +505,7 @@ async function runWorker(config: Config, logger: Logger): Promise<void> {
   }
   const port = (server.address() as AddressInfo).port;
   ctx.metrics.text = workerMetrics(ctx.metrics.registry).text;
+  shareVerifiedTokens(ctx);
   attach(server, ctx);
   logger.info({ port, issuer: ctx.urls.issuer }, 'listening');
   process.once('SIGTERM', () => {

@@ -93,8 +93,8 @@ export async function transactionTokenEndpoint(
     tctx: { action, resource, context },
   };
   const token = await ctx.keys.sign('EdDSA', claims, TRANSACTION_TOKEN_TYP);
-  // We just signed it: this process need not verify it again (the decision usually comes here next).
-  verifiedTokens(ctx, 'txn').set(token, JSON.parse(JSON.stringify(claims)) as JWTPayload, { alg: 'EdDSA', typ: TRANSACTION_TOKEN_TYP });
+  // We just signed it: neither this process nor the other workers need verify it again.
+  verifiedTokens(ctx, 'txn').set(token, claims);
   ctx.metrics.tokens.inc({ grant: 'transaction_token' });
   return { data: { transaction_token: token, expires_in: TRANSACTION_TOKEN_TTL } };
 }

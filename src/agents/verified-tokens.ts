@@ -1,30 +1,76 @@
+import cluster, { type Worker } from 'node:cluster';
+import { createHash } from 'node:crypto';
 import type { JWTPayload } from 'jose';
 import type { AppContext } from '../context.js';
 
 /**
- * Tokens this process has already verified, keyed by the exact token text, until they expire.
- * An Ed25519 verify costs ~170 µs; an agent reuses its access token and a transaction token
- * for many calls, so a repeat costs a map lookup. Only a byte-identical token hits the cache,
- * so nothing unverified is ever accepted; expiry is checked again on every hit.
+ * Tokens already verified (or signed here), until they expire. An Ed25519 verify costs 150 µs
+ * and more on a small machine; an agent reuses its access token for many calls, and a
+ * transaction token is presented right after it was bound, so a repeat costs a hash and a map
+ * lookup instead.
+ *
+ * The cache keeps the SHA-256 of the exact token text and its expiry, nothing else: only a
+ * byte-identical token hits, so nothing unverified is ever accepted; the claims are decoded
+ * again from the token on a hit; expiry is checked again on every hit. An entry costs about a
+ * hundred bytes (a transaction token is 600 characters), so the cache holds every token of the
+ * last minute even at thousands of bindings a second.
+ *
+ * In a cluster, the workers of one instance tell each other what they signed or verified (a
+ * message per event-loop turn, through the primary): a token bound on one worker and presented
+ * on another (a client with several connections, or a new connection per call) is not verified
+ * again.
  */
 export class VerifiedTokenCache {
-  private entries = new Map<string, { payload: JWTPayload; header: Record<string, unknown>; exp: number }>();
+  /** SHA-256 of the token text → its `exp` (seconds) */
+  private entries = new Map<string, number>();
 
-  constructor(private readonly max = 20_000) {}
+  constructor(
+    private readonly max = 100_000,
+    /** called for each token remembered here (to tell the other workers) */
+    private readonly onRemember?: (digest: string, exp: number) => void,
+    /** called on each lookup, hit or miss */
+    private readonly onLookup?: (hit: boolean) => void,
+  ) {}
 
-  get(key: string, nowSeconds: number): { payload: JWTPayload; header: Record<string, unknown> } | undefined {
-    const e = this.entries.get(key);
-    if (!e) return undefined;
-    if (e.exp <= nowSeconds) {
+  get(token: string, nowSeconds: number): { payload: JWTPayload; header: Record<string, unknown> } | undefined {
+    const found = this.lookup(token, nowSeconds);
+    this.onLookup?.(found !== undefined);
+    return found;
+  }
+
+  private lookup(token: string, nowSeconds: number): { payload: JWTPayload; header: Record<string, unknown> } | undefined {
+    const key = digestOf(token);
+    const exp = this.entries.get(key);
+    if (exp === undefined) return undefined;
+    if (exp <= nowSeconds) {
       this.entries.delete(key);
       return undefined;
     }
-    return e;
+    const decoded = decode(token);
+    // A token that verified decodes; anything else is not the token that was remembered.
+    if (!decoded) this.entries.delete(key);
+    return decoded;
   }
 
-  set(key: string, payload: JWTPayload, header: Record<string, unknown>): void {
+  /** Remembers a token that was just verified or signed here (`payload.exp` bounds how long). */
+  set(token: string, payload: JWTPayload, _header?: Record<string, unknown>): void {
     if (typeof payload.exp !== 'number') return;
-    if (this.entries.size >= this.max) {
+    const key = digestOf(token);
+    this.put(key, payload.exp);
+    this.onRemember?.(key, payload.exp);
+  }
+
+  /** A token another worker of this instance verified or signed, by its digest. */
+  adopt(digest: string, exp: number): void {
+    this.put(digest, exp);
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  private put(key: string, exp: number): void {
+    if (this.entries.size >= this.max && !this.entries.has(key)) {
       // Drop the oldest insertions (Map keeps insertion order); cheap and bounded.
       let n = Math.ceil(this.max / 10);
       for (const k of this.entries.keys()) {
@@ -32,17 +78,102 @@ export class VerifiedTokenCache {
         if (--n <= 0) break;
       }
     }
-    this.entries.set(key, { payload, header, exp: payload.exp });
+    this.entries.set(key, exp);
+  }
+}
+
+const digestOf = (token: string): string => createHash('sha256').update(token).digest('base64');
+
+function decode(token: string): { payload: JWTPayload; header: Record<string, unknown> } | undefined {
+  const parts = token.split('.');
+  if (parts.length !== 3) return undefined;
+  try {
+    const header = JSON.parse(Buffer.from(parts[0]!, 'base64url').toString('utf8')) as Record<string, unknown>;
+    const payload = JSON.parse(Buffer.from(parts[1]!, 'base64url').toString('utf8')) as JWTPayload;
+    return header && payload && typeof payload === 'object' ? { payload, header } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+// ---- sharing among the workers of one instance --------------------------------------------
+
+/** The message a worker sends (to the primary, which passes it on to the other workers). */
+const SHARED = 'gatehouse:verified-tokens';
+interface SharedMessage {
+  type: typeof SHARED;
+  /** purpose → [digest, exp] pairs */
+  tokens: Record<string, [string, number][]>;
+}
+
+const isShared = (m: unknown): m is SharedMessage =>
+  !!m && typeof m === 'object' && (m as { type?: unknown }).type === SHARED && typeof (m as { tokens?: unknown }).tokens === 'object';
+
+/** What one worker tells the others, a batch per event-loop turn. */
+class Outbox {
+  private pending: Record<string, [string, number][]> = {};
+  private scheduled = false;
+
+  add(purpose: string, digest: string, exp: number): void {
+    (this.pending[purpose] ??= []).push([digest, exp]);
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      const tokens = this.pending;
+      this.pending = {};
+      this.scheduled = false;
+      if (process.send && process.connected) process.send({ type: SHARED, tokens } satisfies SharedMessage);
+    });
   }
 }
 
 const caches = new WeakMap<AppContext, Map<string, VerifiedTokenCache>>();
+const outboxes = new WeakMap<AppContext, Outbox>();
 
-/** One cache per context and purpose (access tokens, transaction tokens). */
+/** One cache per context and purpose (access tokens of one audience, transaction tokens). */
 export function verifiedTokens(ctx: AppContext, purpose: string): VerifiedTokenCache {
   let m = caches.get(ctx);
   if (!m) caches.set(ctx, (m = new Map()));
   let c = m.get(purpose);
-  if (!c) m.set(purpose, (c = new VerifiedTokenCache()));
+  if (!c) {
+    const kind = purpose === 'txn' ? 'transaction' : purpose.startsWith('at:') ? 'access' : purpose.split(':')[0]!;
+    const hits = ctx.metrics.verifiedTokenCache.labels(kind, 'hit');
+    const misses = ctx.metrics.verifiedTokenCache.labels(kind, 'miss');
+    c = new VerifiedTokenCache(
+      undefined,
+      (digest, exp) => outboxes.get(ctx)?.add(purpose, digest, exp),
+      (hit) => (hit ? hits : misses).inc(),
+    );
+    m.set(purpose, c);
+  }
   return c;
+}
+
+/**
+ * In a cluster worker: tells the other workers of this instance about the tokens remembered
+ * here, and remembers what they tell. Call once, before the first request.
+ */
+export function shareVerifiedTokens(ctx: AppContext): void {
+  if (!cluster.isWorker || !process.send) return;
+  outboxes.set(ctx, new Outbox());
+  process.on('message', (m: unknown) => {
+    if (!isShared(m)) return;
+    for (const [purpose, list] of Object.entries(m.tokens)) {
+      if (!Array.isArray(list)) continue;
+      const cache = verifiedTokens(ctx, purpose);
+      for (const entry of list) {
+        if (Array.isArray(entry) && typeof entry[0] === 'string' && typeof entry[1] === 'number') cache.adopt(entry[0], entry[1]);
+      }
+    }
+  });
+}
+
+/** In the primary: passes each worker's message on to the other workers. */
+export function relayVerifiedTokens(): void {
+  cluster.on('message', (from: Worker, m: unknown) => {
+    if (!isShared(m)) return;
+    for (const w of Object.values(cluster.workers ?? {})) {
+      if (w && w !== from && w.isConnected()) w.send(m);
+    }
+  });
 }

@@ -22,6 +22,8 @@ export interface Metrics {
   rateLimited: Counter<'route'>;
   /** Shared Signals pushes by outcome (delivered, retry, failed) */
   ssfPushes: Counter<'outcome'>;
+  /** lookups of our own tokens among those already verified here, by kind and hit or miss (a miss costs a signature verify) */
+  verifiedTokenCache: Counter<'kind' | 'result'>;
   /** installs the scrape-time gauges that read the context (backlogs, policy) */
   attach(ctx: AppContext): void;
   /** the exposition text /metrics answers with (in a cluster worker: the whole deployment's) */
@@ -67,6 +69,12 @@ export function createMetrics(opts: { defaults?: boolean } = {}): Metrics {
       name: 'gatehouse_ssf_pushes_total',
       help: 'Shared Signals pushes by outcome (delivered, retry, failed)',
       labelNames: ['outcome'],
+      registers,
+    }),
+    verifiedTokenCache: new Counter({
+      name: 'gatehouse_verified_token_cache_total',
+      help: 'Tokens of ours presented again, by kind (access, transaction, authzen): hit (known good) or miss (its signature is verified)',
+      labelNames: ['kind', 'result'],
       registers,
     }),
     text: () => registry.metrics(),

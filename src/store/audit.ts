@@ -128,7 +128,8 @@ export function auditStore(sql: Sql, clock: Clock) {
         await tx.run(insertSql(n), rows.slice(i, i + n).flatMap((r) => COLUMNS.map((c) => r[c])));
         i += n;
       }
-      return rows.map(toRecord);
+      // The records as stored, without parsing back the JSON just written.
+      return rows.map((r, i) => ({ ...r, context: r.context === null ? null : inputs[i]!.context, usage: r.usage === null ? null : inputs[i]!.usage }));
     });
   };
 

@@ -1,84 +1,29 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
-import { get as httpGet } from 'node:http';
 import { decodeProtectedHeader } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { projectRoot } from '../../src/paths.js';
 import { basic, discover, postForm, signInAndExchange, type Fixture } from '../oauth/helpers.js';
-import { dropTestDatabase, testDatabase, testServerUrl } from '../helpers/database.js';
+import { accessToken, admin as adminOn, dropCluster, freshCall, registerAgent, scrapeMetrics, startCluster, type Cluster } from '../helpers/cluster.js';
 import { parseMetrics } from '../pipeline/metrics-text.js';
 
 // `gatehouse serve` as `npm start` runs it: a primary and two worker processes over one
 // database (the SQLite file, or PostgreSQL with GATEHOUSE_TEST_DATABASE_URL). Requests land
 // on either worker, so every flow here crosses processes.
 const dir = mkdtempSync(join(tmpdir(), 'gatehouse-cluster-'));
-mkdirSync(join(dir, 'policies'));
-const ADMIN = 'cluster-admin-token-0123456789abcdef';
-let child: ChildProcess;
+let cluster: Cluster;
 let base: string;
-
-async function admin(method: string, path: string, body?: unknown) {
-  const res = await fetch(`${base}/admin/v1${path}`, {
-    method,
-    headers: { authorization: `Bearer ${ADMIN}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : undefined };
-}
+const admin = (method: string, path: string, body?: unknown) => adminOn(base, method, path, body);
 
 beforeAll(async () => {
-  const tsx = pathToFileURL(join(projectRoot, 'node_modules/tsx/dist/loader.mjs')).href;
-  child = spawn(process.execPath, ['--import', tsx, join(projectRoot, 'src/cli.ts'), 'serve'], {
-    cwd: dir,
-    env: {
-      PATH: process.env.PATH,
-      PORT: '0',
-      GATEHOUSE_DB: join(dir, 'gh.db'),
-      GATEHOUSE_POLICY_DIR: join(dir, 'policies'),
-      GATEHOUSE_ADMIN_TOKEN: ADMIN,
-      GATEHOUSE_WORKERS: '2',
-      // on PostgreSQL too, when the suite runs there
-      ...(testServerUrl() ? { GATEHOUSE_DATABASE_URL: await testDatabase(dir), GATEHOUSE_SECRET: 'cluster-secret-0123456789abcdef0123456789' } : {}),
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const ports = new Set<number>();
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('workers did not start')), 30_000);
-    let buf = '';
-    child.stdout!.on('data', (b: Buffer) => {
-      buf += b.toString();
-      for (const line of buf.split('\n')) {
-        try {
-          const j = JSON.parse(line);
-          if (j.msg === 'listening') ports.add(j.port);
-        } catch {
-          /* partial line */
-        }
-      }
-      // Two workers said so, on the same port.
-      if ((buf.match(/"msg":"listening"/g) ?? []).length >= 2) {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-  });
-  expect(ports.size).toBe(1);
-  base = `http://localhost:${[...ports][0]}`;
+  cluster = await startCluster(dir);
+  base = cluster.base;
 });
 
 afterAll(async () => {
-  if (child && child.exitCode === null) {
-    const exited = new Promise((r) => child.once('exit', r));
-    child.kill('SIGTERM');
-    await exited;
-  }
+  await cluster?.stop();
+  await dropCluster(dir);
   rmSync(dir, { recursive: true, force: true });
-  if (testServerUrl()) await dropTestDatabase(dir);
 });
 
 describe('two worker processes over one database', () => {
@@ -121,27 +66,11 @@ describe('two worker processes over one database', () => {
     // in turn), so each worker alone has seen about half of them.
     const path = '/.well-known/agent-configuration';
     const n = 24;
-    for (let i = 0; i < n; i++) {
-      const status = await new Promise<number>((resolve, reject) => {
-        httpGet(`${base}${path}`, { agent: false }, (r) => {
-          r.resume();
-          r.on('end', () => resolve(r.statusCode ?? 0));
-        }).on('error', reject);
-      });
-      expect(status).toBe(200);
-    }
+    for (let i = 0; i < n; i++) expect((await freshCall(base, 'GET', path)).status).toBe(200);
     const counts: number[] = [];
     let processes = 0;
     for (let i = 0; i < 4; i++) {
-      const res = await new Promise<string>((resolve, reject) => {
-        httpGet(`${base}/metrics`, { agent: false }, (r) => {
-          let text = '';
-          r.setEncoding('utf8');
-          r.on('data', (c: string) => (text += c));
-          r.on('end', () => resolve(text));
-        }).on('error', reject);
-      });
-      const m = parseMetrics(res);
+      const m = parseMetrics(await scrapeMetrics(base));
       counts.push(m.sum('gatehouse_http_request_duration_seconds_count', { route: path }));
       processes = m.value('gatehouse_processes')!;
     }
@@ -150,9 +79,47 @@ describe('two worker processes over one database', () => {
     expect(processes).toBe(3);
   });
 
+  it('verifies a transaction token once per instance: one bound on either worker is known to both', async () => {
+    expect((await admin('PUT', '/roles/cluster-refunder', { permissions: ['create:refunds'] })).status).toBe(200);
+    const agent = await registerAgent(base, 'cluster-agent', [{ name: 'create:refunds', limits: { amount: { max: 500 } } }], ['cluster-refunder']);
+    const bearer = { authorization: `Bearer ${await accessToken(base, agent)}` };
+
+    // Every request on a connection of its own, so bindings and decisions land on both workers.
+    const before = parseMetrics(await scrapeMetrics(base));
+    // An odd number: the primary deals connections out in turn, so with an even one each token
+    // could be presented to the worker that bound it.
+    const n = 13;
+    const bound: Record<string, unknown>[] = [];
+    for (let i = 0; i < n; i++) {
+      const action = { action: 'create:refunds', resource: `refund:c${i}`, context: { amount: 10 + i } };
+      const res = await freshCall(base, 'POST', '/apis/regional/v1/ai/auth/transaction-token', action, bearer);
+      expect(res.status).toBe(200);
+      bound.push({ agent_id: agent.id, transaction_token: res.body.data.transaction_token, ...action });
+    }
+    // The workers tell each other through the primary, a message per event-loop turn.
+    await new Promise((r) => setTimeout(r, 300));
+    for (const body of bound) {
+      const res = await freshCall(base, 'POST', '/apis/regional/v1/agents/authorize', body);
+      expect(res.status).toBe(200);
+      expect(res.body.data.decision).toBe('allow');
+    }
+    const after = parseMetrics(await scrapeMetrics(base));
+    const delta = (result: string) =>
+      after.sum('gatehouse_verified_token_cache_total', { kind: 'transaction', result }) - before.sum('gatehouse_verified_token_cache_total', { kind: 'transaction', result });
+    // About half the decisions came to the worker that did not sign the token: without the
+    // workers sharing what they signed, those would be misses.
+    expect(delta('hit')).toBe(n);
+    expect(delta('miss')).toBe(0);
+
+    // A token changed by one character is not the one remembered: verified, and refused.
+    const token = bound[0]!.transaction_token as string;
+    const forged = `${token.slice(0, -1)}${token.endsWith('A') ? 'B' : 'A'}`;
+    const res = await freshCall(base, 'POST', '/apis/regional/v1/agents/authorize', { ...bound[0], transaction_token: forged });
+    expect(res.body.data.decision).toBe('deny');
+    expect(res.body.data.reason).toMatch(/^invalid_transaction_token/);
+  });
+
   it('stops cleanly on SIGTERM', async () => {
-    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-    child.kill('SIGTERM');
-    expect(await exited).toBe(0);
+    expect(await cluster.stop()).toBe(0);
   });
 });

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { accessToken, admin, bind, decide, dropCluster, registerAgent, startCluster, type ActionRequest, type Agent, type Cluster } from './cluster.js';
+import { accessToken, admin, bind, decide, dropCluster, registerAgent, startCluster, type ActionRequest, type Agent, type Cluster } from '../helpers/cluster.js';
 
 // Rates and budgets on `npm start`'s cluster: a primary and two worker processes over one
 // SQLite file. Requests land on either worker; the counters must hold across both.

@@ -1,13 +1,14 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { get as httpGet, request as httpRequest } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
 import { projectRoot } from '../../src/paths.js';
-import { dropTestDatabase, testDatabase, testServerUrl } from '../helpers/database.js';
+import { dropTestDatabase, testDatabase, testServerUrl } from './database.js';
 
-export const ADMIN = 'usage-cluster-admin-token-0123456789abcdef';
+export const ADMIN = 'cluster-admin-token-0123456789abcdef';
 
 /**
  * `gatehouse serve` as `npm start` runs it: a primary and worker processes over one database
@@ -34,7 +35,7 @@ export async function startCluster(dir: string, workers = 2): Promise<Cluster> {
       GATEHOUSE_DB: join(dir, 'gh.db'),
       GATEHOUSE_POLICY_DIR: join(dir, 'policies'),
       GATEHOUSE_ADMIN_TOKEN: ADMIN,
-      GATEHOUSE_SECRET: 'usage-cluster-secret-0123456789abcdef',
+      GATEHOUSE_SECRET: 'cluster-secret-0123456789abcdef0123456789',
       GATEHOUSE_WORKERS: String(workers),
       ...(testServerUrl() ? { GATEHOUSE_DATABASE_URL: await testDatabase(dir) } : {}),
     },
@@ -46,6 +47,7 @@ export async function startCluster(dir: string, workers = 2): Promise<Cluster> {
     const timer = setTimeout(() => reject(new Error(`workers did not start: ${stderr}`)), 60_000);
     let buf = '';
     let seen = 0;
+    const ports = new Set<number>();
     child.stdout!.on('data', (b: Buffer) => {
       buf += b.toString();
       const lines = buf.split('\n');
@@ -53,10 +55,13 @@ export async function startCluster(dir: string, workers = 2): Promise<Cluster> {
       for (const line of lines) {
         try {
           const j = JSON.parse(line);
-          if (j.msg === 'listening' && ++seen >= workers) {
-            clearTimeout(timer);
-            resolve(j.port);
-          }
+          if (j.msg !== 'listening') continue;
+          ports.add(j.port);
+          if (++seen < workers) continue;
+          clearTimeout(timer);
+          // Every worker serves the one port (the primary hands connections out).
+          if (ports.size === 1) resolve(j.port);
+          else reject(new Error(`the workers listen on ${[...ports].join(', ')}`));
         } catch {
           /* not a log line */
         }
@@ -73,6 +78,40 @@ export async function startCluster(dir: string, workers = 2): Promise<Cluster> {
         child.kill('SIGTERM');
       }),
   };
+}
+
+/**
+ * One request on a connection of its own (no keep-alive): the primary deals connections out
+ * to the workers in turn, so consecutive calls land on different workers.
+ */
+export function freshCall(base: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any }> {
+  const text = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(`${base}${path}`, {
+      method,
+      agent: false,
+      headers: { ...(text !== undefined ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) } : {}), ...headers },
+    }, (r) => {
+      let out = '';
+      r.setEncoding('utf8');
+      r.on('data', (c: string) => (out += c));
+      r.on('end', () => resolve({ status: r.statusCode ?? 0, body: out && /json/.test(r.headers['content-type'] ?? '') ? JSON.parse(out) : out }));
+    });
+    req.on('error', reject);
+    req.end(text);
+  });
+}
+
+/** The /metrics text, asked on a connection of its own. */
+export function scrapeMetrics(base: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    httpGet(`${base}/metrics`, { agent: false }, (r) => {
+      let text = '';
+      r.setEncoding('utf8');
+      r.on('data', (c: string) => (text += c));
+      r.on('end', () => resolve(text));
+    }).on('error', reject);
+  });
 }
 
 export async function call(base: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
