@@ -67,7 +67,6 @@ describe('the store reads the server clock', () => {
 
   it('a CIBA request expires exactly when the clock reaches its expiry, not before', async () => {
     const { id, expiresIn } = await askPerson();
-    const start = clock.seconds;
     clock.advance((expiresIn - 1) * 1000);
     expect(await approvalState(id)).toBe('pending');
     clock.advance(1000);
@@ -75,7 +74,6 @@ describe('the store reads the server clock', () => {
     expect((await server.admin('GET', '/approvals?state=expired')).body.data.map((x: { id: string }) => x.id)).toContain(id);
     const late = await server.admin('POST', `/approvals/${id}/approve`);
     expect(late.status).toBe(409);
-    expect(clock.seconds).toBe(start + expiresIn);
   });
 
   it('an approval one second before expiry is recorded, and audited, at the clock time', async () => {
@@ -129,7 +127,7 @@ describe('the store reads the server clock', () => {
     await expect(authorizeIn(browser)).rejects.toThrow(/stuck at/);
   });
 
-  it("failed client authentications are counted in a window on the clock: it closes after five minutes", async () => {
+  it('failed client authentications are counted in a window on the clock: it closes after five minutes', async () => {
     const m2m = await createApp(server, { type: 'm2m', redirect_uris: [] });
     const token = (secret: string) => postForm(server.ctx.urls.token, { grant_type: 'client_credentials' }, { authorization: basic(m2m.client_id, secret) });
     for (let i = 0; i < 10; i++) expect((await token('wrong')).status).toBe(401);
