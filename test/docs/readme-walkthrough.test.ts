@@ -1,49 +1,18 @@
-// The README's five-minute walk-through cannot rot: its shell blocks run, in order, in one bash
-// session against a started server, as a newcomer pastes them. Only starting and restarting the
-// server is done here instead (in process, on a free port, with the variables the README's
-// blocks set); every other line runs as written, with `localhost:3000` pointing at the server and
-// `/tmp/` at a directory of the test's own. An output block the README shows after a shell
-// block must appear, line for line, in what that block printed.
-import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+// The README's five-minute walk-through cannot rot: its shell blocks run as a newcomer pastes
+// them (./walk.ts), the restart with the examples done here with the variables the README sets.
+// An output block the README shows after a shell block must appear, line for line, in what that
+// block printed, and what its comments and prose promise is checked.
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { projectRoot } from '../../src/paths.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-
-const README = readFileSync(join(projectRoot, 'README.md'), 'utf8');
-
-interface Block { lang: string; text: string }
-
-/** The fenced blocks of the walk-through section, in order. */
-function walkthroughBlocks(): Block[] {
-  const start = README.indexOf('## Five minutes');
-  const end = README.indexOf('\n## ', start + 1);
-  const section = README.slice(start, end);
-  return [...section.matchAll(/^```(\w*)\n([\s\S]*?)^```$/gm)].map((m) => ({ lang: m[1]!, text: m[2]! }));
-}
-
-/** The lines that start, stop or wait for the server: the test does those itself. */
-const SERVER_LINE = /npm (ci|start)|^until curl -sf localhost:3000\/healthz|^kill %1|^export GATEHOUSE_ADMIN_TOKEN=/;
-
-function run(script: string, env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    execFile('bash', ['-c', script], {
-      cwd: projectRoot,
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
-      timeout: 150_000,
-      maxBuffer: 16 * 1024 * 1024,
-    }, (err, stdout, stderr) => {
-      if (err && typeof err.code !== 'number') return reject(err);
-      resolve({ code: err ? (err.code as number) : 0, stdout, stderr });
-    });
-  });
-}
+import { runBlocks, sectionBlocks } from './walk.js';
 
 describe('the README walk-through', () => {
-  const blocks = walkthroughBlocks();
-  const shell = blocks.map((b, i) => ({ ...b, i })).filter((b) => b.lang === 'sh');
+  const blocks = sectionBlocks('README.md', '## Five minutes with Gatehouse');
+  const shell = blocks.filter((b) => b.lang === 'sh');
   const startBlock = shell.find((b) => /npm ci && npm start &/.test(b.text));
   const restartBlock = shell.find((b) => /kill %1/.test(b.text));
   const dir = mkdtempSync(join(tmpdir(), 'gatehouse-readme-'));
@@ -68,41 +37,27 @@ describe('the README walk-through', () => {
 
     const tmp = join(dir, 'tmp');
     const vars = join(dir, 'vars.sh');
-    const script = (from: number, to: number, port: number) =>
-      shell
-        .filter((b) => b.i >= from && b.i <= to)
-        .map((b) => {
-          const lines = b.text.split('\n').filter((l) => !SERVER_LINE.test(l));
-          const text = lines.join('\n').replaceAll('localhost:3000', `localhost:${port}`).replaceAll('/tmp/', `${tmp}/`);
-          return `echo "@@begin ${b.i}"\n${text}\necho "@@end ${b.i} exit $?"`;
-        })
-        .join('\n');
     const env = { GATEHOUSE_ADMIN_TOKEN: adminToken };
     const common = { GATEHOUSE_ADMIN_TOKEN: adminToken, GATEHOUSE_DB: join(dir, 'gatehouse.db') };
+    const restartAt = restartBlock!.index;
 
     // Up to the restart: the default policy directory, as `npm start` in the project folder has.
     const first = await startTestServer({ dir, env: { ...common, GATEHOUSE_POLICY_DIR: join(projectRoot, 'policies') } });
     servers.push(first);
-    const a = await run(`mkdir -p ${tmp}\n${script(0, restartBlock!.i - 1, first.port)}\ndeclare -p ADMIN USER_ID > ${vars}`, env);
+    const a = await runBlocks(blocks.filter((b) => b.index < restartAt), { port: first.port, tmp, env, after: `declare -p ADMIN USER_ID > ${vars}` });
     await first.stop();
     servers.pop();
 
     const second = await startTestServer({ dir, env: { ...common, ...restartEnv } });
     servers.push(second);
-    const b = await run(`source ${vars}\n${script(restartBlock!.i, Infinity, second.port)}`, env);
-
-    const out = a.stdout + b.stdout;
-    const outputOf = (i: number) => {
-      const m = new RegExp(`@@begin ${i}\\n([\\s\\S]*?)@@end ${i} exit (\\d+)`).exec(out);
-      if (!m) throw new Error(`block ${i} did not finish:\n${out.slice(-2000)}\n${a.stderr}\n${b.stderr}`);
-      return { text: m[1]!, code: Number(m[2]) };
-    };
+    const b = await runBlocks(blocks.filter((x) => x.index >= restartAt), { port: second.port, tmp, env, before: `source ${vars}` });
+    const outputOf = (i: number) => (i < restartAt ? a : b).of(i);
 
     // Every output block shown matches what the shell block before it printed.
     for (const [k, block] of blocks.entries()) {
       if (block.lang !== '') continue;
-      const before = shell.filter((s) => s.i < k).at(-1)!;
-      const printed = outputOf(before.i).text.split('\n');
+      const before = shell.filter((s) => s.index < k).at(-1)!;
+      const printed = outputOf(before.index).text.split('\n');
       for (const line of block.text.trim().split('\n')) expect(printed, `README block ${k}: ${line}`).toContain(line);
     }
 
@@ -110,7 +65,7 @@ describe('the README walk-through', () => {
     const having = (re: RegExp) => {
       const block = shell.find((s) => re.test(s.text));
       if (!block) throw new Error(`no walk-through block matches ${re}`);
-      return outputOf(block.i);
+      return outputOf(block.index);
     };
     expect(having(/openid-configuration/).text).toContain(`"issuer": "http://localhost:${first.port}"`);
     expect(having(/assignments/).text).toContain('204');
