@@ -96,7 +96,7 @@ describe('two worker processes over one database', () => {
       expect(res.status).toBe(200);
       bound.push({ agent_id: agent.id, transaction_token: res.body.data.transaction_token, ...action });
     }
-    // The workers tell each other through the primary, a message per event-loop turn.
+    // The workers tell each other through the primary, in batches at most 10 ms apart.
     await new Promise((r) => setTimeout(r, 300));
     for (const body of bound) {
       const res = await freshCall(base, 'POST', '/apis/regional/v1/agents/authorize', body);
