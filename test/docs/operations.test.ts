@@ -33,16 +33,21 @@ describe('docs/operations.md', () => {
     server = await startTestServer();
   });
   afterAll(async () => server.stop());
+  // The CLI reads the server's database as the server does: PostgreSQL when the tests run on it.
+  const database = (): Record<string, string> => {
+    const url = server.ctx.config.databaseUrl;
+    return url ? { GATEHOUSE_DATABASE_URL: url } : { GATEHOUSE_DB: join(server.dir, 'gatehouse.db') };
+  };
 
   it('its commands for checking a running server run and print what they say', async () => {
     const blocks = sectionBlocks('docs/operations.md', '## Checking a running server');
     expect(blocks.length).toBe(1);
-    const out = await runBlocks(blocks, { port: server.port, tmp: join(server.dir, 'tmp'), env: { GATEHOUSE_DB: join(server.dir, 'gatehouse.db') } });
+    const out = await runBlocks(blocks, { port: server.port, tmp: join(server.dir, 'tmp'), env: database() });
     const { text, code } = out.of(0);
     expect(text).toContain('{"status":"ok"}');
     expect(text).toContain('gatehouse_policy_status{status="ok"} 1');
     expect(text).toMatch(/^gatehouse_processes 1$/m);
-    expect(text).toMatch(/^up to date: .*gatehouse\.db/m);
+    expect(text).toMatch(/^up to date: /m);
     expect(text).toMatch(/^ok: \d+ records$/m);
     expect(code).toBe(0);
   }, 120_000);
