@@ -3,6 +3,7 @@ import type { AppContext } from '../context.js';
 import type { Store } from '../store/index.js';
 import { errors } from '../errors.js';
 import type { Agent } from '../store/agents.js';
+import type { Recorder } from './audit.js';
 import { onDuplicate, onStillReferenced } from './conflict.js';
 import { adminRoute, iso, param, parseWith } from './route.js';
 import {
@@ -53,7 +54,7 @@ const capabilities = (caps: AgentCreate['capabilities']) => caps.map((c) => ({ n
  * Every change to an agent or its capabilities moves the `agents` counter in the same
  * transaction: each worker's decision cache keys on it, so the next call sees the change.
  */
-export function createAgent(ctx: AppContext, input: AgentCreate): Promise<Agent> {
+export function createAgent(ctx: AppContext, input: AgentCreate, record?: Recorder<Agent>): Promise<Agent> {
   const agentId = input.agent_id ?? defaultAgentId(ctx.config.issuerHost, input.name);
   const problem = spiffeIdProblem(agentId);
   if (problem) throw errors.invalidRequest(`agent_id: ${problem}`, { issues: [{ path: 'agent_id', message: problem, code: 'custom' }] });
@@ -66,12 +67,13 @@ export function createAgent(ctx: AppContext, input: AgentCreate): Promise<Agent>
         capabilities(input.capabilities),
       );
       await tx.settings.bump('agents');
+      await record?.(tx, agent);
       return agent;
     }),
   );
 }
 
-export function updateAgent(ctx: AppContext, agentId: string, patch: AgentPatch): Promise<Agent> {
+export function updateAgent(ctx: AppContext, agentId: string, patch: AgentPatch, record?: Recorder<Agent>): Promise<Agent> {
   return ctx.store.transaction(async (tx) => {
     const cur = await mustGet(tx, agentId);
     const agent = (await tx.agents.update(
@@ -86,42 +88,53 @@ export function updateAgent(ctx: AppContext, agentId: string, patch: AgentPatch)
       patch.capabilities ? capabilities(patch.capabilities) : undefined,
     ))!;
     await tx.settings.bump('agents');
+    await record?.(tx, agent);
     return agent;
   });
 }
 
 /** Adds or changes one capability; a changed limit applies to the agent's next call. */
-export async function putCapability(ctx: AppContext, agentId: string, name: string, limits: Record<string, unknown>): Promise<{ name: string; limits: Record<string, unknown> }> {
+export async function putCapability(
+  ctx: AppContext,
+  agentId: string,
+  name: string,
+  limits: Record<string, unknown>,
+  record?: Recorder<{ added: boolean }>,
+): Promise<{ name: string; limits: Record<string, unknown> }> {
   await ctx.store.transaction(async (tx) => {
-    await mustGet(tx, agentId);
+    const agent = await mustGet(tx, agentId);
     await tx.agents.putCapability(agentId, name, limits);
     await tx.settings.bump('agents');
+    await record?.(tx, { added: !agent.capabilities.some((c) => c.name === name) });
   });
   return { name, limits };
 }
 
-export async function deleteCapability(ctx: AppContext, agentId: string, name: string): Promise<void> {
+export async function deleteCapability(ctx: AppContext, agentId: string, name: string, record?: Recorder): Promise<void> {
   await ctx.store.transaction(async (tx) => {
     await mustGet(tx, agentId);
     if (!(await tx.agents.deleteCapability(agentId, name))) throw errors.notFound(`the agent has no capability ${name}`);
     await tx.settings.bump('agents');
+    await record?.(tx);
   });
 }
 
 /** Final: the agent's tokens and assertions stop working. */
-export async function revokeAgent(ctx: AppContext, agentId: string): Promise<void> {
+export async function revokeAgent(ctx: AppContext, agentId: string, record?: Recorder): Promise<void> {
   await ctx.store.transaction(async (tx) => {
     await mustGet(tx, agentId);
     await tx.agents.revoke(agentId);
     await tx.settings.bump('agents');
+    await record?.(tx);
   });
 }
 
-export async function deleteAgent(ctx: AppContext, agentId: string): Promise<void> {
+export async function deleteAgent(ctx: AppContext, agentId: string, record?: Recorder): Promise<void> {
   await onStillReferenced(`agent ${agentId} still has records that refer to it; revoke it instead`, () =>
     ctx.store.transaction(async (tx) => {
       if (!(await tx.agents.delete(agentId))) throw errors.notFound(`no agent ${agentId}`);
       await tx.settings.bump('agents');
+      await record?.(tx);
     }),
   );
 }

@@ -5,6 +5,7 @@ import { randomToken, sha256 } from '../crypto/hash.js';
 import { errors } from '../errors.js';
 import type { Application, ApplicationType } from '../store/applications.js';
 import { builtInApplicationProblem, CONSOLE_CLIENT_ID } from '../console/built-in.js';
+import type { Recorder } from './audit.js';
 import { onDuplicate, onStillReferenced } from './conflict.js';
 import { adminRoute, bodyOrEmpty, iso, param, parseWith } from './route.js';
 import {
@@ -55,7 +56,7 @@ function checkConsistency(type: ApplicationType, confidential: boolean, secretGi
 }
 
 /** Creates an application; the secret (generated when confidential and not given) is returned this once. */
-export async function createApplication(ctx: AppContext, input: ApplicationCreate): Promise<{ app: Application; client_secret?: string }> {
+export async function createApplication(ctx: AppContext, input: ApplicationCreate, record?: Recorder<Application>): Promise<{ app: Application; client_secret?: string }> {
   const confidential = input.confidential ?? CONFIDENTIAL_BY_DEFAULT[input.type];
   checkConsistency(input.type, confidential, input.client_secret !== undefined);
   const clientId = input.client_id ?? randomToken(16);
@@ -75,6 +76,7 @@ export async function createApplication(ctx: AppContext, input: ApplicationCreat
         first_party: input.first_party,
       });
       await tx.settings.bump('applications');
+      await record?.(tx, created);
       return created;
     }),
   );
@@ -82,7 +84,7 @@ export async function createApplication(ctx: AppContext, input: ApplicationCreat
 }
 
 /** Changes the fields given; `rotate_secret` (or a public → confidential change) makes a new secret, returned once. */
-export function updateApplication(ctx: AppContext, clientId: string, patch: ApplicationPatch): Promise<{ app: Application; client_secret?: string }> {
+export function updateApplication(ctx: AppContext, clientId: string, patch: ApplicationPatch, record?: Recorder<Application>): Promise<{ app: Application; client_secret?: string }> {
   return ctx.store.transaction(async (tx) => {
     const cur = await mustGet(tx, clientId);
     if (patch.type !== undefined && patch.type !== cur.type) throw fieldError('type', 'the type of an application cannot change; create a new one');
@@ -110,7 +112,9 @@ export function updateApplication(ctx: AppContext, clientId: string, patch: Appl
       await tx.applications.setSecretHash(clientId, sha256(secret));
     }
     await tx.settings.bump('applications');
-    return { app: (await tx.applications.get(app.client_id))!, ...(secret && patch.client_secret === undefined ? { client_secret: secret } : {}) };
+    const saved = (await tx.applications.get(app.client_id))!;
+    await record?.(tx, saved);
+    return { app: saved, ...(secret && patch.client_secret === undefined ? { client_secret: secret } : {}) };
   });
 }
 
@@ -127,26 +131,31 @@ export async function putGrant(ctx: AppContext, clientId: string, apiClientId: s
 }
 
 /** Deletes an application with its grants, assignments and tokens. The console's own application stays. */
-export async function deleteApplication(ctx: AppContext, clientId: string): Promise<void> {
+export async function deleteApplication(ctx: AppContext, clientId: string, record?: Recorder): Promise<void> {
   if (clientId === CONSOLE_CLIENT_ID) throw errors.conflict('the console application is built in and cannot be deleted');
   await onStillReferenced(`application ${clientId} still has records that refer to it`, () =>
     ctx.store.transaction(async (tx) => {
       if (!(await tx.applications.delete(clientId))) throw errors.notFound(`no application ${clientId}`);
       await tx.settings.bump('applications');
+      await record?.(tx);
     }),
   );
 }
 
-export async function unassignUser(ctx: AppContext, clientId: string, userId: string): Promise<void> {
-  await mustGet(ctx.store, clientId);
-  if (!(await ctx.store.applications.unassign(clientId, userId))) throw errors.notFound(`${userId} is not assigned to ${clientId}`);
+export async function unassignUser(ctx: AppContext, clientId: string, userId: string, record?: Recorder): Promise<void> {
+  await ctx.store.transaction(async (tx) => {
+    await mustGet(tx, clientId);
+    if (!(await tx.applications.unassign(clientId, userId))) throw errors.notFound(`${userId} is not assigned to ${clientId}`);
+    await record?.(tx);
+  });
 }
 
-export async function assignUser(ctx: AppContext, clientId: string, userId: string): Promise<void> {
+export async function assignUser(ctx: AppContext, clientId: string, userId: string, record?: Recorder): Promise<void> {
   await ctx.store.transaction(async (tx) => {
     await mustGet(tx, clientId);
     if (!(await tx.users.get(userId))) throw errors.notFound(`no user ${userId}`);
     await tx.applications.assign(clientId, userId);
+    await record?.(tx);
   });
 }
 

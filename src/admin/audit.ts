@@ -2,8 +2,16 @@ import type { Router } from 'express';
 import type { AppContext } from '../context.js';
 import type { z } from 'zod';
 import type { AuditRecord } from '../store/audit.js';
+import type { Store } from '../store/index.js';
 import { adminRoute, iso, parseWith } from './route.js';
 import { auditPage, auditQuery } from './schemas.js';
+
+/**
+ * The audit step of a management write: the write runs it in its own transaction, after the
+ * change, so the record exists exactly when the change does (a failing record undoes the
+ * change). The console passes one naming the person; the management API passes none.
+ */
+export type Recorder<T = void> = (tx: Store, result: T) => Promise<void>;
 
 export const auditJson = (r: AuditRecord) => ({
   id: r.seq,

@@ -2,6 +2,7 @@ import type { Router } from 'express';
 import type { AppContext } from '../context.js';
 import { errors } from '../errors.js';
 import type { Role } from '../store/roles.js';
+import type { Recorder } from './audit.js';
 import { onDuplicate } from './conflict.js';
 import { adminRoute, iso, param, parseWith } from './route.js';
 import { listOf, roleCreate, roleName, rolePut, roleView } from './schemas.js';
@@ -11,30 +12,33 @@ export const roleJson = (r: Role) => ({ name: r.name, permissions: r.permissions
 const dedupe = (ps: string[]) => [...new Set(ps)];
 
 /** Agents take their permissions from roles: every role change moves the `agents` counter. */
-export function createRole(ctx: AppContext, name: string, permissions: string[]): Promise<Role> {
+export function createRole(ctx: AppContext, name: string, permissions: string[], record?: Recorder<Role>): Promise<Role> {
   return onDuplicate(`a role named ${name} exists`, () =>
     ctx.store.transaction(async (tx) => {
       if (await tx.roles.get(name)) throw errors.conflict(`a role named ${name} exists`);
       const role = await tx.roles.create(name, dedupe(permissions));
       await tx.settings.bump('agents');
+      await record?.(tx, role);
       return role;
     }),
   );
 }
 
-export function putRole(ctx: AppContext, name: string, permissions: string[]): Promise<{ role: Role; created: boolean }> {
+export function putRole(ctx: AppContext, name: string, permissions: string[], record?: Recorder<Role>): Promise<{ role: Role; created: boolean }> {
   return ctx.store.transaction(async (tx) => {
     const created = !(await tx.roles.get(name));
     const role = await tx.roles.put(name, dedupe(permissions));
     await tx.settings.bump('agents');
+    await record?.(tx, role);
     return { role, created };
   });
 }
 
-export async function deleteRole(ctx: AppContext, name: string): Promise<void> {
+export async function deleteRole(ctx: AppContext, name: string, record?: Recorder): Promise<void> {
   await ctx.store.transaction(async (tx) => {
     if (!(await tx.roles.delete(name))) throw errors.notFound(`no role ${name}`);
     await tx.settings.bump('agents');
+    await record?.(tx);
   });
 }
 

@@ -7,6 +7,7 @@ import { toJsonRule } from '../authz/policy-service.js';
 import { formatDiagnostic, validateJsonRule } from '../policy/index.js';
 import type { Store } from '../store/index.js';
 import type { Rule, RuleFields } from '../store/rules.js';
+import type { Recorder } from './audit.js';
 import { onDuplicate } from './conflict.js';
 import { adminRoute, iso, param, parseWith } from './route.js';
 import { listOf, ruleCreate, rulePatch, ruleValidation, ruleView, type RuleCreate, type RulePatch } from './schemas.js';
@@ -41,19 +42,21 @@ const fields = (r: RuleCreate): RuleFields => ({
   condition: r.condition ?? null,
 });
 
-export function createRule(ctx: AppContext, input: RuleCreate, id: string = randomUUID()): Promise<Rule> {
+export function createRule(ctx: AppContext, input: RuleCreate, id: string = randomUUID(), record?: Recorder<Rule>): Promise<Rule> {
   const f = fields(input);
   return onDuplicate(`a rule named ${f.name} exists`, () =>
     ctx.store.transaction(async (tx) => {
       if (await tx.rules.getByName(f.name)) throw errors.conflict(`a rule named ${f.name} exists`);
       if (await tx.rules.get(id)) throw errors.conflict(`a rule with id ${id} exists`);
-      return await tx.rules.create(id, f);
+      const rule = await tx.rules.create(id, f);
+      await record?.(tx, rule);
+      return rule;
     }),
   );
 }
 
 /** Changes the content; a live rule whose content changed goes back to draft (it needs a new validate). */
-export function updateRule(ctx: AppContext, id: string, patch: RulePatch): Promise<Rule> {
+export function updateRule(ctx: AppContext, id: string, patch: RulePatch, record?: Recorder<Rule>): Promise<Rule> {
   return onDuplicate(`a rule named ${patch.name ?? ''} exists`, () =>
     ctx.store.transaction(async (tx) => {
       const cur = await mustGet(tx, id);
@@ -65,7 +68,10 @@ export function updateRule(ctx: AppContext, id: string, patch: RulePatch): Promi
         object: patch.object ?? cur.object,
         condition: patch.condition !== undefined ? patch.condition : cur.condition,
       };
-      if (ruleContentHash(next) === ruleContentHash(cur)) return cur;
+      if (ruleContentHash(next) === ruleContentHash(cur)) {
+        await record?.(tx, cur);
+        return cur;
+      }
       const other = await tx.rules.getByName(next.name);
       if (other && other.id !== id) throw errors.conflict(`a rule named ${next.name} exists`);
       await tx.rules.update(id, next);
@@ -73,7 +79,9 @@ export function updateRule(ctx: AppContext, id: string, patch: RulePatch): Promi
         await tx.rules.setState(id, 'draft');
         await ctx.policy.invalidate(tx);
       }
-      return (await tx.rules.get(id))!;
+      const saved = (await tx.rules.get(id))!;
+      await record?.(tx, saved);
+      return saved;
     }),
   );
 }
@@ -89,9 +97,9 @@ export async function validateRule(ctx: AppContext, rule: Rule, store: Store = c
   return (await ctx.policy.check([...others, rule].map(toJsonRule), store)).map(formatDiagnostic);
 }
 
-/** Validates and, when valid, remembers the validated content. */
-export function validateAndRecord(ctx: AppContext, id: string): Promise<{ valid: boolean; errors: string[] }> {
-  return ctx.store.transaction(async (tx) => {
+/** Validates and, when valid, remembers the validated content (in `store`'s transaction when it is one). */
+export function validateAndRecord(ctx: AppContext, id: string, store: Store = ctx.store): Promise<{ valid: boolean; errors: string[] }> {
+  return store.transaction(async (tx) => {
     const rule = await mustGet(tx, id);
     const problems = await validateRule(ctx, rule, tx);
     await tx.rules.setValidatedHash(id, problems.length ? null : ruleContentHash(rule));
@@ -100,11 +108,14 @@ export function validateAndRecord(ctx: AppContext, id: string): Promise<{ valid:
 }
 
 /** draft | disabled → live, only when the current content passed validate (checked again against today's policy). */
-export async function enableRule(ctx: AppContext, id: string): Promise<Rule> {
+export async function enableRule(ctx: AppContext, id: string, record?: Recorder<Rule>): Promise<Rule> {
   let stale: string[] | undefined;
   const enabled = await ctx.store.transaction(async (tx) => {
     const rule = await mustGet(tx, id);
-    if (rule.state === 'live') return rule;
+    if (rule.state === 'live') {
+      await record?.(tx, rule);
+      return rule;
+    }
     if (rule.validated_hash !== ruleContentHash(rule)) {
       throw errors.conflict('the rule must pass POST /rules/{id}/validate (of its current content) before it is enabled', { state: rule.state });
     }
@@ -117,27 +128,34 @@ export async function enableRule(ctx: AppContext, id: string): Promise<Rule> {
     }
     await tx.rules.setState(id, 'live');
     await ctx.policy.invalidate(tx);
-    return (await tx.rules.get(id))!;
+    const live = (await tx.rules.get(id))!;
+    await record?.(tx, live);
+    return live;
   });
   if (stale) throw errors.conflict('the rule no longer validates against the policy in force', { state: enabled.state, errors: stale });
   return enabled;
 }
 
-export function disableRule(ctx: AppContext, id: string): Promise<Rule> {
+export function disableRule(ctx: AppContext, id: string, record?: Recorder<Rule>): Promise<Rule> {
   return ctx.store.transaction(async (tx) => {
     const rule = await mustGet(tx, id);
-    if (rule.state === 'disabled') return rule;
-    await tx.rules.setState(id, 'disabled');
-    if (rule.state === 'live') await ctx.policy.invalidate(tx);
-    return (await tx.rules.get(id))!;
+    if (rule.state !== 'disabled') {
+      await tx.rules.setState(id, 'disabled');
+      if (rule.state === 'live') await ctx.policy.invalidate(tx);
+    }
+    const disabled = (await tx.rules.get(id))!;
+    await record?.(tx, disabled);
+    return disabled;
   });
 }
 
-export async function deleteRule(ctx: AppContext, id: string): Promise<void> {
+/** Deletes the rule; the recorder is given the rule as it was. */
+export async function deleteRule(ctx: AppContext, id: string, record?: Recorder<Rule>): Promise<void> {
   await ctx.store.transaction(async (tx) => {
     const rule = await mustGet(tx, id);
     await tx.rules.delete(id);
     if (rule.state === 'live') await ctx.policy.invalidate(tx);
+    await record?.(tx, rule);
   });
 }
 

@@ -6,6 +6,7 @@ import { hashPassword } from '../crypto/hash.js';
 import { errors } from '../errors.js';
 import { EVENT_TYPES } from '../signals.js';
 import type { User, UserFields } from '../store/users.js';
+import type { Recorder } from './audit.js';
 import { onDuplicate, onStillReferenced } from './conflict.js';
 import { adminRoute, iso, param, parseWith } from './route.js';
 import {
@@ -55,7 +56,7 @@ const sameJson = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringif
 const PERSON_FACTS_DOMAIN = 'agents';
 const emailTaken = (email: string) => `a user with email ${email} exists`;
 
-export async function createUser(ctx: AppContext, input: UserCreate): Promise<User> {
+export async function createUser(ctx: AppContext, input: UserCreate, record?: Recorder<User>): Promise<User> {
   const id = input.id ?? randomUUID();
   // Hash before the write transaction: scrypt takes tens of milliseconds.
   const passwordHash = await hashPassword(input.password);
@@ -76,6 +77,7 @@ export async function createUser(ctx: AppContext, input: UserCreate): Promise<Us
       if (await tx.users.getByEmail(fields.email)) throw errors.conflict(emailTaken(fields.email));
       const user = await tx.users.create(id, fields, passwordHash, totp);
       await tx.settings.bump(PERSON_FACTS_DOMAIN);
+      await record?.(tx, user);
       return user;
     }),
   );
@@ -86,7 +88,7 @@ export async function createUser(ctx: AppContext, input: UserCreate): Promise<Us
  * groups, roles or email emits token-claims-change with the new values, in the same
  * transaction as the change.
  */
-export async function updateUser(ctx: AppContext, id: string, patch: UserPatch): Promise<User> {
+export async function updateUser(ctx: AppContext, id: string, patch: UserPatch, record?: Recorder<User>): Promise<User> {
   await mustGet(ctx.store, id);
   const passwordHash = patch.password !== undefined ? await hashPassword(patch.password) : undefined;
   const totp = patch.totp_secret === undefined ? undefined : patch.totp_secret === null ? null : ctx.box.seal(normalizeTotp(patch.totp_secret));
@@ -125,25 +127,28 @@ export async function updateUser(ctx: AppContext, id: string, patch: UserPatch):
           initiatingEntity: 'admin',
         });
       }
-      return (await tx.users.get(id))!;
+      const saved = (await tx.users.get(id))!;
+      await record?.(tx, saved);
+      return saved;
     }),
   );
 }
 
 /** Deletes the person and everything of theirs (sessions, tokens, assignments go by cascade). */
-export async function deleteUser(ctx: AppContext, id: string): Promise<void> {
+export async function deleteUser(ctx: AppContext, id: string, record?: Recorder): Promise<void> {
   await onStillReferenced(`user ${id} still has records that refer to it`, () =>
     ctx.store.transaction(async (tx) => {
       const u = await mustGet(tx, id);
       await tx.users.delete(id);
       await tx.settings.bump(PERSON_FACTS_DOMAIN);
       await ctx.signals.emit(tx, { type: EVENT_TYPES.accountPurged, subject: { user_id: u.id, email: u.email }, payload: {}, initiatingEntity: 'admin' });
+      await record?.(tx);
     }),
   );
 }
 
 /** Ends every live session of the person: one session-revoked event per session. */
-export function revokeSessions(ctx: AppContext, id: string): Promise<number> {
+export function revokeSessions(ctx: AppContext, id: string, record?: Recorder<number>): Promise<number> {
   return ctx.store.transaction(async (tx) => {
     const u = await mustGet(tx, id);
     let ended = 0;
@@ -159,11 +164,12 @@ export function revokeSessions(ctx: AppContext, id: string): Promise<number> {
         initiatingEntity: 'admin',
       });
     }
+    await record?.(tx, ended);
     return ended;
   });
 }
 
-export async function markCredentialCompromised(ctx: AppContext, id: string, credentialType: string, reason?: string): Promise<void> {
+export async function markCredentialCompromised(ctx: AppContext, id: string, credentialType: string, reason?: string, record?: Recorder): Promise<void> {
   await ctx.store.transaction(async (tx) => {
     const u = await mustGet(tx, id);
     // Only the password is a credential this service holds; other kinds are reported onward.
@@ -174,6 +180,7 @@ export async function markCredentialCompromised(ctx: AppContext, id: string, cre
       payload: { credential_type: credentialType, ...(reason ? { reason_admin: { en: reason } } : {}) },
       initiatingEntity: 'admin',
     });
+    await record?.(tx);
   });
 }
 

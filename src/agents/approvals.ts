@@ -1,6 +1,7 @@
 import type { AppContext } from '../context.js';
 import { errors } from '../errors.js';
 import { displayState, type Approval } from '../store/agent-auth.js';
+import type { Store } from '../store/index.js';
 import { APPROVAL_WINDOW_SECONDS } from '../authz/authorize.js';
 
 /** An approval as the management API and the approvals page show it. */
@@ -57,7 +58,14 @@ export type Answer = 'approve' | 'deny';
  * their own. An approved action is then allowed once within the next 10 minutes; a denied
  * one stays denied for as long. A CIBA request keeps its expiry (the agent must redeem in time).
  */
-export async function answerApproval(ctx: AppContext, id: string, answer: Answer, by: { admin: true } | { userId: string }): Promise<Approval> {
+export async function answerApproval(
+  ctx: AppContext,
+  id: string,
+  answer: Answer,
+  by: { admin: true } | { userId: string },
+  /** a further audit record of who answered (the console's), in the answer's transaction */
+  record?: (tx: Store, approval: Approval) => Promise<void>,
+): Promise<Approval> {
   const approval = await ctx.store.agentAuth.get(id);
   if (!approval || ('userId' in by && approval.user_id !== by.userId)) throw errors.notFound('no such approval');
   const t = Math.floor(ctx.clock.now() / 1000);
@@ -78,6 +86,7 @@ export async function answerApproval(ctx: AppContext, id: string, answer: Answer
       decision: state,
       reason: `${state} by ${who}`,
     });
+    await record?.(tx, approval);
   });
   return (await ctx.store.agentAuth.get(id))!;
 }

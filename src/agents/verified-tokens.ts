@@ -1,5 +1,5 @@
 import cluster, { type Worker } from 'node:cluster';
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { JWTPayload } from 'jose';
 import type { AppContext } from '../context.js';
 
@@ -15,8 +15,8 @@ import type { AppContext } from '../context.js';
  * hundred bytes (a transaction token is 600 characters), so the cache holds every token of the
  * last minute even at thousands of bindings a second.
  *
- * In a cluster, the workers of one instance tell each other what they signed or verified (a
- * message per event-loop turn, through the primary): a token bound on one worker and presented
+ * In a cluster, the workers of one instance tell each other what they signed or verified (in
+ * batches, through the primary): a token bound on one worker and presented
  * on another (a client with several connections, or a new connection per call) is not verified
  * again.
  */
@@ -82,15 +82,26 @@ export class VerifiedTokenCache {
   }
 }
 
-const digestOf = (token: string): string => createHash('sha256').update(token).digest('base64');
+const digestOf = (token: string): string => hash('sha256', token, 'base64');
 
 function decode(token: string): { payload: JWTPayload; header: Record<string, unknown> } | undefined {
   const parts = token.split('.');
   if (parts.length !== 3) return undefined;
+  const payload = decodePart(parts[1]!) as JWTPayload | undefined;
+  if (!payload) return undefined;
+  // Callers rarely look at the header: it is decoded when asked for.
+  return {
+    payload,
+    get header() {
+      return decodePart(parts[0]!) ?? {};
+    },
+  };
+}
+
+function decodePart(part: string): Record<string, unknown> | undefined {
   try {
-    const header = JSON.parse(Buffer.from(parts[0]!, 'base64url').toString('utf8')) as Record<string, unknown>;
-    const payload = JSON.parse(Buffer.from(parts[1]!, 'base64url').toString('utf8')) as JWTPayload;
-    return header && payload && typeof payload === 'object' ? { payload, header } : undefined;
+    const v: unknown = JSON.parse(Buffer.from(part, 'base64url').toString('utf8'));
+    return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
   } catch {
     return undefined;
   }
@@ -109,21 +120,40 @@ interface SharedMessage {
 const isShared = (m: unknown): m is SharedMessage =>
   !!m && typeof m === 'object' && (m as { type?: unknown }).type === SHARED && typeof (m as { tokens?: unknown }).tokens === 'object';
 
-/** What one worker tells the others, a batch per event-loop turn. */
+/**
+ * Messages pass through the primary to every other worker, so under load a worker sends at
+ * most one per this many milliseconds (a busy instance of many workers would otherwise keep
+ * its primary busy relaying); when quiet, a message leaves right after the turn.
+ */
+const MIN_INTERVAL_MS = 10;
+
+/** What one worker tells the others, in batches. */
 class Outbox {
   private pending: Record<string, [string, number][]> = {};
   private scheduled = false;
+  private lastSent = -Infinity;
 
   add(purpose: string, digest: string, exp: number): void {
     (this.pending[purpose] ??= []).push([digest, exp]);
     if (this.scheduled) return;
     this.scheduled = true;
-    setImmediate(() => {
-      const tokens = this.pending;
-      this.pending = {};
-      this.scheduled = false;
-      if (process.send && process.connected) process.send({ type: SHARED, tokens } satisfies SharedMessage);
-    });
+    const wait = this.lastSent + MIN_INTERVAL_MS - performance.now();
+    if (wait <= 0) setImmediate(() => this.flush());
+    else setTimeout(() => this.flush(), wait).unref();
+  }
+
+  private flush(): void {
+    const tokens = this.pending;
+    this.pending = {};
+    this.scheduled = false;
+    this.lastSent = performance.now();
+    if (!process.send || !process.connected) return;
+    // Telling the others is an optimisation: a channel closing under us (shutdown) is ignored.
+    try {
+      process.send({ type: SHARED, tokens } satisfies SharedMessage, undefined, {}, () => {});
+    } catch {
+      /* the primary is gone */
+    }
   }
 }
 

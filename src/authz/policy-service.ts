@@ -72,13 +72,14 @@ export class PolicyService {
   ) {}
 
   /** Reads the policy directory, compiles it with the live rules and, if valid, makes it the one in force. */
-  async reloadFromDisk(): Promise<PolicySet> {
+  async reloadFromDisk(record?: (tx: Store, version: string) => Promise<void>): Promise<PolicySet> {
     const files = await readPolicyDir(this.policyDir);
     const { policySet, diagnostics } = loadPolicySet({ files, rules: (await this.store.rules.live()).map(toJsonRule) });
     if (!policySet) throw new PolicyLoadError(diagnostics);
     await this.store.transaction(async (tx) => {
       await tx.settings.set(FILES_KEY, JSON.stringify(files));
       await tx.settings.bump('policy');
+      await record?.(tx, policySet.version);
     });
     return this.current();
   }

@@ -20,7 +20,9 @@ function unauthorized(ctx: AppContext, description: string, withError: boolean):
 /**
  * The caller of an AuthZEN endpoint: `Authorization: Bearer <access token>` whose `aud` is
  * `{issuer}/access/v1`, signed by us (RS256, `typ: at+jwt`, unexpired), for an m2m application
- * that still holds a grant on the built-in `api` application. Anything else is a 401 with a
+ * that still holds a grant on the built-in `api` application. A missing, foreign, expired or
+ * misdirected token, or one whose application is gone, is a 401; an authentic token of an
+ * application without a grant (or not m2m) is a 403 `insufficient_scope`. Both carry a
  * `WWW-Authenticate` challenge. A verified token is remembered until it expires (one map
  * lookup per repeat); the grant is checked on every request against a per-process view that
  * follows the `applications` change counter.
@@ -48,21 +50,33 @@ export async function authenticateCaller(ctx: AppContext, authorization: string 
     }
   }
   const clientId = payload.client_id;
-  if (typeof clientId !== 'string' || !(await grants(ctx).holds(clientId))) {
-    throw unauthorized(ctx, 'the application of this token holds no grant on the AuthZEN API', true);
-  }
-  return { clientId };
+  const standing = typeof clientId === 'string' ? await grants(ctx).standing(clientId) : 'unknown';
+  // A token whose application is gone is as good as revoked: the caller is not authenticated.
+  if (standing === 'unknown') throw unauthorized(ctx, 'the application of this token no longer exists', true);
+  // An authentic token of an application that may not ask (no grant, or not an m2m
+  // application): the caller is known, the request forbidden.
+  if (standing === 'forbidden') throw forbidden(ctx, 'the application of this token holds no grant on the AuthZEN API');
+  return { clientId: clientId as string };
 }
 
-/** Which m2m applications hold a grant on the `api` application, per process, per change. */
+function forbidden(ctx: AppContext, description: string): ProtocolError {
+  return errors.insufficientScope(description, {}, {
+    'WWW-Authenticate': `Bearer realm="${accessApiUrl(ctx)}", error="insufficient_scope", error_description="${description}"`,
+  });
+}
+
+/** Whether an application may call the AuthZEN API: an m2m application holding a grant on it. */
+type Standing = 'granted' | 'forbidden' | 'unknown';
+
+/** Which applications may call the AuthZEN API, per process, per change. */
 class GrantView {
   private version = -1;
-  private known = new Map<string, boolean>();
+  private known = new Map<string, Standing>();
   private checkedThisTurn = false;
 
   constructor(private readonly ctx: AppContext) {}
 
-  async holds(clientId: string): Promise<boolean> {
+  async standing(clientId: string): Promise<Standing> {
     if (!this.checkedThisTurn) {
       this.checkedThisTurn = true;
       setImmediate(() => (this.checkedThisTurn = false));
@@ -72,14 +86,18 @@ class GrantView {
         this.version = v;
       }
     }
-    let ok = this.known.get(clientId);
-    if (ok === undefined) {
+    let s = this.known.get(clientId);
+    if (s === undefined) {
       const app = await this.ctx.store.applications.get(clientId);
-      ok = app?.type === 'm2m' && (await this.ctx.store.applications.getGrant(clientId, accessApiUrl(this.ctx))) !== undefined;
+      s = !app
+        ? 'unknown'
+        : app.type === 'm2m' && (await this.ctx.store.applications.getGrant(clientId, accessApiUrl(this.ctx))) !== undefined
+          ? 'granted'
+          : 'forbidden';
       if (this.known.size > 10_000) this.known.clear();
-      this.known.set(clientId, ok);
+      this.known.set(clientId, s);
     }
-    return ok;
+    return s;
   }
 }
 

@@ -27,6 +27,8 @@ export interface Answer {
   reason: string;
   policyVersion: string;
   approvalId?: string;
+  /** The decision could not be made (a store failure, say): a deny that is an error, not a verdict. */
+  failed?: true;
 }
 
 /**
@@ -53,6 +55,7 @@ export async function decideAndRecord(ctx: AppContext, caller: Caller, memo: Fac
     reason: decision.reason,
     policyVersion: decision.policyVersion,
     ...(result.approvalId ? { approvalId: result.approvalId } : {}),
+    ...(decision.cause.code === 'error' ? { failed: true as const } : {}),
   };
 }
 

@@ -29,10 +29,16 @@ export function toQuestion(singulars: Record<string, string>, e: Evaluation): Qu
   };
 }
 
+/**
+ * The answer on the wire. A decision that could not be made is still a 200 deny (fail closed,
+ * and one item's failure does not fail its batch), with the specification's per-evaluation
+ * error object beside the reason.
+ */
 export function toWire(a: Answer): WireDecision {
   if (a.decision === 'allow') return { decision: true };
   const context: Record<string, unknown> = { reason: a.reason };
   if (a.approvalId) context.approval_id = a.approvalId;
+  if (a.failed) context.error = { status: 500, message: a.reason };
   return { decision: false, context };
 }
 

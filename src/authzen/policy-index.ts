@@ -32,3 +32,24 @@ export function relationsForKind(policy: PolicySet, kind: string): string[] {
   }
   return out;
 }
+
+/**
+ * Could a wildcard action grant this subject something on objects of `kind`: a permission
+ * `*:<plural>` or `*:*`, or a permit rule on such a relation whose subjects include it?
+ * Only then can an action search find actions the subject's own grants do not name.
+ */
+export function wildcardActionGrants(policy: PolicySet, subject: SubjectFacts, kind: string): boolean {
+  const plural = pluralOf(kind, policy.compiled.singulars);
+  const wild = [`*:${plural}`, '*:*'];
+  if (subject.permissions.some((p) => wild.includes(p))) return true;
+  for (const relation of wild) {
+    const byKind = policy.compiled.index.get(relation);
+    if (!byKind) continue;
+    for (const rules of [byKind.get(kind), byKind.get('*')]) {
+      for (const r of rules ?? []) {
+        if (r.effect === 'permit' && (subject.type === 'agent' ? r.matchesAgent(subject) : r.matchesPerson(subject))) return true;
+      }
+    }
+  }
+  return false;
+}

@@ -260,12 +260,12 @@ export function readSearchRequest(kind: SearchKind, body: unknown): SearchReques
   const o = requireObject(body);
   const r = new Reader();
   const p = parts(r, o, '');
-  const subject = r.entity(p.subject, 'subject', kind !== 'subject');
-  const resource = r.entity(p.resource, 'resource', kind !== 'resource');
+  // The searched entity's `id` is ignored whatever it holds (an empty or non-string one too).
+  const withoutId = (e: Properties | undefined): Properties | undefined => (e ? { ...e, id: undefined } : e);
+  const subject = r.entity(kind === 'subject' ? withoutId(p.subject) : p.subject, 'subject', kind !== 'subject');
+  const resource = r.entity(kind === 'resource' ? withoutId(p.resource) : p.resource, 'resource', kind !== 'resource');
   const action = kind === 'action' ? undefined : r.action(p.action, 'action');
   const page = readPage(r, o);
   r.throwIfAny();
-  if (kind === 'subject') delete subject.id;
-  if (kind === 'resource') delete resource.id;
   return { subject, resource, ...(action ? { action } : {}), context: p.context ?? {}, page };
 }

@@ -47,6 +47,10 @@ export function authzenRouter(ctx: AppContext): Router {
     res.setHeader('Cache-Control', 'public, max-age=300');
     res.json(pdpMetadata(ctx));
   });
+  router.all(metadataPaths, echoRequestId, (_req, res, next) => {
+    res.setHeader('Allow', 'GET, HEAD');
+    next(errors.methodNotAllowed('the PDP metadata takes GET'));
+  });
 
   const json = express.json({ limit: '1mb', type: () => true, verify: (_req, _res, buf) => checkJsonDepth(buf) });
   const routes: [string, Core][] = [

@@ -13,7 +13,8 @@ import { FactsMemo, type SubjectFacts } from './facts.js';
 import { actionOfRelation, objectOf, pluralOf, relationOf } from './names.js';
 import { collectPage, sortedIds, type Paged } from './paging.js';
 import { readSearchRequest, type SearchKind, type SearchRequest, type Subject } from './request.js';
-import { grantingRules, relationsForKind } from './policy-index.js';
+import { grantingRules, relationsForKind, wildcardActionGrants } from './policy-index.js';
+import { knownActionNames } from './action-names.js';
 
 type Entity = { type: string; id: string };
 
@@ -86,16 +87,8 @@ async function searchActions(ctx: AppContext, policy: PolicySet, memo: FactsMemo
   const named = req.subject as Subject;
   const subject = await memo.subject(named);
   if (!subject.found) return collectPage('action', req, [], () => undefined);
+  const names = await candidateActions(ctx, policy, subject.subject, resource.type);
   const plural = pluralOf(resource.type, policy.compiled.singulars);
-  // The candidate actions: those the subject's permissions and the policy's rules name for this kind.
-  const names = new Set<string>();
-  for (const p of subject.subject.permissions) {
-    const i = p.indexOf(':');
-    const verb = p.slice(0, i);
-    if (verb !== '*' && (p.slice(i + 1) === plural || p.slice(i + 1) === '*')) names.add(verb);
-  }
-  for (const relation of relationsForKind(policy, resource.type)) names.add(actionOfRelation(relation));
-  for (const c of subject.subject.capabilities ?? []) if (c.name.endsWith(`:${plural}`)) names.add(actionOfRelation(c.name));
   const object = objectOf(resource.type, resource.id!);
   return collectPage('action', req, sortedIds(names), async (name) => {
     const relation = `${name}:${plural}`;
@@ -103,6 +96,29 @@ async function searchActions(ctx: AppContext, policy: PolicySet, memo: FactsMemo
     const q = { subject: named, relation, object, resourceProperties: resource.properties, context: context(req) };
     return (await allows(ctx, policy, memo, q)) ? { name } : undefined;
   });
+}
+
+/**
+ * The action names worth deciding for this subject on objects of `kind`. An agent can be
+ * allowed only its capabilities. Anyone else: the names its permissions and the policy's rules
+ * give for the kind and, when a wildcard action (`*:<kinds>`, `*:*`) could grant it something,
+ * every concrete action name Gatehouse knows, since any of them may then be allowed.
+ */
+async function candidateActions(ctx: AppContext, policy: PolicySet, subject: SubjectFacts, kind: string): Promise<Set<string>> {
+  const plural = pluralOf(kind, policy.compiled.singulars);
+  const names = new Set<string>();
+  if (subject.capabilities) {
+    for (const c of subject.capabilities) if (c.name.endsWith(`:${plural}`)) names.add(actionOfRelation(c.name));
+    return names;
+  }
+  for (const p of subject.permissions) {
+    const i = p.indexOf(':');
+    const verb = p.slice(0, i);
+    if (i > 0 && verb !== '*' && (p.slice(i + 1) === plural || p.slice(i + 1) === '*')) names.add(verb);
+  }
+  for (const relation of relationsForKind(policy, kind)) names.add(actionOfRelation(relation));
+  if (wildcardActionGrants(policy, subject, kind)) for (const name of await knownActionNames(ctx, policy)) names.add(name);
+  return names;
 }
 
 /** The identifiers of the stored entities of one type, read page by page. */

@@ -71,12 +71,13 @@ export function jsonField(v: Values, name: string, fallback: unknown): unknown {
 
 /**
  * A refused submission as a form state: a FieldProblem, or a management API error whose
- * `issues` name fields (mapped to the form's field names by `field`). Other errors are not
- * the person's input and go on to the error page.
+ * `issues` name fields (mapped to the form's field names by `field`), or a 503 (a change that
+ * could not be made now, typed input kept for another try). Other errors are not the person's
+ * input and go on to the error page.
  */
 export function refusal(err: unknown, values: Values, field: (path: string) => string = (p) => p.split('.')[0]!): FormState {
   if (err instanceof FieldProblem) return { values, errors: { [err.field]: [err.message] }, general: [], status: 400 };
-  if (!(err instanceof ProtocolError) || err.status >= 500) throw err;
+  if (!(err instanceof ProtocolError) || (err.status >= 500 && err.status !== 503)) throw err;
   const errors: FieldErrors = {};
   const general: string[] = [];
   const issues = (err.extra.issues as { path: string; message: string }[] | undefined) ?? [];

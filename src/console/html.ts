@@ -1,8 +1,8 @@
 import type { Response } from 'express';
-import { escapeHtml } from '../pages/layout.js';
+import { escapeHtml, hiddenInput, htmlDocument, notice, sendPage } from '../pages/layout.js';
 import type { Person } from './session.js';
 
-export { escapeHtml };
+export { escapeHtml, notice };
 const e = escapeHtml;
 
 /**
@@ -19,15 +19,7 @@ export const CONSOLE_CSP =
  * form POST, and the console checks that its POSTs come from the issuer's own origin.
  */
 export function sendConsolePage(res: Response, status: number, html: string): void {
-  res.status(status);
-  res.setHeader('Content-Type', 'text/html; charset=utf-8');
-  res.setHeader('Cache-Control', 'no-store');
-  res.setHeader('Pragma', 'no-cache');
-  res.setHeader('X-Frame-Options', 'DENY');
-  res.setHeader('X-Content-Type-Options', 'nosniff');
-  res.setHeader('Referrer-Policy', 'same-origin');
-  res.setHeader('Content-Security-Policy', CONSOLE_CSP);
-  res.send(html);
+  sendPage(res, status, html, CONSOLE_CSP, 'same-origin');
 }
 
 /** Markup that is already safe: built by these helpers from escaped values. */
@@ -68,18 +60,13 @@ ${SECTIONS.map(([key, label]) => `<li><a href="/console/${key}"${p.section === k
     ? `<div class="who"><span class="who-email">${e(p.person.user.email)}</span>
 <form method="post" action="/console/logout" class="inline">${csrfInput(p.person)}<button type="submit" class="link">Sign out</button></form></div>`
     : '';
-  return `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="same-origin">
-<title>${e(p.title)} · Gatehouse console</title>
-<link rel="stylesheet" href="/console/static/console.css">
+  return htmlDocument({
+    title: `${p.title} · Gatehouse console`,
+    referrer: 'same-origin',
+    head: `<link rel="stylesheet" href="/console/static/console.css">
 <script src="/console/static/console.js" defer></script>
-</head>
-<body>
-<header class="top">
+`,
+    body: `<header class="top">
 <a class="brand" href="/console">Gatehouse <span>console</span></a>
 ${who}
 ${nav}
@@ -87,22 +74,16 @@ ${nav}
 <main id="main">
 <h1>${e(p.title)}</h1>
 ${p.lead ? `<p class="lead">${p.lead}</p>` : ''}
-${p.flash ? `<p class="notice info" role="status">${e(p.flash)}</p>` : ''}
+${p.flash ? notice(p.flash, 'info') : ''}
 ${p.body}
-</main>
-</body>
-</html>
-`;
+</main>`,
+  });
 }
 
 // ---- components ------------------------------------------------------------------------
 
-export const csrfInput = (person: Person): Html => `<input type="hidden" name="csrf" value="${e(person.csrf)}">`;
-export const hidden = (name: string, value: string): Html => `<input type="hidden" name="${e(name)}" value="${e(value)}">`;
-
-export function notice(text: string, kind: 'error' | 'info' | 'ok' = 'error'): Html {
-  return `<p class="notice ${kind}" role="${kind === 'error' ? 'alert' : 'status'}">${e(text)}</p>`;
-}
+export const csrfInput = (person: Person): Html => hiddenInput('csrf', person.csrf);
+export const hidden = hiddenInput;
 
 export function errorList(messages: string[]): Html {
   if (!messages.length) return '';

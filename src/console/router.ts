@@ -96,7 +96,8 @@ function errorPage(ctx: AppContext): ErrorRequestHandler {
     const person = res.locals.person as Person | undefined;
     let status = 500;
     let text = 'Something went wrong; nothing more is known here. The server log has the details.';
-    if (err instanceof ProtocolError && err.status < 500) {
+    // A refusal, or a 503 whose description says what was not done and why (worded for the page).
+    if (err instanceof ProtocolError && (err.status < 500 || err.status === 503)) {
       status = err.status;
       text = err.description ?? err.error;
     } else if ((err as { type?: string })?.type === 'entity.too.large') {
@@ -109,7 +110,7 @@ function errorPage(ctx: AppContext): ErrorRequestHandler {
     } else {
       (req.log ?? ctx.logger).error({ err }, 'console page failed');
     }
-    const title = status === 404 ? 'Not found' : status < 500 ? 'Refused' : 'Error';
+    const title = status === 404 ? 'Not found' : status < 500 ? 'Refused' : status === 503 ? 'Not changed' : 'Error';
     sendConsolePage(res, status, consolePage({ title, ...(person ? { person } : {}), body: `${notice(text)}<p>${link('/console', 'Back to the console')}</p>` }));
   };
 }

@@ -5,7 +5,7 @@ import { constantTimeEqual } from '../crypto/hash.js';
 import { ProtocolError } from '../errors.js';
 import { tokenResponse } from '../oauth/token.js';
 import type { TokenResponse } from '../oauth/tokens.js';
-import { recordChange } from './audit.js';
+import { appendChange } from './audit.js';
 import { CONSOLE_CLIENT_ID, CONSOLE_ROLE, consoleApplicationShape } from './built-in.js';
 import { consolePage, link, notice, sendConsolePage } from './html.js';
 import { endConsoleSession, startConsoleSession, startFlow, takeFlow } from './session.js';
@@ -124,7 +124,7 @@ export async function finishSignIn(ctx: AppContext, req: Request, res: Response)
   if (!user.roles.includes(CONSOLE_ROLE)) return sendConsolePage(res, 403, refusedPage(user.email));
 
   startConsoleSession(ctx, res, sub, sid, session.expires_at);
-  await recordChange(ctx, { user, sid, csrf: '' }, 'sign_in', `user:${user.id}`, { amr: claims.amr ?? null, acr: claims.acr ?? null });
+  await appendChange(ctx.store, { user, sid, csrf: '' }, { action: 'sign_in', target: `user:${user.id}`, details: { amr: claims.amr ?? null, acr: claims.acr ?? null } });
   res.redirect(303, flow.returnTo);
 }
 

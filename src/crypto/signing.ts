@@ -12,6 +12,7 @@ import {
 } from 'jose';
 import type { SecretBox } from './secret-box.js';
 import type { KeysStore, SigningKeyRow } from '../store/keys.js';
+import type { Store } from '../store/index.js';
 import type { SettingsStore } from '../store/settings.js';
 
 export type SigningAlg = 'RS256' | 'EdDSA';
@@ -50,14 +51,37 @@ export class SigningKeys {
     for (const alg of SIGNING_ALGS) if (!have.has(alg)) await this.createKey(alg);
   }
 
-  /** New keys for the named algorithms; the previous ones sign no more but stay published for 24 hours. */
-  async rotate(algs: SigningAlg[] = SIGNING_ALGS): Promise<{ kid: string; alg: SigningAlg }[]> {
-    const out: { kid: string; alg: SigningAlg }[] = [];
-    for (const alg of algs) out.push(await this.createKey(alg));
-    return out;
+  /**
+   * New keys for the named algorithms, stored in one transaction of `store` (with `record`,
+   * the change's audit record, when given); the previous ones sign no more but stay published
+   * for 24 hours. The keys are generated before the transaction: an RSA key takes a while.
+   */
+  async rotate(
+    store: Store,
+    algs: SigningAlg[] = SIGNING_ALGS,
+    record?: (tx: Store, made: { kid: string; alg: SigningAlg }[]) => Promise<void>,
+  ): Promise<{ kid: string; alg: SigningAlg }[]> {
+    const rows: Omit<SigningKeyRow, 'retired_at'>[] = [];
+    for (const alg of algs) rows.push(await this.makeKey(alg));
+    const made = rows.map((r) => ({ kid: r.kid, alg: r.alg as SigningAlg }));
+    await store.transaction(async (tx) => {
+      for (const row of rows) await tx.keys.add(row);
+      await tx.settings.bump('keys');
+      await record?.(tx, made);
+    });
+    return made;
   }
 
   private async createKey(alg: SigningAlg): Promise<{ kid: string; alg: SigningAlg }> {
+    const row = await this.makeKey(alg);
+    await this.keys.add(row);
+    // this process sees its own rotation at once (the change feed moves on commit)
+    await this.settings.bump('keys');
+    return { kid: row.kid, alg };
+  }
+
+  /** A new key, sealed and ready to store. */
+  private async makeKey(alg: SigningAlg): Promise<Omit<SigningKeyRow, 'retired_at'>> {
     const { privateKey, publicKey } =
       alg === 'RS256'
         ? await genKeyPair('rsa', { modulusLength: 2048 })
@@ -66,10 +90,7 @@ export class SigningKeys {
     const kid = await calculateJwkThumbprint(jwk, 'sha256');
     const publicJwk = { ...jwk, kid, alg, use: 'sig' };
     const pem = privateKey.export({ type: 'pkcs8', format: 'pem' }) as string;
-    await this.keys.add({ kid, alg, public_jwk: JSON.stringify(publicJwk), private_enc: this.box.seal(pem), created_at: this.clock() });
-    // this process sees its own rotation at once (the change feed moves on commit)
-    await this.settings.bump('keys');
-    return { kid, alg };
+    return { kid, alg, public_jwk: JSON.stringify(publicJwk), private_enc: this.box.seal(pem), created_at: this.clock() };
   }
 
   private reloading: Promise<void> | undefined;

@@ -20,7 +20,7 @@ export function hiddenInput(name: string, value: string): string {
 }
 
 /** A message box; `kind` picks the colour. The text is escaped. */
-export function notice(text: string, kind: 'error' | 'info' = 'error'): string {
+export function notice(text: string, kind: 'error' | 'info' | 'ok' = 'error'): string {
   return `<p class="notice ${kind}" role="${kind === 'error' ? 'alert' : 'status'}">${escapeHtml(text)}</p>`;
 }
 
@@ -67,24 +67,39 @@ export interface PageOptions {
  */
 export function renderPage(title: string, bodyHtml: string, opts: PageOptions = {}): string {
   const scripts = (opts.scripts ?? []).map((src) => `<script src="${escapeHtml(src)}" defer></script>\n`).join('');
+  return htmlDocument({
+    title,
+    referrer: 'no-referrer',
+    head: `<style>${STYLE}</style>\n${scripts}`,
+    body: `<main${opts.wide ? ' class="wide"' : ''}>
+<h1>${escapeHtml(title)}</h1>
+${bodyHtml}
+</main>`,
+  });
+}
+
+/**
+ * A whole HTML document: the head every page shares (charset, viewport, referrer policy,
+ * title; `title` is escaped here) with `head` added, around `body` (already safe markup).
+ */
+export function htmlDocument(p: { title: string; referrer: ReferrerPolicy; head: string; body: string }): string {
   return `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
-<title>${escapeHtml(title)}</title>
-<style>${STYLE}</style>
-${scripts}</head>
+<meta name="referrer" content="${p.referrer}">
+<title>${escapeHtml(p.title)}</title>
+${p.head}</head>
 <body>
-<main${opts.wide ? ' class="wide"' : ''}>
-<h1>${escapeHtml(title)}</h1>
-${bodyHtml}
-</main>
+${p.body}
 </body>
 </html>
 `;
 }
+
+/** The referrer policies pages use: none at all (sign-in pages: codes in URLs), or same origin (the console: its POSTs carry their Origin). */
+export type ReferrerPolicy = 'no-referrer' | 'same-origin';
 
 /**
  * Sends a page with the headers every sign-in page carries: never cached, never framed
@@ -99,15 +114,15 @@ const PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' 
 export const SCRIPT_PAGE_CSP =
   "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'";
 
-/** Sends an HTML page that no one may cache or frame; `csp` replaces the default policy. */
-export function sendPage(res: Response, status: number, html: string, csp = PAGE_CSP): void {
+/** Sends an HTML page that no one may cache or frame; `csp` replaces the default policy, `referrer` the default referrer policy. */
+export function sendPage(res: Response, status: number, html: string, csp = PAGE_CSP, referrer: ReferrerPolicy = 'no-referrer'): void {
   res.status(status);
   res.setHeader('Content-Type', 'text/html; charset=utf-8');
   res.setHeader('Cache-Control', 'no-store');
   res.setHeader('Pragma', 'no-cache');
   res.setHeader('X-Frame-Options', 'DENY');
   res.setHeader('X-Content-Type-Options', 'nosniff');
-  res.setHeader('Referrer-Policy', 'no-referrer');
+  res.setHeader('Referrer-Policy', referrer);
   res.setHeader('Content-Security-Policy', csp);
   res.send(html);
 }

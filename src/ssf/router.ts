@@ -66,17 +66,22 @@ async function assertEndpointFree(store: Store, fields: StreamFields, selfId?: s
 }
 
 /** Creates a stream from a receiver's request body (one stream per endpoint_url). */
-export async function createStream(ctx: AppContext, raw: unknown): Promise<StreamRecord> {
+export async function createStream(ctx: AppContext, raw: unknown, record?: (tx: Store, stream: StreamRecord) => Promise<void>): Promise<StreamRecord> {
   const fields = fieldsForCreate(ctx, raw);
   return ctx.store.transaction(async (tx) => {
     await assertEndpointFree(tx, fields);
-    return await tx.ssf.createStream(randomToken(16), fields);
+    const stream = await tx.ssf.createStream(randomToken(16), fields);
+    await record?.(tx, stream);
+    return stream;
   });
 }
 
 /** Deletes a stream with its subjects and undelivered events. */
-export async function deleteStream(ctx: AppContext, id: string): Promise<void> {
-  if (!(await ctx.store.ssf.deleteStream(id))) throw errors.notFound(`no stream ${JSON.stringify(id)}`);
+export async function deleteStream(ctx: AppContext, id: string, record?: (tx: Store) => Promise<void>): Promise<void> {
+  await ctx.store.transaction(async (tx) => {
+    if (!(await tx.ssf.deleteStream(id))) throw errors.notFound(`no stream ${JSON.stringify(id)}`);
+    await record?.(tx);
+  });
 }
 
 function outboxView(e: OutboxEvent) {

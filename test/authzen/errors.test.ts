@@ -116,7 +116,7 @@ describe('authentication', () => {
     expect([res.status, res.body.error]).toEqual([401, 'invalid_token']);
   });
 
-  it('an application without a grant gets no token; a removed grant ends access at once', async () => {
+  it('an application without a grant gets no token; a removed grant ends access at once: 403, on every endpoint', async () => {
     const stranger = (await createApp(f.server, { type: 'm2m' })) as { client_id: string; client_secret: string };
     await expect(tokenFor(f.base, stranger, f.api)).rejects.toMatchObject({ error: 'invalid_target' });
 
@@ -126,8 +126,33 @@ describe('authentication', () => {
     const removed = await f.server.admin('DELETE', `/applications/${other.client_id}/grants/${encodeURIComponent(f.api)}`);
     expect(removed.status).toBe(204);
     await new Promise((r) => setTimeout(r, 5));
-    const after = await pdpPost(f.base, '/access/v1/evaluation', q, { authorization: `Bearer ${other.token}` });
-    expect(after.status).toBe(401);
+    // The token is still authentic and for this API: the caller is known, and no longer allowed to ask.
+    for (const path of ENDPOINTS) {
+      const after = await pdpPost(f.base, path, q, { authorization: `Bearer ${other.token}`, 'x-request-id': 'forbidden-1' });
+      expect([after.status, after.body.error], path).toEqual([403, 'insufficient_scope']);
+      expect(after.body.error_description).toBe('the application of this token holds no grant on the AuthZEN API');
+      expect(after.headers.get('www-authenticate')).toBe(
+        `Bearer realm="${f.api}", error="insufficient_scope", error_description="the application of this token holds no grant on the AuthZEN API"`,
+      );
+      expect(after.headers.get('x-request-id')).toBe('forbidden-1');
+    }
+    // A grant given again restores the same token's access.
+    const regrant = await f.server.admin('PUT', `/applications/${other.client_id}/grants/${encodeURIComponent(f.api)}`, { scopes: [] });
+    expect(regrant.status).toBe(204);
+    await new Promise((r) => setTimeout(r, 5));
+    expect((await pdpPost(f.base, '/access/v1/evaluation', q, { authorization: `Bearer ${other.token}` })).status).toBe(200);
+  });
+
+  it("a deleted application's token is as good as revoked: 401 invalid_token", async () => {
+    const gone = await newCaller(f.server);
+    expect((await pdpPost(f.base, '/access/v1/evaluation', q, { authorization: `Bearer ${gone.token}` })).status).toBe(200);
+    expect((await f.server.admin('DELETE', `/applications/${gone.client_id}`)).status).toBe(204);
+    await new Promise((r) => setTimeout(r, 5));
+    for (const path of ENDPOINTS) {
+      const res = await pdpPost(f.base, path, q, { authorization: `Bearer ${gone.token}` });
+      expect([res.status, res.body.error], path).toEqual([401, 'invalid_token']);
+      expect(res.headers.get('www-authenticate')).toMatch(/^Bearer realm=".*", error="invalid_token"/);
+    }
   });
 
   it('the metadata needs no token', async () => {
@@ -219,5 +244,96 @@ describe('hostile input never gets a 5xx', () => {
     expect(big.status).toBe(413);
     const path = await fetch(`${f.base}/access/v1/%E0%A4%A`, { method: 'POST' });
     expect(path.status).toBeLessThan(500);
+  });
+});
+
+describe('every error is a JSON object naming the error, with the request id echoed', () => {
+  type Probe = { what: string; status: number; send: (path: string, rid: string) => Promise<Response> };
+  const auth = () => ({ authorization: `Bearer ${f.token}` });
+  const post = (path: string, rid: string, body: string, headers: Record<string, string> = {}) =>
+    fetch(`${f.base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-request-id': rid, ...auth(), ...headers }, body });
+  const probes: Probe[] = [
+    { what: 'no token', status: 401, send: (p, rid) => fetch(`${f.base}${p}`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-request-id': rid }, body: JSON.stringify(q) }) },
+    { what: 'a bad token', status: 401, send: (p, rid) => post(p, rid, JSON.stringify(q), { authorization: 'Bearer x.y.z' }) },
+    { what: 'not JSON', status: 400, send: (p, rid) => post(p, rid, '{"subject":') },
+    { what: 'a JSON array', status: 400, send: (p, rid) => post(p, rid, '[]') },
+    { what: 'another content type', status: 400, send: (p, rid) => post(p, rid, JSON.stringify(q), { 'content-type': 'text/plain' }) },
+    { what: 'an unknown charset', status: 415, send: (p, rid) => post(p, rid, JSON.stringify(q), { 'content-type': 'application/json; charset=klingon' }) },
+    { what: 'no resource', status: 400, send: (p, rid) => post(p, rid, JSON.stringify({ subject: q.subject, action: q.action })) },
+    { what: 'nested too deep', status: 400, send: (p, rid) => post(p, rid, '{"context":' + '['.repeat(500) + ']'.repeat(500) + '}') },
+    { what: 'too large', status: 413, send: (p, rid) => post(p, rid, JSON.stringify({ ...q, pad: 'x'.repeat(1_100_000) })) },
+    { what: 'GET', status: 405, send: (p, rid) => fetch(`${f.base}${p}`, { headers: { 'x-request-id': rid, ...auth() } }) },
+  ];
+  for (const probe of probes) {
+    it(`${probe.what}: ${probe.status}`, async () => {
+      for (const [i, path] of ENDPOINTS.entries()) {
+        const rid = `probe-${probe.status}-${i}`;
+        const res = await probe.send(path, rid);
+        const text = await res.text();
+        expect(res.status, `${path}: ${text}`).toBe(probe.status);
+        expect(res.headers.get('content-type'), path).toMatch(/^application\/json/);
+        expect(res.headers.get('x-request-id'), path).toBe(rid);
+        const body = JSON.parse(text);
+        expect(body, path).toMatchObject({ error: expect.any(String), error_description: expect.any(String) });
+        if (probe.status === 401) expect(res.headers.get('www-authenticate'), path).toMatch(/^Bearer realm="/);
+        if (probe.status === 405) expect(res.headers.get('allow'), path).toBe('POST');
+      }
+    });
+  }
+
+  it('an unknown endpoint under the API (404), and the metadata with another method (405)', async () => {
+    const missing = await fetch(`${f.base}/access/v1/search/everything`, { method: 'POST', headers: { 'x-request-id': 'nf-1', 'content-type': 'application/json' }, body: '{}' });
+    expect([missing.status, missing.headers.get('x-request-id')]).toEqual([404, 'nf-1']);
+    expect(await missing.json()).toMatchObject({ error: 'not_found' });
+    for (const method of ['POST', 'PUT', 'DELETE']) {
+      const res = await fetch(`${f.base}/.well-known/authzen-configuration`, { method, headers: { 'x-request-id': 'md-1' } });
+      expect([res.status, res.headers.get('allow'), res.headers.get('x-request-id')], method).toEqual([405, 'GET, HEAD', 'md-1']);
+      expect(await res.json()).toMatchObject({ error: 'method_not_allowed' });
+    }
+    const head = await fetch(`${f.base}/.well-known/authzen-configuration`, { method: 'HEAD' });
+    expect(head.status).toBe(200);
+  });
+
+  it('an item that cannot be asked in the middle of a batch: a deny carrying a 400 error, under every semantic', async () => {
+    const items = [q, { subject: q.subject, action: { name: 7 }, resource: q.resource }, q];
+    for (const semantic of ['execute_all', 'deny_on_first_deny', 'permit_on_first_permit']) {
+      const res = await f.post('/access/v1/evaluations', { evaluations: items, options: { evaluations_semantic: semantic } });
+      expect(res.status, semantic).toBe(200);
+      const bad = { decision: false, context: { error: { status: 400, message: 'evaluations.1.action.name: must be a string' } } };
+      const expected = semantic === 'execute_all' ? [{ decision: true }, bad, { decision: true }] : semantic === 'deny_on_first_deny' ? [{ decision: true }, bad] : [{ decision: true }];
+      expect(res.body, semantic).toEqual({ evaluations: expected });
+    }
+  });
+
+  it('an unsupported evaluations_semantic is a 400 naming it; an unknown subject type is a deny, not an error', async () => {
+    const res = await f.post('/access/v1/evaluations', { evaluations: [q], options: { evaluations_semantic: 'majority' } });
+    expect([res.status, res.body.error]).toEqual([400, 'invalid_request']);
+    expect(res.body.issues).toEqual([{ path: 'options.evaluations_semantic', message: expect.stringContaining('execute_all'), code: 'invalid_value' }]);
+    const robot = await f.post('/access/v1/evaluation', { ...q, subject: { type: 'robot', id: 'r2' } });
+    expect(robot.body).toEqual({ decision: false, context: { reason: 'unknown_subject: robot r2' } });
+  });
+});
+
+describe('a decision that fails in the middle of a batch', () => {
+  it('is a deny carrying a 500 error for that item alone; the others are decided; a single evaluation is a 200 deny too', async () => {
+    const entities = f.server.ctx.store.entities;
+    const get = entities.get;
+    entities.get = async (type: string, id: string) => {
+      if (id === 'unreadable') throw new Error('disk on fire');
+      return get.call(entities, type, id);
+    };
+    try {
+      const doc = (id: string) => ({ resource: { type: 'document', id } });
+      const res = await f.post('/access/v1/evaluations', { subject: q.subject, action: q.action, evaluations: [doc('10'), doc('unreadable'), doc('11')] });
+      expect(res.status).toBe(200);
+      const failed = { decision: false, context: { reason: 'error: the decision could not be made', error: { status: 500, message: 'error: the decision could not be made' } } };
+      expect(res.body).toEqual({ evaluations: [{ decision: true }, failed, { decision: true }] });
+      const stop = await f.post('/access/v1/evaluations', { subject: q.subject, action: q.action, options: { evaluations_semantic: 'deny_on_first_deny' }, evaluations: [doc('10'), doc('unreadable'), doc('11')] });
+      expect(stop.body).toEqual({ evaluations: [{ decision: true }, failed] });
+      const one = await f.post('/access/v1/evaluation', { ...q, resource: { type: 'document', id: 'unreadable' } });
+      expect([one.status, one.body]).toEqual([200, failed]);
+    } finally {
+      entities.get = get;
+    }
   });
 });

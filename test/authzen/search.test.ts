@@ -175,6 +175,26 @@ describe('action search', () => {
   });
 });
 
+describe("the searched entity's id is ignored, whatever it holds", () => {
+  it('an empty, numeric or object id on the searched subject or resource changes nothing', async () => {
+    const subjectSearch = { action: { name: 'view' }, resource: { type: 'record', id: '103' } };
+    const plain = await f.post('/access/v1/search/subject', { subject: { type: 'user' }, ...subjectSearch });
+    const resourceSearch = { subject: { type: 'user', id: 'bob' }, action: { name: 'view' } };
+    const plainResources = await f.post('/access/v1/search/resource', { ...resourceSearch, resource: { type: 'record' } });
+    for (const id of ['', 42, { x: 1 }, 'carol']) {
+      const subjects = await f.post('/access/v1/search/subject', { subject: { type: 'user', id }, ...subjectSearch });
+      expect([subjects.status, subjects.body], JSON.stringify(id)).toEqual([200, plain.body]);
+      const resources = await f.post('/access/v1/search/resource', { ...resourceSearch, resource: { type: 'record', id } });
+      expect([resources.status, resources.body], JSON.stringify(id)).toEqual([200, plainResources.body]);
+    }
+    // A page token carries on whether or not the id is sent.
+    const first = await f.post('/access/v1/search/resource', { ...resourceSearch, resource: { type: 'record', id: 7 }, page: { limit: 5 } });
+    const next = await f.post('/access/v1/search/resource', { ...resourceSearch, resource: { type: 'record' }, page: { token: first.body.page.next_token } });
+    expect(next.status).toBe(200);
+    expect([...first.body.results, ...next.body.results].slice(0, 10)).toEqual(plainResources.body.results.slice(0, 10));
+  });
+});
+
 describe('search errors', () => {
   const cases: [string, string, unknown, string][] = [
     ['subject search without action', '/access/v1/search/subject', { subject: { type: 'user' }, resource: { type: 'record', id: '101' } }, 'action: is required'],

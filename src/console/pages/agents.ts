@@ -6,7 +6,7 @@ import type { CounterView } from '../../authz/usage.js';
 import { agentCreate, agentPatch, capabilityName, capabilityPut } from '../../admin/schemas.js';
 import type { AppContext } from '../../context.js';
 import { errors } from '../../errors.js';
-import { recordChange } from '../audit.js';
+import { audited, type Change } from '../audit.js';
 import { emptyForm, jsonField, list, type FormState } from '../forms.js';
 import {
   badge,
@@ -29,7 +29,7 @@ import {
   when,
   type Html,
 } from '../html.js';
-import { againOn, asOneList, formPost, pathParam, personOf, render } from './common.js';
+import { detailActions, type DetailPage, existing, formPost, pathParam, personOf, render, renderList, stateForm } from './common.js';
 
 const MODES = [
   ['autonomous', 'autonomous (client credentials)'],
@@ -52,43 +52,43 @@ const rowsFor = (text: string | undefined) => Math.min(Math.max((text ?? '').spl
 const limitsText = (l: Record<string, unknown>) => (Object.keys(l).length ? pretty(l) : '');
 
 function createForm(res: Response, f: FormState): Html {
-  const v = f.values;
-  return postForm(
+  return stateForm(
     '/console/agents',
     personOf(res),
-    `${errorList(f.general)}
-<div class="grid">
-${input({ name: 'name', label: 'Name', hint: 'Letters, digits, . _ - (it becomes part of the SPIFFE ID).', value: v.name, required: true, errors: f.errors.name })}
-${select({ name: 'mode', label: 'Mode', value: v.mode ?? 'autonomous', options: MODES, errors: f.errors.mode })}
+    f,
+    (at) => `<div class="grid">
+${input({ ...at('name'), label: 'Name', hint: 'Letters, digits, . _ - (it becomes part of the SPIFFE ID).', required: true })}
+${select({ ...at('mode'), label: 'Mode', value: f.values.mode ?? 'autonomous', options: MODES })}
 </div>
-${textarea({ name: 'public_jwk', label: 'Public key (JWK)', hint: JWK_HINT, value: v.public_jwk, rows: 3, required: true, errors: f.errors.public_jwk, mono: true })}
-${input({ name: 'roles', label: 'Roles', hint: 'Comma-separated; the agent takes its permissions from them.', value: v.roles, errors: f.errors.roles })}
+${textarea({ ...at('public_jwk'), label: 'Public key (JWK)', hint: JWK_HINT, rows: 3, required: true, mono: true })}
+${input({ ...at('roles'), label: 'Roles', hint: 'Comma-separated; the agent takes its permissions from them.' })}
 <div class="grid">
-${input({ name: 'capability', label: 'Capability', hint: 'A permission key such as create:refunds (optional).', value: v.capability, errors: f.errors.capability })}
-${textarea({ name: 'limits', label: 'Its limits', hint: LIMITS_HINT, value: v.limits, rows: 3, errors: f.errors.limits, mono: true })}
+${input({ ...at('capability'), label: 'Capability', hint: 'A permission key such as create:refunds (optional).' })}
+${textarea({ ...at('limits'), label: 'Its limits', hint: LIMITS_HINT, rows: 3, mono: true })}
 </div>
-${textarea({ name: 'attributes', label: 'Attributes', hint: ATTRIBUTES_HINT, value: v.attributes, rows: 2, errors: f.errors.attributes, mono: true })}
-${input({ name: 'agent_id', label: 'Agent ID (optional)', hint: 'A SPIFFE ID; by default spiffe://<issuer host>/agent/<name>.', value: v.agent_id, errors: f.errors.agent_id })}
+${textarea({ ...at('attributes'), label: 'Attributes', hint: ATTRIBUTES_HINT, rows: 2, mono: true })}
+${input({ ...at('agent_id'), label: 'Agent ID (optional)', hint: 'A SPIFFE ID; by default spiffe://<issuer host>/agent/<name>.' })}
 ${button('Register agent')}`,
   );
 }
 
 async function listPage(ctx: AppContext, req: Request, res: Response, f: FormState = emptyForm()): Promise<void> {
   const agents = (await ctx.store.agents.list()).map(agentJson);
-  const rows = agents.map((a) => [
-    link(`/console/agents/${seg(a.agent_id)}`, a.name),
-    code(a.agent_id),
-    e(a.mode),
-    e(a.roles.join(', ')),
-    e(a.capabilities.map((c) => c.name).join(', ')),
-    a.revoked ? badge('revoked', 'bad') : badge('active', 'ok'),
-  ]);
-  render(ctx, req, res, f.status, {
+  renderList(ctx, req, res, f.status, {
     title: 'Agents',
     section: 'agents',
     lead: 'AI agents sign in with their own Ed25519 keys; their capabilities and limits decide what each action may do.',
-    body: `${table(['Name', 'Agent ID', 'Mode', 'Roles', 'Capabilities', 'State'], rows, { empty: 'No agents yet.' })}
-${details('Register an agent', createForm(res, f), f.status !== 200 || !agents.length, 'create')}`,
+    headers: ['Name', 'Agent ID', 'Mode', 'Roles', 'Capabilities', 'State'],
+    rows: agents.map((a) => [
+      link(`/console/agents/${seg(a.agent_id)}`, a.name),
+      code(a.agent_id),
+      e(a.mode),
+      e(a.roles.join(', ')),
+      e(a.capabilities.map((c) => c.name).join(', ')),
+      a.revoked ? badge('revoked', 'bad') : badge('active', 'ok'),
+    ]),
+    empty: 'No agents yet.',
+    create: { summary: 'Register an agent', form: createForm(res, f), open: !agents.length },
   });
 }
 
@@ -126,10 +126,8 @@ interface DetailForms {
   usage?: FormState;
 }
 
-async function detailPage(ctx: AppContext, req: Request, res: Response, id: string, forms: DetailForms = {}, status = 200): Promise<void> {
-  const found = await ctx.store.agents.get(id);
-  if (!found) throw errors.notFound(`no agent ${id}`);
-  const a = agentJson(found);
+const detailPage: DetailPage<DetailForms> = async (ctx, req, res, id, forms = {}, status = 200) => {
+  const a = agentJson(await existing(ctx.store.agents.get(id), `no agent ${id}`));
   const person = personOf(res);
   const base = `/console/agents/${seg(a.agent_id)}`;
 
@@ -137,50 +135,49 @@ async function detailPage(ctx: AppContext, req: Request, res: Response, id: stri
     const st = forms.cap?.name === c.name ? forms.cap.state : emptyForm({ limits: limitsText(c.limits) });
     return [
       code(c.name),
-      `${postForm(
+      stateForm(
         `${base}/capabilities`,
         person,
-        `${hidden('capability', c.name)}${errorList(st.general)}
-${textarea({ name: 'limits', id: `limits-${i}`, label: `Limits of ${c.name}`, value: st.values.limits, rows: rowsFor(st.values.limits), errors: st.errors.limits, mono: true })}
+        st,
+        (at) => `${hidden('capability', c.name)}
+${textarea({ ...at('limits'), id: `limits-${i}`, label: `Limits of ${c.name}`, rows: rowsFor(st.values.limits), mono: true })}
 <div class="actions">${button('Save limits', { kind: 'plain' })}</div>`,
-      )}`,
+      ),
       postForm(`${base}/capabilities/remove`, person, `${hidden('capability', c.name)}${button('Remove', { kind: 'plain' })}`, {
         cls: 'inline',
         confirm: `Remove the capability ${c.name}?`,
       }),
     ];
   });
-  const add = forms.add ?? emptyForm();
-  const addForm = postForm(
+  const addForm = stateForm(
     `${base}/capabilities`,
     person,
-    `${errorList(add.general)}
-<div class="grid">
-${input({ name: 'capability', id: 'new-capability', label: 'Capability', hint: 'A permission key such as create:refunds.', value: add.values.capability, required: true, errors: add.errors.capability })}
-${textarea({ name: 'limits', id: 'new-limits', label: 'Limits', hint: LIMITS_HINT, value: add.values.limits, rows: 3, errors: add.errors.limits, mono: true })}
+    forms.add ?? emptyForm(),
+    (at) => `<div class="grid">
+${input({ ...at('capability'), id: 'new-capability', label: 'Capability', hint: 'A permission key such as create:refunds.', required: true })}
+${textarea({ ...at('limits'), id: 'new-limits', label: 'Limits', hint: LIMITS_HINT, rows: 3, mono: true })}
 </div>
 ${button('Add capability')}`,
   );
 
   const s = forms.settings ?? emptyForm({ name: a.name, mode: a.mode, roles: a.roles.join(', '), attributes: limitsText(a.attributes) });
-  const settingsForm = postForm(
+  const settingsForm = stateForm(
     base,
     person,
-    `${errorList(s.general)}
-<div class="grid">
-${input({ name: 'name', label: 'Name', value: s.values.name, required: true, errors: s.errors.name })}
-${select({ name: 'mode', label: 'Mode', value: s.values.mode, options: MODES, errors: s.errors.mode })}
+    s,
+    (at) => `<div class="grid">
+${input({ ...at('name'), label: 'Name', required: true })}
+${select({ ...at('mode'), label: 'Mode', options: MODES })}
 </div>
-${input({ name: 'roles', label: 'Roles', hint: 'Comma-separated.', value: s.values.roles, errors: s.errors.roles })}
-${textarea({ name: 'attributes', label: 'Attributes', hint: ATTRIBUTES_HINT, value: s.values.attributes, rows: rowsFor(s.values.attributes), errors: s.errors.attributes, mono: true })}
+${input({ ...at('roles'), label: 'Roles', hint: 'Comma-separated.' })}
+${textarea({ ...at('attributes'), label: 'Attributes', hint: ATTRIBUTES_HINT, rows: rowsFor(s.values.attributes), mono: true })}
 ${button('Save changes')}`,
   );
-  const k = forms.key ?? emptyForm();
-  const keyForm = postForm(
+  const keyForm = stateForm(
     `${base}/key`,
     person,
-    `${errorList(k.general)}
-${textarea({ name: 'public_jwk', id: 'new-jwk', label: 'New public key (JWK)', hint: 'The old key stops working at once.', value: k.values.public_jwk, rows: 3, required: true, errors: k.errors.public_jwk, mono: true })}
+    forms.key ?? emptyForm(),
+    (at) => `${textarea({ ...at('public_jwk'), id: 'new-jwk', label: 'New public key (JWK)', hint: 'The old key stops working at once.', rows: 3, required: true, mono: true })}
 ${button('Replace the key', { kind: 'plain' })}`,
   );
   const danger = forms.danger ?? emptyForm();
@@ -207,12 +204,12 @@ ${section('Revoke or delete', `${errorList(danger.general)}
 ${a.revoked ? '<p>This agent is revoked.</p>' : dangerForm(`${base}/revoke`, person, 'Revoke agent', 'Yes, revoke this agent (final: its tokens stop working)', 'revoke-agent')}
 ${dangerForm(`${base}/delete`, person, 'Delete agent', 'Yes, delete this agent and its capabilities', 'delete-agent')}`, { cls: 'danger' })}`,
   });
-}
+};
+
+/** A change to the agent `id`: the record's target and its `agent_id`. */
+const about = (id: string, action: string, details: Record<string, unknown> = {}): Change => ({ action, target: `agent:${id}`, details, about: { agent_id: id } });
 
 export function agentPages(router: Router, ctx: AppContext): void {
-  const page = (req: Request) => `/console/agents/${seg(pathParam(req, 'id'))}`;
-  const again = againOn(ctx, detailPage);
-
   router.get('/agents', (req, res) => listPage(ctx, req, res));
   formPost(
     router, ctx, '/agents',
@@ -228,8 +225,11 @@ export function agentPages(router: Router, ctx: AppContext): void {
         capabilities: capability ? [{ name: capability, ...(limits !== undefined ? { limits } : {}) }] : [],
         ...(v.agent_id?.trim() ? { agent_id: v.agent_id.trim() } : {}),
       });
-      const agent = await createAgent(ctx, body);
-      await recordChange(ctx, personOf(res), 'agents.create', `agent:${agent.agent_id}`, { name: agent.name, mode: agent.mode, roles: agent.roles, capabilities: agent.capabilities }, { agent_id: agent.agent_id });
+      const agent = await createAgent(
+        ctx,
+        body,
+        audited(ctx, personOf(res), (a) => about(a.agent_id, 'agents.create', { name: a.name, mode: a.mode, roles: a.roles, capabilities: a.capabilities })),
+      );
       return { message: `Agent ${agent.name} registered.`, to: `/console/agents/${seg(agent.agent_id)}` };
     },
     (req, res, refused) => listPage(ctx, req, res, refused),
@@ -237,99 +237,90 @@ export function agentPages(router: Router, ctx: AppContext): void {
   );
 
   router.get('/agents/:id', (req, res) => detailPage(ctx, req, res, pathParam(req, 'id')));
+  const action = detailActions(router, ctx, 'agents', detailPage);
 
-  formPost(
-    router, ctx, '/agents/:id',
-    async (req, res, v) => {
-      const id = pathParam(req, 'id');
+  action(
+    '',
+    async ({ id, v, audit }) => {
       const patch = parseWith(agentPatch, { name: (v.name ?? '').trim(), mode: v.mode, roles: list(v.roles), attributes: jsonField(v, 'attributes', {}) });
-      const agent = await updateAgent(ctx, id, patch);
-      await recordChange(ctx, personOf(res), 'agents.update', `agent:${id}`, { name: agent.name, mode: agent.mode, roles: agent.roles, attributes: agent.attributes }, { agent_id: id });
-      return { message: `Agent ${agent.name} saved.`, to: page(req) };
+      const agent = await updateAgent(ctx, id, patch, audit((a) => about(id, 'agents.update', { name: a.name, mode: a.mode, roles: a.roles, attributes: a.attributes })));
+      return `Agent ${agent.name} saved.`;
     },
-    again((settings) => ({ settings })),
+    'settings',
     { field: agentField },
   );
 
-  formPost(
-    router, ctx, '/agents/:id/key',
-    async (req, res, v) => {
-      const id = pathParam(req, 'id');
+  action(
+    '/key',
+    async ({ id, v, audit }) => {
       const patch = parseWith(agentPatch, { public_jwk: jsonField(v, 'public_jwk', undefined) });
-      await updateAgent(ctx, id, patch);
-      await recordChange(ctx, personOf(res), 'agents.rotate_key', `agent:${id}`, { public_jwk: patch.public_jwk }, { agent_id: id });
-      return { message: 'The key was replaced.', to: page(req) };
+      await updateAgent(ctx, id, patch, audit(() => about(id, 'agents.rotate_key', { public_jwk: patch.public_jwk })));
+      return 'The key was replaced.';
     },
-    again((key) => ({ key })),
+    'key',
     { field: agentField },
   );
 
   /** Whether the agent holds the capability already (its own row's form), or it is new (the add form). */
   const holds = async (req: Request, name: string) => (await ctx.store.agents.get(pathParam(req, 'id')))?.capabilities.some((c) => c.name === name) ?? false;
-  formPost(
-    router, ctx, '/agents/:id/capabilities',
-    async (req, res, v) => {
-      const id = pathParam(req, 'id');
+  action(
+    '/capabilities',
+    async ({ id, v, audit }) => {
       const name = (v.capability ?? '').trim();
-      const existing = await holds(req, name);
       parseWith(capabilityName, name, 'capability');
       const { limits } = parseWith(capabilityPut, { limits: jsonField(v, 'limits', {}) });
-      const cap = await putCapability(ctx, id, name, limits ?? {});
-      await recordChange(ctx, personOf(res), existing ? 'agents.update_capability' : 'agents.add_capability', `agent:${id}`, { capability: cap.name, limits: cap.limits }, { agent_id: id });
-      return { message: `Capability ${cap.name} saved.`, to: page(req) };
+      const record = audit(({ added }: { added: boolean }) => about(id, added ? 'agents.add_capability' : 'agents.update_capability', { capability: name, limits: limits ?? {} }));
+      await putCapability(ctx, id, name, limits ?? {}, record);
+      return `Capability ${name} saved.`;
     },
-    again(async (state, req) => {
+    async (state, req) => {
       const name = (state.values.capability ?? '').trim();
       return (await holds(req, name)) ? { cap: { name, state } } : { add: state };
-    }),
+    },
     { field: agentField },
   );
 
-  formPost(
-    router, ctx, '/agents/:id/capabilities/remove',
-    async (req, res, v) => {
-      const id = pathParam(req, 'id');
+  action(
+    '/capabilities/remove',
+    async ({ id, v, audit }) => {
       const name = v.capability ?? '';
-      await deleteCapability(ctx, id, name);
-      await recordChange(ctx, personOf(res), 'agents.remove_capability', `agent:${id}`, { capability: name }, { agent_id: id });
-      return { message: `Capability ${name} removed.`, to: page(req) };
+      await deleteCapability(ctx, id, name, audit(() => about(id, 'agents.remove_capability', { capability: name })));
+      return `Capability ${name} removed.`;
     },
-    again((danger) => ({ danger: asOneList(danger) })),
+    'danger',
+    { oneList: true },
   );
 
   // The reset is the management API's own (its audit record, written with the reset, names the person).
-  formPost(
-    router, ctx, '/agents/:id/usage/reset',
-    async (req, res, v) => {
-      if (!(await resetCounter(ctx, pathParam(req, 'id'), v.counter ?? '', personOf(res).user.id))) {
+  action(
+    '/usage/reset',
+    async ({ id, v, person }) => {
+      if (!(await resetCounter(ctx, id, v.counter ?? '', person.user.id))) {
         throw errors.notFound('No such counter now: it may have been reset already, or its limit changed.');
       }
-      return { message: 'The counter was reset.', to: `${page(req)}#usage` };
+      return { message: 'The counter was reset.', to: `/console/agents/${seg(id)}#usage` };
     },
-    again((usage) => ({ usage: asOneList(usage) })),
+    'usage',
+    { oneList: true },
   );
 
-  formPost(
-    router, ctx, '/agents/:id/revoke',
-    async (req, res) => {
-      const id = pathParam(req, 'id');
-      await revokeAgent(ctx, id);
-      await recordChange(ctx, personOf(res), 'agents.revoke', `agent:${id}`, {}, { agent_id: id });
-      return { message: 'The agent is revoked.', to: page(req) };
+  action(
+    '/revoke',
+    async ({ id, audit }) => {
+      await revokeAgent(ctx, id, audit(() => about(id, 'agents.revoke')));
+      return 'The agent is revoked.';
     },
-    again((danger) => ({ danger: asOneList(danger) })),
-    { confirm: true },
+    'danger',
+    { confirm: true, oneList: true },
   );
 
-  formPost(
-    router, ctx, '/agents/:id/delete',
-    async (req, res) => {
-      const id = pathParam(req, 'id');
-      await deleteAgent(ctx, id);
-      await recordChange(ctx, personOf(res), 'agents.delete', `agent:${id}`, {}, { agent_id: id });
+  action(
+    '/delete',
+    async ({ id, audit }) => {
+      await deleteAgent(ctx, id, audit(() => about(id, 'agents.delete')));
       return { message: 'The agent was deleted.', to: '/console/agents' };
     },
-    again((danger) => ({ danger: asOneList(danger) })),
-    { confirm: true },
+    'danger',
+    { confirm: true, oneList: true },
   );
 }

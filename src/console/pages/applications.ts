@@ -11,7 +11,7 @@ import { parseWith } from '../../admin/route.js';
 import { APPLICATION_TYPES, applicationCreate, applicationPatch } from '../../admin/schemas.js';
 import type { AppContext } from '../../context.js';
 import { errors } from '../../errors.js';
-import { recordChange } from '../audit.js';
+import { audited } from '../audit.js';
 import { CONSOLE_CLIENT_ID } from '../built-in.js';
 import { emptyForm, lines, ticked, type FormState, type Values } from '../forms.js';
 import {
@@ -20,7 +20,6 @@ import {
   checkbox,
   code,
   dangerForm,
-  details,
   errorList,
   escapeHtml as e,
   hidden,
@@ -36,7 +35,7 @@ import {
   when,
   type Html,
 } from '../html.js';
-import { againOn, asOneList, formPost, pathParam, personOf, render } from './common.js';
+import { type DetailAction, detailActions, type DetailPage, existing, formPost, pathParam, personOf, render, renderList, stateForm, type StateKey } from './common.js';
 
 type AppView = Awaited<ReturnType<typeof applicationJson>>;
 
@@ -47,50 +46,44 @@ const TRI = [
 ] as const;
 const tri = (v: string | undefined) => (v === 'yes' ? true : v === 'no' ? false : undefined);
 
-async function mustGet(ctx: AppContext, id: string): Promise<AppView> {
-  const app = await ctx.store.applications.get(id);
-  if (!app) throw errors.notFound(`no application ${id}`);
-  return applicationJson(ctx, app);
-}
-
 function createForm(res: Response, f: FormState): Html {
   const v = f.values;
-  const err = (k: string) => f.errors[k];
-  return postForm(
+  return stateForm(
     '/console/applications',
     personOf(res),
-    `${errorList(f.general)}
-<div class="grid">
-${input({ name: 'name', label: 'Name', value: v.name, required: true, errors: err('name') })}
-${select({ name: 'type', label: 'Type', value: v.type ?? 'web', options: APPLICATION_TYPES.map((t) => [t, t] as const), errors: err('type') })}
+    f,
+    (at) => `<div class="grid">
+${input({ ...at('name'), label: 'Name', required: true })}
+${select({ ...at('type'), label: 'Type', value: v.type ?? 'web', options: APPLICATION_TYPES.map((t) => [t, t] as const) })}
 </div>
-${textarea({ name: 'redirect_uris', label: 'Redirect URIs', hint: 'One per line: absolute URLs without a fragment.', value: v.redirect_uris, rows: 2, errors: err('redirect_uris'), mono: true })}
-${textarea({ name: 'post_logout_redirect_uris', label: 'Post-logout redirect URIs', hint: 'One per line (optional).', value: v.post_logout_redirect_uris, rows: 2, errors: err('post_logout_redirect_uris'), mono: true })}
+${textarea({ ...at('redirect_uris'), label: 'Redirect URIs', hint: 'One per line: absolute URLs without a fragment.', rows: 2, mono: true })}
+${textarea({ ...at('post_logout_redirect_uris'), label: 'Post-logout redirect URIs', hint: 'One per line (optional).', rows: 2, mono: true })}
 <div class="grid">
-${select({ name: 'confidential', label: 'Confidential (has a secret)', value: v.confidential ?? '', options: TRI, errors: err('confidential') })}
-${select({ name: 'refresh_tokens', label: 'Refresh tokens', value: v.refresh_tokens ?? '', options: TRI, errors: err('refresh_tokens') })}
+${select({ ...at('confidential'), label: 'Confidential (has a secret)', value: v.confidential ?? '', options: TRI })}
+${select({ ...at('refresh_tokens'), label: 'Refresh tokens', value: v.refresh_tokens ?? '', options: TRI })}
 </div>
-${checkbox({ name: 'first_party', label: 'First party (no consent screen)', checked: v.first_party === undefined ? true : ticked(v, 'first_party'), errors: err('first_party') })}
+${checkbox({ ...at('first_party'), label: 'First party (no consent screen)', checked: v.first_party === undefined ? true : ticked(v, 'first_party') })}
 ${button('Create application')}`,
   );
 }
 
 async function listPage(ctx: AppContext, req: Request, res: Response, f: FormState = emptyForm()): Promise<void> {
   const apps = await Promise.all((await ctx.store.applications.list()).map((a) => applicationJson(ctx, a)));
-  const rows = apps.map((a) => [
-    `${link(`/console/applications/${seg(a.client_id)}`, a.name)}${a.client_id === CONSOLE_CLIENT_ID ? ` ${badge('built in')}` : ''}`,
-    code(a.client_id),
-    e(a.type),
-    a.has_secret ? badge('secret', 'ok') : badge('public'),
-    String(a.redirect_uris.length),
-    String(a.assignments.length),
-  ]);
-  render(ctx, req, res, f.status, {
+  renderList(ctx, req, res, f.status, {
     title: 'Applications',
     section: 'applications',
     lead: 'The project’s applications: where people sign in, and the services that get tokens.',
-    body: `${table(['Name', 'Client ID', 'Type', 'Secret', 'Redirect URIs', 'Assigned people'], rows, { empty: 'No applications yet.' })}
-${details('Create an application', createForm(res, f), f.status !== 200 || apps.length <= 1, 'create')}`,
+    headers: ['Name', 'Client ID', 'Type', 'Secret', 'Redirect URIs', 'Assigned people'],
+    rows: apps.map((a) => [
+      `${link(`/console/applications/${seg(a.client_id)}`, a.name)}${a.client_id === CONSOLE_CLIENT_ID ? ` ${badge('built in')}` : ''}`,
+      code(a.client_id),
+      e(a.type),
+      a.has_secret ? badge('secret', 'ok') : badge('public'),
+      String(a.redirect_uris.length),
+      String(a.assignments.length),
+    ]),
+    empty: 'No applications yet.',
+    create: { summary: 'Create an application', form: createForm(res, f), open: apps.length <= 1 },
   });
 }
 
@@ -111,8 +104,8 @@ interface DetailForms {
   danger?: FormState;
 }
 
-async function detailPage(ctx: AppContext, req: Request, res: Response, id: string, forms: DetailForms = {}, status = 200): Promise<void> {
-  const app = await mustGet(ctx, id);
+const detailPage: DetailPage<DetailForms> = async (ctx, req, res, id, forms = {}, status = 200) => {
+  const app = await applicationJson(ctx, await existing(ctx.store.applications.get(id), `no application ${id}`));
   const person = personOf(res);
   const builtIn = app.client_id === CONSOLE_CLIENT_ID;
   const base = `/console/applications/${seg(app.client_id)}`;
@@ -124,15 +117,15 @@ async function detailPage(ctx: AppContext, req: Request, res: Response, id: stri
     ...(app.first_party ? { first_party: 'on' } : {}),
   });
   const ev = edit.values;
-  const editForm = postForm(
+  const editForm = stateForm(
     base,
     person,
-    `${errorList(edit.general)}
-${input({ name: 'name', label: 'Name', value: ev.name, required: true, errors: edit.errors.name })}
-${builtIn ? '' : `${textarea({ name: 'redirect_uris', label: 'Redirect URIs', hint: 'One per line.', value: ev.redirect_uris, rows: 3, errors: edit.errors.redirect_uris, mono: true })}
-${textarea({ name: 'post_logout_redirect_uris', label: 'Post-logout redirect URIs', hint: 'One per line.', value: ev.post_logout_redirect_uris, rows: 2, errors: edit.errors.post_logout_redirect_uris, mono: true })}
-${checkbox({ name: 'refresh_tokens', label: 'Refresh tokens', checked: ticked(ev, 'refresh_tokens'), errors: edit.errors.refresh_tokens })}
-${checkbox({ name: 'first_party', label: 'First party (no consent screen)', checked: ticked(ev, 'first_party'), errors: edit.errors.first_party })}`}
+    edit,
+    (at) => `${input({ ...at('name'), label: 'Name', required: true })}
+${builtIn ? '' : `${textarea({ ...at('redirect_uris'), label: 'Redirect URIs', hint: 'One per line.', rows: 3, mono: true })}
+${textarea({ ...at('post_logout_redirect_uris'), label: 'Post-logout redirect URIs', hint: 'One per line.', rows: 2, mono: true })}
+${checkbox({ ...at('refresh_tokens'), label: 'Refresh tokens', checked: ticked(ev, 'refresh_tokens') })}
+${checkbox({ ...at('first_party'), label: 'First party (no consent screen)', checked: ticked(ev, 'first_party') })}`}
 ${button('Save changes')}`,
   );
 
@@ -147,10 +140,11 @@ ${button('Save changes')}`,
     { empty: builtIn ? 'No one is assigned; people holding the role admin are let in without an assignment.' : 'No one is assigned yet.' },
   );
   const assign = forms.assign ?? emptyForm();
-  const assignForm = postForm(
+  const assignForm = stateForm(
     `${base}/assign`,
     person,
-    `${errorList(assign.general)}${input({ name: 'person', id: 'assign-person', label: 'Person (email or id)', value: assign.values.person, required: true, errors: assign.errors.person })}
+    assign,
+    (at) => `${input({ ...at('person'), id: 'assign-person', label: 'Person (email or id)', required: true })}
 ${button('Assign')}`,
     { cls: 'row' },
   );
@@ -177,7 +171,7 @@ ${secretForm}
 ${section('Assigned people', `${assigned}${assignForm}`)}
 ${builtIn ? '' : section('Delete', `${errorList(danger.general)}${dangerForm(`${base}/delete`, person, 'Delete application', 'Yes, delete this application, its grants, assignments and tokens', 'delete-app')}`, { cls: 'danger' })}`,
   });
-}
+};
 
 const appInput = (v: Values) => ({
   name: v.name,
@@ -189,14 +183,44 @@ const appInput = (v: Values) => ({
   first_party: ticked(v, 'first_party'),
 });
 
+/** The application and the person of an assignment, read from a form of one's page (`id` is that one). */
+type Pair = (id: string, v: Values, verb: 'assign' | 'unassign') => Promise<{ clientId: string; userId: string }>;
+
+/** Assigning a person to an application and unassigning them, from either one's page. */
+export function assignmentActions<F>(ctx: AppContext, action: DetailAction<F>, refusedIn: StateKey<NonNullable<F>>, pair: Pair, oneList: boolean): void {
+  for (const verb of ['assign', 'unassign'] as const) {
+    action(
+      `/${verb}`,
+      async ({ id, v, audit }) => {
+        const { clientId, userId } = await pair(id, v, verb);
+        const record = audit(() => ({ action: `applications.${verb}`, target: `application:${clientId}`, details: { user_id: userId }, about: { user_id: userId } }));
+        await (verb === 'assign' ? assignUser : unassignUser)(ctx, clientId, userId, record);
+        return verb === 'assign' ? 'Assigned.' : 'Unassigned.';
+      },
+      refusedIn,
+      { oneList: oneList || verb === 'unassign' },
+    );
+  }
+}
+
+/** The person named in the assign form, by email or id (else a refusal naming the field). */
+async function personNamed(ctx: AppContext, who: string): Promise<string> {
+  const user = (await ctx.store.users.getByEmail(who)) ?? (await ctx.store.users.get(who));
+  if (!user) throw errors.invalidRequest('person: no one has this email or id', { issues: [{ path: 'person', message: 'no one has this email or id', code: 'custom' }] });
+  return user.id;
+}
+
 export function applicationPages(router: Router, ctx: AppContext): void {
   router.get('/applications', (req, res) => listPage(ctx, req, res));
 
   formPost(
     router, ctx, '/applications',
     async (req, res, v) => {
-      const { app, client_secret } = await createApplication(ctx, parseWith(applicationCreate, appInput(v)));
-      await recordChange(ctx, personOf(res), 'applications.create', `application:${app.client_id}`, { name: app.name, type: app.type, redirect_uris: app.redirect_uris });
+      const { app, client_secret } = await createApplication(
+        ctx,
+        parseWith(applicationCreate, appInput(v)),
+        audited(ctx, personOf(res), (a) => ({ action: 'applications.create', target: `application:${a.client_id}`, details: { name: a.name, type: a.type, redirect_uris: a.redirect_uris } })),
+      );
       const view = await applicationJson(ctx, app);
       if (client_secret) return secretPage(ctx, req, res, view, client_secret, `Application ${app.name} created.`);
       return { message: `Application ${app.name} created.`, to: `/console/applications/${seg(app.client_id)}` };
@@ -205,14 +229,11 @@ export function applicationPages(router: Router, ctx: AppContext): void {
   );
 
   router.get('/applications/:id', (req, res) => detailPage(ctx, req, res, pathParam(req, 'id')));
+  const action = detailActions(router, ctx, 'applications', detailPage);
 
-  const page = (req: Request) => `/console/applications/${seg(pathParam(req, 'id'))}`;
-  const again = againOn(ctx, detailPage);
-
-  formPost(
-    router, ctx, '/applications/:id',
-    async (req, res, v) => {
-      const id = pathParam(req, 'id');
+  action(
+    '',
+    async ({ id, v, audit }) => {
       const patch =
         id === CONSOLE_CLIENT_ID
           ? { name: v.name }
@@ -223,60 +244,32 @@ export function applicationPages(router: Router, ctx: AppContext): void {
               refresh_tokens: ticked(v, 'refresh_tokens'),
               first_party: ticked(v, 'first_party'),
             };
-      const { app } = await updateApplication(ctx, id, parseWith(applicationPatch, patch));
-      await recordChange(ctx, personOf(res), 'applications.update', `application:${id}`, patch);
-      return { message: `Application ${app.name} saved.`, to: page(req) };
+      const { app } = await updateApplication(ctx, id, parseWith(applicationPatch, patch), audit(() => ({ action: 'applications.update', target: `application:${id}`, details: patch })));
+      return `Application ${app.name} saved.`;
     },
-    again((edit) => ({ edit })),
+    'edit',
   );
 
-  formPost(
-    router, ctx, '/applications/:id/rotate-secret',
-    async (req, res) => {
-      const id = pathParam(req, 'id');
-      const { app, client_secret } = await updateApplication(ctx, id, { rotate_secret: true });
-      await recordChange(ctx, personOf(res), 'applications.rotate_secret', `application:${id}`);
+  action(
+    '/rotate-secret',
+    async ({ id, req, res, audit }) => {
+      const { app, client_secret } = await updateApplication(ctx, id, { rotate_secret: true }, audit(() => ({ action: 'applications.rotate_secret', target: `application:${id}` })));
       if (!client_secret) throw errors.conflict('no new secret was made');
       secretPage(ctx, req, res, await applicationJson(ctx, app), client_secret, 'The secret was replaced.');
     },
-    again((edit) => ({ edit: asOneList(edit) })),
+    'edit',
+    { oneList: true },
   );
 
-  formPost(
-    router, ctx, '/applications/:id/assign',
-    async (req, res, v) => {
-      const id = pathParam(req, 'id');
-      const who = (v.person ?? '').trim();
-      const user = (await ctx.store.users.getByEmail(who)) ?? (await ctx.store.users.get(who));
-      if (!user) throw errors.invalidRequest('person: no one has this email or id', { issues: [{ path: 'person', message: 'no one has this email or id', code: 'custom' }] });
-      await assignUser(ctx, id, user.id);
-      await recordChange(ctx, personOf(res), 'applications.assign', `application:${id}`, { user_id: user.id }, { user_id: user.id });
-      return { message: `${user.email} is assigned.`, to: page(req) };
-    },
-    again((assign) => ({ assign })),
-  );
+  assignmentActions(ctx, action, 'assign', async (id, v, verb) => ({ clientId: id, userId: verb === 'assign' ? await personNamed(ctx, (v.person ?? '').trim()) : (v.user_id ?? '') }), false);
 
-  formPost(
-    router, ctx, '/applications/:id/unassign',
-    async (req, res, v) => {
-      const id = pathParam(req, 'id');
-      const userId = v.user_id ?? '';
-      await unassignUser(ctx, id, userId);
-      await recordChange(ctx, personOf(res), 'applications.unassign', `application:${id}`, { user_id: userId }, { user_id: userId });
-      return { message: 'Unassigned.', to: page(req) };
-    },
-    again((assign) => ({ assign: asOneList(assign) })),
-  );
-
-  formPost(
-    router, ctx, '/applications/:id/delete',
-    async (req, res) => {
-      const id = pathParam(req, 'id');
-      await deleteApplication(ctx, id);
-      await recordChange(ctx, personOf(res), 'applications.delete', `application:${id}`);
+  action(
+    '/delete',
+    async ({ id, audit }) => {
+      await deleteApplication(ctx, id, audit(() => ({ action: 'applications.delete', target: `application:${id}` })));
       return { message: `Application ${id} deleted.`, to: '/console/applications' };
     },
-    again((danger) => ({ danger: asOneList(danger) })),
-    { confirm: true },
+    'danger',
+    { confirm: true, oneList: true },
   );
 }

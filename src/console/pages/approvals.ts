@@ -2,7 +2,7 @@ import type { Request, Response, Router } from 'express';
 import { answerApproval, approvalView, type Answer } from '../../agents/approvals.js';
 import type { AppContext } from '../../context.js';
 import { ProtocolError } from '../../errors.js';
-import { recordChange } from '../audit.js';
+import { audited } from '../audit.js';
 import { formValues } from '../forms.js';
 import { badge, button, code, escapeHtml as e, hidden, link, postForm, pre, seg, select, table, when, type Html } from '../html.js';
 import { done, personOf, render } from './common.js';
@@ -63,8 +63,18 @@ export function approvalPages(router: Router, ctx: AppContext): void {
     const answer = v.decision === 'approve' || v.decision === 'deny' ? (v.decision as Answer) : undefined;
     if (!answer || !v.id) return done(ctx, res, 'The form needs an approval and decision=approve or decision=deny.', '/console/approvals');
     try {
-      const a = await answerApproval(ctx, v.id, answer, { admin: true });
-      await recordChange(ctx, personOf(res), `approvals.${answer}`, `approval:${a.id}`, { action: a.action, resource: a.resource }, { agent_id: a.agent_id, ...(a.user_id ? { user_id: a.user_id } : {}) });
+      await answerApproval(
+        ctx,
+        v.id,
+        answer,
+        { admin: true },
+        audited(ctx, personOf(res), (a) => ({
+          action: `approvals.${answer}`,
+          target: `approval:${a.id}`,
+          details: { action: a.action, resource: a.resource },
+          about: { agent_id: a.agent_id, ...(a.user_id ? { user_id: a.user_id } : {}) },
+        })),
+      );
       done(ctx, res, answer === 'approve' ? 'Approved.' : 'Denied.', '/console/approvals');
     } catch (err) {
       if (err instanceof ProtocolError && (err.status === 404 || err.status === 409)) return done(ctx, res, 'That request is no longer waiting for an answer.', '/console/approvals');

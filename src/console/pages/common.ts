@@ -1,8 +1,10 @@
 import type { Request, Response, Router } from 'express';
+import type { Recorder } from '../../admin/audit.js';
 import type { AppContext } from '../../context.js';
 import { errors } from '../../errors.js';
+import { audited, type Change } from '../audit.js';
 import type { Part } from '../multipart.js';
-import { consolePage, sendConsolePage, type PageInput } from '../html.js';
+import { consolePage, details, errorList, postForm, sendConsolePage, seg, table, type Html, type PageInput } from '../html.js';
 import { setFlash, takeFlash, type Person } from '../session.js';
 import { formValues, refusal, type FormState, type Values } from '../forms.js';
 
@@ -28,6 +30,13 @@ export function pathParam(req: Request, name: string): string {
   const v = (req.params as Record<string, unknown>)[name];
   if (typeof v !== 'string' || !v) throw errors.notFound(`missing ${name}`);
   return v;
+}
+
+/** The thing a page is about, or the 404 page naming what is missing. */
+export async function existing<T>(thing: Promise<T | undefined>, missing: string): Promise<T> {
+  const found = await thing;
+  if (found === undefined) throw errors.notFound(missing);
+  return found;
 }
 
 /** Destructive forms carry `confirm=yes` (their "I am sure" box). */
@@ -84,7 +93,7 @@ export function formPost(
 export const asOneList = (f: FormState): FormState => ({ ...f, errors: {}, general: [...f.general, ...Object.values(f.errors).flat()] });
 
 /** A page about one thing (`/console/<area>/:id`), shown with some of its forms in a given state. */
-export type DetailPage<F> = (ctx: AppContext, req: Request, res: Response, id: string, forms: F, status: number) => Promise<void>;
+export type DetailPage<F> = (ctx: AppContext, req: Request, res: Response, id: string, forms?: F, status?: number) => Promise<void>;
 
 /**
  * The `again` of a form on a detail page: the page of the thing named in the path, with the
@@ -94,4 +103,85 @@ export function againOn<F>(ctx: AppContext, detail: DetailPage<F>) {
   return (place: (refused: FormState, req: Request) => F | Promise<F>) =>
     async (req: Request, res: Response, refused: FormState): Promise<void> =>
       detail(ctx, req, res, pathParam(req, 'id'), await place(refused, req), refused.status);
+}
+
+/** A field of a form in a given state: its name, what was typed and its errors (spread into input, textarea or select). */
+export type FieldOf = (name: string) => { name: string; value: string | undefined; errors: string[] | undefined };
+
+/**
+ * A console form in the state `f`: a POST carrying the session's CSRF token, the refusal's
+ * summary first (what belongs to no one field), then `inner`, whose fields take what was
+ * typed and their errors from `at`.
+ */
+export function stateForm(action: string, person: Person, f: FormState, inner: (at: FieldOf) => Html, o?: Parameters<typeof postForm>[3]): Html {
+  const at: FieldOf = (name) => ({ name, value: f.values[name], errors: f.errors[name] });
+  return postForm(action, person, `${errorList(f.general)}\n${inner(at)}`, o);
+}
+
+/** A page that lists one kind of thing, with the form that creates one folded beneath. */
+export interface ListPage extends Omit<PageInput, 'person' | 'flash' | 'body'> {
+  /** above the table (a search form) */
+  above?: Html;
+  headers: string[];
+  rows: Html[][];
+  empty: string;
+  /** below the table (a pager) */
+  below?: Html;
+  /** open when it was refused, or when there is nothing to list yet */
+  create: { summary: string; form: Html; open: boolean };
+}
+
+export function renderList(ctx: AppContext, req: Request, res: Response, status: number, p: ListPage): void {
+  const { above, headers, rows, empty, below, create, ...page } = p;
+  render(ctx, req, res, status, {
+    ...page,
+    body: `${above ?? ''}
+${table(headers, rows, { empty })}
+${below ?? ''}
+${details(create.summary, create.form, create.open || status !== 200, 'create')}`,
+  });
+}
+
+/** What an action on a detail page is given: the thing's id, the form, and its audit record's maker. */
+export interface Action {
+  id: string;
+  v: Values;
+  req: Request;
+  res: Response;
+  person: Person;
+  /** the audit record of this change, written by the management function in the change's transaction */
+  audit: <T = void>(describe: (result: T) => Change) => Recorder<T>;
+}
+
+/** The forms of `F` that hold a plain form state (the ones a refusal can be put in by name). */
+export type StateKey<F> = { [K in keyof F]-?: NonNullable<F[K]> extends FormState ? K : never }[keyof F];
+
+/**
+ * The POSTs of a page about one thing (`/console/<area>/:id<path>`). An action answers with the
+ * message for the thing's page (or a Next, or answers itself); a refusal is shown on the thing's
+ * page in the form named by `refusedIn` (as one list with `oneList`), or where a function puts it.
+ */
+export type DetailAction<F> = (
+  path: string,
+  change: (a: Action) => Promise<string | Next | void>,
+  refusedIn: StateKey<NonNullable<F>> | ((refused: FormState, req: Request) => F | Promise<F>),
+  o?: FormPostOptions & { oneList?: boolean },
+) => void;
+
+export function detailActions<F>(router: Router, ctx: AppContext, area: string, detail: DetailPage<F>): DetailAction<F> {
+  const place = againOn(ctx, detail);
+  return (path, change, refusedIn, o = {}) =>
+    formPost(
+      router,
+      ctx,
+      `/${area}/:id${path}`,
+      async (req, res, v) => {
+        const id = pathParam(req, 'id');
+        const person = personOf(res);
+        const next = await change({ id, v, req, res, person, audit: (describe) => audited(ctx, person, describe) });
+        return typeof next === 'string' ? { message: next, to: `/console/${area}/${seg(id)}` } : next;
+      },
+      place(typeof refusedIn === 'function' ? refusedIn : (refused) => ({ [refusedIn]: o.oneList ? asOneList(refused) : refused }) as F),
+      o,
+    );
 }

@@ -4,7 +4,7 @@ import { parseWith } from '../../admin/route.js';
 import { keysRotate } from '../../admin/schemas.js';
 import type { AppContext } from '../../context.js';
 import { RETIRED_KEY_PUBLISHED_SECONDS } from '../../crypto/signing.js';
-import { recordChange } from '../audit.js';
+import { audited } from '../audit.js';
 import { formValues } from '../forms.js';
 import { badge, button, code, escapeHtml as e, postForm, section, select, table, when } from '../html.js';
 import { done, personOf, render } from './common.js';
@@ -42,8 +42,7 @@ export function keyPages(router: Router, ctx: AppContext): void {
   router.post('/keys/rotate', async (req, res) => {
     const v = formValues(req);
     const { alg } = parseWith(keysRotate, v.alg ? { alg: v.alg } : {});
-    const made = await rotateKeys(ctx, alg);
-    await recordChange(ctx, personOf(res), 'keys.rotate', 'keys', { keys: made });
+    const made = await rotateKeys(ctx, alg, audited(ctx, personOf(res), (keys) => ({ action: 'keys.rotate', target: 'keys', details: { keys } })));
     done(ctx, res, `New signing keys: ${made.map((k) => `${k.alg} ${k.kid}`).join(', ')}.`, '/console/keys');
   });
 }

@@ -1,11 +1,11 @@
 import type { Request, Response, Router } from 'express';
-import { applicationJson, assignUser, unassignUser } from '../../admin/applications.js';
+import { applicationJson } from '../../admin/applications.js';
 import { parseWith } from '../../admin/route.js';
 import { userCreate, userPatch } from '../../admin/schemas.js';
 import { createUser, deleteUser, markCredentialCompromised, revokeSessions, updateUser, userJson } from '../../admin/users.js';
 import type { AppContext } from '../../context.js';
 import { errors } from '../../errors.js';
-import { recordChange } from '../audit.js';
+import { audited, type Change } from '../audit.js';
 import { CONSOLE_CLIENT_ID, CONSOLE_ROLE } from '../built-in.js';
 import { emptyForm, jsonField, list, ticked, type FormState, type Values } from '../forms.js';
 import {
@@ -14,7 +14,6 @@ import {
   checkbox,
   code,
   dangerForm,
-  details,
   errorList,
   escapeHtml as e,
   hidden,
@@ -29,7 +28,8 @@ import {
   when,
   type Html,
 } from '../html.js';
-import { againOn, asOneList, formPost, pathParam, personOf, render } from './common.js';
+import { assignmentActions } from './applications.js';
+import { detailActions, type DetailPage, existing, type FieldOf, formPost, pathParam, personOf, render, renderList, stateForm } from './common.js';
 
 const ATTRIBUTES_HINT = 'JSON object for rule conditions, such as {"department": "finance", "clearance": 3}. Empty: none.';
 const PAGE = 50;
@@ -42,23 +42,32 @@ async function roleNames(ctx: AppContext): Promise<string[]> {
 
 const roleList = (id: string, names: string[]): Html => `<datalist id="${e(id)}">${names.map((n) => `<option value="${e(n)}">`).join('')}</datalist>`;
 
+/** The fields a person's create and edit forms share. */
+const profileFields = (at: FieldOf, v: Values, rolesInput: Html, attributeRows: number): Html => `<div class="grid">
+${input({ ...at('email'), label: 'Email', type: 'email', required: true, autocomplete: 'off' })}
+${input({ ...at('name'), label: 'Name', required: true })}
+</div>
+${rolesInput}
+${input({ ...at('groups'), label: 'Groups', hint: 'Comma-separated.' })}
+${textarea({ ...at('attributes'), label: 'Attributes', hint: ATTRIBUTES_HINT, rows: attributeRows, mono: true })}
+${checkbox({ name: 'email_verified', label: 'Email verified', checked: ticked(v, 'email_verified') })}`;
+
+const rolesField = (at: FieldOf): Html => input({ ...at('roles'), label: 'Roles', hint: `Comma-separated; ${CONSOLE_ROLE} opens the console.`, extra: ' list="known-roles"' });
+
 function createForm(res: Response, f: FormState, roles: string[]): Html {
-  const v = f.values;
-  return postForm(
+  return stateForm(
     '/console/people',
     personOf(res),
-    `${errorList(f.general)}
-<div class="grid">
-${input({ name: 'email', label: 'Email', type: 'email', value: v.email, required: true, errors: f.errors.email, autocomplete: 'off' })}
-${input({ name: 'name', label: 'Name', value: v.name, required: true, errors: f.errors.name })}
-</div>
-<div class="grid">
-${input({ name: 'password', label: 'Password', type: 'password', value: '', required: true, errors: f.errors.password, autocomplete: 'new-password' })}
-${input({ name: 'roles', label: 'Roles', hint: `Comma-separated; ${CONSOLE_ROLE} opens the console.`, value: v.roles, errors: f.errors.roles, extra: ' list="known-roles"' })}
-</div>
-${input({ name: 'groups', label: 'Groups', hint: 'Comma-separated.', value: v.groups, errors: f.errors.groups })}
-${textarea({ name: 'attributes', label: 'Attributes', hint: ATTRIBUTES_HINT, value: v.attributes, rows: 2, errors: f.errors.attributes, mono: true })}
-${checkbox({ name: 'email_verified', label: 'Email verified', checked: ticked(v, 'email_verified') })}
+    f,
+    (at) => `${profileFields(
+      at,
+      f.values,
+      `<div class="grid">
+${input({ ...at('password'), value: '', label: 'Password', type: 'password', required: true, autocomplete: 'new-password' })}
+${rolesField(at)}
+</div>`,
+      2,
+    )}
 ${roleList('known-roles', roles)}
 ${button('Create person')}`,
   );
@@ -90,14 +99,16 @@ ${input({ name: 'email', id: 'search-email', label: 'Find by email', type: 'sear
 ${button('Find', { kind: 'plain' })}${email ? ` ${link('/console/people', 'Show everyone')}` : ''}
 </form>`;
   const pager = `<p class="pager">${offset > 0 ? link(`/console/people?offset=${Math.max(offset - PAGE, 0)}`, '← Previous') : ''} ${more ? link(`/console/people?offset=${offset + PAGE}`, 'Next →') : ''}</p>`;
-  render(ctx, req, res, f.status, {
+  renderList(ctx, req, res, f.status, {
     title: 'People',
     section: 'people',
     lead: 'The people who sign in: their roles, groups, applications and sessions.',
-    body: `${search}
-${table(['Email', 'Name', 'Roles', 'Groups', 'Sign-in'], rows, { empty: email ? 'No one has this email.' : 'No people yet.' })}
-${pager}
-${details('Create a person', createForm(res, f, await roleNames(ctx)), f.status !== 200, 'create')}`,
+    above: search,
+    headers: ['Email', 'Name', 'Roles', 'Groups', 'Sign-in'],
+    rows,
+    empty: email ? 'No one has this email.' : 'No people yet.',
+    below: pager,
+    create: { summary: 'Create a person', form: createForm(res, f, await roleNames(ctx)), open: false },
   });
 }
 
@@ -108,10 +119,8 @@ interface DetailForms {
   danger?: FormState;
 }
 
-async function detailPage(ctx: AppContext, req: Request, res: Response, id: string, forms: DetailForms = {}, status = 200): Promise<void> {
-  const found = await ctx.store.users.get(id);
-  if (!found) throw errors.notFound(`no person ${id}`);
-  const u = userJson(found);
+const detailPage: DetailPage<DetailForms> = async (ctx, req, res, id, forms = {}, status = 200) => {
+  const u = userJson(await existing(ctx.store.users.get(id), `no person ${id}`));
   const person = personOf(res);
   const base = `/console/people/${seg(u.id)}`;
   const edit = forms.edit ?? emptyForm({
@@ -123,27 +132,21 @@ async function detailPage(ctx: AppContext, req: Request, res: Response, id: stri
     ...(u.email_verified ? { email_verified: 'on' } : {}),
   });
   const ev = edit.values;
-  const editForm = postForm(
+  const known = await roleNames(ctx);
+  const editForm = stateForm(
     base,
     person,
-    `${errorList(edit.general)}
-<div class="grid">
-${input({ name: 'email', label: 'Email', type: 'email', value: ev.email, required: true, errors: edit.errors.email })}
-${input({ name: 'name', label: 'Name', value: ev.name, required: true, errors: edit.errors.name })}
-</div>
-${input({ name: 'roles', label: 'Roles', hint: `Comma-separated; ${CONSOLE_ROLE} opens the console.`, value: ev.roles, errors: edit.errors.roles, extra: ' list="known-roles"' })}
-${input({ name: 'groups', label: 'Groups', hint: 'Comma-separated.', value: ev.groups, errors: edit.errors.groups })}
-${textarea({ name: 'attributes', label: 'Attributes', hint: ATTRIBUTES_HINT, value: ev.attributes, rows: Math.min(Math.max((ev.attributes ?? '').split('\n').length, 2), 14), errors: edit.errors.attributes, mono: true })}
-${checkbox({ name: 'email_verified', label: 'Email verified', checked: ticked(ev, 'email_verified') })}
-${roleList('known-roles', await roleNames(ctx))}
+    edit,
+    (at) => `${profileFields(at, ev, rolesField(at), Math.min(Math.max((ev.attributes ?? '').split('\n').length, 2), 14))}
+${roleList('known-roles', known)}
 ${button('Save changes')}`,
   );
 
-  const pw = forms.password ?? emptyForm();
-  const passwordForm = postForm(
+  const passwordForm = stateForm(
     `${base}/password`,
     person,
-    `${errorList(pw.general)}${input({ name: 'password', id: 'new-password', label: 'New password', type: 'password', value: '', required: true, errors: pw.errors.password, autocomplete: 'new-password' })}
+    forms.password ?? emptyForm(),
+    (at) => `${input({ ...at('password'), value: '', id: 'new-password', label: 'New password', type: 'password', required: true, autocomplete: 'new-password' })}
 ${button('Set password', { kind: 'plain' })}`,
     { cls: 'row' },
   );
@@ -166,7 +169,7 @@ ${button('Set password', { kind: 'plain' })}`,
     ? postForm(
         `${base}/assign`,
         person,
-        `${errorList(assign.general)}${select({ name: 'client_id', id: 'assign-app', label: 'Assign to', options: assignable.map((a) => [a.client_id, a.name] as const), errors: assign.errors.client_id })}
+        `${select({ name: 'client_id', id: 'assign-app', label: 'Assign to', options: assignable.map((a) => [a.client_id, a.name] as const), errors: assign.errors.client_id })}
 ${button('Assign')}`,
         { cls: 'row' },
       )
@@ -190,13 +193,13 @@ ${postForm(`${base}/revoke-sessions`, person, button('Revoke every session', { k
 <dt>Created</dt><dd>${when(u.created_at)}</dd><dt>Updated</dt><dd>${when(u.updated_at)}</dd>
 </dl>
 ${section('Profile, roles, groups and attributes', editForm)}
-${section('Applications', `${consoleNote}${appsTable}${assignForm}`)}
+${section('Applications', `${consoleNote}${errorList(assign.general)}${appsTable}${assignForm}`)}
 ${section('Sessions', sessionsPart)}
 ${section('Password', `${passwordForm}
 ${postForm(`${base}/compromised`, person, `<p>Marking the password compromised stops it at once, until a new one is set.</p>${button('Mark password compromised', { kind: 'plain' })}`, { confirm: 'Stop this password now?' })}`)}
 ${section('Delete', `${errorList(danger.general)}${dangerForm(`${base}/delete`, person, 'Delete person', 'Yes, delete this person and end everything of theirs', 'delete-person')}`, { cls: 'danger' })}`,
   });
-}
+};
 
 const profile = (v: Values) => ({
   email: (v.email ?? '').trim(),
@@ -207,17 +210,21 @@ const profile = (v: Values) => ({
   email_verified: ticked(v, 'email_verified'),
 });
 
+/** A change to the person `id`: the record's target and its `user_id`. */
+const about = (id: string, action: string, details: Record<string, unknown> = {}): Change => ({ action, target: `user:${id}`, details, about: { user_id: id } });
+
 export function peoplePages(router: Router, ctx: AppContext): void {
-  const page = (req: Request) => `/console/people/${seg(pathParam(req, 'id'))}`;
-  const again = againOn(ctx, detailPage);
   const noPassword = (v: Values): Values => ({ ...v, password: '' });
 
   router.get('/people', (req, res) => listPage(ctx, req, res));
   formPost(
     router, ctx, '/people',
     async (_req, res, v) => {
-      const user = await createUser(ctx, parseWith(userCreate, { ...profile(v), password: v.password ?? '' }));
-      await recordChange(ctx, personOf(res), 'people.create', `user:${user.id}`, { email: user.email, roles: user.roles, groups: user.groups }, { user_id: user.id });
+      const user = await createUser(
+        ctx,
+        parseWith(userCreate, { ...profile(v), password: v.password ?? '' }),
+        audited(ctx, personOf(res), (u) => about(u.id, 'people.create', { email: u.email, roles: u.roles, groups: u.groups })),
+      );
       return { message: `${user.email} created.`, to: `/console/people/${seg(user.id)}` };
     },
     (req, res, refused) => listPage(ctx, req, res, refused),
@@ -225,85 +232,59 @@ export function peoplePages(router: Router, ctx: AppContext): void {
   );
 
   router.get('/people/:id', (req, res) => detailPage(ctx, req, res, pathParam(req, 'id')));
+  const action = detailActions(router, ctx, 'people', detailPage);
 
-  formPost(
-    router, ctx, '/people/:id',
-    async (req, res, v) => {
-      const id = pathParam(req, 'id');
-      const user = await updateUser(ctx, id, parseWith(userPatch, profile(v)));
-      await recordChange(ctx, personOf(res), 'people.update', `user:${id}`, { email: user.email, roles: user.roles, groups: user.groups, attributes: user.attributes, email_verified: user.email_verified }, { user_id: id });
-      return { message: `${user.email} saved.`, to: page(req) };
+  action(
+    '',
+    async ({ id, v, audit }) => {
+      const patch = parseWith(userPatch, profile(v));
+      const user = await updateUser(ctx, id, patch, audit((u) => about(id, 'people.update', { email: u.email, roles: u.roles, groups: u.groups, attributes: u.attributes, email_verified: u.email_verified })));
+      return `${user.email} saved.`;
     },
-    again((edit) => ({ edit })),
+    'edit',
   );
 
-  formPost(
-    router, ctx, '/people/:id/password',
-    async (req, res, v) => {
-      const id = pathParam(req, 'id');
-      await updateUser(ctx, id, parseWith(userPatch, { password: v.password ?? '' }));
-      await recordChange(ctx, personOf(res), 'people.set_password', `user:${id}`, {}, { user_id: id });
-      return { message: 'A new password is set.', to: page(req) };
+  action(
+    '/password',
+    async ({ id, v, audit }) => {
+      await updateUser(ctx, id, parseWith(userPatch, { password: v.password ?? '' }), audit(() => about(id, 'people.set_password')));
+      return 'A new password is set.';
     },
-    again((password) => ({ password })),
+    'password',
     { shown: noPassword },
   );
 
-  formPost(
-    router, ctx, '/people/:id/compromised',
-    async (req, res) => {
-      const id = pathParam(req, 'id');
-      await markCredentialCompromised(ctx, id, 'password', 'marked in the console');
-      await recordChange(ctx, personOf(res), 'people.credential_compromise', `user:${id}`, { credential_type: 'password' }, { user_id: id });
-      return { message: 'The password is marked compromised.', to: page(req) };
+  action(
+    '/compromised',
+    async ({ id, audit }) => {
+      await markCredentialCompromised(ctx, id, 'password', 'marked in the console', audit(() => about(id, 'people.credential_compromise', { credential_type: 'password' })));
+      return 'The password is marked compromised.';
     },
-    again((password) => ({ password: asOneList(password) })),
+    'password',
+    { oneList: true },
   );
 
-  formPost(
-    router, ctx, '/people/:id/revoke-sessions',
-    async (req, res) => {
-      const id = pathParam(req, 'id');
-      const ended = await revokeSessions(ctx, id);
-      await recordChange(ctx, personOf(res), 'people.revoke_sessions', `user:${id}`, { ended }, { user_id: id });
-      return { message: `${ended} session${ended === 1 ? '' : 's'} ended.`, to: id === personOf(res).user.id ? '/console' : page(req) };
+  action(
+    '/revoke-sessions',
+    async ({ id, person, audit }) => {
+      const ended = await revokeSessions(ctx, id, audit((n: number) => about(id, 'people.revoke_sessions', { ended: n })));
+      const message = `${ended} session${ended === 1 ? '' : 's'} ended.`;
+      return id === person.user.id ? { message, to: '/console' } : message;
     },
-    again((danger) => ({ danger: asOneList(danger) })),
+    'danger',
+    { oneList: true },
   );
 
-  formPost(
-    router, ctx, '/people/:id/assign',
-    async (req, res, v) => {
-      const id = pathParam(req, 'id');
-      await assignUser(ctx, v.client_id ?? '', id);
-      await recordChange(ctx, personOf(res), 'applications.assign', `application:${v.client_id}`, { user_id: id }, { user_id: id });
-      return { message: 'Assigned.', to: page(req) };
-    },
-    again((assign) => ({ assign: asOneList(assign) })),
-  );
+  assignmentActions(ctx, action, 'assign', async (id, v) => ({ clientId: v.client_id ?? '', userId: id }), true);
 
-  formPost(
-    router, ctx, '/people/:id/unassign',
-    async (req, res, v) => {
-      const id = pathParam(req, 'id');
-      const clientId = v.client_id ?? '';
-      await unassignUser(ctx, clientId, id);
-      await recordChange(ctx, personOf(res), 'applications.unassign', `application:${clientId}`, { user_id: id }, { user_id: id });
-      return { message: 'Unassigned.', to: page(req) };
-    },
-    again((assign) => ({ assign: asOneList(assign) })),
-  );
-
-  formPost(
-    router, ctx, '/people/:id/delete',
-    async (req, res) => {
-      const id = pathParam(req, 'id');
-      if (id === personOf(res).user.id) throw errors.conflict('you cannot delete yourself while signed in to the console');
-      await deleteUser(ctx, id);
-      await recordChange(ctx, personOf(res), 'people.delete', `user:${id}`, {}, { user_id: id });
+  action(
+    '/delete',
+    async ({ id, person, audit }) => {
+      if (id === person.user.id) throw errors.conflict('you cannot delete yourself while signed in to the console');
+      await deleteUser(ctx, id, audit(() => about(id, 'people.delete')));
       return { message: 'The person was deleted.', to: '/console/people' };
     },
-    again((danger) => ({ danger: asOneList(danger) })),
-    { confirm: true },
+    'danger',
+    { confirm: true, oneList: true },
   );
 }

@@ -6,7 +6,7 @@ import { errors } from '../../errors.js';
 import { DiffTooLarge, diffPolicySets, fieldDescText, type Change, type DiffResult } from '../../policy/diff.js';
 import { formatDiagnostic, loadPolicySet, type PolicySet } from '../../policy/index.js';
 import type { JsonRule, SourceFile } from '../../policy/types.js';
-import { recordChange } from '../audit.js';
+import { audited } from '../audit.js';
 import { formValues, ticked } from '../forms.js';
 import {
   badge,
@@ -170,8 +170,7 @@ export function policyPages(router: Router, ctx: AppContext): void {
   router.post('/policy/reload', async (req, res) => {
     const before = (await ctx.policy.current()).version;
     try {
-      const set = await ctx.policy.reloadFromDisk();
-      await recordChange(ctx, personOf(res), 'policy.reload', 'policy', { before, after: set.version });
+      const set = await ctx.policy.reloadFromDisk(audited(ctx, personOf(res), (after) => ({ action: 'policy.reload', target: 'policy', details: { before, after } })));
       done(ctx, res, set.version === before ? `Reloaded; the version in force is unchanged (${set.version}).` : `Reloaded: ${set.version} is in force.`, '/console/policy');
     } catch (err) {
       if (!(err instanceof PolicyLoadError)) throw err;

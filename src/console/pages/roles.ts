@@ -3,11 +3,11 @@ import { createRole, deleteRole, putRole, roleJson } from '../../admin/roles.js'
 import { parseWith } from '../../admin/route.js';
 import { roleCreate, roleName, rolePut } from '../../admin/schemas.js';
 import type { AppContext } from '../../context.js';
-import { recordChange } from '../audit.js';
+import { audited } from '../audit.js';
 import { CONSOLE_ROLE } from '../built-in.js';
 import { emptyForm, list, type FormState } from '../forms.js';
-import { badge, button, code, dangerForm, details, errorList, escapeHtml as e, hidden, input, postForm, section, textarea, type Html } from '../html.js';
-import { asOneList, formPost, personOf, render } from './common.js';
+import { badge, button, code, dangerForm, details, escapeHtml as e, hidden, input, section, textarea, type Html } from '../html.js';
+import { asOneList, formPost, personOf, render, stateForm } from './common.js';
 
 interface Forms {
   create?: FormState;
@@ -23,24 +23,24 @@ async function rolesPage(ctx: AppContext, req: Request, res: Response, forms: Fo
     return section(
       r.name,
       `${r.permissions.length ? `<p>${r.permissions.map((p) => badge(p)).join(' ')}</p>` : '<p class="empty">No permissions.</p>'}
-${postForm(
+${stateForm(
   '/console/roles/save',
   person,
-  `${hidden('name', r.name)}${errorList(st.general)}
-${textarea({ name: 'permissions', id: `perm-${i}`, label: 'Permissions', hint: 'One per line: <action>:<resource_kind>; * may stand for either part.', value: st.values.permissions, rows: 3, errors: st.errors.permissions, mono: true })}
+  st,
+  (at) => `${hidden('name', r.name)}
+${textarea({ ...at('permissions'), id: `perm-${i}`, label: 'Permissions', hint: 'One per line: <action>:<resource_kind>; * may stand for either part.', rows: 3, mono: true })}
 ${button('Save permissions', { kind: 'plain' })}`,
 )}
 ${dangerForm('/console/roles/delete', person, 'Delete role', `Yes, delete the role ${r.name}`, `delete-role-${i}`, hidden('name', r.name))}`,
       { id: `role-${r.name}`, cls: 'card' },
     );
   });
-  const c = forms.create ?? emptyForm();
-  const createForm = postForm(
+  const createForm = stateForm(
     '/console/roles',
     person,
-    `${errorList(c.general)}
-${input({ name: 'name', label: 'Name', value: c.values.name, required: true, errors: c.errors.name })}
-${textarea({ name: 'permissions', id: 'new-permissions', label: 'Permissions', hint: 'One per line, such as create:refunds.', value: c.values.permissions, rows: 3, errors: c.errors.permissions, mono: true })}
+    forms.create ?? emptyForm(),
+    (at) => `${input({ ...at('name'), label: 'Name', required: true })}
+${textarea({ ...at('permissions'), id: 'new-permissions', label: 'Permissions', hint: 'One per line, such as create:refunds.', rows: 3, mono: true })}
 ${button('Create role')}`,
   );
   render(ctx, req, res, status, {
@@ -62,8 +62,7 @@ export function rolePages(router: Router, ctx: AppContext): void {
     router, ctx, '/roles',
     async (_req, res, v) => {
       const body = parseWith(roleCreate, { name: (v.name ?? '').trim(), permissions: list(v.permissions) });
-      const role = await createRole(ctx, body.name, body.permissions);
-      await recordChange(ctx, personOf(res), 'roles.create', `role:${role.name}`, { permissions: role.permissions });
+      const role = await createRole(ctx, body.name, body.permissions, audited(ctx, personOf(res), (r) => ({ action: 'roles.create', target: `role:${r.name}`, details: { permissions: r.permissions } })));
       return { message: `Role ${role.name} created.`, to: '/console/roles' };
     },
     (req, res, create) => rolesPage(ctx, req, res, { create }, create.status),
@@ -76,8 +75,7 @@ export function rolePages(router: Router, ctx: AppContext): void {
       const name = v.name ?? '';
       parseWith(roleName, name, 'name');
       const body = parseWith(rolePut, { permissions: list(v.permissions) });
-      const { role } = await putRole(ctx, name, body.permissions);
-      await recordChange(ctx, personOf(res), 'roles.update', `role:${role.name}`, { permissions: role.permissions });
+      const { role } = await putRole(ctx, name, body.permissions, audited(ctx, personOf(res), (r) => ({ action: 'roles.update', target: `role:${r.name}`, details: { permissions: r.permissions } })));
       return { message: `Role ${role.name} saved.`, to: '/console/roles' };
     },
     (req, res, state) => rolesPage(ctx, req, res, { edit: { name: state.values.name ?? '', state } }, state.status),
@@ -88,8 +86,7 @@ export function rolePages(router: Router, ctx: AppContext): void {
     router, ctx, '/roles/delete',
     async (_req, res, v) => {
       const name = v.name ?? '';
-      await deleteRole(ctx, name);
-      await recordChange(ctx, personOf(res), 'roles.delete', `role:${name}`);
+      await deleteRole(ctx, name, audited(ctx, personOf(res), () => ({ action: 'roles.delete', target: `role:${name}` })));
       return { message: `Role ${name} deleted.`, to: '/console/roles' };
     },
     // The refusal shows on the role's own card, above its permissions as they are.

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Request, Response, Router } from 'express';
+import type { Recorder } from '../../admin/audit.js';
 import { parseWith } from '../../admin/route.js';
 import { createRule, deleteRule, disableRule, enableRule, ruleJson, updateRule, validateAndRecord, validateRule } from '../../admin/rules.js';
 import { CONDITION_OPS, ruleCreate, type RuleCreate } from '../../admin/schemas.js';
@@ -9,7 +10,7 @@ import { toJsonRule } from '../../authz/policy-service.js';
 import { formatRule } from '../../policy/format.js';
 import { jsonRuleToAst } from '../../policy/json.js';
 import type { Rule } from '../../store/rules.js';
-import { recordChange } from '../audit.js';
+import { audited, type Change } from '../audit.js';
 import { emptyForm, FieldProblem, formValues, list, refusal, type FieldErrors, type FormState, type Values } from '../forms.js';
 import {
   badge,
@@ -250,7 +251,7 @@ ${postForm(`${base}/enable`, person, button('Enable', { id: 'rule-enable' }))}`;
     lifecycle = '<p>Validate and Save the rule before it can be enabled.</p>';
   }
   const d = danger ?? emptyForm();
-  render(ctx, req, res, state.status, {
+  render(ctx, req, res, danger?.status ?? state.status, {
     title: r.name,
     section: 'rules',
     lead: `${effectBadge(r.effect)} ${badge(r.state, STATE_KIND[r.state] ?? '')} ${r.validated ? badge('validated', 'ok') : badge('not validated')}`,
@@ -285,6 +286,24 @@ async function dryRun(ctx: AppContext, v: Values, id: string, existing?: Rule): 
   return { values: v, ...placed, status: problems.length ? 400 : 200, valid: problems.length === 0 };
 }
 
+type Validation = Awaited<ReturnType<typeof validateAndRecord>>;
+
+const named = (r: Rule, action: string): Change => ({ action, target: `rule:${r.id}`, details: { name: r.name } });
+
+/**
+ * Save of the rule form: the rule is written, validated (its validated content remembered)
+ * and recorded with the outcome, all in the write's one transaction.
+ */
+async function validatedSave(ctx: AppContext, res: Response, action: string, save: (record: Recorder<Rule>) => Promise<Rule>): Promise<[Rule, Validation]> {
+  let check: Validation = { valid: false, errors: [] };
+  const record = audited<Rule>(ctx, personOf(res), (r) => ({ action, target: `rule:${r.id}`, details: { ...ruleJson(r), valid: check.valid } }));
+  const rule = await save(async (tx, r) => {
+    check = await validateAndRecord(ctx, r.id, tx);
+    await record(tx, r);
+  });
+  return [rule, check];
+}
+
 export function rulePages(router: Router, ctx: AppContext): void {
   router.get('/rules', (req, res) => listPage(ctx, req, res));
   router.get('/rules/new', (req, res) => newPage(ctx, req, res));
@@ -294,13 +313,12 @@ export function rulePages(router: Router, ctx: AppContext): void {
     const id = randomUUID();
     if (v.step === 'validate') return newPage(ctx, req, res, await dryRun(ctx, v, id));
     let rule: Rule;
+    let check: Validation;
     try {
-      rule = await createRule(ctx, parseWith(ruleCreate, ruleInput(v)), id);
+      [rule, check] = await validatedSave(ctx, res, 'rules.create', (record) => createRule(ctx, parseWith(ruleCreate, ruleInput(v)), id, record));
     } catch (err) {
       return newPage(ctx, req, res, { ...refusal(err, v, ruleField), valid: false });
     }
-    const check = await validateAndRecord(ctx, rule.id);
-    await recordChange(ctx, personOf(res), 'rules.create', `rule:${rule.id}`, { ...ruleJson(rule), valid: check.valid });
     done(ctx, res, check.valid ? `Rule ${rule.name} saved as a draft. Enable it to put it in force.` : `Rule ${rule.name} saved as a draft; it does not validate yet.`, `/console/rules/${seg(rule.id)}`);
   });
 
@@ -313,13 +331,12 @@ export function rulePages(router: Router, ctx: AppContext): void {
     const v = formValues(req);
     if (v.step === 'validate') return rulePage(ctx, req, res, id, await dryRun(ctx, v, id, existing));
     let rule: Rule;
+    let check: Validation;
     try {
-      rule = await updateRule(ctx, id, parseWith(ruleCreate, ruleInput(v)));
+      [rule, check] = await validatedSave(ctx, res, 'rules.update', (record) => updateRule(ctx, id, parseWith(ruleCreate, ruleInput(v)), record));
     } catch (err) {
       return rulePage(ctx, req, res, id, { ...refusal(err, v, ruleField), valid: false });
     }
-    const check = await validateAndRecord(ctx, id);
-    await recordChange(ctx, personOf(res), 'rules.update', `rule:${id}`, { ...ruleJson(rule), valid: check.valid });
     if (!check.valid) {
       return rulePage(ctx, req, res, id, { values: v, ...placeValidation(check.errors, id, v), status: 400, valid: false });
     }
@@ -331,20 +348,18 @@ export function rulePages(router: Router, ctx: AppContext): void {
     const id = pathParam(req, 'id');
     let rule: Rule;
     try {
-      rule = await enableRule(ctx, id);
+      rule = await enableRule(ctx, id, audited(ctx, personOf(res), (r) => named(r, 'rules.enable')));
     } catch (err) {
       const found = await ctx.store.rules.get(id);
       const st = refusal(err, found ? valuesOf(found) : {});
       return rulePage(ctx, req, res, id, { ...st, ...placeValidation(st.general, id, st.values), valid: false });
     }
-    await recordChange(ctx, personOf(res), 'rules.enable', `rule:${id}`, { name: rule.name, policy_version: (await ctx.policy.current()).version });
     done(ctx, res, `Rule ${rule.name} is live.`, `/console/rules/${seg(id)}`);
   });
 
   router.post('/rules/:id/disable', async (req, res) => {
     const id = pathParam(req, 'id');
-    const rule = await disableRule(ctx, id);
-    await recordChange(ctx, personOf(res), 'rules.disable', `rule:${id}`, { name: rule.name });
+    const rule = await disableRule(ctx, id, audited(ctx, personOf(res), (r) => named(r, 'rules.disable')));
     done(ctx, res, `Rule ${rule.name} is disabled.`, `/console/rules/${seg(id)}`);
   });
 
@@ -352,10 +367,12 @@ export function rulePages(router: Router, ctx: AppContext): void {
     router, ctx, '/rules/:id/delete',
     async (req, res) => {
       const id = pathParam(req, 'id');
-      const found = await ctx.store.rules.get(id);
-      await deleteRule(ctx, id);
-      await recordChange(ctx, personOf(res), 'rules.delete', `rule:${id}`, { name: found?.name });
-      return { message: `Rule ${found?.name ?? id} deleted.`, to: '/console/rules' };
+      let name = id;
+      await deleteRule(ctx, id, audited(ctx, personOf(res), (r) => {
+        name = r.name;
+        return named(r, 'rules.delete');
+      }));
+      return { message: `Rule ${name} deleted.`, to: '/console/rules' };
     },
     (req, res, refused) => rulePage(ctx, req, res, pathParam(req, 'id'), undefined, asOneList(refused)),
     { confirm: true },

@@ -3,24 +3,10 @@ import type { AppContext } from '../../context.js';
 import { SUPPORTED_EVENT_TYPES } from '../../signals.js';
 import { createStream, deleteStream } from '../../ssf/router.js';
 import { PUSH_DELIVERY, streamView } from '../../ssf/streams.js';
-import { recordChange } from '../audit.js';
+import { audited } from '../audit.js';
 import { all, emptyForm, type FormState } from '../forms.js';
-import {
-  badge,
-  button,
-  checkbox,
-  code,
-  dangerForm,
-  details,
-  errorList,
-  escapeHtml as e,
-  hidden,
-  input,
-  postForm,
-  select,
-  table,
-} from '../html.js';
-import { asOneList, formPost, personOf, render } from './common.js';
+import { badge, button, checkbox, code, dangerForm, errorList, escapeHtml as e, hidden, input, select } from '../html.js';
+import { asOneList, formPost, personOf, renderList, stateForm } from './common.js';
 
 /** The event's short name: the last segment of its URI. */
 const shortEvent = (uri: string) => uri.split('/').pop() ?? uri;
@@ -43,23 +29,25 @@ async function streamsPage(ctx: AppContext, req: Request, res: Response, f: Form
   const events = SUPPORTED_EVENT_TYPES.map((uri, i) =>
     checkbox({ name: 'events', id: `event-${i}`, value: uri, label: shortEvent(uri), checked: chosen.has(uri) }),
   ).join('\n');
-  const form = postForm(
+  const form = stateForm(
     '/console/streams',
     person,
-    `${errorList(f.general)}
-${input({ name: 'endpoint_url', label: 'Receiver endpoint (push, RFC 8935)', type: 'url', value: v.endpoint_url, required: true, errors: f.errors.endpoint_url, placeholder: 'https://receiver.example/events' })}
-${input({ name: 'authorization_header', label: 'Authorization header sent with each event (optional)', value: '', errors: f.errors.authorization_header, autocomplete: 'off' })}
-${input({ name: 'description', label: 'Description', value: v.description, errors: f.errors.description })}
-${select({ name: 'format', label: 'Subject format', value: v.format ?? 'iss_sub', options: [['iss_sub', 'iss_sub (issuer and subject)'], ['email', 'email']], errors: f.errors.format })}
+    f,
+    (at) => `${input({ ...at('endpoint_url'), label: 'Receiver endpoint (push, RFC 8935)', type: 'url', required: true, placeholder: 'https://receiver.example/events' })}
+${input({ ...at('authorization_header'), value: '', label: 'Authorization header sent with each event (optional)', autocomplete: 'off' })}
+${input({ ...at('description'), label: 'Description' })}
+${select({ ...at('format'), label: 'Subject format', value: v.format ?? 'iss_sub', options: [['iss_sub', 'iss_sub (issuer and subject)'], ['email', 'email']] })}
 <fieldset><legend>Events</legend>${f.errors.events_requested ? `<p class="field-error">${e(f.errors.events_requested.join(' '))}</p>` : ''}<div class="checks">${events}</div></fieldset>
 ${button('Create stream')}`,
   );
-  render(ctx, req, res, f.status, {
+  renderList(ctx, req, res, f.status, {
     title: 'Shared Signals streams',
     section: 'streams',
     lead: `Receivers of security events (OpenID Shared Signals Framework 1.0), delivered by ${code('POST')} as Security Event Tokens.`,
-    body: `${table(['Stream', 'Delivers to', 'Events', 'Status', ''], rows, { empty: 'No streams yet.' })}
-${details('Create a stream', form, f.status !== 200 || !streams.length, 'create')}`,
+    headers: ['Stream', 'Delivers to', 'Events', 'Status', ''],
+    rows,
+    empty: 'No streams yet.',
+    create: { summary: 'Create a stream', form, open: !streams.length },
   });
 }
 
@@ -70,13 +58,16 @@ export function streamPages(router: Router, ctx: AppContext): void {
     router, ctx, '/streams',
     async (req, res, v) => {
       const header = (v.authorization_header ?? '').trim();
-      const stream = await createStream(ctx, {
-        delivery: { method: PUSH_DELIVERY, endpoint_url: (v.endpoint_url ?? '').trim(), ...(header ? { authorization_header: header } : {}) },
-        events_requested: all(req, 'events'),
-        description: (v.description ?? '').trim() || null,
-        format: v.format,
-      });
-      await recordChange(ctx, personOf(res), 'streams.create', `stream:${stream.stream_id}`, { endpoint_url: stream.endpoint_url, events_requested: stream.events_requested });
+      const stream = await createStream(
+        ctx,
+        {
+          delivery: { method: PUSH_DELIVERY, endpoint_url: (v.endpoint_url ?? '').trim(), ...(header ? { authorization_header: header } : {}) },
+          events_requested: all(req, 'events'),
+          description: (v.description ?? '').trim() || null,
+          format: v.format,
+        },
+        audited(ctx, personOf(res), (s) => ({ action: 'streams.create', target: `stream:${s.stream_id}`, details: { endpoint_url: s.endpoint_url, events_requested: s.events_requested } })),
+      );
       return { message: `Stream ${stream.stream_id} created.`, to: '/console/streams' };
     },
     (req, res, refused) => streamsPage(ctx, req, res, refused),
@@ -88,8 +79,7 @@ export function streamPages(router: Router, ctx: AppContext): void {
     router, ctx, '/streams/delete',
     async (_req, res, v) => {
       const id = v.stream_id ?? '';
-      await deleteStream(ctx, id);
-      await recordChange(ctx, personOf(res), 'streams.delete', `stream:${id}`);
+      await deleteStream(ctx, id, audited(ctx, personOf(res), () => ({ action: 'streams.delete', target: `stream:${id}` })));
       return { message: `Stream ${id} deleted.`, to: '/console/streams' };
     },
     (req, res, refused) => streamsPage(ctx, req, res, { ...emptyForm(), status: refused.status }, { id: refused.values.stream_id ?? '', state: asOneList(refused) }),
