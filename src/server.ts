@@ -47,7 +47,8 @@ export interface OpenOptions {
  * the primary prepared.
  */
 export async function openContext(config: Config, logger: Logger, role: ProcessRole = 'primary', opts: OpenOptions = {}): Promise<AppContext> {
-  const { store, lease } = await openStore(config, logger, role);
+  const clock = opts.clock ?? systemClock;
+  const { store, lease } = await openStore(config, logger, role, clock);
   try {
     const box = await openSecretBox(config, store, role, logger);
     const keys = new SigningKeys(store.keys, store.settings, box);
@@ -80,7 +81,7 @@ export async function openContext(config: Config, logger: Logger, role: ProcessR
       urls: endpointUrls(config.issuer),
       signals: createSignalSink({ issuer: config.issuer }),
       policy,
-      clock: opts.clock ?? systemClock,
+      clock,
       metrics,
       adminTokenHash,
     };
@@ -111,7 +112,7 @@ export async function openContext(config: Config, logger: Logger, role: ProcessR
 
 // ---- The database: a real, writable SQLite file used by one instance at a time, or PostgreSQL shared by many. ----
 
-async function openStore(config: Config, logger: Logger, role: ProcessRole): Promise<{ store: Store; lease: InstanceLease | null }> {
+async function openStore(config: Config, logger: Logger, role: ProcessRole, clock: Clock): Promise<{ store: Store; lease: InstanceLease | null }> {
   const file = config.dbFile;
   let db: Awaited<ReturnType<typeof openDatabase>>;
   try {
@@ -123,7 +124,7 @@ async function openStore(config: Config, logger: Logger, role: ProcessRole): Pro
   try {
     const applied = role === 'primary' ? await migrate(db) : [];
     if (applied.length) logger.info({ migrations: applied }, 'database migrated');
-    store = createStore(db, await db.changeFeed());
+    store = createStore(db, await db.changeFeed(), clock);
     // One instance per SQLite file; PostgreSQL is shared by many instances by design.
     const lease = role === 'primary' && db.dialect === 'sqlite' ? await InstanceLease.acquire(store, file) : null;
     return { store, lease };

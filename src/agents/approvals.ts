@@ -36,7 +36,7 @@ export function approvalView(ctx: AppContext, a: Approval): ApprovalView {
   return {
     id: a.id,
     kind: a.kind,
-    state: displayState(a),
+    state: displayState(a, Math.floor(ctx.clock.now() / 1000)),
     agent_id: a.agent_id,
     user_id: a.user_id,
     binding_message: a.binding_message,
@@ -68,8 +68,9 @@ export async function answerApproval(
 ): Promise<Approval> {
   const approval = await ctx.store.agentAuth.get(id);
   if (!approval || ('userId' in by && approval.user_id !== by.userId)) throw errors.notFound('no such approval');
-  if (displayState(approval) !== 'pending') throw errors.conflict(`the request is ${displayState(approval)}, not pending`);
   const t = Math.floor(ctx.clock.now() / 1000);
+  const shown = displayState(approval, t);
+  if (shown !== 'pending') throw errors.conflict(`the request is ${shown}, not pending`);
   const expiresAt = approval.kind === 'action' ? t + APPROVAL_WINDOW_SECONDS : approval.expires_at;
   const state = answer === 'approve' ? 'approved' : 'denied';
   const who = 'admin' in by ? 'admin' : `user:${by.userId}`;

@@ -20,21 +20,30 @@ import type { AppContext } from '../context.js';
  * on another (a client with several connections, or a new connection per call) is not verified
  * again.
  */
+export interface VerifiedTokenCacheOptions {
+  /** how many tokens at the most (the oldest go first) */
+  max?: number;
+  /** called for each token remembered here (to tell the other workers) */
+  onRemember?: (digest: string, exp: number) => void;
+  /** called on each lookup, hit or miss */
+  onLookup?: (hit: boolean) => void;
+  /** called for each token another worker told of */
+  onAdopt?: () => void;
+}
+
 export class VerifiedTokenCache {
   /** SHA-256 of the token text → its `exp` (seconds) */
   private entries = new Map<string, number>();
 
-  constructor(
-    private readonly max = 100_000,
-    /** called for each token remembered here (to tell the other workers) */
-    private readonly onRemember?: (digest: string, exp: number) => void,
-    /** called on each lookup, hit or miss */
-    private readonly onLookup?: (hit: boolean) => void,
-  ) {}
+  private readonly max: number;
+
+  constructor(private readonly options: VerifiedTokenCacheOptions = {}) {
+    this.max = options.max ?? 100_000;
+  }
 
   get(token: string, nowSeconds: number): { payload: JWTPayload; header: Record<string, unknown> } | undefined {
     const found = this.lookup(token, nowSeconds);
-    this.onLookup?.(found !== undefined);
+    this.options.onLookup?.(found !== undefined);
     return found;
   }
 
@@ -57,12 +66,13 @@ export class VerifiedTokenCache {
     if (typeof payload.exp !== 'number') return;
     const key = digestOf(token);
     this.put(key, payload.exp);
-    this.onRemember?.(key, payload.exp);
+    this.options.onRemember?.(key, payload.exp);
   }
 
   /** A token another worker of this instance verified or signed, by its digest. */
   adopt(digest: string, exp: number): void {
     this.put(digest, exp);
+    this.options.onAdopt?.();
   }
 
   get size(): number {
@@ -167,13 +177,13 @@ export function verifiedTokens(ctx: AppContext, purpose: string): VerifiedTokenC
   let c = m.get(purpose);
   if (!c) {
     const kind = purpose === 'txn' ? 'transaction' : purpose.startsWith('at:') ? 'access' : purpose.split(':')[0]!;
-    const hits = ctx.metrics.verifiedTokenCache.labels(kind, 'hit');
-    const misses = ctx.metrics.verifiedTokenCache.labels(kind, 'miss');
-    c = new VerifiedTokenCache(
-      undefined,
-      (digest, exp) => outboxes.get(ctx)?.add(purpose, digest, exp),
-      (hit) => (hit ? hits : misses).inc(),
-    );
+    const count = (result: 'hit' | 'miss' | 'shared') => ctx.metrics.verifiedTokenCache.labels(kind, result);
+    const [hits, misses, shared] = [count('hit'), count('miss'), count('shared')];
+    c = new VerifiedTokenCache({
+      onRemember: (digest, exp) => outboxes.get(ctx)?.add(purpose, digest, exp),
+      onLookup: (hit) => (hit ? hits : misses).inc(),
+      onAdopt: () => shared.inc(),
+    });
     m.set(purpose, c);
   }
   return c;

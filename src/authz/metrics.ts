@@ -22,7 +22,7 @@ export interface Metrics {
   rateLimited: Counter<'route'>;
   /** Shared Signals pushes by outcome (delivered, retry, failed) */
   ssfPushes: Counter<'outcome'>;
-  /** lookups of our own tokens among those already verified here, by kind and hit or miss (a miss costs a signature verify) */
+  /** lookups of our own tokens among those already verified here, by kind and hit or miss (a miss costs a signature verify), and tokens another worker told of (shared) */
   verifiedTokenCache: Counter<'kind' | 'result'>;
   /** installs the scrape-time gauges that read the context (backlogs, policy) */
   attach(ctx: AppContext): void;
@@ -73,7 +73,7 @@ export function createMetrics(opts: { defaults?: boolean } = {}): Metrics {
     }),
     verifiedTokenCache: new Counter({
       name: 'gatehouse_verified_token_cache_total',
-      help: 'Tokens of ours presented again, by kind (access, transaction, authzen): hit (known good) or miss (its signature is verified)',
+      help: 'Tokens of ours presented again, by kind (access, transaction, authzen): hit (known good) or miss (its signature is verified); shared: told of by another worker',
       labelNames: ['kind', 'result'],
       registers,
     }),

@@ -129,7 +129,7 @@ export function startDeliveryWorker(ctx: AppContext, opts: DeliveryOptions = DEF
       ctx.metrics.ssfPushes.inc({ outcome: 'failed' });
       log.warn({ stream_id: row.stream_id, jti: row.jti, attempts, error: result.error }, 'ssf event failed');
     } else {
-      await ctx.store.ssf.markRetry(row.id, row.stream_id, Date.now() + retryDelay(attempts, opts), result.error);
+      await ctx.store.ssf.markRetry(row.id, row.stream_id, ctx.clock.now() + retryDelay(attempts, opts), result.error);
       ctx.metrics.ssfPushes.inc({ outcome: 'retry' });
       log.info({ stream_id: row.stream_id, jti: row.jti, attempts, error: result.error }, 'ssf push failed; will retry');
     }
@@ -146,14 +146,14 @@ export function startDeliveryWorker(ctx: AppContext, opts: DeliveryOptions = DEF
    * one at once, so a backlog drains at the receivers' pace, not the poll's.
    */
   async function deliverDue(): Promise<number> {
-    const streams = await ctx.store.ssf.dueStreams(Date.now(), opts.batchSize);
+    const streams = await ctx.store.ssf.dueStreams(ctx.clock.now(), opts.batchSize);
     let delivered = 0;
     await Promise.all(
       streams.map(async (streamId) => {
         const lease = `ssf-stream:${streamId}`;
         if (!(await ctx.store.leases.acquire(lease, owner, leaseMs))) return;
         try {
-          const rows = await ctx.store.ssf.dueOf(streamId, Date.now(), PER_STREAM_PER_PASS);
+          const rows = await ctx.store.ssf.dueOf(streamId, ctx.clock.now(), PER_STREAM_PER_PASS);
           // Pushes go one at a time, in order; their signatures are made ahead, side by side.
           const signed = rows.map((row) => signSet(ctx.keys, row.claims as SetClaims));
           for (const p of signed) p.catch(() => undefined);
@@ -172,7 +172,7 @@ export function startDeliveryWorker(ctx: AppContext, opts: DeliveryOptions = DEF
   }
 
   async function prune(): Promise<void> {
-    const t = Date.now();
+    const t = ctx.clock.now();
     if (t - lastPrune < 60 * 60 * 1000) return;
     lastPrune = t;
     // once an hour across all instances

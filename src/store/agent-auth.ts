@@ -1,5 +1,6 @@
 import type { Sql } from './sql.js';
-import { bool, now, parseJson } from './util.js';
+import type { Clock } from '../context.js';
+import { bool, parseJson, secondsOf } from './util.js';
 
 export type ApprovalKind = 'ciba' | 'action';
 export type ApprovalState = 'pending' | 'approved' | 'denied' | 'consumed';
@@ -47,8 +48,8 @@ const toApproval = (r: Row): Approval => {
   };
 };
 
-/** pending past its expiry reads as `expired` */
-export const displayState = (a: Approval, t = now()): ApprovalState | 'expired' =>
+/** pending past its expiry (at `t`, seconds since the epoch) reads as `expired` */
+export const displayState = (a: Approval, t: number): ApprovalState | 'expired' =>
   a.state === 'pending' && a.expires_at <= t ? 'expired' : a.state;
 
 export interface NewCibaRequest {
@@ -87,7 +88,8 @@ const BY_ID = 'SELECT * FROM agent_approvals WHERE id = ?';
 const BY_AUTH_REQ = 'SELECT * FROM agent_approvals WHERE auth_req_hash = ?';
 
 /** Client assertion replay protection, CIBA requests and approvals. */
-export function agentAuthStore(sql: Sql) {
+export function agentAuthStore(sql: Sql, clock: Clock) {
+  const now = (): number => secondsOf(clock);
   let inserts = 0;
   const purge = async (t: number): Promise<number> => {
     const jtis = await sql.run('DELETE FROM agent_assertion_jtis WHERE expires_at < ?', [t - 60]);
@@ -118,7 +120,7 @@ export function agentAuthStore(sql: Sql) {
       await sql.run(
         `INSERT INTO agent_approvals (id, kind, agent_id, user_id, binding_message, auth_req_hash, auth_req_enc, scope, openid, poll_interval, last_poll_ms, created_at, expires_at)
          VALUES (@id, 'ciba', @agent_id, @user_id, @binding_message, @auth_req_hash, @auth_req_enc, @scope, @openid, @poll_interval, @last_poll_ms, @created_at, @expires_at)`,
-        { ...r, scope: JSON.stringify(r.scope), openid: r.openid ? 1 : 0, last_poll_ms: Date.now(), created_at: t },
+        { ...r, scope: JSON.stringify(r.scope), openid: r.openid ? 1 : 0, last_poll_ms: clock.now(), created_at: t },
       );
       return (await byId(sql, r.id))!;
     },

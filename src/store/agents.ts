@@ -1,6 +1,7 @@
 import type { Sql } from './sql.js';
 import { attributesOf, type Attributes } from './entities.js';
-import { now, parseJson } from './util.js';
+import type { Clock } from '../context.js';
+import { parseJson, secondsOf } from './util.js';
 
 export type AgentMode = 'delegated' | 'autonomous';
 export interface Capability { name: string; limits: Record<string, unknown> }
@@ -57,17 +58,18 @@ const toAgent = (r: Row, caps: { name: string; limits: string }[]): Agent => ({
   updated_at: r.updated_at,
 });
 
-const params = (id: string, f: AgentFields) => ({
+const params = (id: string, f: AgentFields, t: number) => ({
   agent_id: id,
   name: f.name,
   mode: f.mode,
   public_jwk: JSON.stringify(f.public_jwk),
   roles: JSON.stringify(f.roles),
   attributes: f.attributes === undefined ? null : JSON.stringify(f.attributes),
-  t: now(),
+  t,
 });
 
-export function agentsStore(sql: Sql) {
+export function agentsStore(sql: Sql, clock: Clock) {
+  const now = (): number => secondsOf(clock);
   const load = async (s: Sql, id: string): Promise<Agent | undefined> => {
     const r = await s.get<Row>(BY_ID, [id]);
     if (!r) return undefined;
@@ -81,7 +83,7 @@ export function agentsStore(sql: Sql) {
         await tx.run(
           `INSERT INTO agents (agent_id, name, mode, public_jwk, roles, attributes, created_at, updated_at)
            VALUES (@agent_id, @name, @mode, @public_jwk, @roles, COALESCE(CAST(@attributes AS TEXT), '{}'), @t, @t)`,
-          params(id, f),
+          params(id, f, now()),
         );
         for (const c of capabilities) await tx.run(PUT_CAP, [id, c.name, JSON.stringify(c.limits ?? {})]);
         return (await load(tx, id))!;
@@ -102,7 +104,7 @@ export function agentsStore(sql: Sql) {
         const changed = await tx.run(
           `UPDATE agents SET name = @name, mode = @mode, public_jwk = @public_jwk, roles = @roles,
              attributes = COALESCE(CAST(@attributes AS TEXT), attributes), updated_at = @t WHERE agent_id = @agent_id`,
-          params(id, f),
+          params(id, f, now()),
         );
         if (changed.changes === 0) return undefined;
         if (capabilities) {

@@ -1,6 +1,7 @@
 import { bumpCounter, type ChangeFeed } from './changes.js';
 import type { Sql } from './sql.js';
-import { bool, now, parseJson } from './util.js';
+import type { Clock } from '../context.js';
+import { bool, parseJson, secondsOf } from './util.js';
 
 export type ApplicationType = 'web' | 'spa' | 'native' | 'm2m' | 'api';
 
@@ -60,7 +61,7 @@ export interface NewApplication {
 
 const BY_ID = 'SELECT * FROM applications WHERE client_id = ?';
 
-const params = (a: Omit<NewApplication, 'secret_hash'>) => ({
+const params = (a: Omit<NewApplication, 'secret_hash'>, t: number) => ({
   client_id: a.client_id,
   name: a.name,
   type: a.type,
@@ -69,13 +70,14 @@ const params = (a: Omit<NewApplication, 'secret_hash'>) => ({
   confidential: a.confidential ? 1 : 0,
   refresh_tokens: a.refresh_tokens ? 1 : 0,
   first_party: a.first_party ? 1 : 0,
-  t: now(),
+  t,
 });
 
 /** The change counter every write to applications and their grants moves (client authentication caches on it). */
 export const APPLICATIONS_DOMAIN = 'applications';
 
-export function applicationsStore(sql: Sql, changes: ChangeFeed) {
+export function applicationsStore(sql: Sql, changes: ChangeFeed, clock: Clock) {
+  const now = (): number => secondsOf(clock);
   const byId = (clientId: string) => sql.get<Row>(BY_ID, [clientId]);
   /** A write and the counter's move, in one transaction. */
   const write = <T>(fn: (tx: Sql) => Promise<T>): Promise<T> =>
@@ -89,7 +91,7 @@ export function applicationsStore(sql: Sql, changes: ChangeFeed) {
       await write((tx) => tx.run(
         `INSERT INTO applications (client_id, name, type, redirect_uris, post_logout_redirect_uris, confidential, secret_hash, refresh_tokens, first_party, created_at, updated_at)
          VALUES (@client_id, @name, @type, @redirect_uris, @post_logout_redirect_uris, @confidential, @secret_hash, @refresh_tokens, @first_party, @t, @t)`,
-        { ...params(a), secret_hash: a.secret_hash },
+        { ...params(a, now()), secret_hash: a.secret_hash },
       ));
       return toApp((await byId(a.client_id))!);
     },
@@ -107,7 +109,7 @@ export function applicationsStore(sql: Sql, changes: ChangeFeed) {
       const r = await write((tx) => tx.run(
         `UPDATE applications SET name = @name, type = @type, redirect_uris = @redirect_uris, post_logout_redirect_uris = @post_logout_redirect_uris,
            confidential = @confidential, refresh_tokens = @refresh_tokens, first_party = @first_party, updated_at = @t WHERE client_id = @client_id`,
-        params(a),
+        params(a, now()),
       ));
       if (r.changes === 0) return undefined;
       return toApp((await byId(a.client_id))!);

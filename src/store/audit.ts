@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Sql } from './sql.js';
-import { now, parseJson } from './util.js';
+import type { Clock } from '../context.js';
+import { parseJson, secondsOf } from './util.js';
 
 export interface AuditInput {
   kind?: 'decision' | 'token' | 'approval' | 'tool_call' | string;
@@ -91,7 +92,8 @@ const insertSql = (n: number): string => {
   return text;
 };
 
-export function auditStore(sql: Sql) {
+export function auditStore(sql: Sql, clock: Clock) {
+  const now = (): number => secondsOf(clock);
   const appendAll = (inputs: AuditInput[]): Promise<AuditRecord[]> => {
     if (!inputs.length) return Promise.resolve([]);
     return sql.transaction(async (tx) => {

@@ -118,6 +118,7 @@ export async function migrate(db: Sql, migrations = listMigrations()): Promise<s
       await tx.lock('schema_migrations');
       if (await tx.get('SELECT version FROM schema_migrations WHERE version = ?', [m.version])) return false;
       await tx.exec(migrationSql(m.sql, db.dialect));
+      // When the schema really changed (the system clock): no store exists yet, and nothing judges this time.
       await tx.run('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)', [m.version, m.name, Math.floor(Date.now() / 1000)]);
       return true;
     });

@@ -1,5 +1,6 @@
 import type { Sql } from './sql.js';
-import { now, parseJson } from './util.js';
+import type { Clock } from '../context.js';
+import { parseJson, secondsOf } from './util.js';
 
 export type Attributes = Record<string, unknown>;
 
@@ -28,7 +29,8 @@ export function attributesOf(text: string | null | undefined): Attributes {
 const toEntity = (r: Row): Entity => ({ ...r, attributes: attributesOf(r.attributes) });
 
 /** Entities by (type, id). Callers bump the `entities` change counter on writes. */
-export function entitiesStore(sql: Sql) {
+export function entitiesStore(sql: Sql, clock: Clock) {
+  const now = (): number => secondsOf(clock);
   const byKey = (type: string, id: string) => sql.get<Row>('SELECT * FROM entities WHERE type = ? AND id = ?', [type, id]);
   return {
     async get(type: string, id: string): Promise<Entity | undefined> {

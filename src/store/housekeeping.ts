@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { RETIRED_KEY_PUBLISHED_SECONDS } from '../crypto/signing.js';
 import type { Store } from './index.js';
-import { now } from './util.js';
+import { secondsOf } from './util.js';
 
 export interface HousekeepingOptions {
   everyMs: number;
@@ -21,7 +21,7 @@ export function startHousekeeping(store: Store, opts: HousekeepingOptions): () =
   let running: Promise<void> = Promise.resolve();
   const pass = async () => {
     if (!(await store.leases.acquire('housekeeping', owner, opts.everyMs))) return;
-    const t = now();
+    const t = secondsOf(store.clock);
     const removed = {
       signing_keys: await store.keys.purgeRetiredBefore(t - RETIRED_KEY_PUBLISHED_SECONDS),
       oauth: await store.oauth.purgeExpired(t),

@@ -20,34 +20,36 @@ import { usersStore } from './users.js';
 import { usageStore } from './usage.js';
 import { webauthnStore } from './webauthn.js';
 import type { Sql, SqlDatabase } from './sql.js';
+import { systemClock, type Clock } from '../context.js';
 
 /**
  * Every table is reached through one of these modules; the rest of the code writes no SQL.
  * Each area adds its module here (one line) and its migration file in ./migrations. A module
- * is written once against `Sql`, so it runs on SQLite and on PostgreSQL alike.
+ * is written once against `Sql`, so it runs on SQLite and on PostgreSQL alike. Every time a
+ * module writes or compares is read from `clock`, the application's one clock.
  */
-function modules(sql: Sql, changes: ChangeFeed) {
+function modules(sql: Sql, changes: ChangeFeed, clock: Clock) {
   return {
     settings: settingsStore(sql, changes),
     keys: keysStore(sql),
-    applications: applicationsStore(sql, changes),
-    users: usersStore(sql),
-    roles: rolesStore(sql),
-    agents: agentsStore(sql),
-    agentAuth: agentAuthStore(sql),
-    entities: entitiesStore(sql),
-    rules: rulesStore(sql),
-    sessions: sessionsStore(sql),
-    audit: auditStore(sql),
-    mcp: mcpStore(sql),
-    ssf: ssfStore(sql),
-    oauth: oauthStore(sql),
-    rateLimits: rateLimitsStore(sql),
-    saml: samlStore(sql),
+    applications: applicationsStore(sql, changes, clock),
+    users: usersStore(sql, clock),
+    roles: rolesStore(sql, clock),
+    agents: agentsStore(sql, clock),
+    agentAuth: agentAuthStore(sql, clock),
+    entities: entitiesStore(sql, clock),
+    rules: rulesStore(sql, clock),
+    sessions: sessionsStore(sql, clock),
+    audit: auditStore(sql, clock),
+    mcp: mcpStore(sql, clock),
+    ssf: ssfStore(sql, clock),
+    oauth: oauthStore(sql, clock),
+    rateLimits: rateLimitsStore(sql, clock),
+    saml: samlStore(sql, clock),
     leases: leasesStore(sql),
-    policyVersions: policyVersionsStore(sql),
+    policyVersions: policyVersionsStore(sql, clock),
     usage: usageStore(sql),
-    webauthn: webauthnStore(sql),
+    webauthn: webauthnStore(sql, clock),
   };
 }
 
@@ -56,6 +58,8 @@ export interface Store extends ReturnType<typeof modules> {
   readonly sql: Sql;
   /** The change counters the in-memory caches follow. */
   readonly changes: ChangeFeed;
+  /** The clock every module reads its times from (the application's one clock). */
+  readonly clock: Clock;
   /** The database the process opened. */
   readonly database: SqlDatabase;
   /**
@@ -68,12 +72,15 @@ export interface Store extends ReturnType<typeof modules> {
   close(): Promise<void>;
 }
 
-/** The store over an opened (and migrated) database, with the database's own change feed. */
-export async function openStore(database: SqlDatabase): Promise<Store> {
-  return createStore(database, await database.changeFeed());
+/**
+ * The store over an opened (and migrated) database, with the database's own change feed, on
+ * `clock` (default: the system's).
+ */
+export async function openStore(database: SqlDatabase, clock: Clock = systemClock): Promise<Store> {
+  return createStore(database, await database.changeFeed(), clock);
 }
 
-export function createStore(database: SqlDatabase, changes: ChangeFeed = perTurnFeed(database)): Store {
+export function createStore(database: SqlDatabase, changes: ChangeFeed = perTurnFeed(database), clock: Clock = systemClock): Store {
   // One store per transaction executor: on SQLite there is only ever one, so it is built once.
   const bound = new WeakMap<Sql, Store>();
   const storeOf = (sql: Sql): Store => {
@@ -82,8 +89,9 @@ export function createStore(database: SqlDatabase, changes: ChangeFeed = perTurn
     const self: Store = {
       sql,
       changes,
+      clock,
       database,
-      ...modules(sql, changes),
+      ...modules(sql, changes, clock),
       transaction: <T>(fn: (tx: Store) => Promise<T>): Promise<T> => (sql.inTransaction ? fn(self) : sql.transaction((tx) => fn(storeOf(tx)))),
       close: async () => {
         await changes.close();

@@ -3,7 +3,9 @@ import type { Sql } from './sql.js';
 /**
  * Named leases over background work, shared by every process and instance on the database:
  * `acquire` takes a free (or expired) lease or renews one the owner holds, in one statement.
- * Holders keep their own clocks: instances' clocks must agree to well within a lease.
+ * A lease lasts real time (the system clock, not the application's clock): it hands work over
+ * between processes, which share only the real clock, and a stopped test clock must not hold a
+ * lease for ever. Instances' clocks must agree to well within a lease.
  */
 export function leasesStore(sql: Sql) {
   return {

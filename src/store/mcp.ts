@@ -1,5 +1,6 @@
 import type { Sql } from './sql.js';
-import { now, parseJson } from './util.js';
+import type { Clock } from '../context.js';
+import { parseJson, secondsOf } from './util.js';
 
 /** How one upstream tool becomes an action on a resource with a context (all optional: defaults apply). */
 export interface ToolMapping {
@@ -27,10 +28,11 @@ export type McpUpstreamFields = Omit<McpUpstreamRow, 'created_at' | 'updated_at'
 const toUpstream = (r: Row): McpUpstreamRow => ({ ...r, tools: parseJson(r.tools, {}) });
 
 const BY_NAME = 'SELECT * FROM mcp_upstreams WHERE name = ?';
-const params = (f: McpUpstreamFields) => ({ ...f, tools: JSON.stringify(f.tools), t: now() });
+const params = (f: McpUpstreamFields, t: number) => ({ ...f, tools: JSON.stringify(f.tools), t });
 
 /** The upstream MCP servers of the gateway. Callers bump the `mcp` change counter on writes. */
-export function mcpStore(sql: Sql) {
+export function mcpStore(sql: Sql, clock: Clock) {
+  const now = (): number => secondsOf(clock);
   const byName = (name: string) => sql.get<Row>(BY_NAME, [name]);
   return {
     /** Throws on a duplicate name (a unique violation). */
@@ -38,7 +40,7 @@ export function mcpStore(sql: Sql) {
       await sql.run(
         `INSERT INTO mcp_upstreams (name, url, headers_sealed, timeout_ms, tools, created_at, updated_at)
          VALUES (@name, @url, @headers_sealed, @timeout_ms, @tools, @t, @t)`,
-        params(f),
+        params(f, now()),
       );
       return toUpstream((await byName(f.name))!);
     },
@@ -50,7 +52,7 @@ export function mcpStore(sql: Sql) {
          VALUES (@name, @url, @headers_sealed, @timeout_ms, @tools, @t, @t)
          ON CONFLICT (name) DO UPDATE SET url = excluded.url, headers_sealed = excluded.headers_sealed,
            timeout_ms = excluded.timeout_ms, tools = excluded.tools, updated_at = excluded.updated_at`,
-        params(f),
+        params(f, now()),
       );
       return { upstream: toUpstream((await byName(f.name))!), created: !existed };
     },

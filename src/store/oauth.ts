@@ -1,5 +1,6 @@
 import type { Sql } from './sql.js';
-import { now, parseJson } from './util.js';
+import type { Clock } from '../context.js';
+import { parseJson, secondsOf } from './util.js';
 
 /** The validated parameters of an authorization request, kept while the person signs in. */
 export interface AuthorizationParams {
@@ -85,7 +86,8 @@ const GET_REFRESH = 'SELECT token_hash, family_id, expires_at, used_at FROM refr
 const GET_CONSENT = 'SELECT scopes FROM oauth_consents WHERE user_id = ? AND client_id = ?';
 const toFamily = (f: FamilyRow): Family => ({ ...toGrant(f), id: f.id, revoked_at: f.revoked_at });
 
-export function oauthStore(sql: Sql) {
+export function oauthStore(sql: Sql, clock: Clock) {
+  const now = (): number => secondsOf(clock);
   const newFamily = async (tx: Sql, id: string, g: Grant, refreshHash: string, refreshTtl: number) => {
     const t = now();
     await tx.run(

@@ -1,5 +1,6 @@
 import type { Sql } from './sql.js';
-import { now, parseJson } from './util.js';
+import type { Clock } from '../context.js';
+import { parseJson, secondsOf } from './util.js';
 
 /** One version of the policy that was in force: the files and live rules it was compiled from. */
 export interface PolicyVersionRecord<F = unknown, R = unknown> {
@@ -10,7 +11,8 @@ export interface PolicyVersionRecord<F = unknown, R = unknown> {
 }
 interface Row { version: string; seq: number; files: string; rules: string; first_seen: number }
 
-export function policyVersionsStore(sql: Sql) {
+export function policyVersionsStore(sql: Sql, clock: Clock) {
+  const now = (): number => secondsOf(clock);
   return {
     /** Keeps a version the first time it is seen (every worker may try; the first one wins). */
     async record(version: string, files: unknown[], rules: unknown[]): Promise<void> {

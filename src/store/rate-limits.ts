@@ -1,8 +1,10 @@
 import type { Sql } from './sql.js';
-import { now } from './util.js';
+import type { Clock } from '../context.js';
+import { secondsOf } from './util.js';
 
 /** Fixed-window failure counters in the database, so every process and instance sees the same count. */
-export function rateLimitsStore(sql: Sql) {
+export function rateLimitsStore(sql: Sql, clock: Clock) {
+  const now = (): number => secondsOf(clock);
   return {
     /** Failures counted for `key` in the window that is still open (0 when it has closed). */
     async count(key: string, windowSeconds: number): Promise<number> {

@@ -1,5 +1,6 @@
 import type { Sql } from './sql.js';
-import { now, parseJson } from './util.js';
+import type { Clock } from '../context.js';
+import { parseJson, secondsOf } from './util.js';
 
 export interface Role { name: string; permissions: string[]; created_at: number; updated_at: number }
 interface Row { name: string; permissions: string; created_at: number; updated_at: number }
@@ -7,7 +8,8 @@ const toRole = (r: Row): Role => ({ ...r, permissions: parseJson(r.permissions, 
 
 const BY_NAME = 'SELECT * FROM roles WHERE name = ?';
 
-export function rolesStore(sql: Sql) {
+export function rolesStore(sql: Sql, clock: Clock) {
+  const now = (): number => secondsOf(clock);
   const get = async (name: string): Promise<Role | undefined> => {
     const r = await sql.get<Row>(BY_NAME, [name]);
     return r && toRole(r);

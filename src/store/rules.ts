@@ -1,5 +1,6 @@
 import type { Sql } from './sql.js';
-import { now, parseJson } from './util.js';
+import type { Clock } from '../context.js';
+import { parseJson, secondsOf } from './util.js';
 
 export type RuleState = 'draft' | 'live' | 'disabled';
 /** `{field, op, value}` (a context field against a constant) or `{expr}` (a condition in the policy file syntax). */
@@ -39,7 +40,7 @@ const toRule = (r: Row): Rule => ({
   condition: parseJson<RuleCondition | null>(r.condition, null),
 });
 
-const params = (id: string, f: RuleFields) => ({
+const params = (id: string, f: RuleFields, t: number) => ({
   id,
   name: f.name,
   effect: f.effect,
@@ -47,12 +48,13 @@ const params = (id: string, f: RuleFields) => ({
   relation: f.relation,
   object: f.object,
   condition: f.condition ? JSON.stringify(f.condition) : null,
-  t: now(),
+  t,
 });
 
 const BY_ID = 'SELECT * FROM rules WHERE id = ?';
 
-export function rulesStore(sql: Sql) {
+export function rulesStore(sql: Sql, clock: Clock) {
+  const now = (): number => secondsOf(clock);
   const byId = async (id: string): Promise<Rule | undefined> => {
     const r = await sql.get<Row>(BY_ID, [id]);
     return r && toRule(r);
@@ -62,7 +64,7 @@ export function rulesStore(sql: Sql) {
       await sql.run(
         `INSERT INTO rules (id, name, effect, subjects, relation, object, condition, state, created_at, updated_at)
          VALUES (@id, @name, @effect, @subjects, @relation, @object, @condition, 'draft', @t, @t)`,
-        params(id, f),
+        params(id, f, now()),
       );
       return (await byId(id))!;
     },
@@ -78,7 +80,7 @@ export function rulesStore(sql: Sql) {
       const r = await sql.run(
         `UPDATE rules SET name = @name, effect = @effect, subjects = @subjects, relation = @relation, object = @object,
            condition = @condition, updated_at = @t WHERE id = @id`,
-        params(id, f),
+        params(id, f, now()),
       );
       if (r.changes === 0) return undefined;
       return byId(id);

@@ -1,5 +1,6 @@
 import type { Sql } from './sql.js';
-import { now } from './util.js';
+import type { Clock } from '../context.js';
+import { secondsOf } from './util.js';
 
 export type SamlConnectionKind = 'sp' | 'idp';
 
@@ -31,7 +32,8 @@ export interface SamlPendingRequest {
 
 const BY_NAME = 'SELECT * FROM saml_connections WHERE name = ?';
 
-export function samlStore(sql: Sql) {
+export function samlStore(sql: Sql, clock: Clock) {
+  const now = (): number => secondsOf(clock);
   const get = (name: string) => sql.get<SamlConnection>(BY_NAME, [name]);
   return {
     async create(c: SamlConnectionFields): Promise<SamlConnection> {

@@ -1,5 +1,6 @@
 import type { Sql } from './sql.js';
-import { now, parseJson } from './util.js';
+import type { Clock } from '../context.js';
+import { parseJson, secondsOf } from './util.js';
 
 export interface Session {
   sid: string;
@@ -25,7 +26,8 @@ const toSession = (r: Row): Session => ({
 
 const BY_SID = 'SELECT * FROM sessions WHERE sid = ?';
 
-export function sessionsStore(sql: Sql) {
+export function sessionsStore(sql: Sql, clock: Clock) {
+  const now = (): number => secondsOf(clock);
   const get = async (sid: string): Promise<Session | undefined> => {
     const r = await sql.get<Row>(BY_SID, [sid]);
     return r && toSession(r);

@@ -59,6 +59,7 @@ class SqliteExecutor implements SqlDatabase {
    * gate is closed), so the connection's busy timeout is lowered only for these attempts.
    */
   private async beginImmediate(): Promise<void> {
+    // A wait measured on the system clock: real time passing, not a time the store keeps.
     const started = Date.now();
     this.busyNoWait.get();
     try {
@@ -110,7 +111,7 @@ class SqliteExecutor implements SqlDatabase {
     while (this.gate) await this.gate;
     let release!: () => void;
     this.gate = new Promise<void>((resolve) => (release = resolve));
-    const started = Date.now();
+    const started = Date.now(); // real time open, as above
     const watchdog = setTimeout(
       () => this.warn(`a store transaction has been open for ${Date.now() - started} ms: its body must await only calls on its own transaction`),
       LONG_TRANSACTION_MS,

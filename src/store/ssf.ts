@@ -1,5 +1,6 @@
 import type { Sql } from './sql.js';
-import { bool, now, parseJson } from './util.js';
+import type { Clock } from '../context.js';
+import { bool, parseJson, secondsOf } from './util.js';
 
 export type StreamStatus = 'enabled' | 'paused' | 'disabled';
 export type SubjectFormat = 'iss_sub' | 'email';
@@ -66,7 +67,7 @@ const toOutbox = (r: OutboxRow): OutboxEvent => ({ ...r, claims: parseJson(r.cla
 
 const STREAM_BY_ID = 'SELECT * FROM ssf_streams WHERE stream_id = ?';
 
-const streamParams = (id: string, f: StreamFields) => ({
+const streamParams = (id: string, f: StreamFields, t: number) => ({
   stream_id: id,
   aud: JSON.stringify(f.aud),
   delivery_method: f.delivery_method,
@@ -75,10 +76,11 @@ const streamParams = (id: string, f: StreamFields) => ({
   events_requested: JSON.stringify(f.events_requested),
   description: f.description,
   subject_format: f.subject_format,
-  t: now(),
+  t,
 });
 
-export function ssfStore(sql: Sql) {
+export function ssfStore(sql: Sql, clock: Clock) {
+  const now = (): number => secondsOf(clock);
   const getStream = async (id: string): Promise<StreamRecord | undefined> => {
     const r = await sql.get<StreamRow>(STREAM_BY_ID, [id]);
     return r && toStream(r);
@@ -90,7 +92,7 @@ export function ssfStore(sql: Sql) {
            description, subject_format, status, created_at, updated_at)
          VALUES (@stream_id, @aud, @delivery_method, @endpoint_url, @authorization_header_enc, @events_requested,
            @description, @subject_format, 'enabled', @t, @t)`,
-        streamParams(id, f),
+        streamParams(id, f, now()),
       );
       return (await getStream(id))!;
     },
@@ -100,7 +102,7 @@ export function ssfStore(sql: Sql) {
            authorization_header_enc = @authorization_header_enc, events_requested = @events_requested,
            description = @description, subject_format = @subject_format, updated_at = @t
          WHERE stream_id = @stream_id`,
-        streamParams(id, f),
+        streamParams(id, f, now()),
       );
       return getStream(id);
     },
@@ -144,7 +146,7 @@ export function ssfStore(sql: Sql) {
       ).map((r) => ({ subject: parseJson(r.subject, {}), verified: bool(r.verified) })),
 
     async enqueue(e: { stream_id: string; jti: string; event_type: string; claims: Record<string, unknown> }): Promise<void> {
-      const t = Date.now();
+      const t = clock.now();
       await sql.run(
         `INSERT INTO ssf_outbox (stream_id, jti, event_type, claims, state, attempts, next_attempt_at, created_at)
          VALUES (@stream_id, @jti, @event_type, @claims, 'pending', 0, @next_attempt_at, @created_at)`,
@@ -214,7 +216,7 @@ export function ssfStore(sql: Sql) {
       (await sql.run("UPDATE ssf_outbox SET state = 'failed', attempts = attempts + 1, last_error = ? WHERE id = ? AND state = 'pending'", [error, id])).changes === 1,
     /** Puts a stream's failed events back in the queue, with their attempts reset. */
     retryFailed: async (streamId: string): Promise<number> =>
-      (await sql.run("UPDATE ssf_outbox SET state = 'pending', attempts = 0, next_attempt_at = ? WHERE stream_id = ? AND state = 'failed'", [Date.now(), streamId]))
+      (await sql.run("UPDATE ssf_outbox SET state = 'pending', attempts = 0, next_attempt_at = ? WHERE stream_id = ? AND state = 'failed'", [clock.now(), streamId]))
         .changes,
     events: async (streamId: string, state: OutboxState | null, limit: number): Promise<OutboxEvent[]> =>
       (

@@ -1,6 +1,7 @@
 import type { Sql } from './sql.js';
 import { attributesOf, type Attributes } from './entities.js';
-import { bool, now, parseJson } from './util.js';
+import type { Clock } from '../context.js';
+import { bool, parseJson, secondsOf } from './util.js';
 
 export interface User {
   id: string;
@@ -75,7 +76,7 @@ export interface UserCredentials extends User {
 const BY_ID = 'SELECT * FROM users WHERE id = ?';
 const BY_EMAIL = 'SELECT * FROM users WHERE email = ?';
 
-const fieldParams = (f: UserFields) => ({
+const fieldParams = (f: UserFields, t: number) => ({
   email: f.email,
   name: f.name,
   email_verified: f.email_verified ? 1 : 0,
@@ -84,12 +85,13 @@ const fieldParams = (f: UserFields) => ({
   groups: JSON.stringify(f.groups),
   roles: JSON.stringify(f.roles),
   attributes: f.attributes === undefined ? null : JSON.stringify(f.attributes),
-  t: now(),
+  t,
 });
 
 const credentials = (r: Row): UserCredentials => ({ ...toUser(r), password_hash: r.password_hash, totp_secret_enc: r.totp_secret_enc });
 
-export function usersStore(sql: Sql) {
+export function usersStore(sql: Sql, clock: Clock) {
+  const now = (): number => secondsOf(clock);
   const byId = (id: string) => sql.get<Row>(BY_ID, [id]);
   const byEmail = (email: string) => sql.get<Row>(BY_EMAIL, [email]);
   return {
@@ -97,7 +99,7 @@ export function usersStore(sql: Sql) {
       await sql.run(
         `INSERT INTO users (id, email, password_hash, name, email_verified, picture, locale, groups, roles, attributes, totp_secret_enc, created_at, updated_at)
          VALUES (@id, @email, @password_hash, @name, @email_verified, @picture, @locale, @groups, @roles, COALESCE(CAST(@attributes AS TEXT), '{}'), @totp_secret_enc, @t, @t)`,
-        { id, ...fieldParams(f), password_hash: passwordHash, totp_secret_enc: totpSecretEnc },
+        { id, ...fieldParams(f, now()), password_hash: passwordHash, totp_secret_enc: totpSecretEnc },
       );
       return toUser((await byId(id))!);
     },
@@ -124,7 +126,7 @@ export function usersStore(sql: Sql) {
       const r = await sql.run(
         `UPDATE users SET email = @email, name = @name, email_verified = @email_verified, picture = @picture, locale = @locale,
            groups = @groups, roles = @roles, attributes = COALESCE(CAST(@attributes AS TEXT), attributes), updated_at = @t WHERE id = @id`,
-        { id, ...fieldParams(f) },
+        { id, ...fieldParams(f, now()) },
       );
       if (r.changes === 0) return undefined;
       return toUser((await byId(id))!);

@@ -1,5 +1,8 @@
 /** Helpers shared by the store modules. */
-export const now = (): number => Math.floor(Date.now() / 1000);
+import type { Clock } from '../context.js';
+
+/** Whole seconds since the epoch on `clock`: the unit the store keeps its times in. */
+export const secondsOf = (clock: Clock): number => Math.floor(clock.now() / 1000);
 
 export function parseJson<T>(text: string | null | undefined, fallback: T): T {
   if (text == null) return fallback;

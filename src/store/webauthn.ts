@@ -1,5 +1,6 @@
 import type { Sql } from './sql.js';
-import { bool, now, parseJson } from './util.js';
+import type { Clock } from '../context.js';
+import { bool, parseJson, secondsOf } from './util.js';
 
 export type DeviceType = 'singleDevice' | 'multiDevice';
 
@@ -49,7 +50,8 @@ export type NewCredential = Omit<PasskeyCredential, 'created_at' | 'last_used_at
 const BY_ID = 'SELECT * FROM webauthn_credentials WHERE id = ?';
 
 /** Passkeys, WebAuthn user handles, ceremony challenges and which passkey signed each session in. */
-export function webauthnStore(sql: Sql) {
+export function webauthnStore(sql: Sql, clock: Clock) {
+  const now = (): number => secondsOf(clock);
   const byId = async (id: string): Promise<PasskeyCredential | undefined> => {
     const r = await sql.get<CredentialRow>(BY_ID, [id]);
     return r && toCredential(r);

@@ -46,7 +46,7 @@ describe('tokens already verified', () => {
   });
 
   it('stays within its bound, dropping the oldest first', () => {
-    const cache = new VerifiedTokenCache(10);
+    const cache = new VerifiedTokenCache({ max: 10 });
     const tokens = Array.from({ length: 25 }, (_, i) => `${token}${i}`);
     for (const t of tokens) cache.set(t, claims);
     expect(cache.size).toBeLessThanOrEqual(10);
@@ -57,19 +57,21 @@ describe('tokens already verified', () => {
 
   it('hands what it remembers to another cache by digest (as one worker tells the others)', () => {
     const told: [string, number][] = [];
-    const here = new VerifiedTokenCache(undefined, (digest, exp) => told.push([digest, exp]));
-    const there = new VerifiedTokenCache();
+    const here = new VerifiedTokenCache({ onRemember: (digest, exp) => told.push([digest, exp]) });
+    let adopted = 0;
+    const there = new VerifiedTokenCache({ onAdopt: () => adopted++ });
     here.set(token, claims);
     expect(told).toHaveLength(1);
     expect(told[0]![0]).not.toContain(token.slice(0, 20));
     for (const [digest, exp] of told) there.adopt(digest, exp);
+    expect(adopted).toBe(1);
     expect(there.get(token, NOW)?.payload).toEqual(claims);
     expect(there.get(token, NOW + 60)).toBeUndefined();
   });
 
   it('counts hits and misses', () => {
     const seen: boolean[] = [];
-    const cache = new VerifiedTokenCache(undefined, undefined, (hit) => seen.push(hit));
+    const cache = new VerifiedTokenCache({ onLookup: (hit) => seen.push(hit) });
     cache.get(token, NOW);
     cache.set(token, claims);
     cache.get(token, NOW);

@@ -96,8 +96,12 @@ describe('two worker processes over one database', () => {
       expect(res.status).toBe(200);
       bound.push({ agent_id: agent.id, transaction_token: res.body.data.transaction_token, ...action });
     }
-    // The workers tell each other through the primary, in batches at most 10 ms apart.
-    await new Promise((r) => setTimeout(r, 300));
+    // The workers tell each other through the primary, in batches at most 10 ms apart: each
+    // token reaches the one worker that did not bind it.
+    const shared = async () => parseMetrics(await scrapeMetrics(base)).sum('gatehouse_verified_token_cache_total', { kind: 'transaction', result: 'shared' });
+    const sharedBefore = before.sum('gatehouse_verified_token_cache_total', { kind: 'transaction', result: 'shared' });
+    for (let i = 0; i < 200 && (await shared()) - sharedBefore < n; i++) await new Promise((r) => setTimeout(r, 25));
+    expect((await shared()) - sharedBefore).toBe(n);
     for (const body of bound) {
       const res = await freshCall(base, 'POST', '/apis/regional/v1/agents/authorize', body);
       expect(res.status).toBe(200);

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { migrate, openDatabase } from '../../src/store/db.js';
 import { openStore, type Store } from '../../src/store/index.js';
+import { systemClock, type Clock } from '../../src/context.js';
 import { dropTestDatabase, testDatabase, testServerUrl } from '../helpers/database.js';
 
 export interface TestStore {
@@ -18,14 +19,14 @@ export interface TestStore {
   close(): Promise<void>;
 }
 
-/** A migrated store on a fresh database of the backend under test. */
-export async function openTestStore(): Promise<TestStore> {
+/** A migrated store on a fresh database of the backend under test, on `clock` (default: the system's). */
+export async function openTestStore(clock: Clock = systemClock): Promise<TestStore> {
   const dir = mkdtempSync(join(tmpdir(), 'gatehouse-store-'));
   const file = join(dir, 'store.db');
   const url = testServerUrl() ? await testDatabase(dir) : undefined;
   const db = await openDatabase({ file, url });
   await migrate(db);
-  const store = await openStore(db);
+  const store = await openStore(db, clock);
   const others: Store[] = [];
   return {
     store,
@@ -33,7 +34,7 @@ export async function openTestStore(): Promise<TestStore> {
     async peers(n) {
       if (!url) return Array.from({ length: n }, () => store);
       const out: Store[] = [];
-      for (let i = 0; i < n; i++) out.push(await openStore(await openDatabase({ file, url })));
+      for (let i = 0; i < n; i++) out.push(await openStore(await openDatabase({ file, url }), clock));
       others.push(...out);
       return out;
     },
