@@ -44,7 +44,7 @@ export async function verifyAgentAccessToken(ctx: AppContext, token: string, aud
 
 /** A token this process just signed counts as verified here (no second Ed25519 verify). */
 export function rememberIssued(ctx: AppContext, token: string, audience: string, claims: JWTPayload): void {
-  verifiedTokens(ctx, `at:${audience}`).set(token, claims, { alg: 'EdDSA', typ: AGENT_ACCESS_TOKEN_TYP });
+  verifiedTokens(ctx, `at:${audience}`).set(token, claims);
 }
 
 async function verifySignature(ctx: AppContext, token: string, audience: string): Promise<JWTPayload> {
@@ -52,13 +52,13 @@ async function verifySignature(ctx: AppContext, token: string, audience: string)
   const hit = cache.get(token, Math.floor(ctx.clock.now() / 1000));
   if (hit) return hit.payload;
   try {
-    const { payload, protectedHeader } = await ctx.keys.verify(token, 'EdDSA', {
+    const { payload } = await ctx.keys.verify(token, 'EdDSA', {
       issuer: ctx.urls.issuer,
       audience,
       typ: AGENT_ACCESS_TOKEN_TYP,
       requiredClaims: ['exp', 'iat', 'sub'],
     });
-    cache.set(token, payload, protectedHeader as Record<string, unknown>);
+    cache.set(token, payload);
     return payload;
   } catch {
     throw invalidToken('the access token is invalid, expired or not for this resource');

@@ -62,7 +62,7 @@ export class VerifiedTokenCache {
   }
 
   /** Remembers a token that was just verified or signed here (`payload.exp` bounds how long). */
-  set(token: string, payload: JWTPayload, _header?: Record<string, unknown>): void {
+  set(token: string, payload: JWTPayload): void {
     if (typeof payload.exp !== 'number') return;
     const key = digestOf(token);
     this.put(key, payload.exp);

@@ -12,13 +12,13 @@ export async function readTransactionToken(ctx: AppContext, token: string): Prom
   const hit = cache.get(token, Math.floor(ctx.clock.now() / 1000));
   if (hit) return { claims: hit.payload };
   try {
-    const { payload, protectedHeader } = await ctx.keys.verify(token, 'EdDSA', {
+    const { payload } = await ctx.keys.verify(token, 'EdDSA', {
       issuer: ctx.urls.issuer,
       audience: ctx.urls.issuer,
       typ: TRANSACTION_TOKEN_TYP,
       requiredClaims: ['exp', 'iat', 'txn', 'req_wl', 'tctx'],
     });
-    cache.set(token, payload, protectedHeader as Record<string, unknown>);
+    cache.set(token, payload);
     return { claims: payload };
   } catch (err) {
     if (err instanceof joseErrors.JWTExpired) return { why: 'expired' };

@@ -44,7 +44,7 @@ export async function authenticateCaller(ctx: AppContext, authorization: string 
         requiredClaims: ['exp', 'iat', 'sub'],
       });
       payload = verified.payload;
-      cache.set(token, payload, verified.protectedHeader as Record<string, unknown>);
+      cache.set(token, payload);
     } catch {
       throw unauthorized(ctx, `the access token is invalid, expired or not for ${audience}`, true);
     }
