@@ -27,9 +27,9 @@ export function isStoreFile(path: string): boolean {
   return /\.(ya?ml)$/i.test(path) && !/(^|\/)fga\.mod$/.test(path);
 }
 
-/** The name without `.fga.yaml`, `.fga`, `.json`, `.mod`. */
+/** The name without `.fga.yaml`, `.fga`, `.dsl`, `.json`, `.mod`. */
 export function stemOf(path: string): string {
-  const b = basename(path).replace(/(\.fga)?\.(ya?ml|json|fga|mod)$/i, '');
+  const b = basename(path).replace(/(\.fga)?\.(ya?ml|json|fga|dsl|mod)$/i, '');
   return b || 'model';
 }
 

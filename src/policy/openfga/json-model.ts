@@ -52,7 +52,7 @@ export function fromJson(doc: Located, base: Path): Imported<FgaModel> {
         switch (key) {
           case 'this': {
             if (++thisCount > 1) { fail(up, `${type.name}#${name}: direct types used twice in one definition`); return undefined; }
-            const types = directTypes(directs, [...p, 'metadata', 'relations', name, 'directly_related_user_types']);
+            const types = directTypes(directs, [...p, 'metadata', 'relations', name, 'directly_related_user_types'], up, `${type.name}#${name}`);
             return types && { kind: 'direct', types, at };
           }
           case 'computedUserset': {
@@ -90,9 +90,9 @@ export function fromJson(doc: Located, base: Path): Imported<FgaModel> {
     }
   });
 
-  function directTypes(list: unknown, path: Path): TypeRestriction[] | undefined {
+  function directTypes(list: unknown, path: Path, thisPath: Path, what: string): TypeRestriction[] | undefined {
     if (!Array.isArray(list) || list.length === 0) {
-      fail(path, 'a relation that takes direct relationships ("this") names no types in metadata.relations.*.directly_related_user_types');
+      fail(thisPath, `${what} takes direct relationships ("this") but its metadata names no directly_related_user_types`);
       return undefined;
     }
     const out: TypeRestriction[] = [];

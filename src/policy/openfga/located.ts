@@ -27,7 +27,8 @@ export function parseLocated(file: string, text: string): Imported<Located> {
   if (doc.errors.length) {
     return {
       ok: false,
-      refusals: doc.errors.map((e) => refusal({ file, line: e.linePos?.[0].line ?? 1 }, `not valid YAML or JSON: ${e.message.split('\n')[0]}`)),
+      // The first error only: the ones after it follow from it.
+      refusals: doc.errors.slice(0, 1).map((e) => refusal({ file, line: e.linePos?.[0].line ?? 1 }, `not valid YAML or JSON: ${e.message.split('\n')[0]}`)),
     };
   }
   const nodeAt = (path: Path) => {
