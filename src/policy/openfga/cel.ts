@@ -117,6 +117,13 @@ function unescape(src: string, j: number): { value: string; end: number } | unde
   return undefined;
 }
 
+/** `a.b.c` as written, when a node is only names and field selections. */
+function qualifiedName(e: Cel): string | undefined {
+  if (e.t === 'ident') return e.name;
+  if (e.t === 'select') { const base = qualifiedName(e.e); return base && `${base}.${e.field}`; }
+  return undefined;
+}
+
 const RELOPS = new Set(['==', '!=', '<', '<=', '>', '>=', 'in']);
 
 /** Parse a CEL expression. Throws CelSyntaxError with the position of the problem. */
@@ -197,9 +204,10 @@ export function parseCel(src: string): Cel {
         e = { t: 'index', e, i, pos: t.pos };
         continue;
       }
-      if (isOp('{') && e.t === 'ident') {
-        // `Message{field: value}`: a protobuf message literal.
-        throw new CelSyntaxError(`message literal ${e.name}{...}`, t.pos);
+      const qualified = qualifiedName(e);
+      if (isOp('{') && qualified) {
+        // `google.protobuf.Duration{seconds: 1}`: a protobuf message literal.
+        throw new CelSyntaxError(`message literal ${qualified}{...}`, t.pos);
       }
       return e;
     }
