@@ -118,7 +118,8 @@ function parseTypeBody(lines: Line[], i: number, typeIndent: number, type: TypeD
     const parts: { text: string; no: number }[] = [{ text: define[2]!, no: line.no }];
     let depth = bracketDepth(define[2]!);
     i++;
-    while (depth > 0 && i < lines.length) {
+    // It never runs into the next type or condition (a line no more indented than its type).
+    while (depth > 0 && i < lines.length && (lines[i]!.code === '' || lines[i]!.indent > typeIndent)) {
       const cont = lines[i]!;
       i++;
       if (cont.code === '') continue;

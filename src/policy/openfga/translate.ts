@@ -181,7 +181,8 @@ function literal(e: Cel & { t: 'lit' }): string {
     case 'uint':
       return BigInt(e.value.slice(0, -1)).toString() + 'u';
     case 'double':
-      return e.value.startsWith('.') ? '0' + e.value : e.value;
+      // As the language prints a number (`0.0` is `0`, `1e3` is `1000`): the import reads as `fmt` writes it.
+      return String(Number(e.value));
     case 'string':
       return JSON.stringify(e.value);
     case 'bytes':

@@ -77,6 +77,7 @@ condition c(x: int, tags: list<string>, m: map<list<int>>) {
     expect(refused(head + '    define v: owner but not owner but not owner\n')).toEqual(['7: doc#v: "but not" subtracts one operand: add parentheses before "but"']);
     expect(refused(head + '    define v: [user] or [user:*]\n')).toEqual(['7: doc#v: more than one [...] of direct types in one definition']);
     expect(refused(head + '    define v: [user\n')).toEqual(['7: doc#v: expected "]", found the end of the definition']);
+    expect(refused(head + '    define v: ([user]\ntype team\n')).toEqual(['7: doc#v: expected ")", found the end of the definition']);
     expect(refused(head + '    define v: owner from\n')).toEqual(['7: doc#v: expected the relation after "from", found the end of the definition']);
     expect(refused(head + '    viewer: [user]\n')).toEqual(['7: expected "define NAME: ..." in type doc, found "viewer: [user]"']);
     expect(refused(head + 'condition c(x: float) {\n  x > 1\n}\n')).toEqual(['7: condition c: parameter "x: float" is not "name: type" with a type of bool, string, int, uint, double, duration, timestamp, ipaddress, any, list<T>, map<T>']);

@@ -42,7 +42,7 @@ describe('CEL conditions in the policy language', () => {
     ['t < timestamp("2023-01-01T00:00:00Z") + duration("1h30m") && t - timestamp("2023-01-01T00:00:00Z") > d', 't < timestamp("2023-01-01T00:00:00Z") + duration("1h30m") and t - timestamp("2023-01-01T00:00:00Z") > d'],
     ['a - (b - c) == 1', 'a - (b - c) == 1'],
     ['ip.in_cidr("10.0.0.0/8") && ip != ipaddress("10.0.0.1") && ip != null', 'in_cidr(ip, "10.0.0.0/8") and ip != ipaddress("10.0.0.1") and ip != null'],
-    ['a == 1u && b == -2 && c == .5 && a == 1e3 && b == -1.5', 'a == 1u and b == -2 and c == 0.5 and a == 1e3 and b == -1.5'],
+    ['a == 1u && b == -2 && c == .5 && a == 1e3 && b == -1.5', 'a == 1u and b == -2 and c == 0.5 and a == 1000 and b == -1.5'],
     ['a in [1, 2, 3]', 'a in [1, 2, 3]'],
     ['s == "tab\\there \\"q\\" \\u00e9"', 's == "tab\\there \\"q\\" é"'],
     ['s == """multi\nline"""', 's == "multi\\nline"'],
