@@ -138,9 +138,13 @@ async function policyTestRunsRelations(): Promise<boolean> {
     'q/m.policy': 'type user\n\ntype doc {\n  relation viewer: [user]\n}\n',
     'q/no.tests': 'relationships {\n  "doc:1#viewer@user:anne"\n}\n\ntest "t" {\n  check "user:anne" "viewer" "doc:1" expect false\n}\n',
   });
-  const yes = await run(['test', 'p'], dir);
-  const no = await run(['test', 'q'], dir);
-  return yes.code === 0 && no.code === 1;
+  try {
+    const yes = await run(['test', 'p'], dir);
+    const no = await run(['test', 'q'], dir);
+    return yes.code === 0 && no.code === 1;
+  } catch {
+    return false; // a runner that parses relationship lines but cannot run them yet
+  }
 }
 
 /** Every sample store file: each imports (none is refused), paths relative to the stores folder. */
