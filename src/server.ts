@@ -5,12 +5,14 @@ import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import type { Config } from './config.js';
 import { ConfigError, loadConfig } from './config.js';
-import { systemClock, type AppContext, type Clock } from './context.js';
+import { systemClock, type Clock } from './clock.js';
+import type { AppContext } from './context.js';
 import { randomToken, sha256 } from './crypto/hash.js';
 import { createSecretBox, resolveSecretKey, type SecretBox } from './crypto/secret-box.js';
 import { SigningKeys } from './crypto/signing.js';
-import { createMetrics, serveClusterMetrics, workerMetrics } from './authz/metrics.js';
-import { relayVerifiedTokens, shareVerifiedTokens } from './agents/verified-tokens.js';
+import { createMetrics, serveClusterMetrics, workerMetrics } from './metrics.js';
+import { auditBacklog } from './authz/audit.js';
+import { relayVerifiedTokens, shareVerifiedTokens } from './authz/verified-tokens.js';
 import { PolicyLoadError, PolicyService } from './authz/policy-service.js';
 import { createApp } from './http/app.js';
 import { fastPaths } from './http/fast-path.js';
@@ -85,7 +87,7 @@ export async function openContext(config: Config, logger: Logger, role: ProcessR
       metrics,
       adminTokenHash,
     };
-    metrics.attach(ctx);
+    metrics.attach({ auditBacklog: () => auditBacklog(ctx), ssfBacklog: () => ctx.store.ssf.backlog(), policyState: () => ctx.policy.state() });
     if (lease) leases.set(ctx, lease);
 
     if (role === 'primary') {

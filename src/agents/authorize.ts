@@ -3,7 +3,7 @@ import type { AppContext } from '../context.js';
 import { errors, validationError } from '../errors.js';
 import { authorize } from '../authz/authorize.js';
 import type { PipelineDecision } from '../authz/core.js';
-import { agentCache } from './agent-cache.js';
+import { agentCache } from '../authz/agent-cache.js';
 import { actionFields } from './transaction-token.js';
 
 const authorizeBody = z.object({

@@ -6,8 +6,8 @@ import { errors, ProtocolError, validationError } from '../errors.js';
 import { authorize } from '../authz/authorize.js';
 import { recordAuditOrLog } from '../authz/audit.js';
 import { TRANSACTION_TOKEN_TTL, TRANSACTION_TOKEN_TYP } from '../authz/transaction-tokens.js';
-import { verifyAgentAccessToken } from './access-token.js';
-import { verifiedTokens } from './verified-tokens.js';
+import { verifyAgentAccessToken } from '../authz/agent-access-token.js';
+import { verifiedTokens } from '../authz/verified-tokens.js';
 
 export { TRANSACTION_TOKEN_TTL, TRANSACTION_TOKEN_TYP };
 

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { AppContext } from '../context.js';
-import type { AgentPrincipal } from '../agents/access-token.js';
-import { agentCache } from '../agents/agent-cache.js';
-import { actionKey, canonicalJson } from '../agents/canonical.js';
+import type { AgentPrincipal } from './agent-access-token.js';
+import { agentCache } from './agent-cache.js';
+import { actionKey, canonicalJson } from './canonical.js';
 import { recordAudit } from './audit.js';
 import { auditRecord, decideOn, denial, type PipelineDecision, type Via } from './core.js';
 import { entityAttributes, loadFacts, namedSubjectFacts, withProperties } from './facts.js';

@@ -1,6 +1,6 @@
 import type { AppContext } from '../context.js';
 import { ENTITIES_DOMAIN } from '../store/entities.js';
-import { agentCache, type AgentState } from '../agents/agent-cache.js';
+import { agentCache, type AgentState } from './agent-cache.js';
 import type { Attributes, PersonFacts, SubjectFacts } from './policy-interface.js';
 
 /** What a decision knows besides the request itself: who acts, for whom, and what the thing is. */

@@ -1,6 +1,6 @@
 import type { AppContext } from '../context.js';
 import { errors, type ProtocolError } from '../errors.js';
-import { verifiedTokens } from '../agents/verified-tokens.js';
+import { verifiedTokens } from '../authz/verified-tokens.js';
 import { ACCESS_TOKEN_TYP } from '../oauth/tokens.js';
 import { accessApiUrl } from './metadata.js';
 

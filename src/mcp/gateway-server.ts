@@ -10,7 +10,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
 import type { AppContext } from '../context.js';
-import type { AgentPrincipal } from '../agents/access-token.js';
+import type { AgentPrincipal } from '../authz/agent-access-token.js';
 import { decisionAnswer, type DecisionAnswer } from '../agents/authorize.js';
 import { authorize } from '../authz/authorize.js';
 import { recordAuditOrLog } from '../authz/audit.js';

@@ -4,8 +4,8 @@ import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv
 import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
 import type { AppContext } from '../context.js';
 import { errors, ProtocolError } from '../errors.js';
-import { verifyAgentAccessToken, type AgentPrincipal } from '../agents/access-token.js';
-import { agentCache } from '../agents/agent-cache.js';
+import { verifyAgentAccessToken, type AgentPrincipal } from '../authz/agent-access-token.js';
+import { agentCache } from '../authz/agent-cache.js';
 import { authorize } from '../authz/authorize.js';
 import { createGatewayServer, resolveToolCall } from './gateway-server.js';
 import { UpstreamPool } from './upstream-pool.js';
