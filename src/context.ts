@@ -3,7 +3,7 @@ import type { Config } from './config.js';
 import type { SigningKeys } from './crypto/signing.js';
 import type { SecretBox } from './crypto/secret-box.js';
 import type { Logger } from './logger.js';
-import type { PolicyService } from './authz/policy-service.js';
+import type { PolicyService } from './policy-service.js';
 import type { Metrics } from './metrics.js';
 import type { SignalSink } from './signals.js';
 import type { Store } from './store/index.js';

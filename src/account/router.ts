@@ -9,7 +9,7 @@ import { notice, renderPage, sendPage, SCRIPT_PAGE_CSP } from '../pages/layout.j
 import { signedOutPage } from '../pages/signed-out.js';
 import { changeName, endSessions, enableTotp, removePasskey, removeTotp, renamePasskey, withdrawConsent } from './actions.js';
 import { groupedSecret, newTotpSecret, otpauthUri, qrCodeDataUri, TOTP_SETUP_TTL_SECONDS } from './totp.js';
-import { registrationOptions, verifyRegistration } from './webauthn.js';
+import { registrationOptions, verifyRegistration } from '../oauth/passkeys.js';
 
 /**
  * Adding or removing a sign-in method (passkey, authenticator app) needs a sign-in within the

@@ -2,7 +2,7 @@ import type { Request, Response } from 'express';
 import type { AppContext } from '../context.js';
 import { constantTimeEqual, randomToken } from '../crypto/hash.js';
 import type { User } from '../store/users.js';
-import { CONSOLE_ROLE } from './built-in.js';
+import { CONSOLE_ROLE } from '../oauth/built-in-applications.js';
 
 /**
  * The console's own cookies, all on path /console, HttpOnly, SameSite=Lax, Secure on https:

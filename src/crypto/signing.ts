@@ -11,15 +11,13 @@ import {
   type JWTVerifyResult,
 } from 'jose';
 import type { SecretBox } from './secret-box.js';
-import type { KeysStore, SigningKeyRow } from '../store/keys.js';
+import { RETIRED_KEY_PUBLISHED_SECONDS, type KeysStore, type SigningKeyRow } from '../store/keys.js';
 import type { Store } from '../store/index.js';
 import type { SettingsStore } from '../store/settings.js';
 
 export type SigningAlg = 'RS256' | 'EdDSA';
 export const SIGNING_ALGS: SigningAlg[] = ['RS256', 'EdDSA'];
 
-/** A rotated key stays in the JWK Set this long: 24 hours. */
-export const RETIRED_KEY_PUBLISHED_SECONDS = 24 * 60 * 60;
 
 const genKeyPair = promisify(generateKeyPair);
 

@@ -2,7 +2,7 @@ import type { Request, RequestHandler, Response } from 'express';
 import type { AppContext } from '../context.js';
 import { randomToken, sha256 } from '../crypto/hash.js';
 import { errors, ProtocolError } from '../errors.js';
-import { ACR_VALUES, ACR_VALUES_SUPPORTED } from '../http/discovery.js';
+import { ACR_VALUES, ACR_VALUES_SUPPORTED } from './acr.js';
 import { sendPage } from '../pages/layout.js';
 import { errorPage } from '../pages/error.js';
 import type { Application } from '../store/applications.js';
@@ -10,7 +10,7 @@ import type { AuthorizationParams, PendingRequest } from '../store/oauth.js';
 import { parseScope, single, type Params } from './params.js';
 import { currentSession, type SignedIn } from './session.js';
 import { CODE_TTL } from './tokens.js';
-import { mayUseApplication } from '../console/built-in.js';
+import { mayUseApplication } from './built-in-applications.js';
 
 /** How long a person has to finish signing in before the request must start again. */
 export const PENDING_REQUEST_TTL = 30 * 60;

@@ -1,8 +1,8 @@
 import type { Request, RequestHandler, Response } from 'express';
-import { signInOptions, verifySignIn, type AllowList, type SignInFailure } from '../account/webauthn.js';
+import { signInOptions, verifySignIn, type AllowList, type SignInFailure } from './passkeys.js';
 import type { AppContext } from '../context.js';
 import { sha256, verifyPassword } from '../crypto/hash.js';
-import { ACR_VALUES } from '../http/discovery.js';
+import { ACR_VALUES } from './acr.js';
 import { sendPage, SCRIPT_PAGE_CSP } from '../pages/layout.js';
 import { loginPage, passkeyStepPage, type LoginPageInput } from '../pages/login.js';
 import type { PendingRequest } from '../store/oauth.js';

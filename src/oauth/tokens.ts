@@ -3,7 +3,7 @@ import type { AppContext } from '../context.js';
 import { errors } from '../errors.js';
 import type { Grant } from '../store/oauth.js';
 import type { User } from '../store/users.js';
-import { mayUseApplication } from '../console/built-in.js';
+import { mayUseApplication } from './built-in-applications.js';
 
 /** Lifetimes in seconds (access tokens 900 s; the others are listed in docs/sign-in.md). */
 export const ACCESS_TOKEN_TTL = 900;

@@ -3,7 +3,7 @@ import { rotateKeys } from '../../admin/keys.js';
 import { parseWith } from '../../admin/route.js';
 import { keysRotate } from '../../admin/schemas.js';
 import type { AppContext } from '../../context.js';
-import { RETIRED_KEY_PUBLISHED_SECONDS } from '../../crypto/signing.js';
+import { RETIRED_KEY_PUBLISHED_SECONDS } from '../../store/keys.js';
 import { audited } from '../audit.js';
 import { formValues } from '../forms.js';
 import { badge, button, code, escapeHtml as e, postForm, section, select, table, when } from '../html.js';

@@ -6,7 +6,7 @@ import { createUser, deleteUser, markCredentialCompromised, revokeSessions, upda
 import type { AppContext } from '../../context.js';
 import { errors } from '../../errors.js';
 import { audited, type Change } from '../audit.js';
-import { CONSOLE_CLIENT_ID, CONSOLE_ROLE } from '../built-in.js';
+import { CONSOLE_CLIENT_ID, CONSOLE_ROLE } from '../../oauth/built-in-applications.js';
 import { emptyForm, jsonField, list, ticked, type FormState, type Values } from '../forms.js';
 import {
   badge,

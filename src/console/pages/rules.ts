@@ -6,7 +6,7 @@ import { createRule, deleteRule, disableRule, enableRule, ruleJson, updateRule, 
 import { CONDITION_OPS, ruleCreate, type RuleCreate } from '../../admin/schemas.js';
 import type { AppContext } from '../../context.js';
 import { errors } from '../../errors.js';
-import { toJsonRule } from '../../authz/policy-service.js';
+import { toJsonRule } from '../../policy-service.js';
 import { formatRule } from '../../policy/format.js';
 import { jsonRuleToAst } from '../../policy/json.js';
 import type { Rule } from '../../store/rules.js';
