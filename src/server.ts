@@ -27,7 +27,7 @@ import { createStore, type Store } from './store/index.js';
 import { endpointUrls } from './urls.js';
 import { applyProjectFile } from './project-file.js';
 import { ensureApiApplication } from './authzen/api-application.js';
-import { authzenFastPath } from './authzen/router.js';
+import { authzenFastPath } from './http/authzen-routes.js';
 import { ensureConsoleApplication } from './console/application.js';
 
 export type ProcessRole = 'primary' | 'worker';
