@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { AppContext } from '../context.js';
 import { errors, validationError } from '../errors.js';
 import { authorize } from '../authz/authorize.js';
-import type { PipelineDecision } from '../authz/core.js';
+import { decisionAnswer, type DecisionAnswer } from '../authz/core.js';
 import { agentCache } from '../authz/agent-cache.js';
 import { actionFields } from './transaction-token.js';
 
@@ -12,20 +12,6 @@ const authorizeBody = z.object({
   transaction_token: z.string().max(16_384).optional(),
   ...actionFields,
 });
-
-/** The decision object: `{data: {decision, reason, ...}}`. */
-export interface DecisionAnswer {
-  decision: 'allow' | 'deny' | 'approval_required';
-  reason: string;
-  policy_version: string;
-  approval_id?: string;
-}
-
-export function decisionAnswer(decision: PipelineDecision, approvalId?: string): DecisionAnswer {
-  const answer: DecisionAnswer = { decision: decision.decision, reason: decision.reason, policy_version: decision.policyVersion };
-  if (approvalId !== undefined) answer.approval_id = approvalId;
-  return answer;
-}
 
 /**
  * POST /apis/regional/v1/agents/authorize, after the body is read: `{data: decision}`, or a

@@ -108,6 +108,17 @@ export async function namedSubjectFacts(ctx: AppContext, type: string, id: strin
   return null;
 }
 
+/**
+ * A named subject with the attributes its request adds (the stored value wins a clash). A
+ * person asked about directly is their own person: subject and person read the same attributes.
+ */
+export function withSubjectProperties<F extends { subject: SubjectFacts; person: PersonFacts | null }>(named: F, properties: Attributes | undefined): F {
+  if (!properties) return named;
+  const subject = { ...named.subject, attributes: withProperties(named.subject.attributes, properties) };
+  const person = named.person && subject.type === 'user' ? { ...named.person, attributes: subject.attributes } : named.person;
+  return { ...named, subject, person };
+}
+
 /** Stored attributes with request-supplied ones filling the gaps (the stored value wins a clash). */
 export function withProperties(stored: Attributes, properties: Attributes | undefined): Attributes {
   return properties ? { ...properties, ...stored } : stored;
