@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import type { Config } from './config.js';
 import { ConfigError, loadConfig } from './config.js';
-import { systemClock, type Clock } from './clock.js';
+import { nowSeconds, systemClock, type Clock } from './clock.js';
 import type { AppContext } from './context.js';
 import { randomToken, sha256 } from './crypto/hash.js';
 import { createSecretBox, resolveSecretKey, type SecretBox } from './crypto/secret-box.js';
@@ -53,7 +53,7 @@ export async function openContext(config: Config, logger: Logger, role: ProcessR
   const { store, lease } = await openStore(config, logger, role, clock);
   try {
     const box = await openSecretBox(config, store, role, logger);
-    const keys = new SigningKeys(store.keys, store.settings, box);
+    const keys = new SigningKeys(store.keys, store.settings, box, () => nowSeconds(clock));
     const policy = new PolicyService(store, config.policyDir, logger);
     const metrics = createMetrics();
 
@@ -81,7 +81,7 @@ export async function openContext(config: Config, logger: Logger, role: ProcessR
       keys,
       box,
       urls: endpointUrls(config.issuer),
-      signals: createSignalSink({ issuer: config.issuer }),
+      signals: createSignalSink({ issuer: config.issuer, clock }),
       policy,
       clock,
       metrics,
@@ -436,7 +436,7 @@ async function runPrimary(config: Config, logger: Logger): Promise<void> {
   // every core busy without crowding it (measured with bench/token.ts).
   const fork = () => {
     const w = cluster.fork({ UV_THREADPOOL_SIZE: process.env.UV_THREADPOOL_SIZE ?? '2' });
-    startedAt.set(w, { at: Date.now(), listening: false });
+    startedAt.set(w, { at: performance.now(), listening: false });
     w.on('listening', () => {
       const s = startedAt.get(w);
       if (s) s.listening = true;
@@ -458,7 +458,7 @@ async function runPrimary(config: Config, logger: Logger): Promise<void> {
     const started = startedAt.get(worker);
     startedAt.delete(worker);
     if (stopping) return;
-    const quick = !started || !started.listening || Date.now() - started.at < QUICK_DEATH_MS;
+    const quick = !started || !started.listening || performance.now() - started.at < QUICK_DEATH_MS;
     quickDeaths = quick ? quickDeaths + 1 : 0;
     if (quickDeaths >= MAX_QUICK_DEATHS) {
       stopping = true;

@@ -1,9 +1,8 @@
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
 import { errors, validationError } from '../errors.js';
-import { authorize } from '../authz/authorize.js';
+import { agentKnown, authorize } from '../authz/authorize.js';
 import { decisionAnswer, type DecisionAnswer } from '../authz/core.js';
-import { agentCache } from '../authz/agent-cache.js';
 import { actionFields } from './transaction-token.js';
 
 const authorizeBody = z.object({
@@ -20,7 +19,7 @@ const authorizeBody = z.object({
  */
 export async function decisionEndpoint(ctx: AppContext, rawBody: unknown): Promise<{ data: DecisionAnswer }> {
   const rawAgentId = (rawBody as { agent_id?: unknown } | undefined)?.agent_id;
-  if (typeof rawAgentId === 'string' && rawAgentId && !(await agentCache(ctx).active(rawAgentId))) {
+  if (typeof rawAgentId === 'string' && rawAgentId && !(await agentKnown(ctx, rawAgentId))) {
     throw errors.invalidClient('unknown or revoked agent');
   }
   const parsed = authorizeBody.safeParse(rawBody ?? {});

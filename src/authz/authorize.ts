@@ -63,8 +63,8 @@ export type AuthorizeResult =
  * and then exactly one audit record (`record`). The modes: decide (every step; an allow
  * consumes), bind (steps 1–3; nothing consumed, only the limits can refuse; recorded as a
  * token), refuse (a request refused before step 3, by a door that could not map it: a deny,
- * recorded like any other). A dry run (search) reads the same order through `decideOn` and
- * records nothing.
+ * recorded like any other), dry (search: steps 3–7 with the limits only read; nothing
+ * recorded, nothing consumed: `decideDry`).
  */
 export async function authorize(ctx: AppContext, req: AuthorizeRequest): Promise<AuthorizeResult> {
   const agentId = req.via === 'decision' ? req.agentId : req.via === 'authzen' ? req.subject.id : req.principal.agent.agent_id;
@@ -176,8 +176,8 @@ async function run(ctx: AppContext, req: Exclude<AuthorizeRequest, { via: 'authz
   return decisionOrder(ctx, { via: req.via, txn: matched.txn, binding, name: state.agent.name }, policy.set, request);
 }
 
-/** Step 1: the agent exists and is not revoked (read through the agent cache). */
-function agentKnown(ctx: AppContext, agentId: string): ReturnType<ReturnType<typeof agentCache>['active']> {
+/** Step 1: the agent exists and is not revoked (read through the agent cache); a door that answers it early asks here. */
+export function agentKnown(ctx: AppContext, agentId: string): ReturnType<ReturnType<typeof agentCache>['active']> {
   return agentCache(ctx).active(agentId);
 }
 
@@ -212,7 +212,7 @@ async function decisionOrder(ctx: AppContext, mode: Mode, policy: PolicySet | nu
   if (counters.length && mode.via !== 'bind') {
     return decideOnCounters(ctx, mode.via as 'decision' | 'mcp' | 'authzen', policy!, request, counters, mode.txn, mode.name, mode.caller);
   }
-  if (counters.length) request.usage = await peekUsage(ctx.store, counters, Math.floor(request.now / 1000));
+  if (counters.length) await readLimits(ctx, counters, request);
   let decision = decideOn(request, policy);
 
   if (mode.via === 'bind') {
@@ -228,6 +228,21 @@ async function decisionOrder(ctx: AppContext, mode: Mode, policy: PolicySet | nu
     ({ decision, approvalId } = await approvals(ctx, policy, request, decision, mode.name));
   }
   return record(ctx, mode.via, request, decision, undefined, approvalId, mode.caller);
+}
+
+/**
+ * The dry mode (search): the same order on the same facts, with the limits over time read as
+ * they stand; no approval is created or consumed, nothing counted, nothing recorded.
+ */
+export async function decideDry(ctx: AppContext, policy: PolicySet, request: DecisionRequest): Promise<PipelineDecision> {
+  const counters = countersOf(request, policy);
+  if (counters.length) await readLimits(ctx, counters, request);
+  return decideOn(request, policy);
+}
+
+/** Step 3 without consuming (bind, dry): the usage now, for the policy's limits to read. */
+async function readLimits(ctx: AppContext, counters: Counter[], request: DecisionRequest): Promise<void> {
+  request.usage = await peekUsage(ctx.store, counters, Math.floor(request.now / 1000));
 }
 
 /**

@@ -3,11 +3,11 @@ import { errors, type ProtocolError } from '../errors.js';
 import { verifiedTokens } from '../authz/verified-tokens.js';
 import { ACCESS_TOKEN_TYP } from '../oauth/tokens.js';
 import { accessApiUrl } from './metadata.js';
+import { nowSeconds } from '../clock.js';
 
 /** Who asks: the m2m application whose access token came with the request. */
 export interface Caller { clientId: string }
 
-const nowSeconds = () => Math.floor(Date.now() / 1000);
 const BEARER = /^Bearer[ \t]+([\w\-.~+/]+=*)[ \t]*$/i;
 
 function unauthorized(ctx: AppContext, description: string, withError: boolean): ProtocolError {
@@ -34,7 +34,7 @@ export async function authenticateCaller(ctx: AppContext, authorization: string 
   const token = m[1]!;
   const audience = accessApiUrl(ctx);
   const cache = verifiedTokens(ctx, `authzen:${audience}`);
-  let payload = cache.get(token, nowSeconds())?.payload;
+  let payload = cache.get(token, nowSeconds(ctx.clock))?.payload;
   if (!payload) {
     try {
       const verified = await ctx.keys.verify(token, 'RS256', {

@@ -40,7 +40,8 @@ export class SigningKeys {
     private readonly keys: KeysStore,
     private readonly settings: SettingsStore,
     private readonly box: SecretBox,
-    private readonly clock: () => number = () => Math.floor(Date.now() / 1000),
+    /** the service's clock, in Unix seconds: key creation, rotation and the validity of tokens it verifies */
+    private readonly clock: () => number,
   ) {}
 
   /** Makes one key per algorithm when none is active (first start). */
@@ -242,7 +243,7 @@ export class SigningKeys {
     const ok = verifyBytes(alg === 'RS256' ? 'sha256' : null, Buffer.from(`${h}.${p}`), k.key, Buffer.from(sig, 'base64url'));
     if (!ok) throw new joseErrors.JWSSignatureVerificationFailed();
     const payload = decodeJsonPart<JWTPayload>(p, 'payload');
-    checkClaims(header, payload, options);
+    checkClaims(header, payload, { currentDate: new Date(this.clock() * 1000), ...options });
     return { payload, protectedHeader: header } as JWTVerifyResult;
   }
 }
