@@ -33,6 +33,11 @@ export function stemOf(path: string): string {
   return b || 'model';
 }
 
+/** A store's name as a policy name: `Google Drive` → `google-drive` (a policy version names it). */
+export function policyName(name: string | undefined): string {
+  return (name ?? '').toLowerCase().replace(/[^a-z0-9_]+/g, '-').replace(/^-+|-+$/g, '');
+}
+
 export function importOpenfga(path: string, read: ReadText): Imported<OpenfgaImport> {
   const stem = stemOf(path);
   const source = basename(path);
@@ -46,7 +51,7 @@ export function importOpenfga(path: string, read: ReadText): Imported<OpenfgaImp
   if ('error' in src) return { ok: false, refusals: [{ file: path, line: 1, message: src.error }] };
   const store = readStore(path, src.text, read);
   if (!store.ok) return store;
-  const policy = emitPolicy(store.value.model, { name: store.value.name?.trim() || stem, source });
+  const policy = emitPolicy(store.value.model, { name: policyName(store.value.name) || stem, source });
   if (!policy.ok) return policy;
   return {
     ok: true,

@@ -1,6 +1,6 @@
 // Store files into relationships and tests, and the policy and tests text the import prints.
 import { describe, expect, it } from 'vitest';
-import { importOpenfga } from '../../../src/policy/openfga/index.js';
+import { importOpenfga, policyName } from '../../../src/policy/openfga/index.js';
 import { modelFromDsl } from '../../../src/policy/openfga/source.js';
 import { emitPolicy } from '../../../src/policy/openfga/emit.js';
 import { readFrom } from './helpers.js';
@@ -97,7 +97,7 @@ describe('store files', () => {
     if (!r.ok) throw new Error(JSON.stringify(r.refusals));
     expect(r.value.stem).toBe('docs');
     expect(r.value.policy).toBe(`# Imported from OpenFGA: docs.fga.yaml.
-policy "Docs" version 1
+policy "docs" version 1
 
 type user
 
@@ -145,6 +145,10 @@ test "groups (2)" {
   check "user:anne" "viewer" "doc:1" expect false
 }
 `);
+  });
+
+  it('names the policy after the store, lower case, runs of other characters as "-"', () => {
+    expect(['Google Drive', 'Tests for Wiki Module', 'IoT', '  ', '!!!'].map(policyName)).toEqual(['google-drive', 'tests-for-wiki-module', 'iot', '', '']);
   });
 
   it('a modular store reads fga.mod and the tuple file it names', () => {
