@@ -131,12 +131,13 @@ export function checkReferences(model: FgaModel): Refusal[] {
             break;
           case 'computed':
             if (!rels.has(x.relation)) out.push(refusal(x.at, `${what}: type ${t.name} has no relation ${x.relation}`));
+            else if (x.relation === r.name) out.push(refusal(x.at, `${what}: a relation cannot be defined as itself`));
             break;
           case 'from': {
             const ts = rels.get(x.tupleset);
             if (!ts) { out.push(refusal(x.at, `${what}: "${x.relation} from ${x.tupleset}": type ${t.name} has no relation ${x.tupleset}`)); break; }
-            if (ts.rewrite.kind !== 'direct' || ts.rewrite.types.some((d) => d.relation)) {
-              out.push(refusal(x.at, `${what}: "${x.relation} from ${x.tupleset}": ${t.name}#${x.tupleset} must be direct types only, without usersets`));
+            if (ts.rewrite.kind !== 'direct' || ts.rewrite.types.some((d) => d.relation || d.wildcard)) {
+              out.push(refusal(x.at, `${what}: "${x.relation} from ${x.tupleset}": ${t.name}#${x.tupleset} must be direct types only, without usersets or wildcards`));
               break;
             }
             const targets = ts.rewrite.types.filter((d) => !d.wildcard).map((d) => d.type);

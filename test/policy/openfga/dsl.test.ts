@@ -85,14 +85,15 @@ condition c(x: int, tags: list<string>, m: map<list<int>>) {
     expect(refused(head + 'extend type doc\n  relations\n    define x: owner\n')).toEqual(['7: "extend type" belongs in a module of a modular model (fga.mod)']);
     expect(refused(head + '    define owner: [user]\n')).toEqual(['7: relation doc#owner is also defined at m.fga:6']);
     expect(refused(head + 'type user\n')).toEqual(['7: type user is also declared at m.fga:3']);
-    expect(refused(head + '    define a: nothing\n    define b: [user, team, doc#nothing, user with nope]\n    define c: owner from owner\n    define d: viewer from parent\n    define parent: [doc#owner]\n    define e: nothing from f\n    define f: [user, user:*]\n')).toEqual([
+    expect(refused(head + '    define a: nothing\n    define self: self\n    define b: [user, team, doc#nothing, user with nope]\n    define c: owner from owner\n    define d: viewer from parent\n    define parent: [doc#owner]\n    define e: nothing from f\n    define f: [user, user:*]\n')).toEqual([
       '7: doc#a: type doc has no relation nothing',
-      '8: doc#b: [team] names no declared type',
-      '8: doc#b: [doc#nothing]: type doc has no relation nothing',
-      '8: doc#b: [user with nope]: no condition nope is declared',
-      '9: doc#c: "owner from owner": none of user has a relation owner',
-      '10: doc#d: "viewer from parent": doc#parent must be direct types only, without usersets',
-      '12: doc#e: "nothing from f": none of user has a relation nothing',
+      '8: doc#self: a relation cannot be defined as itself',
+      '9: doc#b: [team] names no declared type',
+      '9: doc#b: [doc#nothing]: type doc has no relation nothing',
+      '9: doc#b: [user with nope]: no condition nope is declared',
+      '10: doc#c: "owner from owner": none of user has a relation owner',
+      '11: doc#d: "viewer from parent": doc#parent must be direct types only, without usersets or wildcards',
+      '13: doc#e: "nothing from f": doc#f must be direct types only, without usersets or wildcards',
     ]);
     expect(refused('module core\ntype user\n')).toEqual(['1: "module core" is one part of a modular model: import its fga.mod']);
   });
