@@ -147,6 +147,18 @@ test "groups (2)" {
 `);
   });
 
+  it('reads a model in its JSON form inside a store file, and JSON lines tuple files', () => {
+    const r = importOpenfga('s.fga.yaml', readFrom({
+      's.fga.yaml': 'model:\n  schema_version: "1.1"\n  type_definitions:\n    - type: user\n    - type: doc\n      relations:\n        viewer: {this: {}}\n      metadata:\n        relations:\n          viewer: {directly_related_user_types: [{type: user}]}\ntuple_file: t.jsonl\n',
+      't.jsonl': '{"user": "user:a", "relation": "viewer", "object": "doc:1"}\n\n{"user": "user:b", "relation": "viewer", "object": "doc:2"}\n',
+    }));
+    if (!r.ok) throw new Error(JSON.stringify(r.refusals));
+    expect(r.value.policy).toContain('type doc {\n  relation viewer: [user]\n}\n');
+    expect(r.value.relationships!.relationships.map((x) => x.subject)).toEqual(['user:a', 'user:b']);
+    const bad = importOpenfga('s.fga.yaml', readFrom({ 's.fga.yaml': 'model_file: m.fga\ntuple_file: t.jsonl\n', 'm.fga': MODEL, 't.jsonl': '{"user": "user:a", "relation": "viewer", "object": "doc:1"}\n{"user": "a", "relation": "viewer", "object": "doc:1"}\n' }));
+    expect(bad.ok ? [] : bad.refusals).toEqual([{ file: 't.jsonl', line: 2, message: 'tuple user "a" is not "type:id", "type:id#relation" or "type:*"' }]);
+  });
+
   it('names the policy after the store, lower case, runs of other characters as "-"', () => {
     expect(['Google Drive', 'Tests for Wiki Module', 'IoT', '  ', '!!!'].map(policyName)).toEqual(['google-drive', 'tests-for-wiki-module', 'iot', '', '']);
   });
