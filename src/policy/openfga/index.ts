@@ -3,7 +3,7 @@
 // store file; `fga.mod` a modular model; `*.json` the JSON form of a model; anything else a
 // `.fga` model. Pure: the caller reads files (through `read`) and writes the result.
 
-import { basename } from 'node:path';
+import { basename, dirname, resolve } from 'node:path';
 import { hasErrors, parseAndValidate } from '../load.js';
 import { emitPolicy, emitTests, relationshipJson, type Emitted } from './emit.js';
 import { refusal, renderRefusal, type Imported, type Refusal, type Where } from './model.js';
@@ -28,8 +28,9 @@ export function isStoreFile(path: string): boolean {
   return /\.(ya?ml)$/i.test(path) && !/(^|\/)fga\.mod$/.test(path);
 }
 
-/** The name without `.fga.yaml`, `.fga`, `.dsl`, `.json`, `.mod`. */
+/** The name without `.fga.yaml`, `.fga`, `.dsl`, `.json`, `.mod`; for `fga.mod`, its directory's name. */
 export function stemOf(path: string): string {
+  if (basename(path) === 'fga.mod') return basename(dirname(resolve(path))) || 'model';
   const b = basename(path).replace(/(\.fga)?\.(ya?ml|json|fga|dsl|mod)$/i, '');
   return b || 'model';
 }

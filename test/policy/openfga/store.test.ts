@@ -1,6 +1,6 @@
 // Store files into relationships and tests, and the policy and tests text the import prints.
 import { describe, expect, it } from 'vitest';
-import { importOpenfga, policyName, validateOutput } from '../../../src/policy/openfga/index.js';
+import { importOpenfga, policyName, stemOf, validateOutput } from '../../../src/policy/openfga/index.js';
 import { modelFromDsl } from '../../../src/policy/openfga/source.js';
 import { emitPolicy } from '../../../src/policy/openfga/emit.js';
 import { readFrom } from './helpers.js';
@@ -157,6 +157,10 @@ test "groups (2)" {
     expect(r.value.relationships!.relationships.map((x) => x.subject)).toEqual(['user:a', 'user:b']);
     const bad = importOpenfga('s.fga.yaml', readFrom({ 's.fga.yaml': 'model_file: m.fga\ntuple_file: t.jsonl\n', 'm.fga': MODEL, 't.jsonl': '{"user": "user:a", "relation": "viewer", "object": "doc:1"}\n{"user": "a", "relation": "viewer", "object": "doc:1"}\n' }));
     expect(bad.ok ? [] : bad.refusals).toEqual([{ file: 't.jsonl', line: 2, message: 'tuple user "a" is not "type:id", "type:id#relation" or "type:*"' }]);
+  });
+
+  it('names the files after the input: store.fga.yaml is store, stores/modular/fga.mod is modular', () => {
+    expect(['a/store.fga.yaml', 'm.fga', 'x/authorization-model.json', 'y/authorization-model.dsl', 'stores/modular/fga.mod', 'a/b.yml'].map(stemOf)).toEqual(['store', 'm', 'authorization-model', 'authorization-model', 'modular', 'b']);
   });
 
   it('names the policy after the store, lower case, runs of other characters as "-"', () => {
