@@ -66,3 +66,10 @@ export function kindOf(v: unknown): string {
   if (typeof v === 'object') return 'a map';
   return `a ${typeof v}`;
 }
+
+/** The value at a path of a plain value (undefined where the path leaves it). */
+export function getIn(v: unknown, path: Path): unknown {
+  let cur = v;
+  for (const k of path) cur = isRecord(cur) || Array.isArray(cur) ? (cur as Record<string | number, unknown>)[k] : undefined;
+  return cur;
+}

@@ -8,7 +8,7 @@
 import { dirname, join } from 'node:path';
 import type { StoreTest, TestLine, Tuple } from './emit.js';
 import { fromJson } from './json-model.js';
-import { isRecord, kindOf, parseLocated, type Located, type Path } from './located.js';
+import { getIn, isRecord, kindOf, parseLocated, type Located, type Path } from './located.js';
 import { refusal, type FgaModel, type Imported, type Refusal, type RelationDef, type Rewrite, type TypeRestriction, type Where } from './model.js';
 import { combineModules, modelFromDsl, readModelFile, type ReadText } from './source.js';
 
@@ -282,10 +282,4 @@ function assertions(doc: Located, tp: Path, refusals: Refusal[], testFor: (conte
 function matchesFilter(u: string, f: { type: string; relation?: string }): boolean {
   const m = /^([^:]+):([^#]+)(?:#(.+))?$/.exec(u);
   return m !== null && m[1] === f.type && m[3] === f.relation;
-}
-
-function getIn(v: unknown, path: Path): unknown {
-  let cur = v;
-  for (const k of path) cur = isRecord(cur) || Array.isArray(cur) ? (cur as Record<string | number, unknown>)[k] : undefined;
-  return cur;
 }
