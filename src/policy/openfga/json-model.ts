@@ -4,7 +4,7 @@
 // CEL expression and typed parameters. Read into the same model as the DSL.
 
 import { getIn, isRecord, kindOf, parseLocated, type Located, type Path } from './located.js';
-import { refusal, type ConditionDef, type ConditionParam, type FgaModel, type Imported, type Refusal, type Rewrite, type TypeDef, type TypeRestriction } from './model.js';
+import { refusal, type ConditionParam, type FgaModel, type Imported, type Refusal, type Rewrite, type TypeDef, type TypeRestriction } from './model.js';
 
 export function readJsonModel(file: string, text: string): Imported<FgaModel> {
   const doc = parseLocated(file, text);

@@ -210,7 +210,7 @@ function tuple(doc: Located, p: Path, refusals: Refusal[]): Tuple | undefined {
 function assertions(doc: Located, tp: Path, refusals: Refusal[], testFor: (contextual: Tuple[]) => StoreTest): void {
   const test = getIn(doc.value, tp) as Record<string, unknown>;
   const fail = (p: Path, m: string) => { refusals.push(refusal(doc.at(p), m)); };
-  const items = (key: string, each: (item: Record<string, unknown>, p: Path, at: Where, context: Record<string, unknown> | undefined, into: TestLine[]) => void) => {
+  const items = (key: string, each: (item: Record<string, unknown>, p: Path, context: Record<string, unknown> | undefined, into: TestLine[]) => void) => {
     const list = test[key];
     if (list === undefined) return;
     if (!Array.isArray(list)) { fail([...tp, key], `expected "${key}" to be a list, found ${kindOf(list)}`); return; }
@@ -221,13 +221,13 @@ function assertions(doc: Located, tp: Path, refusals: Refusal[], testFor: (conte
       if (context !== undefined && context !== null && !isRecord(context)) { fail([...p, 'context'], '"context" must be a map'); return; }
       const contextual = item.contextual_tuples === undefined ? [] : tupleList(doc, [...p, 'contextual_tuples'], refusals);
       if (!isRecord(item.assertions)) { fail(p, `a ${key} item needs "assertions", a map from relation to its expected answer`); return; }
-      each(item, p, doc.at(p), isRecord(context) ? context : undefined, testFor(contextual).lines);
+      each(item, p, isRecord(context) ? context : undefined, testFor(contextual).lines);
     });
   };
   const known = (item: Record<string, unknown>, p: Path, keys: string[]) => {
     for (const k of Object.keys(item)) if (![...keys, 'context', 'contextual_tuples', 'assertions'].includes(k)) fail([...p, k], `unknown key "${k}"`);
   };
-  items('check', (item, p, at, context, into) => {
+  items('check', (item, p, context, into) => {
     known(item, p, ['user', 'object']);
     if (typeof item.user !== 'string' || !SUBJECT.test(item.user)) return fail(p, `check: user ${JSON.stringify(item.user)} is not "type:id", "type:id#relation" or "type:*"`);
     if (typeof item.object !== 'string' || !OBJECT.test(item.object)) return fail(p, `check: object ${JSON.stringify(item.object)} is not "type:id"`);
@@ -236,7 +236,7 @@ function assertions(doc: Located, tp: Path, refusals: Refusal[], testFor: (conte
       into.push({ k: 'check', subject: item.user, relation, object: item.object, context, expect, at: doc.at([...p, 'assertions', relation]) });
     }
   });
-  items('list_objects', (item, p, at, context, into) => {
+  items('list_objects', (item, p, context, into) => {
     known(item, p, ['user', 'type']);
     if (typeof item.user !== 'string' || !SUBJECT.test(item.user)) return fail(p, `list_objects: user ${JSON.stringify(item.user)} is not "type:id", "type:id#relation" or "type:*"`);
     if (typeof item.type !== 'string' || !NAME.test(item.type)) return fail(p, `list_objects: type ${JSON.stringify(item.type)} is not a type name`);
@@ -246,7 +246,7 @@ function assertions(doc: Located, tp: Path, refusals: Refusal[], testFor: (conte
       into.push({ k: 'objects', subject: item.user, relation, type: item.type, context, expect: expect as string[], at: doc.at(ap) });
     }
   });
-  items('list_users', (item, p, at, context, into) => {
+  items('list_users', (item, p, context, into) => {
     known(item, p, ['object', 'user_filter']);
     if (typeof item.object !== 'string' || !OBJECT.test(item.object)) return fail(p, `list_users: object ${JSON.stringify(item.object)} is not "type:id"`);
     const filters = item.user_filter;
