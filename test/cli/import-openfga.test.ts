@@ -119,6 +119,13 @@ test "anne reads through the folder" {
     expect(usage.err).toBe("gatehouse policy import openfga: needs <file> (see 'gatehouse policy import openfga --help')\n");
   });
 
+  it('policy import alone lists its formats; another format is unknown', async () => {
+    const alone = await run(['import'], cwd);
+    expect(alone.code).toBe(2);
+    expect(alone.err).toMatch(/^usage: gatehouse policy import <command> \[options\]\n\ncommands:\n  policy import openfga <file> /);
+    expect(await run(['import', 'spicedb', 'x.zed'], cwd)).toEqual({ code: 2, out: '', err: "gatehouse: unknown command 'policy import spicedb' (see 'gatehouse policy import --help')\n" });
+  });
+
   it('is in the help', async () => {
     const r = await run(['import', 'openfga', '--help'], cwd);
     expect(r.code).toBe(0);
