@@ -1,8 +1,10 @@
 // The OpenFGA modeling language reader: every model the peers hold, the shapes it produces, and
 // each refusal with its line.
 import { join } from 'node:path';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { parseDsl } from '../../../src/policy/openfga/dsl.js';
+import { parseDsl, parseRewrite } from '../../../src/policy/openfga/dsl.js';
+import { printRewrite } from '../../../src/policy/openfga/emit.js';
 import { modelFromDsl, readModelFile } from '../../../src/policy/openfga/source.js';
 import { readStore } from '../../../src/policy/openfga/store.js';
 import { OOPSLA, PEERS_MISSING, SAMPLE_STORES } from '../../helpers/peers.js';
@@ -153,3 +155,31 @@ describe.skipIf(!SAMPLE_STORES || !OOPSLA)('every model the peers hold', () => {
     expect(results.filter((x) => !x.endsWith(': ok'))).toEqual([]);
   });
 });
+
+describe('a definition printed and read back', () => {
+  it('is the same definition, for any nesting of or, and, but not, from and direct types', () => {
+    const at = { file: 'p', line: 1 };
+    const name = fc.constantFrom('owner', 'viewer', 'parent', 'can_read', 'x-y');
+    const restriction = fc.record({ type: fc.constantFrom('user', 'group'), form: fc.constantFrom('plain', 'wildcard', 'userset'), condition: fc.option(fc.constantFrom('c1', 'c2'), { nil: undefined }) })
+      .map(({ type, form, condition }) => ({ type, ...(form === 'wildcard' ? { wildcard: true } : form === 'userset' ? { relation: 'member' } : {}), ...(condition ? { condition } : {}) }));
+    const { tree } = fc.letrec((tie) => ({
+      tree: fc.oneof({ depthSize: 'small', withCrossShrink: true },
+        name.map((relation) => ({ kind: 'computed', relation, at })),
+        fc.tuple(name, name).map(([relation, tupleset]) => ({ kind: 'from', relation, tupleset, at })),
+        fc.array(restriction, { minLength: 1, maxLength: 3 }).map((types) => ({ kind: 'direct', types, at })),
+        fc.tuple(fc.constantFrom('union', 'intersection'), fc.array(tie('tree'), { minLength: 2, maxLength: 3 })).map(([kind, children]) => ({ kind, children, at })),
+        fc.tuple(tie('tree'), tie('tree')).map(([base, subtract]) => ({ kind: 'difference', base, subtract, at })),
+      ),
+    }));
+    const directs = (t: any): number => t.kind === 'direct' ? 1 : t.children ? t.children.reduce((n: number, c: any) => n + directs(c), 0) : t.kind === 'difference' ? directs(t.base) + directs(t.subtract) : 0;
+    fc.assert(fc.property(tree.filter((t: any) => directs(t) <= 1), (t: any) => {
+      const text = printRewrite(t, 0);
+      const back = parseRewrite([{ text, no: 1 }], 'p', 'doc#r');
+      expect('rewrite' in back ? withoutAt(back.rewrite) : back.refusal.message).toEqual(withoutAt(t));
+    }), { numRuns: 300, seed: 20261127 });
+  });
+});
+
+function withoutAt(x: unknown): unknown {
+  return JSON.parse(JSON.stringify(x, (k, v) => (k === 'at' ? undefined : v)));
+}
