@@ -39,11 +39,18 @@ export function parseLocated(file: string, text: string): Imported<Located> {
     return undefined;
   };
   const lineOf = (offset: number) => lineCounter.linePos(offset).line;
+  let value: unknown;
+  try {
+    value = doc.toJS({ maxAliasCount: 100 });
+  } catch (e) {
+    // An alias to no anchor, or aliases expanding past the bound.
+    return { ok: false, refusals: [refusal({ file, line: 1 }, `not valid YAML: ${(e as Error).message}`)] };
+  }
   return {
     ok: true,
     value: {
       file,
-      value: doc.toJS({ maxAliasCount: 100 }),
+      value,
       at: (path) => ({ file, line: (() => { const n = nodeAt(path); return n?.range ? lineOf(n.range[0]) : 1; })() }),
       textStart: (path) => {
         const n = nodeAt(path);
