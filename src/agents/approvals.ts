@@ -3,6 +3,7 @@ import { errors } from '../errors.js';
 import { displayState, type Approval } from '../store/agent-auth.js';
 import type { Store } from '../store/index.js';
 import { APPROVAL_WINDOW_SECONDS } from '../authz/authorize.js';
+import { iso } from '../clock.js';
 
 /** An approval as the management API and the approvals page show it. */
 export interface ApprovalView {
@@ -22,7 +23,6 @@ export interface ApprovalView {
   decided_at: string | null;
 }
 
-const iso = (t: number | null): string | null => (t == null ? null : new Date(t * 1000).toISOString());
 
 export function approvalView(ctx: AppContext, a: Approval): ApprovalView {
   let authReqId: string | null = null;

@@ -14,13 +14,13 @@ import type {
 import { ROOTS } from './ast.js';
 import type { UsedLine } from './ast.js';
 import type { UsageLimitNode } from './usage.js';
-import { projectRoot } from './root.js';
+import { projectRoot } from '../paths.js';
 
 let grammarCache: ohm.Grammar | undefined;
 let semanticsCache: ohm.Semantics | undefined;
 
 export function policyGrammar(): ohm.Grammar {
-  if (!grammarCache) grammarCache = ohm.grammar(readFileSync(join(projectRoot(), 'grammar', 'policy.ohm'), 'utf8'));
+  if (!grammarCache) grammarCache = ohm.grammar(readFileSync(join(projectRoot, 'grammar', 'policy.ohm'), 'utf8'));
   return grammarCache;
 }
 
