@@ -2,7 +2,7 @@ import type { Router } from 'express';
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
 import { errors } from '../errors.js';
-import { listCounters, type CapabilityLimits, type CounterView } from '../authz/usage.js';
+import { listCounters, type CapabilityLimits, type CounterView } from '../authz/budgets.js';
 import { usageLimitsFor, type SubjectFacts } from '../authz/policy-interface.js';
 import { jsonUsageLimits } from '../policy/usage.js';
 import type { Agent } from '../store/agents.js';

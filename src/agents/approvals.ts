@@ -2,7 +2,7 @@ import type { AppContext } from '../context.js';
 import { errors } from '../errors.js';
 import { displayState, type Approval } from '../store/agent-auth.js';
 import type { Store } from '../store/index.js';
-import { APPROVAL_WINDOW_SECONDS } from '../authz/authorize.js';
+import { APPROVAL_WINDOW_SECONDS } from '../authz/pipeline.js';
 import { iso } from '../clock.js';
 
 /** An approval as the management API and the approvals page show it. */

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import type { AppContext } from '../context.js';
 import { errors, ProtocolError, validationError } from '../errors.js';
 import { bearerToken } from '../oauth/bearer.js';
-import { authorize } from '../authz/authorize.js';
+import { authorize } from '../authz/pipeline.js';
 import { recordAuditOrLog } from '../authz/audit.js';
 import { TRANSACTION_TOKEN_TTL, TRANSACTION_TOKEN_TYP } from '../authz/transaction-tokens.js';
 import { verifyAgentAccessToken } from '../authz/agent-access-token.js';

@@ -2,7 +2,7 @@ import express, { type Express, type NextFunction, type Request, type RequestHan
 import type { AppContext } from '../context.js';
 import { errors } from '../errors.js';
 import type { Logger } from '../logger.js';
-import { decisionEndpoint } from '../agents/authorize.js';
+import { decisionEndpoint } from '../agents/decision-endpoint.js';
 import { transactionTokenEndpoint } from '../agents/transaction-token.js';
 import { authenticateCaller, type Caller } from '../authzen/caller.js';
 import { evaluationAnswer, evaluationsAnswer } from '../authzen/evaluate.js';

@@ -12,7 +12,7 @@ import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/t
 import type { AppContext } from '../context.js';
 import type { AgentPrincipal } from '../authz/agent-access-token.js';
 import { decisionAnswer, type DecisionAnswer } from '../authz/core.js';
-import { authorize, refuse } from '../authz/authorize.js';
+import { authorize, refuse } from '../authz/pipeline.js';
 import { recordAuditOrLog } from '../authz/audit.js';
 import type { PipelineCause } from '../authz/cause.js';
 import { toolAccess } from './tool-access.js';

@@ -7,7 +7,7 @@ import { errors, ProtocolError } from '../errors.js';
 import { bearerToken } from '../oauth/bearer.js';
 import { verifyAgentAccessToken, type AgentPrincipal } from '../authz/agent-access-token.js';
 import { agentCache } from '../authz/agent-cache.js';
-import { authorize } from '../authz/authorize.js';
+import { authorize } from '../authz/pipeline.js';
 import { createGatewayServer, resolveToolCall } from './gateway-server.js';
 import { UpstreamPool } from './upstream-pool.js';
 

@@ -9,7 +9,7 @@ import { entityAttributes, loadFacts, namedSubjectFacts, withProperties, withSub
 import type { PipelineCause } from './cause.js';
 import { usageLimitsFor, type Attributes, type DecisionRequest, type PolicySet, type SubjectFacts } from './policy-interface.js';
 import { checkTransactionToken } from './transaction-tokens.js';
-import { countersFor, peekUsage, usageBatch, type Counter } from './usage.js';
+import { countersFor, peekUsage, usageBatch, type Counter } from './budgets.js';
 import type { Store } from '../store/index.js';
 
 /** A pending approval waits this long for a person; once approved (or denied) it holds this long. */
