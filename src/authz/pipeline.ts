@@ -258,7 +258,7 @@ export function countersOf(request: DecisionRequest, policy: PolicySet): Counter
 }
 
 /**
- * Steps 2–6 under limits over time: the counters are read (locked), the decision made (with
+ * Steps 3–7 under limits over time: the counters are read (locked), the decision made (with
  * its approvals), an allow consumed and the decision's audit record appended in one
  * transaction, shared with the other such decisions of this turn, so that concurrent
  * decisions on any process or instance never together pass a window, and what a decision
@@ -317,7 +317,7 @@ async function record(
 }
 
 /**
- * Step 5 with its memory: an action that needs a person creates a pending approval (or finds
+ * Step 6 with its memory: an action that needs a person creates a pending approval (or finds
  * the pending one); once approved it is allowed once (consumed atomically, so two concurrent
  * calls cannot both use it); once denied it stays denied for the window.
  */
