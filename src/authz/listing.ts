@@ -1,6 +1,6 @@
 import type { AppContext } from '../context.js';
 import type { AgentPrincipal } from './agent-access-token.js';
-import { agentKnown } from './pipeline.js';
+import { agentKnown } from './agent-cache.js';
 import { personFacts } from './facts.js';
 import { permissionCovers } from '../policy/index.js';
 

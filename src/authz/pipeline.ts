@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { AppContext } from '../context.js';
 import type { AgentPrincipal } from './agent-access-token.js';
-import { agentCache } from './agent-cache.js';
+import { agentKnown } from './agent-cache.js';
 import { actionKey, canonicalJson } from './canonical.js';
 import { recordAudit } from './audit.js';
 import { auditRecord, decideOn, denial, type PipelineDecision, type Via } from './core.js';
@@ -53,7 +53,7 @@ export type AuthorizeResult =
 
 /**
  * The decision order, written once; every mode below composes these steps:
- *   1. agent known     the agent exists and is not revoked (`agentKnown`)
+ *   1. agent known     the agent exists and is not revoked (`agentKnown`, the one such check)
  *   2. token matches   the door's credential holds for this action: the transaction token at the
  *                      decision endpoint, the access token's capability at the gateway and binding
  *                      (`tokenMatches`)
@@ -174,11 +174,6 @@ async function run(ctx: AppContext, req: Exclude<AuthorizeRequest, { via: 'authz
   const request: DecisionRequest = { ...facts, action, resource, context, now };
   const binding = req.via === 'bind' ? `transaction token ${req.txn}` : undefined;
   return decisionOrder(ctx, { via: req.via, txn: matched.txn, binding, name: state.agent.name }, policy.set, request);
-}
-
-/** Step 1: the agent exists and is not revoked (read through the agent cache); a door that answers it early asks here. */
-export function agentKnown(ctx: AppContext, agentId: string): ReturnType<ReturnType<typeof agentCache>['active']> {
-  return agentCache(ctx).active(agentId);
 }
 
 /**

@@ -6,7 +6,8 @@ import type { AppContext } from '../context.js';
 import { errors, ProtocolError } from '../errors.js';
 import { bearerToken } from '../oauth/bearer.js';
 import { verifyAgentAccessToken, type AgentPrincipal } from '../authz/agent-access-token.js';
-import { agentKnown, authorize } from '../authz/pipeline.js';
+import { agentKnown } from '../authz/agent-cache.js';
+import { authorize } from '../authz/pipeline.js';
 import { createGatewayServer, resolveToolCall } from './gateway-server.js';
 import { UpstreamPool } from './upstream-pool.js';
 
