@@ -5,8 +5,8 @@ import { z } from 'zod';
 
 /** One line naming the variable: start-up stops with it, never half-configured. */
 export class ConfigError extends Error {
-  constructor(readonly variable: string, message: string) {
-    super(`${variable}: ${message}`);
+  constructor(readonly variable: string, message: string, options?: { cause?: unknown }) {
+    super(`${variable}: ${message}`, options);
     this.name = 'ConfigError';
   }
 }
@@ -21,6 +21,8 @@ export interface Config {
   dbFile: string;
   /** `postgres://...`: PostgreSQL instead of the SQLite file (GATEHOUSE_DATABASE_URL) */
   databaseUrl: string | undefined;
+  /** PostgreSQL: the longest wait for a connection and the longest statement, in ms (GATEHOUSE_DATABASE_TIMEOUT_MS) */
+  databaseTimeoutMs: number;
   policyDir: string;
   adminToken: string | undefined;
   projectFile: string | undefined;
@@ -49,6 +51,7 @@ const fields = {
   LOG_LEVEL: z.enum(LOG_LEVELS),
   GATEHOUSE_SECRET: z.string().min(1).optional(),
   GATEHOUSE_WORKERS: z.coerce.number().int().min(1).max(64),
+  GATEHOUSE_DATABASE_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000),
 };
 
 function parseVar<T>(name: keyof typeof fields, raw: string | undefined, fallback?: string): T {
@@ -115,6 +118,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     issuerHost: new URL(issuer).hostname,
     dbFile,
     databaseUrl,
+    databaseTimeoutMs: parseVar<number>('GATEHOUSE_DATABASE_TIMEOUT_MS', env.GATEHOUSE_DATABASE_TIMEOUT_MS, '5000'),
     policyDir,
     adminToken,
     projectFile,

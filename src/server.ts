@@ -22,6 +22,7 @@ import { deliveryOptionsFromEnv, startDeliveryWorker } from './ssf/delivery-work
 import { migrate, openDatabase } from './store/db.js';
 import { startHousekeeping } from './store/housekeeping.js';
 import { createStore, type Store } from './store/index.js';
+import { isStoreUnavailable } from './store/unavailable.js';
 import { endpointUrls } from './urls.js';
 import { applyProjectFile } from './admin/project-file.js';
 import { ensureApiApplication } from './authzen/api-application.js';
@@ -116,7 +117,7 @@ async function openStore(config: Config, logger: Logger, role: ProcessRole, cloc
   const file = config.dbFile;
   let db: Awaited<ReturnType<typeof openDatabase>>;
   try {
-    db = await openDatabase({ file, url: config.databaseUrl, worker: role === 'worker', warn: (msg) => logger.warn(msg) });
+    db = await openDatabase({ file, url: config.databaseUrl, worker: role === 'worker', timeoutMs: config.databaseTimeoutMs, warn: (msg) => logger.warn(msg) });
   } catch (err) {
     throw databaseError(config, err);
   }
@@ -137,7 +138,7 @@ async function openStore(config: Config, logger: Logger, role: ProcessRole, cloc
 function databaseError(config: Config, err: unknown): ConfigError {
   if (err instanceof ConfigError) return err;
   const e = err as { code?: string; message?: string };
-  if (config.databaseUrl) return new ConfigError('GATEHOUSE_DATABASE_URL', `the database cannot be used (${e.message ?? String(err)})`);
+  if (config.databaseUrl) return new ConfigError('GATEHOUSE_DATABASE_URL', `the database cannot be used (${e.message ?? String(err)})`, { cause: err });
   const file = config.dbFile;
   const code = e.code ?? '';
   const why =
@@ -148,7 +149,7 @@ function databaseError(config: Config, err: unknown): ConfigError {
         : code === 'SQLITE_CANTOPEN' || code === 'ENOTDIR' || code === 'EISDIR' || code === 'EEXIST'
           ? 'cannot be opened for reading and writing'
           : 'cannot be used';
-  return new ConfigError('GATEHOUSE_DB', `${file} ${why} (${e.message ?? String(err)})`);
+  return new ConfigError('GATEHOUSE_DB', `${file} ${why} (${e.message ?? String(err)})`, { cause: err });
 }
 
 const LEASE_KEY = 'instance_lease';
@@ -488,13 +489,26 @@ async function runPrimary(config: Config, logger: Logger): Promise<void> {
   process.once('SIGINT', stop);
 }
 
+/** A worker started while the database is away (one replacing a worker that died) waits for it, answering 503 meanwhile. */
+const WORKER_OPEN_RETRY_MS = 1000;
+
 async function runWorker(config: Config, logger: Logger): Promise<void> {
   let server: Server;
   let ctx: AppContext;
   try {
     server = await bind(config.port);
     const port = (server.address() as AddressInfo).port;
-    ctx = await openContext(withBoundPort(config, port), logger, 'worker');
+    for (;;) {
+      try {
+        ctx = await openContext(withBoundPort(config, port), logger, 'worker');
+        break;
+      } catch (err) {
+        // The primary prepared this database already: its absence now is an outage, not a configuration error.
+        if (!isStoreUnavailable(err)) throw err;
+        logger.warn({ err }, 'the database is unavailable; trying again');
+        await new Promise((resolve) => setTimeout(resolve, WORKER_OPEN_RETRY_MS));
+      }
+    }
   } catch (err) {
     if (err instanceof ConfigError && process.send) {
       // The primary prints the one line and stops; this worker just ends.

@@ -10,6 +10,7 @@ import { usageLimitsFor, type Attributes, type DecisionRequest, type PolicySet, 
 import { checkTransactionToken } from './transaction-tokens.js';
 import { countersFor, peekUsage, usageBatch, type Counter } from './usage.js';
 import type { Store } from '../store/index.js';
+import { isStoreUnavailable, StoreUnavailableError } from '../store/unavailable.js';
 
 /** A pending approval waits this long for a person; once approved (or denied) it holds this long. */
 export const APPROVAL_WINDOW_SECONDS = 600;
@@ -54,8 +55,10 @@ export type AuthorizeResult =
  * The one door to a decision. Steps: (1) the agent exists and is not revoked; the transaction
  * token holds (decision endpoint) or the access token carries the capability (gateway, binding);
  * (2–6) the decision order on fresh facts (limits, deny rules, grants, approval rules, allow),
- * with approvals created or consumed; then exactly one audit record. Never throws: anything
- * unexpected is a `deny` (fail closed), and a decision that cannot be recorded is not given.
+ * with approvals created or consumed; then exactly one audit record. Anything unexpected is a
+ * `deny` (fail closed). A decision that cannot be recorded is not given: when the record cannot
+ * be written, or the database is unavailable, it throws StoreUnavailableError (the doors answer
+ * 503 with Retry-After), and nothing of it holds.
  */
 export async function authorize(ctx: AppContext, req: AuthorizeRequest): Promise<AuthorizeResult> {
   const started = performance.now();
@@ -64,8 +67,12 @@ export async function authorize(ctx: AppContext, req: AuthorizeRequest): Promise
   try {
     result = req.via === 'authzen' ? await runNamed(ctx, req) : await run(ctx, req, agentId);
   } catch (err) {
+    if (isStoreUnavailable(err)) throw err instanceof StoreUnavailableError ? err : new StoreUnavailableError('the decision could not be made: the database is unavailable', err);
     ctx.logger.error({ err, agent_id: agentId, action: req.action }, 'decision failed');
-    result = { outcome: 'decided', decision: denial({ code: 'error', message: 'the decision could not be made' }, ctx.policy.peek()?.set?.version ?? '') };
+    // The deny is recorded like any other decision (or, unrecordable, not given).
+    const failed = denial({ code: 'error', message: 'the decision could not be made' }, ctx.policy.peek()?.set?.version ?? '');
+    const userId = req.via === 'mcp' || req.via === 'bind' ? req.principal.userId : null;
+    result = await record(ctx, req.via, early(agentId, userId, req, ctx.clock.now()), failed, undefined, undefined, req.via === 'authzen' ? req.caller : undefined);
   }
   if (result.outcome === 'decided') {
     ctx.metrics.decisions.inc({ via: req.via, outcome: result.decision.decision, reason: result.decision.cause.code });
@@ -211,7 +218,9 @@ async function decideOnCounters(
       record: (done, changes) => ({ ...auditRecord(via, request, done.decision, undefined, caller), ...(changes.length ? { usage: changes } : {}) }),
     }));
   } catch (err) {
-    // Nothing of the turn's transaction holds (no consumption, no record): a deny, recorded on its own.
+    // Nothing of the turn's transaction holds (no consumption, no record); without the database, no answer at all.
+    if (isStoreUnavailable(err)) throw err;
+    // Otherwise a deny, recorded on its own.
     ctx.logger.error({ err, agent_id: request.subject.id }, 'decision on counters failed');
     return record(ctx, via, request, denial({ code: 'error', message: 'the decision could not be made' }, policy.version), undefined, undefined, caller);
   }
@@ -219,7 +228,7 @@ async function decideOnCounters(
   return approvalId !== undefined ? { outcome: 'decided', decision, approvalId } : { outcome: 'decided', decision };
 }
 
-/** Writes the decision's one audit record; a decision that cannot be recorded is a deny. */
+/** Writes the decision's one audit record; a decision that cannot be recorded is not given (StoreUnavailableError). */
 async function record(
   ctx: AppContext,
   via: Via,
@@ -233,7 +242,7 @@ async function record(
     await recordAudit(ctx, auditRecord(via, request, decision, issued, caller));
   } catch (err) {
     ctx.logger.error({ err, agent_id: request.subject.id }, 'audit append failed');
-    return { outcome: 'decided', decision: denial({ code: 'error', message: 'the decision could not be recorded' }, decision.policyVersion) };
+    throw new StoreUnavailableError('the decision could not be recorded', err);
   }
   return approvalId !== undefined ? { outcome: 'decided', decision, approvalId } : { outcome: 'decided', decision };
 }
