@@ -15,6 +15,7 @@ import { ROOTS } from './ast.js';
 import type { UsedLine } from './ast.js';
 import type { UsageLimitNode } from './usage.js';
 import { projectRoot } from './root.js';
+import { setOwn } from './own.js';
 
 let grammarCache: ohm.Grammar | undefined;
 let semanticsCache: ohm.Semantics | undefined;
@@ -355,7 +356,7 @@ function semantics(): ohm.Semantics {
       const out: Record<string, JsonValue> = {};
       for (const p of listOf(pairs)) {
         const [k, v] = p.ast() as [string, JsonValue];
-        out[k] = v;
+        setOwn(out, k, v);
       }
       return out;
     },
