@@ -14,6 +14,7 @@ import { relayVerifiedTokens, shareVerifiedTokens } from './agents/verified-toke
 import { PolicyLoadError, PolicyService } from './authz/policy-service.js';
 import { createApp } from './http/app.js';
 import { fastPaths } from './http/fast-path.js';
+import { DRAIN_GRACE_MS, drainServer } from './http/drain.js';
 import { EDGE_ROUTES } from './http/routes.js';
 import { createLogger, type Logger } from './logger.js';
 import { formatDiagnostic } from './policy/index.js';
@@ -263,7 +264,11 @@ export interface RunningServer {
   url: string;
   port: number;
   ctx: AppContext;
-  close(): Promise<void>;
+  /**
+   * Stops. With `drainMs`, gracefully: no new connections, requests in flight answered (for
+   * at most that long), then the background work and the database; without, at once.
+   */
+  close(opts?: { drainMs?: number }): Promise<void>;
 }
 
 /**
@@ -335,19 +340,41 @@ export interface StartOptions extends OpenOptions {
   role?: ProcessRole;
 }
 
+/** Whether the port is bound before the context opens: when the issuer follows a port the system chooses. */
+const bindsFirst = (config: Config): boolean => config.port === 0 && config.issuerDefaulted;
+
+/**
+ * Binds the port and opens the context, in the order that keeps a starting process out of
+ * rotation: the context first, so that no connection is accepted before the app can answer it
+ * (a proxy's connection is refused and goes to another instance); only when the issuer follows
+ * a port the system chooses, the port first, answering 503 until the app is attached.
+ */
+async function bindAndOpen(config: Config, open: (config: Config) => Promise<AppContext>): Promise<{ server: Server; ctx: AppContext }> {
+  if (bindsFirst(config)) {
+    const server = await bind(config.port);
+    try {
+      return { server, ctx: await open(withBoundPort(config, (server.address() as AddressInfo).port)) };
+    } catch (err) {
+      server.close();
+      throw err;
+    }
+  }
+  const ctx = await open(config);
+  try {
+    return { server: await bind(config.port), ctx };
+  } catch (err) {
+    await closeContext(ctx);
+    throw err;
+  }
+}
+
 /** A single-process server: what tests start, and what `gatehouse serve` runs with one worker. */
 export async function startServer(config: Config, opts: StartOptions = {}): Promise<RunningServer> {
   const logger = opts.logger ?? createLogger(config.logLevel);
   const role = opts.role ?? 'primary';
-  const server = await bind(config.port);
+  if (!bindsFirst(config)) await checkPortFree(config.port);
+  const { server, ctx } = await bindAndOpen(config, (c) => openContext(c, logger, role, opts));
   const port = (server.address() as AddressInfo).port;
-  let ctx: AppContext;
-  try {
-    ctx = await openContext(withBoundPort(config, port), logger, role, opts);
-  } catch (err) {
-    server.close();
-    throw err;
-  }
   let stopBackground: () => Promise<void> = async () => {};
   if (role === 'primary') {
     try {
@@ -364,11 +391,15 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     url: `http://localhost:${port}`,
     port,
     ctx,
-    async close() {
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      });
+    async close(opts = {}) {
+      if (opts.drainMs) {
+        await drainServer(server, opts.drainMs);
+      } else {
+        await new Promise<void>((resolve) => {
+          server.close(() => resolve());
+          server.closeAllConnections();
+        });
+      }
       await stopBackground();
       await closeContext(ctx);
     },
@@ -402,7 +433,7 @@ export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<void>
     const running = await startServer(config, { logger });
     const stop = async () => {
       logger.info('shutting down');
-      await running.close();
+      await running.close({ drainMs: DRAIN_GRACE_MS });
       process.exit(0);
     };
     process.once('SIGTERM', stop);
@@ -489,18 +520,16 @@ async function runPrimary(config: Config, logger: Logger): Promise<void> {
   process.once('SIGINT', stop);
 }
 
-/** A worker started while the database is away (one replacing a worker that died) waits for it, answering 503 meanwhile. */
+/** A worker started while the database is away (one replacing a worker that died) waits for it. */
 const WORKER_OPEN_RETRY_MS = 1000;
 
 async function runWorker(config: Config, logger: Logger): Promise<void> {
   let server: Server;
   let ctx: AppContext;
   try {
-    server = await bind(config.port);
-    const port = (server.address() as AddressInfo).port;
     for (;;) {
       try {
-        ctx = await openContext(withBoundPort(config, port), logger, 'worker');
+        ({ server, ctx } = await bindAndOpen(config, (c) => openContext(c, logger, 'worker')));
         break;
       } catch (err) {
         // The primary prepared this database already: its absence now is an outage, not a configuration error.
@@ -522,11 +551,11 @@ async function runWorker(config: Config, logger: Logger): Promise<void> {
   shareVerifiedTokens(ctx);
   attach(server, ctx);
   logger.info({ port, issuer: ctx.urls.issuer }, 'listening');
+  // Draining: requests in flight are answered (their audit records committed with them), then the database is closed.
   process.once('SIGTERM', () => {
-    server.close(() => {
-      void closeContext(ctx).finally(() => process.exit(0));
-    });
-    server.closeIdleConnections();
-    setTimeout(() => process.exit(0), 5000).unref();
+    void drainServer(server, DRAIN_GRACE_MS)
+      .then(() => closeContext(ctx))
+      .catch((err: unknown) => logger.error({ err }, 'stopping failed'))
+      .finally(() => process.exit(0));
   });
 }
