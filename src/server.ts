@@ -1,6 +1,6 @@
 import cluster, { type Worker } from 'node:cluster';
 import { randomUUID } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import type { Config } from './config.js';
@@ -14,7 +14,7 @@ import { relayVerifiedTokens, shareVerifiedTokens } from './agents/verified-toke
 import { PolicyLoadError, PolicyService } from './authz/policy-service.js';
 import { createApp } from './http/app.js';
 import { fastPaths } from './http/fast-path.js';
-import { DRAIN_GRACE_MS, drainServer } from './http/drain.js';
+import { DRAIN_GRACE_MS, drainServer, trackConnections } from './http/drain.js';
 import { EDGE_ROUTES } from './http/routes.js';
 import { createLogger, type Logger } from './logger.js';
 import { formatDiagnostic } from './policy/index.js';
@@ -276,15 +276,18 @@ export interface RunningServer {
  * 503 until the app is attached. A taken port is a configuration error naming PORT.
  */
 export function bind(port: number): Promise<Server> {
-  const server = createServer((_req, res) => {
-    res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' });
-    res.end(JSON.stringify({ error: 'temporarily_unavailable', error_description: 'starting' }));
-  });
+  const server = createServer(starting);
+  trackConnections(server);
   return new Promise((resolve, reject) => {
     server.once('listening', () => resolve(server));
     server.once('error', (err: NodeJS.ErrnoException) => reject(listenError(port, err)));
     server.listen(port);
   });
+}
+
+function starting(_req: IncomingMessage, res: ServerResponse): void {
+  res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' });
+  res.end(JSON.stringify({ error: 'temporarily_unavailable', error_description: 'starting' }));
 }
 
 function listenError(port: number, err: NodeJS.ErrnoException): Error {
@@ -298,7 +301,7 @@ export function attach(server: Server, ctx: AppContext): void {
   const app = createApp(ctx);
   const fast = fastPaths(ctx, EDGE_ROUTES);
   const authzen = authzenFastPath(ctx);
-  server.removeAllListeners('request');
+  server.removeListener('request', starting);
   server.on('request', (req, res) => {
     if (!fast(req, res) && !authzen(req, res)) app(req, res);
   });
