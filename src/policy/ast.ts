@@ -4,6 +4,9 @@
 
 import type { ConditionOp } from './types.js';
 import type { UsageLimitNode } from './usage.js';
+import type { ConditionNode, RelAssertion, RelationshipLineNode, RelationshipsNode, TypeNode } from './relations/ast.js';
+
+export type { ConditionNode, RelAssertion, RelationshipLineNode, RelationshipsNode, TypeNode } from './relations/ast.js';
 
 export interface Loc { file: string; line: number; col: number }
 
@@ -156,12 +159,16 @@ export interface TestNode {
   lineLocs?: Record<string, Loc>;
   /** Lines given more than once (all but `capability` and `used`), detected by the parser. */
   duplicateLines?: { line: string; loc: Loc }[];
+  /** `relationship "..."` lines: relationships this test adds to its file's fixtures. */
+  relationships?: RelationshipLineNode[];
+  /** `check`, `list objects`, `list subjects` lines, in order. */
+  assertions?: RelAssertion[];
 }
 
 /** A line `used <count | field> <amount> in <window> [per <scope>]`. */
 export interface UsedLine { what: string; amount: Literal; per: string; scope?: string; loc?: Loc }
 
-export type Item = RuleNode | LimitsNode | KindNode | TestNode | TimezoneNode | SchemaNode;
+export type Item = RuleNode | LimitsNode | KindNode | TestNode | TimezoneNode | SchemaNode | TypeNode | ConditionNode | RelationshipsNode;
 
 export interface PolicyFileNode {
   path: string;

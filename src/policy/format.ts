@@ -8,6 +8,8 @@ import type {
 import { pathText } from './ast.js';
 import { FIELD_NAME, RESERVED } from './names.js';
 import { formatUsageNode } from './usage.js';
+import type { ConditionNode, RelationshipsNode, TypeNode } from './relations/ast.js';
+import { fmtAssertion, fmtCExpr, fmtConditionHead, fmtRelExpr, fmtRelationshipLine } from './relations/format.js';
 
 const OP_TEXT = { gte: '>=', gt: '>', lte: '<=', lt: '<', eq: '==', ne: '!=' } as const;
 
@@ -127,9 +129,32 @@ function fmtFacts(o: Out, indent: number, f: TestFacts | undefined, c: Record<st
   if (f.attributes) o.line(indent, `attributes ${fmtJsonValue(f.attributes)}`, c[prefix + 'attributes']);
 }
 
+function fmtType(o: Out, t: TypeNode): void {
+  const c = t.comments ?? {};
+  if (!t.relations.length) { o.line(0, `type ${t.name}`, c.item); return; }
+  o.line(0, `type ${t.name} {`, c.item);
+  t.relations.forEach((r, i) => o.line(1, `relation ${r.name}: ${fmtRelExpr(r.expr)}`, c['relation:' + i]));
+  o.line(0, '}', c.end);
+}
+
+function fmtCondition(o: Out, n: ConditionNode): void {
+  const c = n.comments ?? {};
+  o.line(0, fmtConditionHead(n), c.item);
+  o.line(1, fmtCExpr(n.body), c.body);
+  o.line(0, '}', c.end);
+}
+
+function fmtRelationships(o: Out, n: RelationshipsNode): void {
+  const c = n.comments ?? {};
+  o.line(0, 'relationships {', c.item);
+  n.lines.forEach((l, i) => o.line(1, fmtRelationshipLine(l, fmtJsonValue), c['line:' + i]));
+  o.line(0, '}', c.end);
+}
+
 function fmtTest(o: Out, t: TestNode): void {
   const c = t.comments ?? {};
   o.line(0, `test ${fmtString(t.name)} {`, c.item);
+  (t.relationships ?? []).forEach((l, i) => o.line(1, `relationship ${fmtRelationshipLine(l, fmtJsonValue)}`, c['relationship:' + i]));
   if (t.agent) o.line(1, `agent ${fmtString(t.agent.id)}${t.agent.mode !== undefined ? ' ' + t.agent.mode : ''}`, c.agent);
   if (t.user) o.line(1, `user ${fmtString(t.user.id)}`, c.user);
   fmtFacts(o, 1, t.facts, c);
@@ -161,6 +186,7 @@ function fmtTest(o: Out, t: TestNode): void {
   (t.used ?? []).forEach((u, i) => o.line(1, `used ${u.what} ${fmtLiteral(u.amount)} in ${u.per}${u.scope !== undefined ? ` per ${u.scope}` : ''}`, c['used:' + i]));
   if (t.approved) o.line(1, 'approved', c.approved);
   if (t.expect) o.line(1, `expect ${t.expect.decision}${t.expect.reason !== undefined ? ' ' + fmtString(t.expect.reason) : ''}`, c.expect);
+  (t.assertions ?? []).forEach((a, i) => o.line(1, fmtAssertion(a, fmtJsonValue), c['assert:' + i]));
   o.line(0, '}', c.end);
 }
 
@@ -172,6 +198,9 @@ export function fmtItem(o: Out, item: Item): void {
     case 'test': fmtTest(o, item); break;
     case 'timezone': o.line(0, `timezone ${fmtString(item.name)}`, item.comments?.item); break;
     case 'schema': fmtSchema(o, item); break;
+    case 'type': fmtType(o, item); break;
+    case 'condition': fmtCondition(o, item); break;
+    case 'relationships': fmtRelationships(o, item); break;
   }
 }
 

@@ -16,6 +16,9 @@ import type { UsedLine } from './ast.js';
 import type { UsageLimitNode } from './usage.js';
 import { projectRoot } from './root.js';
 import { setOwn } from './own.js';
+import type {
+  CExpr, CondParamNode, ConditionNode, ParamTypeNode, RelAssertion, RelExpr, RelationNode, RelationshipLineNode, RelationshipsNode, TypeNode, TypeRefNode,
+} from './relations/ast.js';
 
 let grammarCache: ohm.Grammar | undefined;
 let semanticsCache: ohm.Semantics | undefined;
@@ -45,6 +48,19 @@ class LineIndex {
 let lines: LineIndex;
 interface Anchor { start: number; end: number; target: Record<string, Comments>; key: string }
 let anchors: Anchor[] = [];
+/** Problems of the relation being built (operators mixed without parentheses). */
+let relProblems: { message: string; loc: Loc }[] = [];
+
+const REL_OP_TEXT: Record<string, string> = { or: 'or', and: 'and', butnot: 'but not' };
+
+function flatten(op: 'union' | 'intersection', e: RelExpr): RelExpr[] {
+  return e.op === op ? e.items : [e];
+}
+
+function withLoc(e: RelExpr, loc: Loc): RelExpr {
+  if (e.loc === undefined) e.loc = loc;
+  return e;
+}
 
 function locOf(node: ohm.Node): Loc {
   return lines.loc(node.source.startIdx);
@@ -175,6 +191,167 @@ function semantics(): ohm.Semantics {
     },
     path(_f, _dots, _words) { return pathFromText(this.sourceString, locOf(this)); },
 
+    // ---- types and relations ----
+    TypeDecl(_kw, name, body) {
+      const node: TypeNode = { kind: 'type', name: name.sourceString, relations: [], loc: locOf(this) };
+      if (!body.numChildren) { anchor(node, 'item', this); return node; }
+      const [open, rels, close] = body.children[0]!.children as [ohm.Node, ohm.Node, ohm.Node];
+      anchor(node, 'item', { startIdx: this.source.startIdx, endIdx: open.source.endIdx });
+      for (const r of rels.children) {
+        node.relations.push(r.ast() as RelationNode);
+        anchor(node, 'relation:' + (node.relations.length - 1), r);
+      }
+      if (rels.numChildren) anchor(node, 'end', close);
+      return node;
+    },
+    RelationDecl(_kw, name, _colon, expr) {
+      relProblems = [];
+      const rel: RelationNode = { name: name.sourceString, expr: expr.ast() as RelExpr, loc: locOf(name) };
+      if (relProblems.length) rel.problems = relProblems;
+      relProblems = [];
+      return rel;
+    },
+    RelExpr(first, tails) {
+      const head = first.ast() as RelExpr;
+      if (!tails.numChildren) return head;
+      const parts = tails.children.map((t) => ({ op: t.child(0).ctorName.slice('RelTail_'.length), term: t.ast() as RelExpr, loc: locOf(t) }));
+      const ops = new Set(parts.map((p) => p.op));
+      if (ops.size > 1) {
+        const at = parts.find((p) => p.op !== parts[0]!.op)!;
+        relProblems.push({ message: `"${REL_OP_TEXT[parts[0]!.op]}" and "${REL_OP_TEXT[at.op]}" are mixed without parentheses; add parentheses to say which applies first`, loc: at.loc });
+      }
+      if (parts[0]!.op === 'butnot' || ops.has('butnot')) {
+        // Left to right, as written; more than one `but not` at one level is reported above or here.
+        if (ops.size === 1 && parts.length > 1) {
+          relProblems.push({ message: '"but not" takes one base and one subtracted operand; add parentheses', loc: parts[1]!.loc });
+        }
+      }
+      // Build left to right: a chain of one operator is one node; a mixed chain (an error) still gets a tree.
+      let acc = head;
+      for (const p of parts) {
+        if (p.op === 'butnot') acc = { op: 'exclusion', base: acc, subtract: p.term, loc: locOf(this) };
+        else {
+          const op = p.op === 'or' ? 'union' : 'intersection';
+          if (acc.op === op && acc.loc === undefined) acc.items.push(...flatten(op, p.term));
+          else acc = { op, items: [...flatten(op, acc), ...flatten(op, p.term)] };
+        }
+      }
+      return withLoc(acc, locOf(this));
+    },
+    RelTail_or(_op, t) { return t.ast(); },
+    RelTail_and(_op, t) { return t.ast(); },
+    RelTail_butnot(_b, _n, t) { return t.ast(); },
+    RelTerm_paren(_o, e, _c) { return e.ast(); },
+    RelTerm_direct(_o, list, _c) { return { op: 'direct', refs: listOf(list).map((c) => c.ast() as TypeRefNode), loc: locOf(this) }; },
+    RelTerm_ttu(rel, _from, ts) { return { op: 'ttu', relation: rel.sourceString, tupleset: ts.sourceString, loc: locOf(this) }; },
+    RelTerm_computed(rel) { return { op: 'computed', relation: rel.sourceString, loc: locOf(this) }; },
+    TypeRef(ref, _with, condName) {
+      const text = ref.sourceString;
+      const node: TypeRefNode = { type: text, loc: locOf(this) };
+      const h = text.indexOf('#');
+      if (h >= 0) { node.type = text.slice(0, h); node.relation = text.slice(h + 1); }
+      else if (text.endsWith(':*')) { node.type = text.slice(0, -2); node.wildcard = true; }
+      if (condName.numChildren) node.condition = condName.children[0]!.sourceString;
+      return node;
+    },
+
+    // ---- conditions ----
+    ConditionDecl(_kw, name, _o, params, _c, open, body, close) {
+      const node: ConditionNode = { kind: 'condition', name: name.sourceString, params: listOf(params).map((p) => p.ast() as CondParamNode), body: body.ast() as CExpr, loc: locOf(this) };
+      anchor(node, 'item', { startIdx: this.source.startIdx, endIdx: open.source.endIdx });
+      anchor(node, 'body', body);
+      anchor(node, 'end', close);
+      return node;
+    },
+    CondParam(name, _colon, t) { return { name: name.sourceString, type: t.ast(), loc: locOf(this) }; },
+    ParamType_generic(name, _o, arg, _c) { return { name: name.sourceString, arg: arg.ast() as ParamTypeNode, loc: locOf(this) }; },
+    ParamType_simple(name) { return { name: name.sourceString, loc: locOf(this) }; },
+    CExpr(list) {
+      const items = listOf(list).map((c) => c.ast() as CExpr);
+      if (items.length === 1) return items[0];
+      return { op: 'or', items: items.flatMap((i) => (i.op === 'or' ? i.items : [i])), loc: locOf(this) };
+    },
+    CAnd(list) {
+      const items = listOf(list).map((c) => c.ast() as CExpr);
+      if (items.length === 1) return items[0];
+      return { op: 'and', items: items.flatMap((i) => (i.op === 'and' ? i.items : [i])), loc: locOf(this) };
+    },
+    CNot_not(_n, e) { return { op: 'not', expr: e.ast(), loc: locOf(this) }; },
+    CNot_quant(q, name, _in, list, _colon, body) {
+      return { op: 'quant', quant: q.sourceString as 'any' | 'all' | 'one', name: name.sourceString, list: list.ast(), body: body.ast(), loc: locOf(this) };
+    },
+    CRel_notin(l, _n, _i, r) { return { op: 'in', negated: true, left: l.ast(), right: r.ast(), loc: locOf(this) }; },
+    CRel_in(l, _i, r) { return { op: 'in', negated: false, left: l.ast(), right: r.ast(), loc: locOf(this) }; },
+    CRel_contains(l, _c, r) { return { op: 'contains', left: l.ast(), right: r.ast(), loc: locOf(this) }; },
+    CRel_cmp(l, op, r) { return { op: 'cmp', cmp: op.sourceString, left: l.ast(), right: r.ast(), loc: locOf(op) }; },
+    CRel_plain(e) { return e.ast(); },
+    CSum_add(l, _p, r) { return { op: 'add', left: l.ast(), right: r.ast(), loc: locOf(this) }; },
+    CSum_sub(l, _m, r) { return { op: 'sub', left: l.ast(), right: r.ast(), loc: locOf(this) }; },
+    CUnary_neg(_m, e) {
+      const inner = e.ast() as CExpr;
+      // `-1` is the number -1, so that fmt and literals agree.
+      if (inner.op === 'num' && !inner.uint) return { op: 'num', value: inner.value === 0 ? 0 : -inner.value, loc: locOf(this) };
+      return { op: 'neg', expr: inner, loc: locOf(this) };
+    },
+    CPost_index(t, _o, i, _c) { return { op: 'index', target: t.ast(), index: i.ast(), loc: locOf(this) }; },
+    CAtom_paren(_o, e, _c) { return e.ast(); },
+    CAtom_list(_o, items, _comma, _c) { return { op: 'list', items: listOf(items).map((c) => c.ast() as CExpr), loc: locOf(this) }; },
+    CAtom_call(fn, _o, args, _c) { return { op: 'call', fn: fn.sourceString, args: listOf(args).map((c) => c.ast() as CExpr), loc: locOf(this) }; },
+    CAtom_num(n) {
+      const text = n.sourceString;
+      const uint = text.endsWith('u');
+      const value = Number(uint ? text.slice(0, -1) : text);
+      return uint ? { op: 'num', value, uint: true, loc: locOf(this) } : { op: 'num', value, loc: locOf(this) };
+    },
+    CAtom_str(s) { return { op: 'str', value: s.ast(), loc: locOf(this) }; },
+    CAtom_bool(b) { return { op: 'bool', value: b.sourceString === 'true', loc: locOf(this) }; },
+    CAtom_null(_n) { return { op: 'null', loc: locOf(this) }; },
+    CAtom_name(f) { return { op: 'name', name: f.sourceString, loc: locOf(this) }; },
+
+    // ---- relationships ----
+    Relationships(_kw, open, rlines, close) {
+      const node: RelationshipsNode = { kind: 'relationships', lines: [], loc: locOf(this) };
+      anchor(node, 'item', { startIdx: this.source.startIdx, endIdx: open.source.endIdx });
+      for (const l of rlines.children) {
+        node.lines.push(l.ast() as RelationshipLineNode);
+        anchor(node, 'line:' + (node.lines.length - 1), l);
+      }
+      if (rlines.numChildren) anchor(node, 'end', close);
+      return node;
+    },
+    RelationshipLine(text, cond) {
+      const line: RelationshipLineNode = { text: text.ast(), loc: locOf(text) };
+      if (cond.numChildren) line.condition = cond.children[0]!.ast();
+      return line;
+    },
+    RelCondition(_w, name, ctx) {
+      return ctx.numChildren ? { name: name.sourceString, context: ctx.children[0]!.ast() } : { name: name.sourceString };
+    },
+    TestLine_relationship(_k, text, cond) {
+      const line: RelationshipLineNode = { text: text.ast(), loc: locOf(text) };
+      if (cond.numChildren) line.condition = cond.children[0]!.ast();
+      return { key: 'relationship', loc: locOf(this), node: this, apply: (t: TestNode) => { (t.relationships ??= []).push(line); } };
+    },
+    TestLine_check(_k, subject, relation, object, ctx, _e, w) {
+      const a: RelAssertion = { kind: 'check', subject: subject.ast(), relation: relation.ast(), object: object.ast(), expect: w.sourceString, loc: locOf(this) };
+      if (ctx.numChildren) a.context = ctx.children[0]!.ast();
+      return { key: 'assert', loc: locOf(this), node: this, apply: (t: TestNode) => { (t.assertions ??= []).push(a); } };
+    },
+    TestLine_listobjects(_l, _o, subject, relation, type, ctx, _e, exp) {
+      const a: RelAssertion = { kind: 'list_objects', subject: subject.ast(), relation: relation.ast(), type: type.ast(), expect: exp.ast(), loc: locOf(this) };
+      if (ctx.numChildren) a.context = ctx.children[0]!.ast();
+      return { key: 'assert', loc: locOf(this), node: this, apply: (t: TestNode) => { (t.assertions ??= []).push(a); } };
+    },
+    TestLine_listsubjects(_l, _s, object, relation, type, ctx, _e, exp) {
+      const a: RelAssertion = { kind: 'list_subjects', object: object.ast(), relation: relation.ast(), subjectType: type.ast(), expect: exp.ast(), loc: locOf(this) };
+      if (ctx.numChildren) a.context = ctx.children[0]!.ast();
+      return { key: 'assert', loc: locOf(this), node: this, apply: (t: TestNode) => { (t.assertions ??= []).push(a); } };
+    },
+    ContextArg(_k, obj) { return obj.ast(); },
+    ExpectList_list(l) { return l.ast(); },
+    ExpectList_error(_e) { return 'error'; },
+    StringList(l) { return l.ast(); },
+
     Timezone(_kw, name) {
       const node: TimezoneNode = { kind: 'timezone', name: name.ast(), loc: locOf(this) };
       anchor(node, 'item', this);
@@ -255,7 +432,8 @@ function semantics(): ohm.Semantics {
       anchor(t, 'item', { startIdx: this.source.startIdx, endIdx: _open.source.endIdx });
       for (const l of tlines.children) {
         const line = l.ast() as TestLine;
-        const key = line.key === 'capability' ? 'capability:' + t.capabilities.length : line.key === 'used' ? 'used:' + (t.used?.length ?? 0) : line.key;
+        const key = line.key === 'capability' ? 'capability:' + t.capabilities.length : line.key === 'used' ? 'used:' + (t.used?.length ?? 0)
+          : line.key === 'relationship' ? 'relationship:' + (t.relationships?.length ?? 0) : line.key === 'assert' ? 'assert:' + (t.assertions?.length ?? 0) : line.key;
         line.apply(t);
         // Only capability and used lines may repeat; any other line given twice would silently replace the first.
         if (Object.hasOwn(t.lineLocs!, key)) (t.duplicateLines ??= []).push({ line: line.key, loc: line.loc });
@@ -390,7 +568,7 @@ function scanComments(text: string): { start: number; end: number; text: string 
     const c = text[i];
     if (c === '"') {
       for (i++; i < text.length && text[i] !== '"'; i++) if (text[i] === '\\') i++;
-    } else if (c === '#' || (c === '/' && text[i + 1] === '/')) {
+    } else if ((c === '#' && !(i > 0 && /[A-Za-z0-9_-]/.test(text[i - 1]!) && /[A-Za-z_]/.test(text[i + 1] ?? ''))) || (c === '/' && text[i + 1] === '/')) {
       let j = i;
       while (j < text.length && text[j] !== '\n') j++;
       out.push({ start: i, end: j, text: text.slice(i, j).trimEnd() });
@@ -470,7 +648,7 @@ function pruneComments(item: { comments?: Record<string, Comments> }): void {
 /** After a failed match, parse every top-level block on its own to report each broken block. */
 function recover(g: ohm.Grammar, path: string, text: string, idx: LineIndex, first: Diagnostic): Diagnostic[] {
   const starts: number[] = [];
-  const re = /^(policy|rule|limits|kind|timezone|schema|test)\b/gm;
+  const re = /^(policy|rule|limits|kind|timezone|schema|test|type|condition|relationships)\b/gm;
   for (let m = re.exec(text); m; m = re.exec(text)) starts.push(m.index);
   const out: Diagnostic[] = [first];
   const seen = new Set([`${first.line}:${first.col}`]);

@@ -387,6 +387,10 @@ export function validateTest(t: TestNode, out: Diagnostic[]): void {
   const at = t.loc!;
   const ll = t.lineLocs ?? {};
   for (const d of t.duplicateLines ?? []) out.push(diag(d.loc, at, `test "${t.name}": ${d.line} is given twice`));
+  // A test of relationships alone (`check`, `list objects`, `list subjects`) has no decision to make.
+  const decisionLines = t.agent || t.user || t.action !== undefined || t.resource !== undefined || t.expect || t.permissions || t.person
+    || t.capabilities.length || t.facts || t.context !== undefined || t.now !== undefined || t.used?.length || t.approved;
+  if (!decisionLines && t.assertions?.length) return;
   if (!t.agent && !t.user) out.push(diag(at, at, `test "${t.name}" has no agent (or user)`));
   if (t.agent && t.user) out.push(diag(ll.user, at, `test "${t.name}": give an agent or a user, not both`));
   if (t.agent?.mode !== undefined && t.agent.mode !== 'delegated' && t.agent.mode !== 'autonomous') {
@@ -458,8 +462,8 @@ export function validateFile(file: PolicyFileNode, out: Diagnostic[], testsOnly 
   }
   let zones = 0;
   for (const item of file.items) {
-    if (testsOnly && item.kind !== 'test') {
-      out.push(diag(item.loc, first, `a tests file holds only test blocks (found ${item.kind})`));
+    if (testsOnly && item.kind !== 'test' && item.kind !== 'relationships') {
+      out.push(diag(item.loc, first, `a tests file holds only test blocks and relationships (found ${item.kind})`));
       continue;
     }
     switch (item.kind) {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { RETIRED_KEY_PUBLISHED_SECONDS } from '../crypto/signing.js';
+import { RETIRED_KEY_PUBLISHED_SECONDS } from './keys.js';
 import type { Store } from './index.js';
 import { secondsOf } from './util.js';
 

@@ -21,7 +21,7 @@ import { usersStore } from './users.js';
 import { usageStore } from './usage.js';
 import { webauthnStore } from './webauthn.js';
 import type { Sql, SqlDatabase } from './sql.js';
-import { systemClock, type Clock } from '../context.js';
+import { systemClock, type Clock } from '../clock.js';
 
 /**
  * Every table is reached through one of these modules; the rest of the code writes no SQL.

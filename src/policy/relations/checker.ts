@@ -1,0 +1,503 @@
+// The compiled checker: a relation model compiled once, against an index's symbols, into one
+// closure per (type, relation); a check walks the relationships through them without building
+// strings or objects (the state of a check is one reused record). Same semantics as the
+// reference interpreter (reference.ts), which the property tests hold it to.
+//
+// list-objects expands backwards from the subject over the reverse index and the model (which
+// relations derive from which), list-subjects forwards from the object; each keeps only the
+// candidates that check confirms (exclusion and intersection need the full check).
+
+import type { RelExpr } from './ast.js';
+import type { RelationModel, RelationDef } from './model.js';
+import { relationOf } from './model.js';
+import { NONE, OverlayIndex, relationshipOf, type RelationshipIndex } from './index.js';
+import { MAX_DEPTH, type Tri } from './reference.js';
+import { parseObject, parseSubject, type Relationship, type SubjectRef } from './tuple.js';
+
+export { MAX_DEPTH } from './reference.js';
+
+export type RelationErrorCode = 'resolution_too_complex' | 'condition_error' | 'invalid_request';
+
+export interface RelationError { code: RelationErrorCode; message: string }
+
+export type CheckResult =
+  | { allowed: true; path: Relationship[] }
+  | { allowed: false; path: [] }
+  | { error: RelationError };
+
+export type ListResult<K extends string> = ({ [k in K]: string[] } & { error?: undefined }) | { error: RelationError };
+
+export interface RelationOptions {
+  /** The request's context (a relationship's stored context wins over it). */
+  context?: Record<string, unknown>;
+  /** Relationships that hold for this request only. */
+  contextual?: Relationship[];
+  /** Record the relationships that granted it (check only). */
+  path?: boolean;
+}
+
+const UNKNOWN = -2;
+const EMPTY: Record<string, unknown> = Object.freeze({}) as Record<string, unknown>;
+const NO_PATH: [] = [] as [];
+
+/** The state of one check, reused: who is asked about, and what went wrong. */
+interface State {
+  index: RelationshipIndex;
+  ctx: Record<string, unknown>;
+  /** The subject: its object's symbol (UNKNOWN when the index never saw it), userset relation (NONE for none), type, wildcard. */
+  sObj: number;
+  sRel: number;
+  sType: number;
+  sWild: boolean;
+  /** (object, relation) pairs being resolved, for cycles. */
+  stack: number[];
+  depth: number;
+  path: Relationship[] | null;
+  error: string | null;
+  tooComplex: boolean;
+}
+
+type RelFn = (st: State, o: number, depth: number) => Tri;
+
+interface Restriction { type: number; relation: number; wildcard: boolean; condition: string | undefined }
+
+export class RelationChecker {
+  /** type symbol → relation symbol → the relation's closure. */
+  private readonly fns = new Map<number, Map<number, RelFn>>();
+  private readonly st: State;
+  private busy = false;
+  /** For list-objects: relation → the relations of the same type defined from it (computed). */
+  private readonly derivedFrom = new Map<string, string[]>();
+  /** For list-objects: relation name → tuple-to-usersets reading it: (type, relation, tupleset). */
+  private readonly ttuOf = new Map<string, { type: string; relation: string; tupleset: string }[]>();
+  /** Relation names with direct types, for the reverse index. */
+  private readonly directRelations: string[] = [];
+
+  constructor(readonly model: RelationModel, readonly index: RelationshipIndex) {
+    this.st = { index, ctx: EMPTY, sObj: UNKNOWN, sRel: NONE, sType: UNKNOWN, sWild: false, stack: [], depth: 0, path: null, error: null, tooComplex: false };
+    for (const t of model.types.values()) {
+      const ts = index.intern(t.name);
+      const m = new Map<number, RelFn>();
+      this.fns.set(ts, m);
+      for (const r of t.relations.values()) m.set(index.intern(r.name), this.compileRelation(r));
+    }
+    for (const t of model.types.values()) for (const r of t.relations.values()) {
+      if (r.direct.length && !this.directRelations.includes(r.name)) this.directRelations.push(r.name);
+      this.indexDerivations(t.name, r.name, r.expr);
+    }
+  }
+
+  private indexDerivations(type: string, rel: string, e: RelExpr): void {
+    switch (e.op) {
+      case 'computed': {
+        const k = `${type}#${e.relation}`;
+        const list = this.derivedFrom.get(k) ?? [];
+        if (!list.includes(rel)) list.push(rel);
+        this.derivedFrom.set(k, list);
+        break;
+      }
+      case 'ttu': {
+        const list = this.ttuOf.get(e.relation) ?? [];
+        list.push({ type, relation: rel, tupleset: e.tupleset });
+        this.ttuOf.set(e.relation, list);
+        break;
+      }
+      case 'union': case 'intersection': for (const i of e.items) this.indexDerivations(type, rel, i); break;
+      case 'exclusion': this.indexDerivations(type, rel, e.base); this.indexDerivations(type, rel, e.subtract); break;
+    }
+  }
+
+  // ---- compiling ---------------------------------------------------------------------------
+
+  private restrictions(def: RelationDef): Restriction[] {
+    const ix = this.index;
+    return def.direct.map((r) => ({ type: ix.intern(r.type), relation: r.relation !== undefined ? ix.intern(r.relation) : NONE, wildcard: r.wildcard === true, condition: r.condition }));
+  }
+
+  private compileRelation(def: RelationDef): RelFn {
+    return this.compileExpr(def, def.expr);
+  }
+
+  private compileExpr(def: RelationDef, e: RelExpr): RelFn {
+    switch (e.op) {
+      case 'direct': return this.compileDirect(def);
+      case 'computed': {
+        const rel = this.index.intern(e.relation);
+        return (st, o, depth) => this.dispatch(st, o, rel, depth + 1);
+      }
+      case 'ttu': return this.compileTtu(def, e.relation, e.tupleset);
+      case 'union': {
+        const parts = e.items.map((i) => this.compileExpr(def, i));
+        return (st, o, depth) => {
+          let err = false;
+          for (let i = 0; i < parts.length; i++) {
+            const mark = st.path ? st.path.length : 0;
+            const r = parts[i]!(st, o, depth);
+            if (r === 1) return 1;
+            if (st.path) st.path.length = mark;
+            if (r === 2) err = true;
+          }
+          return err ? 2 : 0;
+        };
+      }
+      case 'intersection': {
+        const parts = e.items.map((i) => this.compileExpr(def, i));
+        return (st, o, depth) => {
+          const mark = st.path ? st.path.length : 0;
+          let err = false;
+          for (let i = 0; i < parts.length; i++) {
+            const r = parts[i]!(st, o, depth);
+            if (r === 0) { if (st.path) st.path.length = mark; return 0; }
+            if (r === 2) err = true;
+          }
+          if (err) { if (st.path) st.path.length = mark; return 2; }
+          return 1;
+        };
+      }
+      case 'exclusion': {
+        const base = this.compileExpr(def, e.base), sub = this.compileExpr(def, e.subtract);
+        return (st, o, depth) => {
+          const mark = st.path ? st.path.length : 0;
+          const b = base(st, o, depth);
+          if (b === 0) { if (st.path) st.path.length = mark; return 0; }
+          const m2 = st.path ? st.path.length : 0;
+          const x = sub(st, o, depth);
+          // What the subtracted part found is no part of what granted it.
+          if (st.path) st.path.length = m2;
+          if (x === 1 || b === 2 || x === 2) { if (st.path) st.path.length = mark; return x === 1 ? 0 : 2; }
+          return 1;
+        };
+      }
+    }
+  }
+
+  /** Does the model allow the relationship at triple i (its kind of subject, its condition)? */
+  private static allowed(st: State, rs: Restriction[], list: readonly number[], i: number): boolean {
+    const so = list[i]!, sr = list[i + 1]!, c = list[i + 2]!;
+    const type = st.index.typeOf(so), wild = st.index.isWildcard(so);
+    const cond = c === NONE ? undefined : st.index.condition(c).name;
+    for (let k = 0; k < rs.length; k++) {
+      const r = rs[k]!;
+      if (r.type === type && r.relation === sr && r.wildcard === wild && r.condition === cond) return true;
+    }
+    return false;
+  }
+
+  /** 1 when the relationship's condition holds (or it has none), 0 when not, 2 when it cannot be evaluated. */
+  private conditionHolds(st: State, c: number): Tri {
+    if (c === NONE) return 1;
+    const stored = st.index.condition(c);
+    const cond = this.model.conditions.get(stored.name);
+    if (!cond) return 0;
+    const r = cond.evaluate(stored.context, st.ctx);
+    if (r.ok) return r.value ? 1 : 0;
+    st.error ??= r.error;
+    return 2;
+  }
+
+  private compileDirect(def: RelationDef): RelFn {
+    const rs = this.restrictions(def);
+    const rel = this.index.intern(def.name);
+    return (st, o, depth) => {
+      const list = st.index.subjects(rel, o);
+      if (list === undefined) return 0;
+      let err = false;
+      for (let i = 0; i < list.length; i += 3) {
+        if (!RelationChecker.allowed(st, rs, list, i)) continue;
+        const c = this.conditionHolds(st, list[i + 2]!);
+        if (c !== 1) { if (c === 2) err = true; continue; }
+        const so = list[i]!, sr = list[i + 1]!;
+        if (sr === NONE) {
+          if ((so === st.sObj && st.sRel === NONE) || (st.sRel === NONE && !st.sWild && st.index.isWildcard(so) && st.index.typeOf(so) === st.sType)) {
+            if (st.path) st.path.push(relationshipOf(st.index, rel, o, list, i));
+            return 1;
+          }
+          continue;
+        }
+        if (so === st.sObj && sr === st.sRel) {
+          if (st.path) st.path.push(relationshipOf(st.index, rel, o, list, i));
+          return 1;
+        }
+        const mark = st.path ? st.path.length : 0;
+        if (st.path) st.path.push(relationshipOf(st.index, rel, o, list, i));
+        const r = this.dispatch(st, so, sr, depth + 1);
+        if (r === 1) return 1;
+        if (st.path) st.path.length = mark;
+        if (r === 2) err = true;
+      }
+      return err ? 2 : 0;
+    };
+  }
+
+  private compileTtu(def: RelationDef, relation: string, tupleset: string): RelFn {
+    const tsDef = relationOf(this.model, def.type, tupleset)!;
+    const rs = this.restrictions(tsDef);
+    const ts = this.index.intern(tupleset), rel = this.index.intern(relation);
+    return (st, o, depth) => {
+      const list = st.index.subjects(ts, o);
+      if (list === undefined) return 0;
+      let err = false;
+      for (let i = 0; i < list.length; i += 3) {
+        if (!RelationChecker.allowed(st, rs, list, i)) continue;
+        const c = this.conditionHolds(st, list[i + 2]!);
+        if (c !== 1) { if (c === 2) err = true; continue; }
+        const mark = st.path ? st.path.length : 0;
+        if (st.path) st.path.push(relationshipOf(st.index, ts, o, list, i));
+        const r = this.dispatch(st, list[i]!, rel, depth + 1);
+        if (r === 1) return 1;
+        if (st.path) st.path.length = mark;
+        if (r === 2) err = true;
+      }
+      return err ? 2 : 0;
+    };
+  }
+
+  /** check(o, rel) for the subject of the state: the self userset, the hop limit, the definition, cycles. */
+  private dispatch(st: State, o: number, rel: number, depth: number): Tri {
+    if (st.sRel === rel && st.sObj === o) return 1;
+    if (depth > MAX_DEPTH) { st.tooComplex = true; return 2; }
+    const byRel = this.fns.get(st.index.typeOf(o));
+    const fn = byRel === undefined ? undefined : byRel.get(rel);
+    if (fn === undefined) return 0;
+    const stack = st.stack;
+    const n = st.depth;
+    for (let i = 0; i < n; i += 2) if (stack[i] === o && stack[i + 1] === rel) return 0;
+    stack[n] = o; stack[n + 1] = rel;
+    st.depth = n + 2;
+    const r = fn(st, o, depth);
+    st.depth = n;
+    return r;
+  }
+
+  // ---- asking --------------------------------------------------------------------------------
+
+  /** The index of a request: this checker's, or an overlay with the request's contextual relationships. */
+  private indexFor(opts: RelationOptions | undefined): RelationshipIndex {
+    return opts?.contextual?.length ? new OverlayIndex(this.index, opts.contextual) : this.index;
+  }
+
+  /** Is the relation of a type known? An error message when not. */
+  private unknown(type: string, relation: string): string | null {
+    const t = this.model.types.get(type);
+    if (!t) return `unknown type ${type}`;
+    if (!t.relations.has(relation)) return `type ${type} has no relation ${relation}`;
+    return null;
+  }
+
+  private begin(index: RelationshipIndex, s: SubjectRef, opts: RelationOptions | undefined): State {
+    // A check that re-enters (a condition cannot, but be safe) gets its own state.
+    const st: State = this.busy ? { ...this.st, stack: [] } : this.st;
+    st.index = index;
+    st.ctx = opts?.context ?? EMPTY;
+    const obj = index.lookup(s.wildcard ? `${s.type}:*` : `${s.type}:${s.id}`);
+    st.sObj = obj === NONE ? UNKNOWN : obj;
+    if (s.relation !== undefined) {
+      const r = index.lookup(s.relation);
+      st.sRel = r === NONE ? UNKNOWN : r;
+    } else st.sRel = NONE;
+    const t = index.lookup(s.type);
+    st.sType = t === NONE ? UNKNOWN : t;
+    st.sWild = s.wildcard;
+    st.depth = 0;
+    st.path = opts?.path ? [] : null;
+    st.error = null;
+    st.tooComplex = false;
+    return st;
+  }
+
+  private errorOf(st: State): RelationError {
+    return st.tooComplex
+      ? { code: 'resolution_too_complex', message: `resolving the relation needs more than ${MAX_DEPTH} hops` }
+      : { code: 'condition_error', message: st.error ?? 'a condition could not be evaluated' };
+  }
+
+  /** The answer for one (object, relation, subject) on an index; the object and relation known to the model. */
+  private checkOn(index: RelationshipIndex, object: string, relation: string, s: SubjectRef, opts: RelationOptions | undefined): CheckResult {
+    const o = index.lookup(object);
+    const rel = index.lookup(relation);
+    if (o === NONE || rel === NONE) {
+      // Nothing is stored on this object: only the subject's own userset can hold (`group:x#member` is a member of group:x).
+      if (s.relation === undefined || `${s.type}:${s.id}` !== object) return { allowed: false, path: NO_PATH };
+      return this.checkOn(new OverlayIndex(index, []).withSymbol(object), object, relation, s, opts);
+    }
+    const reentrant = this.busy;
+    const st = this.begin(index, s, opts);
+    this.busy = true;
+    try {
+      const r = this.dispatch(st, o, rel, 0);
+      if (r === 1) return { allowed: true, path: st.path ?? [] };
+      if (r === 0) return { allowed: false, path: NO_PATH };
+      return { error: this.errorOf(st) };
+    } finally {
+      this.busy = reentrant;
+      st.path = null;
+    }
+  }
+
+  /** Does the subject (an entity, a userset `t:id#rel` or a wildcard `t:*`) hold the relation on the object? */
+  check(object: string, relation: string, subject: string, opts?: RelationOptions): CheckResult {
+    const o = parseObject(object);
+    if (typeof o === 'string') return { error: { code: 'invalid_request', message: o } };
+    const bad = this.unknown(o.type, relation);
+    if (bad) return { error: { code: 'invalid_request', message: bad } };
+    const s = parseSubject(subject);
+    if (typeof s === 'string') return { error: { code: 'invalid_request', message: s } };
+    return this.checkOn(this.indexFor(opts), object, relation, s, opts);
+  }
+
+  /** A fast yes/no for decisions: true only when allowed (an error is not allowed; `checkResult` tells them apart). */
+  holds(object: string, relation: string, subject: string, context?: Record<string, unknown>): boolean {
+    const r = this.check(object, relation, subject, context ? { context } : undefined);
+    return 'allowed' in r && r.allowed;
+  }
+
+  /** Every object of `type` on which the subject holds the relation, each once (sorted). */
+  listObjects(subject: string, relation: string, type: string, opts?: RelationOptions): ListResult<'objects'> {
+    const bad = this.unknown(type, relation);
+    if (bad) return { error: { code: 'invalid_request', message: bad } };
+    const s = parseSubject(subject);
+    if (typeof s === 'string') return { error: { code: 'invalid_request', message: s } };
+    const index = this.indexFor(opts);
+    const reached = new Set<string>();
+    const pairs: [number, string][] = [];
+    const keys: number[] = [];
+    const seenKeys = new Set<number>();
+    const addKey = (text: string) => {
+      const k = index.lookup(text);
+      if (k !== NONE && !seenKeys.has(k)) { seenKeys.add(k); keys.push(k); }
+    };
+    const reach = (o: number, rel: string) => {
+      const k = `${o}#${rel}`;
+      if (reached.has(k)) return;
+      reached.add(k);
+      pairs.push([o, rel]);
+    };
+    const subjectText = s.relation !== undefined ? `${s.type}:${s.id}#${s.relation}` : s.wildcard ? `${s.type}:*` : `${s.type}:${s.id}`;
+    addKey(subjectText);
+    if (s.relation === undefined && !s.wildcard) addKey(`${s.type}:*`);
+    if (s.relation !== undefined) {
+      const o = index.lookup(`${s.type}:${s.id}`);
+      if (o !== NONE) reach(o, s.relation);
+    }
+    const relSyms = this.directRelations.map((r) => [r, index.lookup(r)] as const).filter(([, x]) => x !== NONE);
+    let ki = 0, pi = 0;
+    while (ki < keys.length || pi < pairs.length) {
+      if (ki < keys.length) {
+        const k = keys[ki++]!;
+        for (const [name, rs] of relSyms) {
+          const objs = index.objects(rs, k);
+          if (objs) for (const o of objs) reach(o, name);
+        }
+        continue;
+      }
+      const [o, rel] = pairs[pi++]!;
+      const oName = index.name(o);
+      const oType = oName.slice(0, oName.indexOf(':'));
+      addKey(`${oName}#${rel}`);
+      for (const r2 of this.derivedFrom.get(`${oType}#${rel}`) ?? []) reach(o, r2);
+      for (const t of this.ttuOf.get(rel) ?? []) {
+        const tsDef = relationOf(this.model, t.type, t.tupleset);
+        if (!tsDef || !tsDef.direct.some((d) => d.type === oType)) continue;
+        const ts = index.lookup(t.tupleset);
+        if (ts === NONE) continue;
+        const objs = index.objects(ts, o);
+        if (objs) for (const y of objs) if (index.name(y).startsWith(t.type + ':')) reach(y, t.relation);
+      }
+    }
+    const out: string[] = [];
+    for (const [o, rel] of pairs) {
+      if (rel !== relation) continue;
+      const name = index.name(o);
+      if (!name.startsWith(type + ':') || index.isWildcard(o)) continue;
+      const r = this.checkOn(index, name, relation, s, opts?.context ? { context: opts.context } : undefined);
+      if ('error' in r) return { error: r.error };
+      if (r.allowed) out.push(name);
+    }
+    return { objects: [...new Set(out)].sort() };
+  }
+
+  /**
+   * Every subject of `subjectType` (`user`, or a userset filter `group#member`) that holds the
+   * relation on the object, each once (sorted): entities, `t:*` when a wildcard grants it, and
+   * for a userset filter the usersets that do, the object's own included.
+   */
+  listSubjects(object: string, relation: string, subjectType: string, opts?: RelationOptions): ListResult<'subjects'> {
+    const o0 = parseObject(object);
+    if (typeof o0 === 'string') return { error: { code: 'invalid_request', message: o0 } };
+    const bad = this.unknown(o0.type, relation);
+    if (bad) return { error: { code: 'invalid_request', message: bad } };
+    const h = subjectType.indexOf('#');
+    const fType = h < 0 ? subjectType : subjectType.slice(0, h);
+    const fRel = h < 0 ? undefined : subjectType.slice(h + 1);
+    if (!this.model.types.has(fType)) return { error: { code: 'invalid_request', message: `unknown type ${fType}` } };
+    if (fRel !== undefined && !this.model.types.get(fType)!.relations.has(fRel)) return { error: { code: 'invalid_request', message: `type ${fType} has no relation ${fRel}` } };
+    const index = this.indexFor(opts);
+    const candidates = new Set<string>();
+    const seen = new Set<string>();
+    const queue: [string, string][] = [];
+    const visit = (o: string, rel: string) => {
+      const k = `${o}#${rel}`;
+      if (seen.has(k)) return;
+      seen.add(k);
+      queue.push([o, rel]);
+    };
+    visit(object, relation);
+    for (let qi = 0; qi < queue.length; qi++) {
+      const [o, rel] = queue[qi]!;
+      const oType = o.slice(0, o.indexOf(':'));
+      if (fRel !== undefined && oType === fType && rel === fRel) candidates.add(`${o}#${rel}`);
+      const def = relationOf(this.model, oType, rel);
+      if (!def) continue;
+      const walk = (e: RelExpr): void => {
+        switch (e.op) {
+          case 'direct': {
+            for (const t of this.stored(index, o, rel)) {
+              const s = parseSubject(t.subject) as SubjectRef;
+              if (s.relation !== undefined) {
+                if (fRel !== undefined && s.type === fType && s.relation === fRel) candidates.add(t.subject);
+                visit(`${s.type}:${s.id}`, s.relation);
+              } else if (fRel === undefined && s.type === fType) candidates.add(t.subject);
+            }
+            break;
+          }
+          case 'computed': visit(o, e.relation); break;
+          case 'ttu': for (const t of this.stored(index, o, e.tupleset)) visit(t.subject, e.relation); break;
+          case 'union': case 'intersection': e.items.forEach(walk); break;
+          case 'exclusion': walk(e.base); walk(e.subtract); break;
+        }
+      };
+      walk(def.expr);
+    }
+    const out: string[] = [];
+    for (const c of candidates) {
+      const s = parseSubject(c);
+      if (typeof s === 'string') continue;
+      const r = this.checkOn(index, object, relation, s, opts?.context ? { context: opts.context } : undefined);
+      if ('error' in r) return { error: r.error };
+      if (r.allowed) out.push(c);
+    }
+    return { subjects: out.sort() };
+  }
+
+  /** The relationships stored on o#rel (for listing; not the hot path). */
+  private stored(index: RelationshipIndex, object: string, rel: string): Relationship[] {
+    const o = index.lookup(object), r = index.lookup(rel);
+    if (o === NONE || r === NONE) return [];
+    const list = index.subjects(r, o);
+    if (!list) return [];
+    const out: Relationship[] = [];
+    for (let i = 0; i < list.length; i += 3) out.push(relationshipOf(index, r, o, list, i));
+    return out;
+  }
+}
+
+const checkers = new WeakMap<RelationModel, WeakMap<RelationshipIndex, RelationChecker>>();
+
+/** The checker of a model over an index, compiled once per pair. */
+export function relationChecker(model: RelationModel, index: RelationshipIndex): RelationChecker {
+  let byIndex = checkers.get(model);
+  if (!byIndex) checkers.set(model, (byIndex = new WeakMap()));
+  let c = byIndex.get(index);
+  if (!c) byIndex.set(index, (c = new RelationChecker(model, index)));
+  return c;
+}

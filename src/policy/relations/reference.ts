@@ -1,0 +1,119 @@
+// The reference interpreter: the semantics written as plainly as possible, over a plain list
+// of relationships and strings, for the tests that hold the compiled checker to it. Slow by
+// design (every lookup scans the list); never used to answer requests.
+//
+//   check(o, r, s):  s is the userset o#r itself                         → true
+//                    more than MAX_DEPTH hops                           → error
+//                    r is not a relation of o's type                    → false
+//                    o#r already on the path being resolved (a cycle)   → false
+//                    else the definition of r:
+//   [types]          a relationship o#r@x the model allows, whose condition holds, with x equal
+//                    to s, or x = t:* and s an entity of type t, or x a userset y#q and check(y, q, s)
+//   computed q       check(o, q, s)
+//   q from ts        check(y, q, s) for each relationship o#ts@y, where q is a relation of y's type
+//   or / and / but not   true/false/error logic: or is true if any part is, else an error if any
+//                    part is, else false; and is false if any part is, else an error if any part
+//                    is, else true; a but not b is false if a is false or b is true, else an error
+//                    if either is, else true.
+// A condition that cannot be evaluated (a parameter missing) makes its relationship an error.
+
+import type { RelExpr } from './ast.js';
+import type { RelationModel } from './model.js';
+import { allows, relationOf } from './model.js';
+import { parseSubject, type Relationship } from './tuple.js';
+
+export const MAX_DEPTH = 25;
+
+/** 0 false, 1 true, 2 error. */
+export type Tri = 0 | 1 | 2;
+
+export interface ReferenceRequest {
+  object: string;
+  relation: string;
+  subject: string;
+  context?: Record<string, unknown>;
+}
+
+const typeOf = (o: string) => o.slice(0, o.indexOf(':'));
+
+export function referenceCheck(model: RelationModel, tuples: Relationship[], req: ReferenceRequest): Tri {
+  const ctx = req.context ?? {};
+  const s = parseSubject(req.subject);
+  if (typeof s === 'string') return 0;
+  const stack = new Set<string>();
+
+  const conditionHolds = (t: Relationship): Tri => {
+    if (!t.condition) return 1;
+    const c = model.conditions.get(t.condition.name);
+    if (!c) return 0;
+    const r = c.evaluate(t.condition.context ?? {}, ctx);
+    return r.ok ? (r.value ? 1 : 0) : 2;
+  };
+
+  /** The relationships on o#rel that the model allows. */
+  const valid = (o: string, rel: string): Relationship[] => {
+    const def = relationOf(model, typeOf(o), rel);
+    if (!def) return [];
+    return tuples.filter((t) => {
+      if (t.object !== o || t.relation !== rel) return false;
+      const ts = parseSubject(t.subject);
+      if (typeof ts === 'string') return false;
+      if (t.condition && !model.conditions.has(t.condition.name)) return false;
+      return allows(def, ts.type, ts.relation, ts.wildcard, t.condition?.name);
+    });
+  };
+
+  const check = (o: string, rel: string, depth: number): Tri => {
+    if (s.relation !== undefined && `${s.type}:${s.id}` === o && s.relation === rel) return 1;
+    if (depth > MAX_DEPTH) return 2;
+    const def = relationOf(model, typeOf(o), rel);
+    if (!def) return 0;
+    const key = `${o}#${rel}`;
+    if (stack.has(key)) return 0;
+    stack.add(key);
+    const r = evalExpr(def.expr, o, rel, depth);
+    stack.delete(key);
+    return r;
+  };
+
+  const any = (results: Tri[]): Tri => (results.includes(1) ? 1 : results.includes(2) ? 2 : 0);
+
+  const evalExpr = (e: RelExpr, o: string, rel: string, depth: number): Tri => {
+    switch (e.op) {
+      case 'direct': {
+        const results: Tri[] = [];
+        for (const t of valid(o, rel)) {
+          const c = conditionHolds(t);
+          if (c !== 1) { results.push(c); continue; }
+          const ts = parseSubject(t.subject) as Exclude<ReturnType<typeof parseSubject>, string>;
+          if (t.subject === req.subject) return 1;
+          if (ts.wildcard && s.relation === undefined && !s.wildcard && ts.type === s.type) return 1;
+          if (ts.relation !== undefined) results.push(check(`${ts.type}:${ts.id}`, ts.relation, depth + 1));
+        }
+        return any(results);
+      }
+      case 'computed': return check(o, e.relation, depth + 1);
+      case 'ttu': {
+        const results: Tri[] = [];
+        for (const t of valid(o, e.tupleset)) {
+          const c = conditionHolds(t);
+          if (c !== 1) { results.push(c); continue; }
+          results.push(check(t.subject, e.relation, depth + 1));
+        }
+        return any(results);
+      }
+      case 'union': return any(e.items.map((i) => evalExpr(i, o, rel, depth)));
+      case 'intersection': {
+        const rs = e.items.map((i) => evalExpr(i, o, rel, depth));
+        return rs.includes(0) ? 0 : rs.includes(2) ? 2 : 1;
+      }
+      case 'exclusion': {
+        const b = evalExpr(e.base, o, rel, depth), x = evalExpr(e.subtract, o, rel, depth);
+        if (b === 0 || x === 1) return 0;
+        return b === 2 || x === 2 ? 2 : 1;
+      }
+    }
+  };
+
+  return check(req.object, req.relation, 0);
+}
