@@ -29,6 +29,10 @@ export interface Config {
   logLevel: string;
   secret: string | undefined;
   workers: number;
+  /** GET /metrics: the bearer token a scraper sends (GATEHOUSE_METRICS_TOKEN); the management API's token is accepted too */
+  metricsToken: string | undefined;
+  /** GET /metrics without authentication (GATEHOUSE_METRICS_OPEN=true) */
+  metricsOpen: boolean;
 }
 
 /** GATEHOUSE_SECRET and GATEHOUSE_ADMIN_TOKEN, when set, are at least this long (outside NODE_ENV=development). */
@@ -52,6 +56,8 @@ const fields = {
   GATEHOUSE_SECRET: z.string().min(1).optional(),
   GATEHOUSE_WORKERS: z.coerce.number().int().min(1).max(64),
   GATEHOUSE_DATABASE_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000),
+  GATEHOUSE_METRICS_TOKEN: z.string().min(1).optional(),
+  GATEHOUSE_METRICS_OPEN: z.enum(['true', 'false']),
 };
 
 function parseVar<T>(name: keyof typeof fields, raw: string | undefined, fallback?: string): T {
@@ -99,9 +105,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
   const databaseUrl = parseDatabaseUrl(env.GATEHOUSE_DATABASE_URL);
   const adminToken = parseVar<string | undefined>('GATEHOUSE_ADMIN_TOKEN', env.GATEHOUSE_ADMIN_TOKEN);
   const secret = parseVar<string | undefined>('GATEHOUSE_SECRET', env.GATEHOUSE_SECRET);
+  const metricsToken = parseVar<string | undefined>('GATEHOUSE_METRICS_TOKEN', env.GATEHOUSE_METRICS_TOKEN);
   // Short secrets are guessable; a development machine may use them on purpose.
   if (env.NODE_ENV !== 'development') {
-    for (const [name, value] of [['GATEHOUSE_SECRET', secret], ['GATEHOUSE_ADMIN_TOKEN', adminToken]] as const) {
+    for (const [name, value] of [['GATEHOUSE_SECRET', secret], ['GATEHOUSE_ADMIN_TOKEN', adminToken], ['GATEHOUSE_METRICS_TOKEN', metricsToken]] as const) {
       if (value !== undefined && value.length < MIN_SECRET_LENGTH) {
         throw new ConfigError(name, `must be at least ${MIN_SECRET_LENGTH} characters (got ${value.length}; NODE_ENV=development allows shorter)`);
       }
@@ -125,5 +132,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     logLevel: parseVar<string>('LOG_LEVEL', env.LOG_LEVEL, 'info'),
     secret,
     workers: parseVar<number>('GATEHOUSE_WORKERS', env.GATEHOUSE_WORKERS, String(availableParallelism())),
+    metricsToken,
+    metricsOpen: parseVar<string>('GATEHOUSE_METRICS_OPEN', env.GATEHOUSE_METRICS_OPEN, 'false') === 'true',
   };
 }
