@@ -5,6 +5,7 @@ import type { AppContext } from '../context.js';
 import { errors, ProtocolError } from '../errors.js';
 import { PolicyUnavailableError } from '../policy-service.js';
 import type { Logger } from '../logger.js';
+import { isStoreUnavailable } from '../store/unavailable.js';
 
 // The HTTP edge, written once for the Express app and the raw fast path: request ids, the
 // no-store headers, the JSON body bound, how an answer and an error are written, and the log
@@ -110,6 +111,10 @@ export function toProtocolError(err: unknown, log: Logger): ProtocolError {
   if (bp?.type === 'encoding.unsupported' || bp?.type === 'charset.unsupported') return errors.unsupportedMediaType('unsupported body encoding');
   if (typeof bp?.status === 'number' && bp.status >= 400 && bp.status < 500 && bp.expose) return errors.invalidRequest('the request body could not be read');
   if (err instanceof PolicyUnavailableError) return errors.temporarilyUnavailable('no policy is in force', {}, { 'Retry-After': '5' });
+  if (isStoreUnavailable(err)) {
+    log.warn({ err }, 'the database is unavailable');
+    return errors.storeUnavailable();
+  }
   log.error({ err }, 'unhandled error');
   return errors.serverError('an unexpected error occurred');
 }

@@ -15,6 +15,7 @@ import { ROOTS } from './ast.js';
 import type { UsedLine } from './ast.js';
 import type { UsageLimitNode } from './usage.js';
 import { projectRoot } from '../paths.js';
+import { setOwn } from './own.js';
 import type {
   CExpr, CondParamNode, ConditionNode, ParamTypeNode, RelAssertion, RelExpr, RelationNode, RelationshipLineNode, RelationshipsNode, TypeNode, TypeRefNode,
 } from './relations/ast.js';
@@ -533,7 +534,7 @@ function semantics(): ohm.Semantics {
       const out: Record<string, JsonValue> = {};
       for (const p of listOf(pairs)) {
         const [k, v] = p.ast() as [string, JsonValue];
-        out[k] = v;
+        setOwn(out, k, v);
       }
       return out;
     },
