@@ -1,19 +1,13 @@
+import type { Clock } from './clock.js';
 import type { Config } from './config.js';
 import type { SigningKeys } from './crypto/signing.js';
 import type { SecretBox } from './crypto/secret-box.js';
 import type { Logger } from './logger.js';
-import type { PolicyService } from './authz/policy-service.js';
-import type { Metrics } from './authz/metrics.js';
+import type { PolicyService } from './policy-service.js';
+import type { Metrics } from './metrics.js';
 import type { SignalSink } from './signals.js';
 import type { Store } from './store/index.js';
 import type { EndpointUrls } from './urls.js';
-
-/** The one clock decisions, tokens and approvals read: milliseconds since the Unix epoch. */
-export interface Clock {
-  now(): number;
-}
-
-export const systemClock: Clock = { now: () => Date.now() };
 
 /** Everything a request handler may use, passed in explicitly: no hidden globals. */
 export interface AppContext {

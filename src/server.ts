@@ -5,13 +5,15 @@ import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import type { Config } from './config.js';
 import { ConfigError, loadConfig } from './config.js';
-import { systemClock, type AppContext, type Clock } from './context.js';
+import { nowSeconds, systemClock, type Clock } from './clock.js';
+import type { AppContext } from './context.js';
 import { randomToken, sha256 } from './crypto/hash.js';
 import { createSecretBox, resolveSecretKey, type SecretBox } from './crypto/secret-box.js';
 import { SigningKeys } from './crypto/signing.js';
-import { createMetrics, serveClusterMetrics, workerMetrics } from './authz/metrics.js';
-import { relayVerifiedTokens, shareVerifiedTokens } from './agents/verified-tokens.js';
-import { PolicyLoadError, PolicyService } from './authz/policy-service.js';
+import { createMetrics, serveClusterMetrics, workerMetrics } from './metrics.js';
+import { auditBacklog } from './authz/audit.js';
+import { relayVerifiedTokens, shareVerifiedTokens } from './authz/verified-tokens.js';
+import { PolicyLoadError, PolicyService } from './policy-service.js';
 import { createApp } from './http/app.js';
 import { fastPaths } from './http/fast-path.js';
 import { EDGE_ROUTES } from './http/routes.js';
@@ -23,9 +25,9 @@ import { migrate, openDatabase } from './store/db.js';
 import { startHousekeeping } from './store/housekeeping.js';
 import { createStore, type Store } from './store/index.js';
 import { endpointUrls } from './urls.js';
-import { applyProjectFile } from './admin/project-file.js';
+import { applyProjectFile } from './project-file.js';
 import { ensureApiApplication } from './authzen/api-application.js';
-import { authzenFastPath } from './authzen/router.js';
+import { authzenFastPath } from './http/authzen-routes.js';
 import { ensureConsoleApplication } from './console/application.js';
 
 export type ProcessRole = 'primary' | 'worker';
@@ -51,7 +53,7 @@ export async function openContext(config: Config, logger: Logger, role: ProcessR
   const { store, lease } = await openStore(config, logger, role, clock);
   try {
     const box = await openSecretBox(config, store, role, logger);
-    const keys = new SigningKeys(store.keys, store.settings, box);
+    const keys = new SigningKeys(store.keys, store.settings, box, () => nowSeconds(clock));
     const policy = new PolicyService(store, config.policyDir, logger);
     const metrics = createMetrics();
 
@@ -79,13 +81,13 @@ export async function openContext(config: Config, logger: Logger, role: ProcessR
       keys,
       box,
       urls: endpointUrls(config.issuer),
-      signals: createSignalSink({ issuer: config.issuer }),
+      signals: createSignalSink({ issuer: config.issuer, clock }),
       policy,
       clock,
       metrics,
       adminTokenHash,
     };
-    metrics.attach(ctx);
+    metrics.attach({ auditBacklog: () => auditBacklog(ctx), ssfBacklog: () => ctx.store.ssf.backlog(), policyState: () => ctx.policy.state() });
     if (lease) leases.set(ctx, lease);
 
     if (role === 'primary') {
@@ -434,7 +436,7 @@ async function runPrimary(config: Config, logger: Logger): Promise<void> {
   // every core busy without crowding it (measured with bench/token.ts).
   const fork = () => {
     const w = cluster.fork({ UV_THREADPOOL_SIZE: process.env.UV_THREADPOOL_SIZE ?? '2' });
-    startedAt.set(w, { at: Date.now(), listening: false });
+    startedAt.set(w, { at: performance.now(), listening: false });
     w.on('listening', () => {
       const s = startedAt.get(w);
       if (s) s.listening = true;
@@ -456,7 +458,7 @@ async function runPrimary(config: Config, logger: Logger): Promise<void> {
     const started = startedAt.get(worker);
     startedAt.delete(worker);
     if (stopping) return;
-    const quick = !started || !started.listening || Date.now() - started.at < QUICK_DEATH_MS;
+    const quick = !started || !started.listening || performance.now() - started.at < QUICK_DEATH_MS;
     quickDeaths = quick ? quickDeaths + 1 : 0;
     if (quickDeaths >= MAX_QUICK_DEATHS) {
       stopping = true;

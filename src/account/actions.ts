@@ -3,8 +3,8 @@ import { EVENT_TYPES } from '../signals.js';
 import type { Store } from '../store/index.js';
 import type { Session } from '../store/sessions.js';
 import type { User } from '../store/users.js';
-import { recordAccountEvent } from './audit.js';
-import { riscCredentialType } from './webauthn.js';
+import { recordAccountEvent } from '../store/account-events.js';
+import { riscCredentialType } from '../oauth/passkeys.js';
 
 /**
  * The changes a person makes on their account page. Each runs in one store transaction with

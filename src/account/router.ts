@@ -9,7 +9,8 @@ import { notice, renderPage, sendPage, SCRIPT_PAGE_CSP } from '../pages/layout.j
 import { signedOutPage } from '../pages/signed-out.js';
 import { changeName, endSessions, enableTotp, removePasskey, removeTotp, renamePasskey, withdrawConsent } from './actions.js';
 import { groupedSecret, newTotpSecret, otpauthUri, qrCodeDataUri, TOTP_SETUP_TTL_SECONDS } from './totp.js';
-import { registrationOptions, verifyRegistration } from './webauthn.js';
+import { registrationOptions, verifyRegistration } from '../oauth/passkeys.js';
+import { nowSeconds } from '../clock.js';
 
 /**
  * Adding or removing a sign-in method (passkey, authenticator app) needs a sign-in within the
@@ -18,8 +19,7 @@ import { registrationOptions, verifyRegistration } from './webauthn.js';
 export const FRESH_SIGN_IN_SECONDS = 10 * 60;
 
 const RETURN_TO = '/account';
-const nowSeconds = () => Math.floor(Date.now() / 1000);
-const isFresh = (s: SignedIn) => nowSeconds() - s.session.auth_time <= FRESH_SIGN_IN_SECONDS;
+const isFresh = (ctx: AppContext, s: SignedIn) => nowSeconds(ctx.clock) - s.session.auth_time <= FRESH_SIGN_IN_SECONDS;
 
 /** The outcome messages after a change, named in `?done=`. */
 const DONE: Record<string, [string, 'info' | 'error']> = {
@@ -68,7 +68,7 @@ async function showAccount(ctx: AppContext, req: Request, res: Response, signedI
   sendPage(res, status, accountPage({
     csrf: csrfToken(ctx, req, res),
     user,
-    fresh: isFresh(signedIn),
+    fresh: isFresh(ctx, signedIn),
     freshMinutes: FRESH_SIGN_IN_SECONDS / 60,
     passkeys,
     sessions: sessionRows,
@@ -91,7 +91,7 @@ function accountPost(ctx: AppContext, opts: { fresh: boolean }, handler: Account
       return sendPage(res, 403, renderPage('Your account', `${notice('The form has expired (CSRF check failed). Go back to your account page and try again.')}
 <p><a href="/account">Back to your account</a></p>`));
     }
-    if (opts.fresh && !isFresh(signedIn)) return done(res, 'sign-in-again');
+    if (opts.fresh && !isFresh(ctx, signedIn)) return done(res, 'sign-in-again');
     await handler(signedIn, formBody(req), req, res);
   };
 }
@@ -123,7 +123,7 @@ export function accountRouter(ctx: AppContext): Router {
   router.post('/account/passkeys/options', async (req, res) => {
     res.setHeader('Cache-Control', 'no-store');
     const signedIn = await currentSession(ctx, req);
-    if (!signedIn || !isFresh(signedIn)) {
+    if (!signedIn || !isFresh(ctx, signedIn)) {
       return void res.status(401).json({ error: 'login_required', error_description: 'sign in again to add a passkey', login_url: loginUrl(RETURN_TO) });
     }
     if (!verifyCsrf(req)) return void res.status(403).json({ error: 'invalid_request', error_description: 'the CSRF value is missing or wrong; reload the page' });
@@ -153,13 +153,13 @@ export function accountRouter(ctx: AppContext): Router {
 
   // TOTP: a new secret waits (sealed) until a code from it is confirmed.
   router.post('/account/totp/setup', accountPost(ctx, { fresh: true }, async ({ user }, _body, _req, res) => {
-    await ctx.store.users.setPendingTotp(user.id, ctx.box.seal(newTotpSecret()), nowSeconds() + TOTP_SETUP_TTL_SECONDS);
+    await ctx.store.users.setPendingTotp(user.id, ctx.box.seal(newTotpSecret()), nowSeconds(ctx.clock) + TOTP_SETUP_TTL_SECONDS);
     res.redirect(303, '/account/totp');
   }));
 
   const showTotpSetup = async (req: Request, res: Response, signedIn: SignedIn, status: number, message?: string) => {
     const sealed = await ctx.store.users.pendingTotp(signedIn.user.id);
-    if (!sealed || !isFresh(signedIn)) return done(res, sealed ? 'sign-in-again' : 'gone', '#totp');
+    if (!sealed || !isFresh(ctx, signedIn)) return done(res, sealed ? 'sign-in-again' : 'gone', '#totp');
     const secret = ctx.box.open(sealed);
     const uri = otpauthUri(ctx, signedIn.user, secret);
     sendPage(res, status, totpSetupPage({

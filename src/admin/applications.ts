@@ -4,7 +4,7 @@ import type { Store } from '../store/index.js';
 import { randomToken, sha256 } from '../crypto/hash.js';
 import { errors } from '../errors.js';
 import type { Application, ApplicationType } from '../store/applications.js';
-import { builtInApplicationProblem, CONSOLE_CLIENT_ID } from '../console/built-in.js';
+import { builtInApplicationProblem, CONSOLE_CLIENT_ID } from '../oauth/built-in-applications.js';
 import type { Recorder } from './audit.js';
 import { onDuplicate, onStillReferenced } from './conflict.js';
 import { adminRoute, bodyOrEmpty, iso, param, parseWith } from './route.js';

@@ -1,7 +1,7 @@
 import type { Router } from 'express';
 import type { AppContext } from '../context.js';
 import { errors } from '../errors.js';
-import { PolicyLoadError } from '../authz/policy-service.js';
+import { PolicyLoadError } from '../policy-service.js';
 import { formatDiagnostic, type PolicySet } from '../policy/index.js';
 import { adminRoute } from './route.js';
 import { policyReloadError, policyView } from './schemas.js';

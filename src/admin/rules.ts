@@ -3,7 +3,7 @@ import type { Router } from 'express';
 import type { AppContext } from '../context.js';
 import { sha256 } from '../crypto/hash.js';
 import { errors } from '../errors.js';
-import { toJsonRule } from '../authz/policy-service.js';
+import { toJsonRule } from '../policy-service.js';
 import { formatDiagnostic, validateJsonRule } from '../policy/index.js';
 import type { Store } from '../store/index.js';
 import type { Rule, RuleFields } from '../store/rules.js';

@@ -2,7 +2,7 @@ import { decodeJwt, decodeProtectedHeader, jwtVerify, type JWTPayload } from 'jo
 import type { AppContext } from '../context.js';
 import { errors, ProtocolError } from '../errors.js';
 import { recordAuditOrLog } from '../authz/audit.js';
-import { agentCache, type AgentState } from './agent-cache.js';
+import { agentCache, type AgentState } from '../authz/agent-cache.js';
 
 export const JWT_BEARER_ASSERTION_TYPE = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
 

@@ -1,9 +1,8 @@
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
 import { errors, validationError } from '../errors.js';
-import { authorize } from '../authz/authorize.js';
-import type { PipelineDecision } from '../authz/core.js';
-import { agentCache } from './agent-cache.js';
+import { agentKnown, authorize } from '../authz/authorize.js';
+import { decisionAnswer, type DecisionAnswer } from '../authz/core.js';
 import { actionFields } from './transaction-token.js';
 
 const authorizeBody = z.object({
@@ -13,20 +12,6 @@ const authorizeBody = z.object({
   ...actionFields,
 });
 
-/** The decision object: `{data: {decision, reason, ...}}`. */
-export interface DecisionAnswer {
-  decision: 'allow' | 'deny' | 'approval_required';
-  reason: string;
-  policy_version: string;
-  approval_id?: string;
-}
-
-export function decisionAnswer(decision: PipelineDecision, approvalId?: string): DecisionAnswer {
-  const answer: DecisionAnswer = { decision: decision.decision, reason: decision.reason, policy_version: decision.policyVersion };
-  if (approvalId !== undefined) answer.approval_id = approvalId;
-  return answer;
-}
-
 /**
  * POST /apis/regional/v1/agents/authorize, after the body is read: `{data: decision}`, or a
  * thrown ProtocolError. Step 1 comes first, even before the rest of the body is looked at: an
@@ -34,7 +19,7 @@ export function decisionAnswer(decision: PipelineDecision, approvalId?: string):
  */
 export async function decisionEndpoint(ctx: AppContext, rawBody: unknown): Promise<{ data: DecisionAnswer }> {
   const rawAgentId = (rawBody as { agent_id?: unknown } | undefined)?.agent_id;
-  if (typeof rawAgentId === 'string' && rawAgentId && !(await agentCache(ctx).active(rawAgentId))) {
+  if (typeof rawAgentId === 'string' && rawAgentId && !(await agentKnown(ctx, rawAgentId))) {
     throw errors.invalidClient('unknown or revoked agent');
   }
   const parsed = authorizeBody.safeParse(rawBody ?? {});

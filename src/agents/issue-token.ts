@@ -5,7 +5,7 @@ import type { Agent } from '../store/agents.js';
 import { errors } from '../errors.js';
 import type { JWTPayload } from 'jose';
 import { recordAudit } from '../authz/audit.js';
-import { AGENT_ACCESS_TOKEN_TTL, AGENT_ACCESS_TOKEN_TYP, rememberIssued } from './access-token.js';
+import { AGENT_ACCESS_TOKEN_TTL, AGENT_ACCESS_TOKEN_TYP, rememberIssued } from '../authz/agent-access-token.js';
 
 /**
  * The capabilities a token carries: all of the agent's, or the requested `scope` narrowed to

@@ -1,6 +1,6 @@
 import { Router, type Request, type Response } from 'express';
 import type { AppContext } from '../context.js';
-import { showApprovals, postApproval } from '../pages/approvals.js';
+import { showApprovals, postApproval } from './approvals-page.js';
 import { backchannelAuthorize } from './ciba.js';
 import { agentToken } from './token.js';
 

@@ -3,11 +3,12 @@ import type { JWTPayload } from 'jose';
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
 import { errors, ProtocolError, validationError } from '../errors.js';
+import { bearerToken } from '../oauth/bearer.js';
 import { authorize } from '../authz/authorize.js';
 import { recordAuditOrLog } from '../authz/audit.js';
 import { TRANSACTION_TOKEN_TTL, TRANSACTION_TOKEN_TYP } from '../authz/transaction-tokens.js';
-import { verifyAgentAccessToken } from './access-token.js';
-import { verifiedTokens } from './verified-tokens.js';
+import { verifyAgentAccessToken } from '../authz/agent-access-token.js';
+import { verifiedTokens } from '../authz/verified-tokens.js';
 
 export { TRANSACTION_TOKEN_TTL, TRANSACTION_TOKEN_TYP };
 
@@ -19,11 +20,11 @@ export const actionFields = {
 };
 const bindBody = z.object(actionFields);
 
-/** A bearer token from the Authorization header, or 401. */
-export function bearerToken(req: { get(name: string): string | undefined }): string {
-  const m = /^Bearer\s+(\S+)\s*$/i.exec(req.get('authorization') ?? '');
-  if (!m) throw errors.invalidToken('an agent access token is required (Authorization: Bearer)', {}, { 'WWW-Authenticate': 'Bearer' });
-  return m[1]!;
+/** The bearer token of the Authorization header, or 401. */
+function requiredBearer(req: { get(name: string): string | undefined }): string {
+  const token = bearerToken(req.get('authorization'));
+  if (token === undefined) throw errors.invalidToken('an agent access token is required (Authorization: Bearer)', {}, { 'WWW-Authenticate': 'Bearer' });
+  return token;
 }
 
 const headerSafe = (s: string) => s.replace(/[^\x20-\x7e]|["\\]/g, '');
@@ -40,7 +41,7 @@ export async function transactionTokenEndpoint(
   rawBody: unknown,
   req: { get(name: string): string | undefined },
 ): Promise<{ data: { transaction_token: string; expires_in: number } }> {
-  const principal = await verifyAgentAccessToken(ctx, bearerToken(req));
+  const principal = await verifyAgentAccessToken(ctx, requiredBearer(req));
   const parsed = bindBody.safeParse(rawBody ?? {});
   if (!parsed.success) {
     const err = validationError(parsed.error);

@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { AppContext } from '../context.js';
-import type { AgentPrincipal } from '../agents/access-token.js';
-import { agentCache } from '../agents/agent-cache.js';
-import { actionKey, canonicalJson } from '../agents/canonical.js';
+import type { AgentPrincipal } from './agent-access-token.js';
+import { agentCache } from './agent-cache.js';
+import { actionKey, canonicalJson } from './canonical.js';
 import { recordAudit } from './audit.js';
 import { auditRecord, decideOn, denial, type PipelineDecision, type Via } from './core.js';
-import { entityAttributes, loadFacts, namedSubjectFacts, withProperties } from './facts.js';
+import { entityAttributes, loadFacts, namedSubjectFacts, withProperties, withSubjectProperties } from './facts.js';
+import type { PipelineCause } from './cause.js';
 import { usageLimitsFor, type Attributes, type DecisionRequest, type PolicySet, type SubjectFacts } from './policy-interface.js';
 import { checkTransactionToken } from './transaction-tokens.js';
 import { countersFor, peekUsage, usageBatch, type Counter } from './usage.js';
@@ -51,25 +52,61 @@ export type AuthorizeResult =
   | { outcome: 'decided'; decision: PipelineDecision; approvalId?: string };
 
 /**
- * The one door to a decision. Steps: (1) the agent exists and is not revoked; the transaction
- * token holds (decision endpoint) or the access token carries the capability (gateway, binding);
- * (2–6) the decision order on fresh facts (limits, deny rules, grants, approval rules, allow),
- * with approvals created or consumed; then exactly one audit record. Never throws: anything
- * unexpected is a `deny` (fail closed), and a decision that cannot be recorded is not given.
+ * The decision order, written once; every mode below composes these steps:
+ *   1. agent known     the agent exists and is not revoked (`agentKnown`)
+ *   2. token matches   the door's credential holds for this action: the transaction token at the
+ *                      decision endpoint, the access token's capability at the gateway and binding
+ *                      (`tokenMatches`)
+ *   3. limits          limits over time: read, and consumed by an allow (`decisionOrder`)
+ *   4. deny rules, 5. grants, 6. approval rules, 7. allow: the policy's own order (`decideOn`),
+ *                      then the approvals an approval rule asks for
+ * and then exactly one audit record (`record`). The modes: decide (every step; an allow
+ * consumes), bind (steps 1–3; nothing consumed, only the limits can refuse; recorded as a
+ * token), refuse (a request refused before step 3, by a door that could not map it: a deny,
+ * recorded like any other), dry (search: steps 3–7 with the limits only read; nothing
+ * recorded, nothing consumed: `decideDry`).
  */
 export async function authorize(ctx: AppContext, req: AuthorizeRequest): Promise<AuthorizeResult> {
-  const started = performance.now();
   const agentId = req.via === 'decision' ? req.agentId : req.via === 'authzen' ? req.subject.id : req.principal.agent.agent_id;
+  return measured(ctx, req.via, agentId, req.action, () => (req.via === 'authzen' ? runNamed(ctx, req) : run(ctx, req, agentId)));
+}
+
+/** A request a door refused before the decision order (no such tool, arguments that do not map). */
+export interface Refusal {
+  via: 'mcp';
+  principal: AgentPrincipal;
+  action: string | null;
+  resource: string;
+  context: unknown;
+  cause: PipelineCause;
+}
+
+/**
+ * The refuse mode: a deny with the door's cause, recorded and counted like every decision. A
+ * refusal that cannot be recorded is answered as the error it is, not as the door's refusal.
+ */
+export function refuse(ctx: AppContext, r: Refusal): Promise<AuthorizeResult> {
+  const agentId = r.principal.agent.agent_id;
+  return measured(ctx, r.via, agentId, r.action, async () => {
+    const version = (await ctx.policy.state()).set?.version ?? '';
+    const facts = { ...early(agentId, r.principal.userId, { action: r.action as string, resource: r.resource, context: r.context as Record<string, unknown> }, ctx.clock.now()) };
+    return record(ctx, r.via, facts, denial(r.cause, version));
+  });
+}
+
+/** Every mode's frame: never throws (anything unexpected is a deny: fail closed), and every decision is counted. */
+async function measured(ctx: AppContext, via: Via, agentId: string, action: string | null, decideIt: () => Promise<AuthorizeResult>): Promise<AuthorizeResult> {
+  const started = performance.now();
   let result: AuthorizeResult;
   try {
-    result = req.via === 'authzen' ? await runNamed(ctx, req) : await run(ctx, req, agentId);
+    result = await decideIt();
   } catch (err) {
-    ctx.logger.error({ err, agent_id: agentId, action: req.action }, 'decision failed');
+    ctx.logger.error({ err, agent_id: agentId, action }, 'decision failed');
     result = { outcome: 'decided', decision: denial({ code: 'error', message: 'the decision could not be made' }, ctx.policy.peek()?.set?.version ?? '') };
   }
   if (result.outcome === 'decided') {
-    ctx.metrics.decisions.inc({ via: req.via, outcome: result.decision.decision, reason: result.decision.cause.code });
-    ctx.metrics.decisionSeconds.observe({ via: req.via }, (performance.now() - started) / 1000);
+    ctx.metrics.decisions.inc({ via, outcome: result.decision.decision, reason: result.decision.cause.code });
+    ctx.metrics.decisionSeconds.observe({ via }, (performance.now() - started) / 1000);
   }
   return result;
 }
@@ -86,85 +123,126 @@ function early(agentId: string, userId: string | null, req: Action, now: number)
   };
 }
 
+/** Who is deciding, for the steps after the credential: the door, its binding or caller, and a name for approvals. */
+interface Mode {
+  via: Via;
+  /** the transaction token whose single use an allow consumes (decision endpoint) */
+  txn: string | null;
+  /** binding: the transaction token being issued */
+  binding?: string;
+  /** AuthZEN: the application that asked */
+  caller?: string;
+  /** who asks, as an approval request names them */
+  name: string;
+}
+
 /** The AuthZEN door: the same decision order, approvals and record, for a subject the caller names. */
 async function runNamed(ctx: AppContext, req: Extract<AuthorizeRequest, { via: 'authzen' }>): Promise<AuthorizeResult> {
   const { action, resource, context, caller } = req;
   const now = ctx.clock.now();
   const load = req.facts ?? namedSubjectFacts;
   const [named, policy, stored] = await Promise.all([load(ctx, req.subject.type, req.subject.id), ctx.policy.state(), entityAttributes(ctx, resource)]);
-  const version = policy.set?.version ?? '';
+  // 1. The subject is known (an unknown one is a deny, not a 401: the caller is the application).
   if (!named) {
     const subject: SubjectFacts = { type: req.subject.type === 'agent' ? 'agent' : 'user', id: req.subject.id, roles: [], groups: [], permissions: [], attributes: {} };
-    const unknown = denial({ code: 'unknown_subject', type: req.subject.type, id: req.subject.id }, version);
+    const unknown = denial({ code: 'unknown_subject', type: req.subject.type, id: req.subject.id }, policy.set?.version ?? '');
     return record(ctx, 'authzen', { subject, person: null, action, resource, context, now }, unknown, undefined, undefined, caller);
   }
-  const subject = req.subject.properties ? { ...named.subject, attributes: withProperties(named.subject.attributes, req.subject.properties) } : named.subject;
-  // A person asked about directly is their own person: both read the same attributes.
-  const person = named.person && subject.type === 'user' ? { ...named.person, attributes: subject.attributes } : named.person;
+  const { subject, person } = withSubjectProperties(named, req.subject.properties);
   const request: DecisionRequest = { subject, person, action, resource, resourceAttributes: withProperties(stored, req.resourceProperties), context, now };
-  const counters = policy.set ? countersOf(request, policy.set) : [];
-  if (counters.length) return decideOnCounters(ctx, 'authzen', policy.set!, request, counters, null, subject.name ?? subject.id, caller);
-  let decision = decideOn(request, policy.set);
-  let approvalId: string | undefined;
-  if (decision.decision === 'approval_required' && policy.set) {
-    ({ decision, approvalId } = await approvals(ctx, policy.set, request, decision, subject.name ?? subject.id));
-  }
-  return record(ctx, 'authzen', request, decision, undefined, approvalId, caller);
+  return decisionOrder(ctx, { via: 'authzen', txn: null, caller, name: subject.name ?? subject.id }, policy.set, request);
 }
 
 async function run(ctx: AppContext, req: Exclude<AuthorizeRequest, { via: 'authzen' }>, agentId: string): Promise<AuthorizeResult> {
   const { action, resource, context } = req;
   const now = ctx.clock.now();
-  const state = await agentCache(ctx).active(agentId);
-  const policy = await ctx.policy.state();
+  const [state, policy] = await Promise.all([agentKnown(ctx, agentId), ctx.policy.state()]);
   const version = policy.set?.version ?? '';
 
-  // 1. The agent, and the credential of this door.
+  // 1. The agent is known.
   if (!state) {
     if (req.via === 'decision') return { outcome: 'unknown_agent' };
     // The access token was verified a moment ago: the agent was revoked in between.
     return record(ctx, req.via, early(agentId, req.principal.userId, req, now), denial({ code: 'agent_revoked' }, version));
   }
-  let userId: string | null;
-  let txn: string | null = null;
+  // 2. The door's credential matches the action.
+  const matched = await tokenMatches(ctx, req, agentId);
+  if ('refused' in matched) return record(ctx, req.via, early(agentId, matched.userId, req, now), denial(matched.refused, version));
+
+  // 3–7. The decision order on the current facts.
+  const facts = await loadFacts(ctx, state, matched.userId, resource);
+  const request: DecisionRequest = { ...facts, action, resource, context, now };
+  const binding = req.via === 'bind' ? `transaction token ${req.txn}` : undefined;
+  return decisionOrder(ctx, { via: req.via, txn: matched.txn, binding, name: state.agent.name }, policy.set, request);
+}
+
+/** Step 1: the agent exists and is not revoked (read through the agent cache); a door that answers it early asks here. */
+export function agentKnown(ctx: AppContext, agentId: string): ReturnType<ReturnType<typeof agentCache>['active']> {
+  return agentCache(ctx).active(agentId);
+}
+
+/**
+ * Step 2: the decision endpoint's transaction token holds for this action (and names the
+ * person); at the gateway and binding the access token carries the capability: the token's
+ * capabilities bound what this sign-in may do, whatever the agent holds now.
+ */
+async function tokenMatches(
+  ctx: AppContext,
+  req: Exclude<AuthorizeRequest, { via: 'authzen' }>,
+  agentId: string,
+): Promise<{ userId: string | null; txn: string | null } | { userId: string | null; refused: PipelineCause }> {
+  const { action, resource, context } = req;
   if (req.via === 'decision') {
     const checked = await checkTransactionToken(ctx, req.transactionToken, { agentId, action, resource, context });
-    if ('why' in checked) return record(ctx, req.via, early(agentId, null, req, now), denial({ code: 'invalid_transaction_token', why: checked.why }, version));
-    userId = checked.userId;
-    txn = checked.txn;
-  } else {
-    userId = req.principal.userId;
-    // The token's capabilities bound what this sign-in may do, whatever the agent holds now.
-    if (!req.principal.capabilities.includes(action)) {
-      return record(ctx, req.via, early(agentId, userId, req, now), denial({ code: 'not_granted', action, missing: 'capability' }, version));
-    }
+    if ('why' in checked) return { userId: null, refused: { code: 'invalid_transaction_token', why: checked.why } };
+    return { userId: checked.userId, txn: checked.txn };
   }
+  const userId = req.principal.userId;
+  if (!req.principal.capabilities.includes(action)) return { userId, refused: { code: 'not_granted', action, missing: 'capability' } };
+  return { userId, txn: null };
+}
 
-  // 2–6. The decision order on the current facts.
-  const facts = await loadFacts(ctx, state, userId, resource);
-  const request: DecisionRequest = { ...facts, action, resource, context, now };
-  // Limits over time: the decision reads (and an allow consumes) the agent's counters.
-  const counters = policy.set ? countersOf(request, policy.set) : [];
-  if (counters.length && req.via !== 'bind') {
-    return decideOnCounters(ctx, req.via, policy.set!, request, counters, txn, state.agent.name);
+/**
+ * Steps 3–7 for every mode, then the record. Decide: under limits over time the counters are
+ * read and an allow consumes them, in one transaction with the record (`decideOnCounters`).
+ * Bind: the usage is read, nothing consumed, and only the limits can refuse.
+ */
+async function decisionOrder(ctx: AppContext, mode: Mode, policy: PolicySet | null, request: DecisionRequest): Promise<AuthorizeResult> {
+  const counters = policy ? countersOf(request, policy) : [];
+  if (counters.length && mode.via !== 'bind') {
+    return decideOnCounters(ctx, mode.via as 'decision' | 'mcp' | 'authzen', policy!, request, counters, mode.txn, mode.name, mode.caller);
   }
-  // A binding checks against the usage now, consuming nothing.
-  if (counters.length) request.usage = await peekUsage(ctx.store, counters, Math.floor(now / 1000));
-  let decision = decideOn(request, policy.set);
+  if (counters.length) await readLimits(ctx, counters, request);
+  let decision = decideOn(request, policy);
 
-  if (req.via === 'bind') {
+  if (mode.via === 'bind') {
     // A binding checks the limits only; rules and grants are the decision's.
     if (decision.cause.code !== 'constraint_violated' && decision.cause.code !== 'policy_unavailable' && decision.cause.code !== 'error') {
       decision = { decision: 'allow', cause: { code: 'allowed' }, reason: 'allowed', policyVersion: decision.policyVersion, trace: decision.trace };
     }
-    return record(ctx, 'bind', request, decision, `transaction token ${req.txn}`);
+    return record(ctx, 'bind', request, decision, mode.binding);
   }
 
   let approvalId: string | undefined;
-  if (decision.decision === 'approval_required' && policy.set) {
-    ({ decision, approvalId } = await approvals(ctx, policy.set, request, decision, state.agent.name));
+  if (decision.decision === 'approval_required' && policy) {
+    ({ decision, approvalId } = await approvals(ctx, policy, request, decision, mode.name));
   }
-  return record(ctx, req.via, request, decision, undefined, approvalId);
+  return record(ctx, mode.via, request, decision, undefined, approvalId, mode.caller);
+}
+
+/**
+ * The dry mode (search): the same order on the same facts, with the limits over time read as
+ * they stand; no approval is created or consumed, nothing counted, nothing recorded.
+ */
+export async function decideDry(ctx: AppContext, policy: PolicySet, request: DecisionRequest): Promise<PipelineDecision> {
+  const counters = countersOf(request, policy);
+  if (counters.length) await readLimits(ctx, counters, request);
+  return decideOn(request, policy);
+}
+
+/** Step 3 without consuming (bind, dry): the usage now, for the policy's limits to read. */
+async function readLimits(ctx: AppContext, counters: Counter[], request: DecisionRequest): Promise<void> {
+  request.usage = await peekUsage(ctx.store, counters, Math.floor(request.now / 1000));
 }
 
 /**

@@ -15,6 +15,20 @@ export interface PipelineDecision {
   usage?: UsageCheck[];
 }
 
+/** The decision object: `{data: {decision, reason, ...}}`. */
+export interface DecisionAnswer {
+  decision: 'allow' | 'deny' | 'approval_required';
+  reason: string;
+  policy_version: string;
+  approval_id?: string;
+}
+
+export function decisionAnswer(decision: PipelineDecision, approvalId?: string): DecisionAnswer {
+  const answer: DecisionAnswer = { decision: decision.decision, reason: decision.reason, policy_version: decision.policyVersion };
+  if (approvalId !== undefined) answer.approval_id = approvalId;
+  return answer;
+}
+
 /** Which door the request came through; it names the audit record's kind. */
 export type Via = 'decision' | 'mcp' | 'bind' | 'authzen';
 

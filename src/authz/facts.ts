@@ -1,6 +1,6 @@
 import type { AppContext } from '../context.js';
 import { ENTITIES_DOMAIN } from '../store/entities.js';
-import { agentCache, type AgentState } from '../agents/agent-cache.js';
+import { agentCache, type AgentState } from './agent-cache.js';
 import type { Attributes, PersonFacts, SubjectFacts } from './policy-interface.js';
 
 /** What a decision knows besides the request itself: who acts, for whom, and what the thing is. */
@@ -106,6 +106,17 @@ export async function namedSubjectFacts(ctx: AppContext, type: string, id: strin
     return { subject: state.subject, person: state.agent.mode === 'delegated' ? NOBODY : null };
   }
   return null;
+}
+
+/**
+ * A named subject with the attributes its request adds (the stored value wins a clash). A
+ * person asked about directly is their own person: subject and person read the same attributes.
+ */
+export function withSubjectProperties<F extends { subject: SubjectFacts; person: PersonFacts | null }>(named: F, properties: Attributes | undefined): F {
+  if (!properties) return named;
+  const subject = { ...named.subject, attributes: withProperties(named.subject.attributes, properties) };
+  const person = named.person && subject.type === 'user' ? { ...named.person, attributes: subject.attributes } : named.person;
+  return { ...named, subject, person };
 }
 
 /** Stored attributes with request-supplied ones filling the gaps (the stored value wins a clash). */

@@ -1,7 +1,7 @@
 import { errors as joseErrors, type JWTPayload } from 'jose';
 import type { AppContext } from '../context.js';
-import { sameJson } from '../agents/canonical.js';
-import { verifiedTokens } from '../agents/verified-tokens.js';
+import { sameJson } from './canonical.js';
+import { verifiedTokens } from './verified-tokens.js';
 
 export const TRANSACTION_TOKEN_TTL = 60;
 export const TRANSACTION_TOKEN_TYP = 'txntoken+jwt';

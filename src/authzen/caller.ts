@@ -1,14 +1,14 @@
 import type { AppContext } from '../context.js';
 import { errors, type ProtocolError } from '../errors.js';
-import { verifiedTokens } from '../agents/verified-tokens.js';
+import { verifiedTokens } from '../authz/verified-tokens.js';
 import { ACCESS_TOKEN_TYP } from '../oauth/tokens.js';
+import { bearerToken } from '../oauth/bearer.js';
 import { accessApiUrl } from './metadata.js';
+import { nowSeconds } from '../clock.js';
 
 /** Who asks: the m2m application whose access token came with the request. */
 export interface Caller { clientId: string }
 
-const nowSeconds = () => Math.floor(Date.now() / 1000);
-const BEARER = /^Bearer[ \t]+([\w\-.~+/]+=*)[ \t]*$/i;
 
 function unauthorized(ctx: AppContext, description: string, withError: boolean): ProtocolError {
   const realm = `Bearer realm="${accessApiUrl(ctx)}"`;
@@ -29,12 +29,11 @@ function unauthorized(ctx: AppContext, description: string, withError: boolean):
  */
 export async function authenticateCaller(ctx: AppContext, authorization: string | undefined): Promise<Caller> {
   if (!authorization) throw unauthorized(ctx, 'an access token is required (Authorization: Bearer)', false);
-  const m = BEARER.exec(authorization);
-  if (!m || m[1]!.length > 8192) throw unauthorized(ctx, 'the Authorization header is not a bearer token', true);
-  const token = m[1]!;
+  const token = bearerToken(authorization);
+  if (token === undefined || token.length > 8192) throw unauthorized(ctx, 'the Authorization header is not a bearer token', true);
   const audience = accessApiUrl(ctx);
   const cache = verifiedTokens(ctx, `authzen:${audience}`);
-  let payload = cache.get(token, nowSeconds())?.payload;
+  let payload = cache.get(token, nowSeconds(ctx.clock))?.payload;
   if (!payload) {
     try {
       const verified = await ctx.keys.verify(token, 'RS256', {

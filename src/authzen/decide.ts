@@ -2,10 +2,8 @@
 // questions and reads answers; only this module knows how a decision is made and recorded.
 
 import type { AppContext } from '../context.js';
-import { authorize, countersOf } from '../authz/authorize.js';
-import { decideOn } from '../authz/core.js';
+import { authorize, decideDry as decideDryOn } from '../authz/authorize.js';
 import type { DecisionRequest, PolicySet } from '../authz/policy-interface.js';
-import { peekUsage } from '../authz/usage.js';
 import type { Caller } from './caller.js';
 import type { FactsMemo } from './facts.js';
 import type { Properties, Subject } from './request.js';
@@ -67,11 +65,8 @@ export async function decideAndRecord(ctx: AppContext, caller: Caller, memo: Fac
 export async function decideDry(ctx: AppContext, policy: PolicySet, memo: FactsMemo, q: Question): Promise<Answer['decision']> {
   const [named, resourceAttributes] = await Promise.all([memo.subject(q.subject), memo.resource(...splitObject(q.object), q.resourceProperties)]);
   if (!named.found) return 'deny';
-  const now = ctx.clock.now();
-  const request: DecisionRequest = { subject: named.subject, person: named.person, action: q.relation, resource: q.object, resourceAttributes, context: q.context, now };
-  const counters = countersOf(request, policy);
-  if (counters.length) request.usage = await peekUsage(ctx.store, counters, Math.floor(now / 1000));
-  return decideOn(request, policy).decision;
+  const request: DecisionRequest = { subject: named.subject, person: named.person, action: q.relation, resource: q.object, resourceAttributes, context: q.context, now: ctx.clock.now() };
+  return (await decideDryOn(ctx, policy, request)).decision;
 }
 
 const splitObject = (object: string): [string, string] => {

@@ -5,7 +5,7 @@
 
 import type { AppContext } from '../context.js';
 import type { SubjectLoader } from '../authz/authorize.js';
-import { entityAttributes, namedSubjectFacts, withProperties } from '../authz/facts.js';
+import { entityAttributes, namedSubjectFacts, withProperties, withSubjectProperties } from '../authz/facts.js';
 import type { Attributes, PersonFacts, SubjectFacts } from '../authz/policy-interface.js';
 import type { Properties, Subject } from './request.js';
 
@@ -32,7 +32,7 @@ export class FactsMemo {
   async subject(s: Subject): Promise<ResolvedSubject> {
     const f = await this.load(this.ctx, s.type, s.id);
     if (!f) return { found: false };
-    return s.properties ? withSubjectProperties({ found: true, ...f }, s.properties) : { found: true, ...f };
+    return { found: true, ...withSubjectProperties(f, s.properties) };
   }
 
   /** The resource's attributes: its stored entity's, then the request's properties. */
@@ -42,11 +42,4 @@ export class FactsMemo {
     if (!p) this.entities.set(key, (p = Promise.resolve(entityAttributes(this.ctx, key))));
     return withProperties(await p, properties);
   }
-}
-
-function withSubjectProperties(r: Extract<ResolvedSubject, { found: true }>, properties: Properties): ResolvedSubject {
-  const subject = { ...r.subject, attributes: withProperties(r.subject.attributes, properties) };
-  // A person asked about directly is their own person: both read the same attributes.
-  const person = r.person && subject.type === 'user' ? { ...r.person, attributes: subject.attributes } : r.person;
-  return { found: true, subject, person };
 }

@@ -4,7 +4,7 @@
 // out `page.limit` (the specification's own example does), which then keeps the token's size.
 
 import { createHash } from 'node:crypto';
-import { canonicalJson } from '../agents/canonical.js';
+import { canonicalJson } from '../authz/canonical.js';
 import { badRequest, type SearchRequest } from './request.js';
 
 /** The page size when the request names none. */

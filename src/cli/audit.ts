@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import { existsSync } from 'node:fs';
 import { parseDatabaseUrl } from '../config.js';
-import { systemClock } from '../context.js';
+import { systemClock } from '../clock.js';
 import { openDatabase } from '../store/db.js';
 import { auditStore } from '../store/audit.js';
 import type { CliIO, ParsedArgs } from './args.js';

@@ -86,6 +86,17 @@ export const COMMANDS: CommandSpec[] = [
     run: async (a, io) => (await import('./policy.js')).explain(a, io),
   },
   {
+    path: ['policy', 'import', 'openfga'],
+    args: '<file>',
+    summary: 'an OpenFGA model or store file as a policy (with its relationships and tests)',
+    description:
+      'Read an OpenFGA model (a .fga file in schema 1.1, its JSON form, or a modular model\'s fga.mod) or a store file (.fga.yaml: model, tuples, tests) and write the equivalent policy file; for a store file also its relationships as JSON and its tests as a .tests file that `policy test` runs.',
+    positionals: { min: 1, max: 1 },
+    options: [{ name: '--out', value: '<dir>', help: 'write <name>.policy (and <name>.tests, <name>.relationships.json) into dir, created if missing; print each path' }],
+    details: ['Without --out the policy is printed. Exit 0 when imported; 2 when the file cannot be read or holds what the import cannot carry over, each place as file:line: why.'],
+    run: async (a, io) => (await import('./import.js')).importOpenfgaCommand(a, io),
+  },
+  {
     path: ['audit', 'verify'],
     args: '',
     summary: 'check the audit trail\'s hash chain',

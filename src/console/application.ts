@@ -1,7 +1,7 @@
 import { createApplication, updateApplication } from '../admin/applications.js';
 import type { AppContext } from '../context.js';
 import { ProtocolError } from '../errors.js';
-import { builtInApplicationProblem, CONSOLE_CLIENT_ID, consoleApplicationShape } from './built-in.js';
+import { builtInApplicationProblem, CONSOLE_CLIENT_ID, consoleApplicationShape } from '../oauth/built-in-applications.js';
 
 /**
  * Makes the console's application exist with its one allowed shape, at every start: the

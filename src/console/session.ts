@@ -2,7 +2,8 @@ import type { Request, Response } from 'express';
 import type { AppContext } from '../context.js';
 import { constantTimeEqual, randomToken } from '../crypto/hash.js';
 import type { User } from '../store/users.js';
-import { CONSOLE_ROLE } from './built-in.js';
+import { CONSOLE_ROLE } from '../oauth/built-in-applications.js';
+import { nowSeconds } from '../clock.js';
 
 /**
  * The console's own cookies, all on path /console, HttpOnly, SameSite=Lax, Secure on https:
@@ -18,7 +19,6 @@ export const FLOW_TTL_SECONDS = 10 * 60;
 /** A console session lasts at most this long, and never longer than the Gatehouse session it came from. */
 export const CONSOLE_SESSION_TTL_SECONDS = 8 * 60 * 60;
 
-const nowSeconds = () => Math.floor(Date.now() / 1000);
 
 export function consoleCookieOptions(ctx: AppContext) {
   return { httpOnly: true, sameSite: 'lax' as const, secure: ctx.config.issuer.startsWith('https:'), path: '/console' };
@@ -38,7 +38,7 @@ function unseal<T>(ctx: AppContext, purpose: string, value: string | undefined):
   if (!value) return undefined;
   try {
     const parsed = JSON.parse(ctx.box.open(value)) as { purpose?: unknown; exp?: unknown; data?: unknown };
-    if (parsed.purpose !== purpose || typeof parsed.exp !== 'number' || parsed.exp <= nowSeconds()) return undefined;
+    if (parsed.purpose !== purpose || typeof parsed.exp !== 'number' || parsed.exp <= nowSeconds(ctx.clock)) return undefined;
     return parsed.data as T;
   } catch {
     return undefined;
@@ -56,7 +56,7 @@ export interface SignInFlow {
 
 export function startFlow(ctx: AppContext, res: Response, returnTo: string): SignInFlow {
   const flow: SignInFlow = { state: randomToken(), nonce: randomToken(), verifier: randomToken(48), returnTo };
-  res.cookie(FLOW_COOKIE, seal(ctx, 'console-flow', flow, nowSeconds() + FLOW_TTL_SECONDS), {
+  res.cookie(FLOW_COOKIE, seal(ctx, 'console-flow', flow, nowSeconds(ctx.clock) + FLOW_TTL_SECONDS), {
     ...consoleCookieOptions(ctx),
     maxAge: FLOW_TTL_SECONDS * 1000,
   });
@@ -87,11 +87,11 @@ export interface Person {
 }
 
 export function startConsoleSession(ctx: AppContext, res: Response, sub: string, sid: string, gatehouseSessionExpires: number): void {
-  const exp = Math.min(nowSeconds() + CONSOLE_SESSION_TTL_SECONDS, gatehouseSessionExpires);
+  const exp = Math.min(nowSeconds(ctx.clock) + CONSOLE_SESSION_TTL_SECONDS, gatehouseSessionExpires);
   const data: SessionData = { sub, sid, csrf: randomToken() };
   res.cookie(SESSION_COOKIE, seal(ctx, 'console-session', data, exp), {
     ...consoleCookieOptions(ctx),
-    maxAge: Math.max(exp - nowSeconds(), 0) * 1000,
+    maxAge: Math.max(exp - nowSeconds(ctx.clock), 0) * 1000,
   });
 }
 
@@ -110,7 +110,7 @@ export async function currentPerson(ctx: AppContext, req: Request): Promise<Pers
   const data = unseal<SessionData>(ctx, 'console-session', cookie(req, SESSION_COOKIE));
   if (!data) return { none: true };
   const session = await ctx.store.sessions.get(data.sid);
-  if (!session || session.ended_at !== null || session.expires_at <= nowSeconds() || session.user_id !== data.sub) return { none: true };
+  if (!session || session.ended_at !== null || session.expires_at <= nowSeconds(ctx.clock) || session.user_id !== data.sub) return { none: true };
   const user = await ctx.store.users.get(data.sub);
   if (!user) return { none: true };
   if (!user.roles.includes(CONSOLE_ROLE)) return { refused: user };

@@ -6,7 +6,7 @@ import { ProtocolError } from '../errors.js';
 import { tokenResponse } from '../oauth/token.js';
 import type { TokenResponse } from '../oauth/tokens.js';
 import { appendChange } from './audit.js';
-import { CONSOLE_CLIENT_ID, CONSOLE_ROLE, consoleApplicationShape } from './built-in.js';
+import { CONSOLE_CLIENT_ID, CONSOLE_ROLE, consoleApplicationShape } from '../oauth/built-in-applications.js';
 import { consolePage, link, notice, sendConsolePage } from './html.js';
 import { endConsoleSession, startConsoleSession, startFlow, takeFlow } from './session.js';
 

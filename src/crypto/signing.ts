@@ -11,15 +11,13 @@ import {
   type JWTVerifyResult,
 } from 'jose';
 import type { SecretBox } from './secret-box.js';
-import type { KeysStore, SigningKeyRow } from '../store/keys.js';
+import { RETIRED_KEY_PUBLISHED_SECONDS, type KeysStore, type SigningKeyRow } from '../store/keys.js';
 import type { Store } from '../store/index.js';
 import type { SettingsStore } from '../store/settings.js';
 
 export type SigningAlg = 'RS256' | 'EdDSA';
 export const SIGNING_ALGS: SigningAlg[] = ['RS256', 'EdDSA'];
 
-/** A rotated key stays in the JWK Set this long: 24 hours. */
-export const RETIRED_KEY_PUBLISHED_SECONDS = 24 * 60 * 60;
 
 const genKeyPair = promisify(generateKeyPair);
 
@@ -42,7 +40,8 @@ export class SigningKeys {
     private readonly keys: KeysStore,
     private readonly settings: SettingsStore,
     private readonly box: SecretBox,
-    private readonly clock: () => number = () => Math.floor(Date.now() / 1000),
+    /** the service's clock, in Unix seconds: key creation, rotation and the validity of tokens it verifies */
+    private readonly clock: () => number,
   ) {}
 
   /** Makes one key per algorithm when none is active (first start). */
@@ -244,7 +243,7 @@ export class SigningKeys {
     const ok = verifyBytes(alg === 'RS256' ? 'sha256' : null, Buffer.from(`${h}.${p}`), k.key, Buffer.from(sig, 'base64url'));
     if (!ok) throw new joseErrors.JWSSignatureVerificationFailed();
     const payload = decodeJsonPart<JWTPayload>(p, 'payload');
-    checkClaims(header, payload, options);
+    checkClaims(header, payload, { currentDate: new Date(this.clock() * 1000), ...options });
     return { payload, protectedHeader: header } as JWTVerifyResult;
   }
 }

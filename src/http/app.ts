@@ -18,7 +18,7 @@ import { samlAdminRouter } from '../saml/admin-router.js';
 import { agentsRouter } from '../agents/router.js';
 import { adminApprovalsRouter } from '../agents/admin-approvals.js';
 import { badPathEncoding, bareNotFound } from './error-shapes.js';
-import { authzenRouter } from '../authzen/router.js';
+import { authzenRouter } from './authzen-routes.js';
 import { consoleRouter } from '../console/router.js';
 
 declare module 'express-serve-static-core' {

@@ -1,5 +1,6 @@
 import { Router, type RequestHandler } from 'express';
 import type { AppContext } from '../context.js';
+import { ACR_VALUES_SUPPORTED } from '../oauth/acr.js';
 import { SUPPORTED_EVENT_TYPES } from '../signals.js';
 
 /** Discovery documents and keys: no authentication, open CORS, a short public cache. */
@@ -17,13 +18,6 @@ export const CLAIMS_SUPPORTED = [
   'email', 'email_verified', 'name', 'scope', 'groups', 'roles',
 ];
 export const SCOPES_SUPPORTED = ['openid', 'profile', 'email', 'offline_access'];
-export const ACR_VALUES = {
-  oneFactor: 'urn:service:acr:1fa',
-  mfa: 'urn:service:acr:mfa',
-  passkey: 'urn:service:acr:passkey',
-  passkeyMfa: 'urn:service:acr:passkey_mfa',
-} as const;
-export const ACR_VALUES_SUPPORTED = Object.values(ACR_VALUES);
 
 export function discoveryDocuments(ctx: AppContext) {
   const u = ctx.urls;

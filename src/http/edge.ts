@@ -3,7 +3,7 @@ import type { ServerResponse } from 'node:http';
 import type { ErrorRequestHandler } from 'express';
 import type { AppContext } from '../context.js';
 import { errors, ProtocolError } from '../errors.js';
-import { PolicyUnavailableError } from '../authz/policy-service.js';
+import { PolicyUnavailableError } from '../policy-service.js';
 import type { Logger } from '../logger.js';
 
 // The HTTP edge, written once for the Express app and the raw fast path: request ids, the

@@ -1,6 +1,6 @@
 import type { Express } from 'express';
 import type { AppContext } from '../context.js';
-import type { PolicyStatus } from '../authz/policy-service.js';
+import type { PolicyStatus } from '../policy-service.js';
 
 export interface Health {
   /** ok; degraded (serving, on a stale policy); unavailable (answers 503) */

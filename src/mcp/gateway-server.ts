@@ -10,11 +10,11 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
 import type { AppContext } from '../context.js';
-import type { AgentPrincipal } from '../agents/access-token.js';
-import { decisionAnswer, type DecisionAnswer } from '../agents/authorize.js';
-import { authorize } from '../authz/authorize.js';
+import type { AgentPrincipal } from '../authz/agent-access-token.js';
+import { decisionAnswer, type DecisionAnswer } from '../authz/core.js';
+import { authorize, refuse } from '../authz/authorize.js';
 import { recordAuditOrLog } from '../authz/audit.js';
-import { renderCause, type PipelineCause } from '../authz/cause.js';
+import type { PipelineCause } from '../authz/cause.js';
 import { toolAccess } from './tool-access.js';
 import { gatewayToolName, mapToolCall, mappedTarget, MappingError, parseGatewayToolName, type MappedCall } from './tool-mapping.js';
 import { UpstreamError, type CallListeners, type UpstreamPool } from './upstream-pool.js';
@@ -157,27 +157,22 @@ async function callTool(
   }
 }
 
-/** A call refused before the decision order (no such tool, arguments that do not map): recorded as a deny. */
+/**
+ * A call refused before the decision order (no such tool, arguments that do not map): the
+ * pipeline's refuse mode records and counts it as a deny. A refusal it could not record is
+ * answered as an internal error, never as the refusal.
+ */
 async function refusal(
   ctx: AppContext,
   principal: AgentPrincipal,
   call: { action: string | null; resource: string; context: unknown },
   cause: PipelineCause,
 ): Promise<DecisionAnswer> {
-  const policyVersion = (await ctx.policy.state()).set?.version ?? '';
-  const reason = renderCause(cause);
-  await recordAuditOrLog(ctx, {
-    kind: 'decision',
-    time: Math.floor(ctx.clock.now() / 1000),
-    agent_id: principal.agent.agent_id,
-    user_id: principal.userId,
-    ...call,
-    decision: 'deny',
-    reason,
-    policy_version: policyVersion,
-  });
-  ctx.metrics.decisions.inc({ via: 'mcp', outcome: 'deny', reason: cause.code });
-  return { decision: 'deny', reason, policy_version: policyVersion };
+  const result = await refuse(ctx, { via: 'mcp', principal, ...call, cause });
+  if (result.outcome !== 'decided' || result.decision.cause.code !== cause.code) {
+    throw new McpError(ErrorCode.InternalError, 'the refusal could not be recorded');
+  }
+  return decisionAnswer(result.decision);
 }
 
 /** A tool called without its upstream prefix is accepted when exactly one upstream has a tool of that name. */

@@ -4,8 +4,9 @@ import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv
 import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
 import type { AppContext } from '../context.js';
 import { errors, ProtocolError } from '../errors.js';
-import { verifyAgentAccessToken, type AgentPrincipal } from '../agents/access-token.js';
-import { agentCache } from '../agents/agent-cache.js';
+import { bearerToken } from '../oauth/bearer.js';
+import { verifyAgentAccessToken, type AgentPrincipal } from '../authz/agent-access-token.js';
+import { agentCache } from '../authz/agent-cache.js';
 import { authorize } from '../authz/authorize.js';
 import { createGatewayServer, resolveToolCall } from './gateway-server.js';
 import { UpstreamPool } from './upstream-pool.js';
@@ -56,10 +57,10 @@ function requireAgentToken(ctx: AppContext): RequestHandler {
   const unauthorized = (description: string) =>
     new ProtocolError(401, 'invalid_token', description, {}, { 'WWW-Authenticate': challenge });
   return async (req, res, next) => {
-    const m = /^Bearer\s+(\S+)\s*$/i.exec(req.get('authorization') ?? '');
-    if (!m) return next(unauthorized('an agent access token for this resource is required'));
+    const token = bearerToken(req.get('authorization'));
+    if (token === undefined) return next(unauthorized('an agent access token for this resource is required'));
     try {
-      res.locals.mcpPrincipal = await verifyAgentAccessToken(ctx, m[1]!, ctx.urls.mcp);
+      res.locals.mcpPrincipal = await verifyAgentAccessToken(ctx, token, ctx.urls.mcp);
     } catch (err) {
       if (err instanceof ProtocolError) return next(unauthorized(err.description ?? 'the access token is not valid'));
       return next(err);

@@ -1,6 +1,6 @@
 import type { AppContext } from '../context.js';
-import type { AgentPrincipal } from '../agents/access-token.js';
-import { agentCache } from '../agents/agent-cache.js';
+import type { AgentPrincipal } from '../authz/agent-access-token.js';
+import { agentCache } from '../authz/agent-cache.js';
 import { personFacts } from '../authz/facts.js';
 import { permissionCovers } from '../policy/index.js';
 

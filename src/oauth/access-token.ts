@@ -1,6 +1,7 @@
 import type { JWTPayload } from 'jose';
 import { decodeProtectedHeader } from 'jose';
 import type { AppContext } from '../context.js';
+import { bearerToken } from './bearer.js';
 import { ACCESS_TOKEN_TYP } from './tokens.js';
 
 export interface AccessTokenClaims extends JWTPayload {
@@ -30,11 +31,8 @@ export async function verifyAccessToken(ctx: AppContext, token: string): Promise
   }
 }
 
-/** The bearer token of `Authorization: Bearer <token>` (or the form field of RFC 6750 2.2). */
-export function bearerToken(authorization: string | undefined, formValue: unknown): string | undefined {
-  if (authorization) {
-    const m = /^Bearer\s+([\w\-.~+/]+=*)\s*$/i.exec(authorization);
-    return m ? m[1] : undefined;
-  }
+/** The bearer token of `Authorization: Bearer <token>`, or else the form field of RFC 6750 2.2. */
+export function presentedToken(authorization: string | undefined, formValue: unknown): string | undefined {
+  if (authorization) return bearerToken(authorization);
   return typeof formValue === 'string' && formValue ? formValue : undefined;
 }

@@ -2,7 +2,7 @@ import type { Request, RequestHandler, Response } from 'express';
 import type { AppContext } from '../context.js';
 import { randomToken, sha256 } from '../crypto/hash.js';
 import { errors, ProtocolError } from '../errors.js';
-import { ACR_VALUES, ACR_VALUES_SUPPORTED } from '../http/discovery.js';
+import { ACR_VALUES, ACR_VALUES_SUPPORTED } from './acr.js';
 import { sendPage } from '../pages/layout.js';
 import { errorPage } from '../pages/error.js';
 import type { Application } from '../store/applications.js';
@@ -10,7 +10,8 @@ import type { AuthorizationParams, PendingRequest } from '../store/oauth.js';
 import { parseScope, single, type Params } from './params.js';
 import { currentSession, type SignedIn } from './session.js';
 import { CODE_TTL } from './tokens.js';
-import { mayUseApplication } from '../console/built-in.js';
+import { mayUseApplication } from './built-in-applications.js';
+import { nowSeconds } from '../clock.js';
 
 /** How long a person has to finish signing in before the request must start again. */
 export const PENDING_REQUEST_TTL = 30 * 60;
@@ -108,7 +109,6 @@ const UNMET_TEXT: Record<string, string> = {
   [ACR_VALUES.passkeyMfa]: 'a user-verifying passkey or a passkey with a one-time code',
 };
 
-const nowSeconds = () => Math.floor(Date.now() / 1000);
 
 /** The authorize errors that are shown on the issuer instead of redirected (shown on the issuer so the browser is never sent to an unchecked URI). */
 function showErrorPage(res: Response, err: ProtocolError): void {
@@ -241,7 +241,7 @@ export function authorizeEndpoint(ctx: AppContext): RequestHandler {
     // Housekeeping now and then, in whichever worker: expired requests, codes and counters.
     if (Math.random() < 0.01) {
       await ctx.store.oauth.purgeExpired();
-      await ctx.store.rateLimits.purgeOlderThan(nowSeconds() - 24 * 60 * 60);
+      await ctx.store.rateLimits.purgeOlderThan(nowSeconds(ctx.clock) - 24 * 60 * 60);
       await ctx.store.webauthn.purgeExpiredChallenges();
     }
     const id = randomToken();
@@ -279,7 +279,7 @@ export async function continueAuthorization(
   // 1. Signed in, recently enough (prompt=login and max_age are met by a sign-in during this request)
   // max_age=0 means "sign in now", so it always asks, like prompt=login.
   const tooOld = !pending.fresh && signedIn && p.max_age !== undefined &&
-    (p.max_age === 0 || nowSeconds() - signedIn.session.auth_time > p.max_age);
+    (p.max_age === 0 || nowSeconds(ctx.clock) - signedIn.session.auth_time > p.max_age);
   const forced = !pending.fresh && p.prompt.includes('login');
   if (!signedIn || tooOld || forced) {
     if (silent) return fail(errors.loginRequired(signedIn ? 'the session is too old for max_age' : 'the person is not signed in'));

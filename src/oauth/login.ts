@@ -1,8 +1,8 @@
 import type { Request, RequestHandler, Response } from 'express';
-import { signInOptions, verifySignIn, type AllowList, type SignInFailure } from '../account/webauthn.js';
+import { signInOptions, verifySignIn, type AllowList, type SignInFailure } from './passkeys.js';
 import type { AppContext } from '../context.js';
 import { sha256, verifyPassword } from '../crypto/hash.js';
-import { ACR_VALUES } from '../http/discovery.js';
+import { ACR_VALUES } from './acr.js';
 import { sendPage, SCRIPT_PAGE_CSP } from '../pages/layout.js';
 import { loginPage, passkeyStepPage, type LoginPageInput } from '../pages/login.js';
 import type { PendingRequest } from '../store/oauth.js';
@@ -16,6 +16,7 @@ import { formBody } from './params.js';
 import { loadPending } from './pending.js';
 import { LIMITS, signInLimiter } from './rate-limit.js';
 import { currentSession, safeReturnTo, startSession, type SignedIn } from './session.js';
+import { nowSeconds } from '../clock.js';
 
 const clientIp = (req: Request) => req.ip ?? req.socket.remoteAddress ?? 'unknown';
 
@@ -256,7 +257,7 @@ export function passkeySubmit(ctx: AppContext): RequestHandler {
 /** The session after a passkey: the same person's session gets the new strength, anyone else a new one. */
 async function passkeySession(ctx: AppContext, res: Response, user: User, strength: Strength, signedIn: SignedIn | undefined) {
   if (signedIn && signedIn.user.id === user.id) {
-    const authTime = Math.floor(Date.now() / 1000);
+    const authTime = nowSeconds(ctx.clock);
     await ctx.store.sessions.update(signedIn.session.sid, authTime, strength.amr, strength.acr);
     return { ...signedIn.session, auth_time: authTime, amr: strength.amr, acr: strength.acr };
   }

@@ -11,6 +11,7 @@ import { formBody } from './params.js';
 import { loadPending } from './pending.js';
 import { signInLimiter } from './rate-limit.js';
 import { currentSession, startSession, type SignedIn } from './session.js';
+import { nowSeconds } from '../clock.js';
 
 const PERIOD = 30;
 
@@ -34,7 +35,7 @@ export function totpStep(ctx: AppContext, sealedSecret: string, otp: string): nu
   try {
     const secret = Secret.fromBase32(ctx.box.open(sealedSecret).replace(/\s+/g, '').toUpperCase());
     const totp = new TOTP({ secret, digits: 6, period: PERIOD, algorithm: 'SHA1' });
-    const now = Date.now();
+    const now = ctx.clock.now();
     const delta = totp.validate({ token: otp, timestamp: now, window: 1 });
     return delta === null ? undefined : Math.floor(now / 1000 / PERIOD) + delta;
   } catch {
@@ -90,7 +91,7 @@ export function secondStepSubmit(ctx: AppContext): RequestHandler {
       await ctx.store.oauth.setRequestUser(pending.id, null);
     } else {
       const strength = withOneTimeCode(signedIn.session);
-      const authTime = Math.floor(Date.now() / 1000);
+      const authTime = nowSeconds(ctx.clock);
       await ctx.store.sessions.update(signedIn.session.sid, authTime, strength.amr, strength.acr);
       session = { ...signedIn.session, auth_time: authTime, ...strength };
     }

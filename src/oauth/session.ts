@@ -3,6 +3,7 @@ import type { AppContext } from '../context.js';
 import { randomToken, sha256 } from '../crypto/hash.js';
 import type { Session } from '../store/sessions.js';
 import type { User } from '../store/users.js';
+import { nowSeconds } from '../clock.js';
 
 /** The browser's sign-in session: a random value whose sha256 is sessions.token_hash. */
 export const SESSION_COOKIE = 'gatehouse_session';
@@ -47,7 +48,7 @@ export async function startSession(
     sid: randomToken(16),
     user_id: userId,
     token_hash: sha256(value),
-    auth_time: Math.floor(Date.now() / 1000),
+    auth_time: nowSeconds(ctx.clock),
     amr,
     acr,
     ttl: SESSION_TTL_SECONDS,

@@ -3,7 +3,8 @@ import type { AppContext } from '../context.js';
 import { errors } from '../errors.js';
 import type { Grant } from '../store/oauth.js';
 import type { User } from '../store/users.js';
-import { mayUseApplication } from '../console/built-in.js';
+import { mayUseApplication } from './built-in-applications.js';
+import { nowSeconds } from '../clock.js';
 
 /** Lifetimes in seconds (access tokens 900 s; the others are listed in docs/sign-in.md). */
 export const ACCESS_TOKEN_TTL = 900;
@@ -13,14 +14,13 @@ export const CODE_TTL = 5 * 60;
 
 export const ACCESS_TOKEN_TYP = 'at+jwt';
 
-const nowSeconds = () => Math.floor(Date.now() / 1000);
 
 /** A service's token (client credentials): no person claims. */
 export async function issueServiceAccessToken(
   ctx: AppContext,
   t: { clientId: string; audience: string; scope: string | undefined },
 ): Promise<string> {
-  const iat = nowSeconds();
+  const iat = nowSeconds(ctx.clock);
   return ctx.keys.sign(
     'RS256',
     {
@@ -39,7 +39,7 @@ export async function issueServiceAccessToken(
 
 /** A person's access token: `aud` is the resource asked for, else the client. */
 export async function issuePersonAccessToken(ctx: AppContext, user: User, grant: Grant, scope: string[]): Promise<string> {
-  const iat = nowSeconds();
+  const iat = nowSeconds(ctx.clock);
   return ctx.keys.sign(
     'RS256',
     {
@@ -76,7 +76,7 @@ export async function issueIdToken(
   accessToken: string,
   nonce: string | null | undefined,
 ): Promise<string> {
-  const iat = nowSeconds();
+  const iat = nowSeconds(ctx.clock);
   return ctx.keys.sign('RS256', {
     iss: ctx.urls.issuer,
     sub: user.id,

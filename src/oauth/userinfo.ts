@@ -1,7 +1,7 @@
 import type { RequestHandler } from 'express';
 import type { AppContext } from '../context.js';
 import { errors } from '../errors.js';
-import { bearerToken, verifyAccessToken } from './access-token.js';
+import { presentedToken, verifyAccessToken } from './access-token.js';
 import { formBody } from './params.js';
 
 const challenge = (error?: string) => ({
@@ -16,7 +16,7 @@ export function userinfoEndpoint(ctx: AppContext): RequestHandler {
   return async (req, res) => {
     res.setHeader('Cache-Control', 'no-store');
     // 1. The bearer token
-    const token = bearerToken(req.get('authorization'), req.method === 'POST' ? formBody(req).access_token : undefined);
+    const token = presentedToken(req.get('authorization'), req.method === 'POST' ? formBody(req).access_token : undefined);
     if (!token) throw errors.invalidToken('a bearer access token is required', {}, challenge());
     const claims = await verifyAccessToken(ctx, token);
     // 2. A person's token (it carries a session id), for a person who still exists

@@ -1,7 +1,10 @@
 // The policy set version: the declared `policy "<name>" version <n>` of each
 // file plus a content hash over every source. The hash is taken of the
 // canonical layout without comments, so reformatting or re-commenting a file
-// keeps the version, while any change of meaning (or of rule order) changes it.
+// keeps the version, while any change of meaning (or of rule order) changes it. Only content
+// counts: the same files read through another path (relative or absolute, another checkout, the
+// server's policy directory) have the same version, so a version printed in CI is the one the
+// audit trail records.
 
 import { createHash } from 'node:crypto';
 import type { PolicySetSource } from './types.js';
@@ -28,6 +31,6 @@ export function policyVersion(sources: PolicySetSource[]): string {
     .filter((s) => s.policy !== undefined)
     .map((s) => `${s.policy}@${s.version}`)
     .sort();
-  const hash = sha256(sources.map((s) => `${s.path}\n${s.hash}\n`).join('')).slice(0, 12);
+  const hash = sha256(sources.map((s) => `${s.hash}\n`).join('')).slice(0, 12);
   return `${decls.length ? decls.join(',') : 'unversioned'}#${hash}`;
 }

@@ -60,7 +60,7 @@ const instant = (v: string | null | undefined): number | undefined => (v ? Date.
 /** Issuer, time window, audience and bearer confirmation (SAML Profiles 4.1.4.3). Returns InResponseTo. */
 function checkAssertion(ctx: AppContext, assertion: Element, idp: SamlConnection): string {
   const u = samlUrls(ctx);
-  const now = Date.now();
+  const now = ctx.clock.now();
   const issuer = textOf(firstChild(assertion, NS.saml, 'Issuer'));
   if (idp.entity_id && issuer !== idp.entity_id) fail('the Assertion is from another issuer');
   const conditions = firstChild(assertion, NS.saml, 'Conditions');

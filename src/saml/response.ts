@@ -7,6 +7,7 @@ import type { User } from '../store/users.js';
 import { samlCertificate } from './certificate.js';
 import { samlUrls } from './urls.js';
 import { escapeXml, NAME_ID_FORMATS, NS, samlInstant, STATUS } from './xml.js';
+import { nowSeconds } from '../clock.js';
 
 /** How long an assertion may be presented (SubjectConfirmationData and Conditions NotOnOrAfter). */
 export const ASSERTION_TTL_SECONDS = 5 * 60;
@@ -66,7 +67,7 @@ interface Envelope {
 
 function responseXml(ctx: AppContext, e: Envelope & { status: string; subStatus?: string; message?: string; assertion?: string }): string {
   const u = samlUrls(ctx);
-  const t = e.now ?? Math.floor(Date.now() / 1000);
+  const t = e.now ?? nowSeconds(ctx.clock);
   const inner = e.subStatus ? `<samlp:StatusCode Value="${escapeXml(e.subStatus)}"/>` : '';
   const message = e.message ? `<samlp:StatusMessage>${escapeXml(e.message)}</samlp:StatusMessage>` : '';
   return (
@@ -89,7 +90,7 @@ export interface SignInResponseInput extends Envelope {
 /** A successful Response: one Assertion about the signed-in person, the Assertion and then the Response signed. */
 export async function signInResponse(ctx: AppContext, i: SignInResponseInput): Promise<string> {
   const u = samlUrls(ctx);
-  const t = i.now ?? Math.floor(Date.now() / 1000);
+  const t = i.now ?? nowSeconds(ctx.clock);
   const until = samlInstant(t + ASSERTION_TTL_SECONDS);
   const nameId = i.nameIdFormat === NAME_ID_FORMATS.persistent ? i.user.id : i.user.email;
   const inResponseTo = i.inResponseTo ? ` InResponseTo="${escapeXml(i.inResponseTo)}"` : '';

@@ -9,6 +9,7 @@ import { samlCertificate } from './certificate.js';
 import { newSamlId } from './response.js';
 import { samlUrls } from './urls.js';
 import { escapeXml, firstChild, NS, parseUntrustedXml, samlInstant, STATUS, textOf, XmlInputError } from './xml.js';
+import { nowSeconds } from '../clock.js';
 
 const RSA_SHA256 = 'http://www.w3.org/2001/04/xmldsig-more#rsa-sha256';
 
@@ -52,7 +53,7 @@ export function sloEndpoint(ctx: AppContext): RequestHandler {
     // 3. The LogoutResponse, redirect binding: the signature covers the query string (SAML Bindings 3.4.4.1)
     const xml =
       `<samlp:LogoutResponse xmlns:samlp="${NS.samlp}" xmlns:saml="${NS.saml}" ID="${newSamlId()}" Version="2.0"` +
-      ` IssueInstant="${samlInstant(Math.floor(Date.now() / 1000))}" Destination="${escapeXml(sp.slo_url)}" InResponseTo="${escapeXml(request.id)}">` +
+      ` IssueInstant="${samlInstant(nowSeconds(ctx.clock))}" Destination="${escapeXml(sp.slo_url)}" InResponseTo="${escapeXml(request.id)}">` +
       `<saml:Issuer>${escapeXml(samlUrls(ctx).idpEntityId)}</saml:Issuer>` +
       `<samlp:Status><samlp:StatusCode Value="${STATUS.success}"/></samlp:Status>` +
       `</samlp:LogoutResponse>`;

@@ -9,6 +9,7 @@ import { samlCertificate } from './certificate.js';
 import { newSamlId } from './response.js';
 import { samlUrls } from './urls.js';
 import { BINDINGS, escapeXml, NAME_ID_FORMATS, NS, samlInstant } from './xml.js';
+import { nowSeconds } from '../clock.js';
 
 /** How long the IdP has to answer an AuthnRequest we sent. */
 export const SP_REQUEST_TTL_SECONDS = 10 * 60;
@@ -40,7 +41,7 @@ export function spLoginEndpoint(ctx: AppContext): RequestHandler {
     const returnTo = safeReturnTo((req.query as Record<string, unknown>).return_to) ?? null;
     await ctx.store.saml.addSpRequest(id, idp.name, returnTo, SP_REQUEST_TTL_SECONDS);
     const xml =
-      `<samlp:AuthnRequest xmlns:samlp="${NS.samlp}" xmlns:saml="${NS.saml}" ID="${id}" Version="2.0" IssueInstant="${samlInstant(Math.floor(Date.now() / 1000))}"` +
+      `<samlp:AuthnRequest xmlns:samlp="${NS.samlp}" xmlns:saml="${NS.saml}" ID="${id}" Version="2.0" IssueInstant="${samlInstant(nowSeconds(ctx.clock))}"` +
       ` Destination="${escapeXml(idp.idp_sso_url)}" AssertionConsumerServiceURL="${escapeXml(u.spAcs(idp.name))}" ProtocolBinding="${BINDINGS.post}">` +
       `<saml:Issuer>${escapeXml(u.spEntityId(idp.name))}</saml:Issuer>` +
       `<samlp:NameIDPolicy Format="${NAME_ID_FORMATS.emailAddress}" AllowCreate="true"/>` +

@@ -10,13 +10,13 @@ import { readBindingMessage, sendPostForm } from './binding.js';
 import { signInResponse, statusResponse } from './response.js';
 import { samlUrls } from './urls.js';
 import { BINDINGS, NAME_ID_FORMATS, STATUS, SUPPORTED_NAME_ID_FORMATS } from './xml.js';
+import { nowSeconds } from '../clock.js';
 
 /** How long an AuthnRequest waits for the person to sign in. */
 export const PENDING_SSO_TTL_SECONDS = 30 * 60;
 const MAX_RELAY_STATE = 1024;
 const NO_PASSIVE = 'urn:oasis:names:tc:SAML:2.0:status:NoPassive';
 
-const nowSeconds = () => Math.floor(Date.now() / 1000);
 
 /** An error shown on our own page: the request cannot be trusted enough to answer the SP. */
 function showError(res: Response, description: string, status = 400): void {
@@ -65,7 +65,7 @@ async function answerSignedIn(ctx: AppContext, res: Response, a: Accepted, who: 
 /** Keeps the request in SQLite (any worker may see the person come back) and sends the browser to sign in. */
 async function holdForSignIn(ctx: AppContext, res: Response, a: Accepted): Promise<void> {
   const id = randomToken();
-  const t = nowSeconds();
+  const t = nowSeconds(ctx.clock);
   await ctx.store.saml.addPending({
     id_hash: sha256(id),
     connection: a.sp.name,

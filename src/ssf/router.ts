@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { requireAdmin } from '../admin/auth.js';
 import type { AppContext } from '../context.js';
 import { randomToken } from '../crypto/hash.js';
+import { nowSeconds } from '../clock.js';
 import { errors } from '../errors.js';
 import type { Store } from '../store/index.js';
 import type { OutboxEvent, OutboxState, StreamFields, StreamRecord } from '../store/ssf.js';
@@ -187,7 +188,7 @@ export function ssfRouter(ctx: AppContext): Router {
     await ctx.store.transaction(async (tx) => {
       const s = await loadStream(tx, body.stream_id);
       // a disabled stream holds nothing, a verification event included
-      if (s.status !== 'disabled') await enqueueVerification(tx, ctx.urls.issuer, s, body.state);
+      if (s.status !== 'disabled') await enqueueVerification(tx, ctx.urls.issuer, s, body.state, nowSeconds(ctx.clock));
     });
     res.status(204).end();
   });

@@ -32,11 +32,12 @@ export function setClaims(p: {
   subId: SubjectId;
   eventType: string;
   event: Record<string, unknown>;
-  iat?: number;
+  /** when the event happened, from the service's clock */
+  iat: number;
 }): SetClaims {
   return {
     iss: p.issuer,
-    iat: p.iat ?? Math.floor(Date.now() / 1000),
+    iat: p.iat,
     jti: newId(),
     aud: p.aud,
     txn: p.txn,

@@ -2,6 +2,7 @@ import { EVENT_TYPES, type EventType, type SecurityEventInput, type SignalSink }
 import type { Store } from '../store/index.js';
 import type { StreamRecord } from '../store/ssf.js';
 import { newId, setClaims, VERIFICATION_EVENT } from './set.js';
+import { nowSeconds, type Clock } from '../clock.js';
 import { personSubjectId, subjectMatches, type EventSubject } from './subjects.js';
 
 /** CAEP events must carry `initiating_entity`. */
@@ -41,10 +42,10 @@ async function streamWants(store: Store, stream: StreamRecord, type: string, sub
  * outbox row per stream that wants the event: the event exists exactly when the change does.
  * The delivery worker signs and sends the rows.
  */
-export function createSignalSink(opts: { issuer: string }): SignalSink {
+export function createSignalSink(opts: { issuer: string; clock: Clock }): SignalSink {
   return {
     async emit(store: Store, event: SecurityEventInput): Promise<void> {
-      const t = Math.floor(Date.now() / 1000);
+      const t = nowSeconds(opts.clock);
       const subject: EventSubject = { issuer: opts.issuer, ...event.subject };
       const payload = eventPayload(event, t);
       // one txn for every SET this change causes, on every stream
@@ -69,9 +70,10 @@ export function createSignalSink(opts: { issuer: string }): SignalSink {
 }
 
 /** Records a verification event for a stream (SSF 1.0 §8.1.4): `sub_id` is the stream itself. */
-export async function enqueueVerification(store: Store, issuer: string, stream: StreamRecord, state: string | undefined): Promise<void> {
+export async function enqueueVerification(store: Store, issuer: string, stream: StreamRecord, state: string | undefined, iat: number): Promise<void> {
   const claims = setClaims({
     issuer,
+    iat,
     aud: stream.aud,
     txn: newId(),
     subId: { format: 'opaque', id: stream.stream_id },

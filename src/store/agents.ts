@@ -1,6 +1,6 @@
 import type { Sql } from './sql.js';
 import { attributesOf, type Attributes } from './entities.js';
-import type { Clock } from '../context.js';
+import type { Clock } from '../clock.js';
 import { parseJson, secondsOf } from './util.js';
 
 export type AgentMode = 'delegated' | 'autonomous';

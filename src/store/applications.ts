@@ -1,6 +1,6 @@
 import { bumpCounter, type ChangeFeed } from './changes.js';
 import type { Sql } from './sql.js';
-import type { Clock } from '../context.js';
+import type { Clock } from '../clock.js';
 import { bool, parseJson, secondsOf } from './util.js';
 
 export type ApplicationType = 'web' | 'spa' | 'native' | 'm2m' | 'api';

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Sql } from './sql.js';
-import type { Clock } from '../context.js';
+import type { Clock } from '../clock.js';
 import { parseJson, secondsOf } from './util.js';
 
 export interface AuditInput {

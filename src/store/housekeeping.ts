@@ -1,7 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { RETIRED_KEY_PUBLISHED_SECONDS } from '../crypto/signing.js';
+import { RETIRED_KEY_PUBLISHED_SECONDS } from './keys.js';
 import type { Store } from './index.js';
 import { secondsOf } from './util.js';
+
+/** How long the relationship change log is kept: a process further behind than this reads every relationship again. */
+export const RELATIONSHIP_CHANGES_KEPT_SECONDS = 60 * 60;
 
 export interface HousekeepingOptions {
   everyMs: number;
@@ -13,7 +16,7 @@ export interface HousekeepingOptions {
  * Periodic clean-up of rows nobody needs any more: signing keys retired past their
  * publication window, expired authorization requests and codes, old failure counters, used
  * assertion jtis and answered approvals, and counters of rates and budgets with nothing left in
- * their window (each in its own short transaction). However many processes and instances run it, one
+ * their window, and relationship changes older than an hour (each in its own short transaction). However many processes and instances run it, one
  * pass runs per period (a lease named `housekeeping`, held for the period).
  */
 export function startHousekeeping(store: Store, opts: HousekeepingOptions): () => Promise<void> {
@@ -28,6 +31,7 @@ export function startHousekeeping(store: Store, opts: HousekeepingOptions): () =
       rate_limits: await store.rateLimits.purgeOlderThan(t - 24 * 60 * 60),
       agent_auth: await store.agentAuth.purgeExpired(t),
       usage_counters: await store.usage.purgeIdle(t, 1000),
+      relationship_changes: await store.relationships.purgeChangesBefore(t - RELATIONSHIP_CHANGES_KEPT_SECONDS),
     };
     opts.onDone?.(removed);
   };

@@ -10,6 +10,7 @@ import { mcpStore } from './mcp.js';
 import { oauthStore } from './oauth.js';
 import { policyVersionsStore } from './policy-versions.js';
 import { rateLimitsStore } from './rate-limits.js';
+import { relationshipsStore } from './relationships.js';
 import { rolesStore } from './roles.js';
 import { samlStore } from './saml.js';
 import { rulesStore } from './rules.js';
@@ -20,7 +21,7 @@ import { usersStore } from './users.js';
 import { usageStore } from './usage.js';
 import { webauthnStore } from './webauthn.js';
 import type { Sql, SqlDatabase } from './sql.js';
-import { systemClock, type Clock } from '../context.js';
+import { systemClock, type Clock } from '../clock.js';
 
 /**
  * Every table is reached through one of these modules; the rest of the code writes no SQL.
@@ -38,6 +39,7 @@ function modules(sql: Sql, changes: ChangeFeed, clock: Clock) {
     agents: agentsStore(sql, clock),
     agentAuth: agentAuthStore(sql, clock),
     entities: entitiesStore(sql, clock),
+    relationships: relationshipsStore(sql, changes, clock),
     rules: rulesStore(sql, clock),
     sessions: sessionsStore(sql, clock),
     audit: auditStore(sql, clock),

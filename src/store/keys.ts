@@ -1,5 +1,8 @@
 import type { Sql } from './sql.js';
 
+/** A rotated key stays in the JWK Set this long: 24 hours. */
+export const RETIRED_KEY_PUBLISHED_SECONDS = 24 * 60 * 60;
+
 export interface SigningKeyRow {
   kid: string;
   alg: 'RS256' | 'EdDSA';

@@ -1,5 +1,5 @@
 import type { Sql } from './sql.js';
-import type { Clock } from '../context.js';
+import type { Clock } from '../clock.js';
 import { parseJson, secondsOf } from './util.js';
 
 /** How one upstream tool becomes an action on a resource with a context (all optional: defaults apply). */

@@ -1,5 +1,5 @@
 import type { Sql } from './sql.js';
-import type { Clock } from '../context.js';
+import type { Clock } from '../clock.js';
 import { parseJson, secondsOf } from './util.js';
 
 /** The validated parameters of an authorization request, kept while the person signs in. */

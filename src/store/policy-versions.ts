@@ -1,5 +1,5 @@
 import type { Sql } from './sql.js';
-import type { Clock } from '../context.js';
+import type { Clock } from '../clock.js';
 import { parseJson, secondsOf } from './util.js';
 
 /** One version of the policy that was in force: the files and live rules it was compiled from. */

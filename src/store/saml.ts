@@ -1,5 +1,5 @@
 import type { Sql } from './sql.js';
-import type { Clock } from '../context.js';
+import type { Clock } from '../clock.js';
 import { secondsOf } from './util.js';
 
 export type SamlConnectionKind = 'sp' | 'idp';

@@ -59,8 +59,8 @@ class SqliteExecutor implements SqlDatabase {
    * gate is closed), so the connection's busy timeout is lowered only for these attempts.
    */
   private async beginImmediate(): Promise<void> {
-    // A wait measured on the system clock: real time passing, not a time the store keeps.
-    const started = Date.now();
+    // A duration: real time passing, not a time the store keeps.
+    const started = performance.now();
     this.busyNoWait.get();
     try {
       for (let attempt = 0; ; attempt++) {
@@ -68,7 +68,7 @@ class SqliteExecutor implements SqlDatabase {
           this.begin.run();
           return;
         } catch (err) {
-          if (!isBusy(err) || Date.now() - started > WRITE_LOCK_WAIT_MS) throw err;
+          if (!isBusy(err) || performance.now() - started > WRITE_LOCK_WAIT_MS) throw err;
         }
         await pause(attempt < 2 ? 0 : 1);
       }
@@ -111,9 +111,9 @@ class SqliteExecutor implements SqlDatabase {
     while (this.gate) await this.gate;
     let release!: () => void;
     this.gate = new Promise<void>((resolve) => (release = resolve));
-    const started = Date.now(); // real time open, as above
+    const started = performance.now(); // real time open, as above
     const watchdog = setTimeout(
-      () => this.warn(`a store transaction has been open for ${Date.now() - started} ms: its body must await only calls on its own transaction`),
+      () => this.warn(`a store transaction has been open for ${Math.round(performance.now() - started)} ms: its body must await only calls on its own transaction`),
       LONG_TRANSACTION_MS,
     );
     watchdog.unref();

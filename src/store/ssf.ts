@@ -1,5 +1,5 @@
 import type { Sql } from './sql.js';
-import type { Clock } from '../context.js';
+import type { Clock } from '../clock.js';
 import { bool, parseJson, secondsOf } from './util.js';
 
 export type StreamStatus = 'enabled' | 'paused' | 'disabled';

@@ -1,5 +1,5 @@
 /** Helpers shared by the store modules. */
-import type { Clock } from '../context.js';
+import type { Clock } from '../clock.js';
 
 /** Whole seconds since the epoch on `clock`: the unit the store keeps its times in. */
 export const secondsOf = (clock: Clock): number => Math.floor(clock.now() / 1000);

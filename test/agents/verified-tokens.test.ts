@@ -1,6 +1,6 @@
 import { generateKeyPair, SignJWT } from 'jose';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { VerifiedTokenCache } from '../../src/agents/verified-tokens.js';
+import { VerifiedTokenCache } from '../../src/authz/verified-tokens.js';
 
 let token: string;
 const NOW = 1_900_000_000;

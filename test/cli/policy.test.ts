@@ -1,6 +1,8 @@
 // `policy check`, `policy test` and `policy explain` as processes: carets under every error of
 // every file, --format json, a tests file against its directory's policies, explain's exit codes.
 import { beforeAll, describe, expect, it } from 'vitest';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { expectCaretBlocks as caretBlocks, gatehouse, REFUNDS, refundTest, workDir, type JsonDiagnostic } from './helpers.js';
 
 
@@ -58,6 +60,17 @@ describe('gatehouse policy check', () => {
       ok: true, errors: 0, warnings: 0, strict: true, diagnostics: [],
       targets: [{ target: 'good', ok: true, files: ['good/refunds.policy', 'good/refunds.tests'], rules: 2, tests: 2, policy_version: expect.stringMatching(/^refunds@1#/) }],
     });
+  });
+
+  it('the version is the content only: the same files named by another path, or copied elsewhere, have the same version', async () => {
+    const versionOf = (out: string) => /policy version (\S+)/.exec(out)?.[1];
+    const relative = await gatehouse(['policy', 'check', 'good'], cwd);
+    const absolute = await gatehouse(['policy', 'check', join(cwd, 'good')], cwd);
+    const elsewhere = await workDir({ 'other/refunds.policy': await readFile(join(cwd, 'good/refunds.policy'), 'utf8'), 'other/refunds.tests': await readFile(join(cwd, 'good/refunds.tests'), 'utf8') });
+    const copied = await gatehouse(['policy', 'check', 'other'], elsewhere);
+    expect(versionOf(relative.stdout)).toMatch(/^refunds@1#[0-9a-f]{12}$/);
+    expect(versionOf(absolute.stdout)).toBe(versionOf(relative.stdout));
+    expect(versionOf(copied.stdout)).toBe(versionOf(relative.stdout));
   });
 
   it('several targets: each checked on its own, exit 1 when any fails', async () => {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
 import { startServer, type RunningServer } from '../../src/server.js';
-import type { Clock } from '../../src/context.js';
+import type { Clock } from '../../src/clock.js';
 import { dropTestDatabase, testDatabase, testServerUrl } from './database.js';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';

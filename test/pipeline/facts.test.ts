@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { agentCache } from '../../src/agents/agent-cache.js';
+import { agentCache } from '../../src/authz/agent-cache.js';
 import { evaluate } from '../../src/authz/core.js';
 import { loadFacts } from '../../src/authz/facts.js';
 import { loadPolicySet } from '../../src/policy/index.js';

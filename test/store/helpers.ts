@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { migrate, openDatabase } from '../../src/store/db.js';
 import { openStore, type Store } from '../../src/store/index.js';
-import { systemClock, type Clock } from '../../src/context.js';
+import { systemClock, type Clock } from '../../src/clock.js';
 import { dropTestDatabase, testDatabase, testServerUrl } from '../helpers/database.js';
 
 export interface TestStore {

@@ -12,7 +12,7 @@ import { APPLICATION_TYPES, applicationCreate, applicationPatch } from '../../ad
 import type { AppContext } from '../../context.js';
 import { errors } from '../../errors.js';
 import { audited } from '../audit.js';
-import { CONSOLE_CLIENT_ID } from '../built-in.js';
+import { CONSOLE_CLIENT_ID } from '../../oauth/built-in-applications.js';
 import { emptyForm, lines, ticked, type FormState, type Values } from '../forms.js';
 import {
   badge,

@@ -3,16 +3,17 @@ import { rotateKeys } from '../../admin/keys.js';
 import { parseWith } from '../../admin/route.js';
 import { keysRotate } from '../../admin/schemas.js';
 import type { AppContext } from '../../context.js';
-import { RETIRED_KEY_PUBLISHED_SECONDS } from '../../crypto/signing.js';
+import { RETIRED_KEY_PUBLISHED_SECONDS } from '../../store/keys.js';
 import { audited } from '../audit.js';
 import { formValues } from '../forms.js';
 import { badge, button, code, escapeHtml as e, postForm, section, select, table, when } from '../html.js';
 import { done, personOf, render } from './common.js';
+import { nowSeconds } from '../../clock.js';
 
 const iso = (t: number) => new Date(t * 1000).toISOString();
 
 async function keysPage(ctx: AppContext, req: Request, res: Response): Promise<void> {
-  const now = Math.floor(Date.now() / 1000);
+  const now = nowSeconds(ctx.clock);
   const keys = await ctx.store.keys.published(now, RETIRED_KEY_PUBLISHED_SECONDS);
   const rows = keys.map((k) => [
     code(k.kid),

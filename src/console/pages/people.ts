@@ -6,7 +6,7 @@ import { createUser, deleteUser, markCredentialCompromised, revokeSessions, upda
 import type { AppContext } from '../../context.js';
 import { errors } from '../../errors.js';
 import { audited, type Change } from '../audit.js';
-import { CONSOLE_CLIENT_ID, CONSOLE_ROLE } from '../built-in.js';
+import { CONSOLE_CLIENT_ID, CONSOLE_ROLE } from '../../oauth/built-in-applications.js';
 import { emptyForm, jsonField, list, ticked, type FormState, type Values } from '../forms.js';
 import {
   badge,
@@ -30,11 +30,11 @@ import {
 } from '../html.js';
 import { assignmentActions } from './applications.js';
 import { detailActions, type DetailPage, existing, type FieldOf, formPost, pathParam, personOf, render, renderList, stateForm } from './common.js';
+import { nowSeconds } from '../../clock.js';
 
 const ATTRIBUTES_HINT = 'JSON object for rule conditions, such as {"department": "finance", "clearance": 3}. Empty: none.';
 const PAGE = 50;
 const attributesText = (a: Record<string, unknown>) => (Object.keys(a).length ? JSON.stringify(a, null, 2) : '');
-const nowSeconds = () => Math.floor(Date.now() / 1000);
 
 async function roleNames(ctx: AppContext): Promise<string[]> {
   return [...new Set([CONSOLE_ROLE, ...(await ctx.store.roles.list()).map((r) => r.name)])].sort();
@@ -176,7 +176,7 @@ ${button('Assign')}`,
     : '';
   const consoleNote = u.roles.includes(CONSOLE_ROLE) ? `<p class="hint">Holds ${code(CONSOLE_ROLE)}: may use the console (${code(CONSOLE_CLIENT_ID)}) without an assignment.</p>` : '';
 
-  const sessions = (await ctx.store.sessions.activeForUser(u.id)).filter((s) => s.expires_at > nowSeconds());
+  const sessions = (await ctx.store.sessions.activeForUser(u.id)).filter((s) => s.expires_at > nowSeconds(ctx.clock));
   const sessionsPart = `<p>${sessions.length} live session${sessions.length === 1 ? '' : 's'}.</p>
 ${sessions.length ? table(['Signed in', 'Methods', 'Expires'], sessions.map((s) => [when(new Date(s.auth_time * 1000).toISOString()), e(s.amr.join(', ')), when(new Date(s.expires_at * 1000).toISOString())])) : ''}
 ${postForm(`${base}/revoke-sessions`, person, button('Revoke every session', { kind: 'plain' }), { confirm: 'End every session of this person now?' })}`;

@@ -1,6 +1,6 @@
 import { basename, join } from 'node:path';
 import type { Request, Response, Router } from 'express';
-import { PolicyLoadError, toJsonRule } from '../../authz/policy-service.js';
+import { PolicyLoadError, toJsonRule } from '../../policy-service.js';
 import type { AppContext } from '../../context.js';
 import { errors } from '../../errors.js';
 import { DiffTooLarge, diffPolicySets, fieldDescText, type Change, type DiffResult } from '../../policy/diff.js';

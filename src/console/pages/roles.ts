@@ -4,7 +4,7 @@ import { parseWith } from '../../admin/route.js';
 import { roleCreate, roleName, rolePut } from '../../admin/schemas.js';
 import type { AppContext } from '../../context.js';
 import { audited } from '../audit.js';
-import { CONSOLE_ROLE } from '../built-in.js';
+import { CONSOLE_ROLE } from '../../oauth/built-in-applications.js';
 import { emptyForm, list, type FormState } from '../forms.js';
 import { badge, button, code, dangerForm, details, escapeHtml as e, hidden, input, section, textarea, type Html } from '../html.js';
 import { asOneList, formPost, personOf, render, stateForm } from './common.js';

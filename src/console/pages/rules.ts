@@ -6,7 +6,7 @@ import { createRule, deleteRule, disableRule, enableRule, ruleJson, updateRule, 
 import { CONDITION_OPS, ruleCreate, type RuleCreate } from '../../admin/schemas.js';
 import type { AppContext } from '../../context.js';
 import { errors } from '../../errors.js';
-import { toJsonRule } from '../../authz/policy-service.js';
+import { toJsonRule } from '../../policy-service.js';
 import { formatRule } from '../../policy/format.js';
 import { jsonRuleToAst } from '../../policy/json.js';
 import type { Rule } from '../../store/rules.js';
@@ -32,6 +32,7 @@ import {
   type Html,
 } from '../html.js';
 import { asOneList, done, formPost, pathParam, personOf, render } from './common.js';
+import { nowSeconds } from '../../clock.js';
 
 /** The console's names of the effects: require_approval is "Require step-up". */
 const EFFECTS = [
@@ -271,7 +272,7 @@ async function dryRun(ctx: AppContext, v: Values, id: string, existing?: Rule): 
   } catch (err) {
     return { ...refusal(err, v, ruleField), valid: false };
   }
-  const t = Math.floor(Date.now() / 1000);
+  const t = nowSeconds(ctx.clock);
   const candidate: Rule = {
     id,
     ...input,

@@ -1,12 +1,12 @@
 import type { Request, Response } from 'express';
-import { agentCache } from '../agents/agent-cache.js';
-import { answerApproval, type Answer } from '../agents/approvals.js';
+import { agentCache } from '../authz/agent-cache.js';
+import { answerApproval, type Answer } from './approvals.js';
 import type { AppContext } from '../context.js';
 import { ProtocolError } from '../errors.js';
 import { csrfToken, verifyCsrf, CSRF_FIELD } from '../oauth/csrf.js';
 import { currentSession } from '../oauth/session.js';
 import type { Approval } from '../store/agent-auth.js';
-import { escapeHtml, hiddenInput, notice, renderPage, sendPage } from './layout.js';
+import { escapeHtml, hiddenInput, notice, renderPage, sendPage } from '../pages/layout.js';
 
 const RETURN_TO = '/approvals';
 // `/` may stay as is in a query: the sign-in page reads the same value either way.

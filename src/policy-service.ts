@@ -6,10 +6,10 @@ import {
   type JsonRule,
   type PolicySet,
   type SourceFile,
-} from '../policy/index.js';
-import type { Logger } from '../logger.js';
-import type { Store } from '../store/index.js';
-import type { Rule } from '../store/rules.js';
+} from './policy/index.js';
+import type { Logger } from './logger.js';
+import type { Store } from './store/index.js';
+import type { Rule } from './store/rules.js';
 
 const FILES_KEY = 'policy_files';
 

@@ -1,19 +1,19 @@
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
-import { ConfigError } from '../config.js';
-import type { AppContext } from '../context.js';
-import { sha256, verifyPassword } from '../crypto/hash.js';
-import { ProtocolError } from '../errors.js';
-import { createAgent, updateAgent } from './agents.js';
-import { createApplication, updateApplication, putGrant, assignUser } from './applications.js';
-import { putRole } from './roles.js';
-import { createRule, disableRule, enableRule, updateRule, validateAndRecord } from './rules.js';
-import { putEntity } from './entities.js';
-import { agentCreate, projectApplication, projectEntity, projectRule, roleCreate, userCreate } from './schemas.js';
-import { defaultAgentId } from './spiffe.js';
-import { createUser, updateUser } from './users.js';
-import { mcpUpstreamsSection } from '../mcp/project-section.js';
-import { samlConnectionsSection } from '../saml/project-section.js';
+import { ConfigError } from './config.js';
+import type { AppContext } from './context.js';
+import { sha256, verifyPassword } from './crypto/hash.js';
+import { ProtocolError } from './errors.js';
+import { createAgent, updateAgent } from './admin/agents.js';
+import { createApplication, updateApplication, putGrant, assignUser } from './admin/applications.js';
+import { putRole } from './admin/roles.js';
+import { createRule, disableRule, enableRule, updateRule, validateAndRecord } from './admin/rules.js';
+import { putEntity } from './admin/entities.js';
+import { agentCreate, projectApplication, projectEntity, projectRule, roleCreate, userCreate } from './admin/schemas.js';
+import { defaultAgentId } from './admin/spiffe.js';
+import { createUser, updateUser } from './admin/users.js';
+import { mcpUpstreamsSection } from './mcp/project-section.js';
+import { samlConnectionsSection } from './saml/project-section.js';
 
 /**
  * GATEHOUSE_PROJECT_FILE: the management API's objects in one JSON file, applied at start,

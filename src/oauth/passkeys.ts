@@ -13,13 +13,13 @@ import {
 import { decodeClientDataJSON, isoBase64URL } from '@simplewebauthn/server/helpers';
 import type { AppContext } from '../context.js';
 import { randomToken, sha256 } from '../crypto/hash.js';
-import { cookieOptions } from '../oauth/session.js';
-import { passkeyStrength, type PasskeyMethod, type Strength } from '../oauth/authorize.js';
+import { cookieOptions } from './session.js';
+import { passkeyStrength, type PasskeyMethod, type Strength } from './authorize.js';
 import { EVENT_TYPES } from '../signals.js';
 import type { User } from '../store/users.js';
 import { isUniqueViolation } from '../store/sql.js';
 import type { PasskeyCredential } from '../store/webauthn.js';
-import { recordAccountEvent } from './audit.js';
+import { recordAccountEvent } from '../store/account-events.js';
 
 /** The browser a ceremony belongs to: a random value whose sha256 keys its challenges. */
 export const WEBAUTHN_COOKIE = 'gatehouse_webauthn';

@@ -1,8 +1,6 @@
 import cluster from 'node:cluster';
 import { randomUUID } from 'node:crypto';
 import { AggregatorRegistry, type PrometheusContentType, collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { AppContext } from '../context.js';
-import { auditBacklog } from './audit.js';
 
 /**
  * The service's Prometheus metrics, one registry per process. In a cluster the primary adds
@@ -24,10 +22,20 @@ export interface Metrics {
   ssfPushes: Counter<'outcome'>;
   /** lookups of our own tokens among those already verified here, by kind and hit or miss (a miss costs a signature verify), and tokens another worker told of (shared) */
   verifiedTokenCache: Counter<'kind' | 'result'>;
-  /** installs the scrape-time gauges that read the context (backlogs, policy) */
-  attach(ctx: AppContext): void;
+  /** installs the scrape-time gauges, each reading its source when scraped (backlogs, policy) */
+  attach(sources: GaugeSources): void;
   /** the exposition text /metrics answers with (in a cluster worker: the whole deployment's) */
   text(): Promise<string>;
+}
+
+/** What the scrape-time gauges read: given by whoever assembles the service, so the registry knows no service. */
+export interface GaugeSources {
+  /** audit records waiting for their commit in this process */
+  auditBacklog(): number;
+  /** Shared Signals events waiting for delivery (from the database) */
+  ssfBacklog(): Promise<number>;
+  /** the policy in force: its status and, once one compiled, its version */
+  policyState(): Promise<{ status: string; set?: { version: string } | null }>;
 }
 
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
@@ -78,7 +86,7 @@ export function createMetrics(opts: { defaults?: boolean } = {}): Metrics {
       registers,
     }),
     text: () => registry.metrics(),
-    attach(ctx) {
+    attach(sources) {
       new Gauge({
         name: 'gatehouse_processes',
         help: 'Processes whose metrics this answer adds up (the primary and every worker that answered in time)',
@@ -92,7 +100,7 @@ export function createMetrics(opts: { defaults?: boolean } = {}): Metrics {
         help: 'Audit records waiting for their commit',
         registers,
         collect() {
-          this.set(auditBacklog(ctx));
+          this.set(sources.auditBacklog());
         },
       });
       new Gauge({
@@ -103,7 +111,7 @@ export function createMetrics(opts: { defaults?: boolean } = {}): Metrics {
         registers,
         async collect() {
           try {
-            this.set(await ctx.store.ssf.backlog());
+            this.set(await sources.ssfBacklog());
           } catch {
             /* the database cannot be read: /healthz says so */
           }
@@ -116,7 +124,7 @@ export function createMetrics(opts: { defaults?: boolean } = {}): Metrics {
         aggregator: 'max',
         registers,
         async collect() {
-          const state = await ctx.policy.state();
+          const state = await sources.policyState();
           for (const s of ['ok', 'stale', 'unavailable']) this.set({ status: s }, state.status === s ? 1 : 0);
         },
       });
@@ -127,7 +135,7 @@ export function createMetrics(opts: { defaults?: boolean } = {}): Metrics {
         aggregator: 'max',
         registers,
         async collect() {
-          const state = await ctx.policy.state();
+          const state = await sources.policyState();
           this.reset();
           if (state.set) this.set({ version: state.set.version }, 1);
         },

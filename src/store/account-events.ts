@@ -1,4 +1,4 @@
-import type { Store } from '../store/index.js';
+import type { Store } from './index.js';
 
 /** What a person did to their own account, as the audit trail's `action` (kind `account`). */
 export type AccountAction =

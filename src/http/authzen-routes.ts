@@ -2,13 +2,13 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import express, { Router, type NextFunction, type Request, type Response } from 'express';
 import type { AppContext } from '../context.js';
 import { errors } from '../errors.js';
-import { fastPaths } from '../http/fast-path.js';
-import { checkJsonDepth, NO_STORE_HEADERS, writeJson } from '../http/edge.js';
-import { authenticateCaller } from './caller.js';
-import { evaluationAnswer, evaluationsAnswer } from './evaluate.js';
-import { AUTHZEN_PATHS, pdpMetadata } from './metadata.js';
-import { searchAnswer } from './search.js';
-import type { SearchKind } from './request.js';
+import { fastPaths } from './fast-path.js';
+import { checkJsonDepth, NO_STORE_HEADERS, writeJson } from './edge.js';
+import { authenticateCaller } from '../authzen/caller.js';
+import { evaluationAnswer, evaluationsAnswer } from '../authzen/evaluate.js';
+import { AUTHZEN_PATHS, pdpMetadata } from '../authzen/metadata.js';
+import { searchAnswer } from '../authzen/search.js';
+import type { SearchKind } from '../authzen/request.js';
 
 /**
  * The `X-Request-ID` a PEP sends comes back the same, whatever it holds: the specification asks

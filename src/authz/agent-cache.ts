@@ -1,7 +1,7 @@
 import { createPublicKey, type KeyObject } from 'node:crypto';
 import type { AppContext } from '../context.js';
 import type { Agent } from '../store/agents.js';
-import type { SubjectFacts } from '../authz/policy-interface.js';
+import type { SubjectFacts } from './policy-interface.js';
 
 /** An agent as the hot path needs it: its record, its permissions through roles, its public key. */
 export interface AgentState {
