@@ -51,6 +51,8 @@ export const errors = {
   unsupportedMediaType: make(415, 'invalid_request'),
   payloadTooLarge: make(413, 'invalid_request'),
   serverError: make(500, 'server_error'),
+  /** a relationship question that needs more hops through the graph than the limit allows */
+  resolutionTooComplex: make(400, 'resolution_too_complex'),
 };
 
 /** A zod failure as the management API's 400: each bad field named in `issues`. */
