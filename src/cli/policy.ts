@@ -275,7 +275,7 @@ export function test(a: ParsedArgs, io: CliIO): Promise<number> {
       }
       const set = buildPolicySet(parsed.files, []);
       const tests = collectTests(parsed.files.filter((f) => g.testsFrom === null || g.testsFrom.has(f.path)));
-      const run = runTests(tests, set);
+      const run = runTests(tests, set, parsed.files);
       const groupFailed = run.filter((r) => !r.passed).length;
       passed += run.length - groupFailed;
       failed += groupFailed;
@@ -284,8 +284,11 @@ export function test(a: ParsedArgs, io: CliIO): Promise<number> {
           const t = tests[i]!;
           results.push({
             name: r.name, file: t.loc?.file ?? null, line: t.loc?.line ?? null,
-            expected: { decision: t.expect!.decision, ...(t.expect!.reason !== undefined ? { reason: t.expect!.reason } : {}) },
-            actual: { decision: r.decision.decision, reason: r.decision.reason },
+            ...(t.expect && r.decision ? {
+              expected: { decision: t.expect.decision, ...(t.expect.reason !== undefined ? { reason: t.expect.reason } : {}) },
+              actual: { decision: r.decision.decision, reason: r.decision.reason },
+            } : {}),
+            ...(t.assertions?.length ? { failures: r.failures } : {}),
             pass: r.passed, policy_version: set.version,
           });
         }
@@ -294,7 +297,7 @@ export function test(a: ParsedArgs, io: CliIO): Promise<number> {
       if (!run.length) { io.stdout(`no tests${groups.length > 1 ? ` in ${g.dir}` : ''}\n`); continue; }
       for (const r of run) {
         if (r.passed) io.stdout(`ok    ${r.name}\n`);
-        else io.stdout(`FAIL  ${r.name} (${r.source}): expected ${r.expected}, got ${r.decision.decision} "${r.decision.reason}"\n`);
+        else io.stdout(`FAIL  ${r.name} (${r.source}): ${r.failures.join('; ')}\n`);
       }
       io.stdout(`${run.length - groupFailed} passed, ${groupFailed} failed; policy version ${set.version}\n`);
     }
