@@ -18,7 +18,7 @@
 
 import type { AppContext } from '../context.js';
 import { MemoryIndex } from '../policy/relations/index.js';
-import { buildModel, emptyModel, type RelationModel } from '../policy/relations/model.js';
+import { emptyModel, type RelationModel } from '../policy/relations/model.js';
 import { relationChecker, type RelationChecker } from '../policy/relations/checker.js';
 import { RELATIONSHIPS_DOMAIN, type Relationship } from '../store/relationships.js';
 import type { PolicySet } from './policy-interface.js';
@@ -132,17 +132,11 @@ export function relationshipGraph(ctx: AppContext): RelationshipGraph {
   return g;
 }
 
-const models = new WeakMap<PolicySet, RelationModel>();
 const EMPTY_MODEL = emptyModel();
 
 /** The relation model of the policy set in force (types, relations, conditions); empty without one. */
 export function relationModel(set: PolicySet | null | undefined): RelationModel {
-  if (!set) return EMPTY_MODEL;
-  const compiled = set.compiled as PolicySet['compiled'] & { relations?: RelationModel };
-  if (compiled.relations) return compiled.relations;
-  let m = models.get(set);
-  if (!m) models.set(set, (m = buildModel(compiled.files)));
-  return m;
+  return set?.compiled.relations ?? EMPTY_MODEL;
 }
 
 /** The checker of the policy set in force over the process's current graph. */

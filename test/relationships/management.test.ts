@@ -220,3 +220,14 @@ describe('the project file', () => {
     }
   });
 });
+
+describe('the OpenAPI document', () => {
+  it('describes every relationship operation with its body', async () => {
+    const doc = (await (await fetch(`${server.url}/admin/v1/openapi.json`)).json()) as { paths: Record<string, Record<string, any>> };
+    expect(Object.keys(doc.paths['/relationships'] ?? {}).sort()).toEqual(['get', 'post']);
+    for (const q of ['check', 'list-objects', 'list-subjects']) {
+      const op = doc.paths[`/relationships/${q}`]?.post;
+      expect(op?.requestBody?.content['application/json'].schema.properties, q).toHaveProperty('contextual_relationships');
+    }
+  });
+});
