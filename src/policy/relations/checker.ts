@@ -203,18 +203,13 @@ export class RelationChecker {
       if (list === undefined) return 0;
       let err = false;
       for (let i = 0; i < list.length; i += 3) {
+        const so = list[i]!, sr = list[i + 1]!;
+        // A relationship to another entity is not read at all (its condition is not evaluated).
+        if (sr === NONE && !((so === st.sObj && st.sRel === NONE) || (st.sRel === NONE && !st.sWild && st.index.isWildcard(so) && st.index.typeOf(so) === st.sType))) continue;
         if (!RelationChecker.allowed(st, rs, list, i)) continue;
         const c = this.conditionHolds(st, list[i + 2]!);
         if (c !== 1) { if (c === 2) err = true; continue; }
-        const so = list[i]!, sr = list[i + 1]!;
-        if (sr === NONE) {
-          if ((so === st.sObj && st.sRel === NONE) || (st.sRel === NONE && !st.sWild && st.index.isWildcard(so) && st.index.typeOf(so) === st.sType)) {
-            if (st.path) st.path.push(relationshipOf(st.index, rel, o, list, i));
-            return 1;
-          }
-          continue;
-        }
-        if (so === st.sObj && sr === st.sRel) {
+        if (sr === NONE || (so === st.sObj && sr === st.sRel)) {
           if (st.path) st.path.push(relationshipOf(st.index, rel, o, list, i));
           return 1;
         }
@@ -357,7 +352,9 @@ export class RelationChecker {
     if (bad) return { error: { code: 'invalid_request', message: bad } };
     const s = parseSubject(subject);
     if (typeof s === 'string') return { error: { code: 'invalid_request', message: s } };
-    const index = this.indexFor(opts);
+    let index = this.indexFor(opts);
+    // A userset holds its own relation even on an object nothing is stored on: give that object a symbol.
+    if (s.relation !== undefined && index.lookup(`${s.type}:${s.id}`) === NONE) index = new OverlayIndex(index, []).withSymbol(`${s.type}:${s.id}`);
     const reached = new Set<string>();
     const pairs: [number, string][] = [];
     const keys: number[] = [];
