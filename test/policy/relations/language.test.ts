@@ -16,6 +16,7 @@ function bare(v: unknown): unknown {
 const arbName = fc.constantFrom('a', 'b', 'n', 'l', 'm', 's');
 const arbCExpr = fc.letrec<{ e: string; atom: string }>((tie) => ({
   atom: fc.oneof(
+    { maxDepth: 4, depthIdentifier: 'cexpr' },
     arbName,
     fc.integer({ min: -5, max: 99 }).map(String),
     fc.constantFrom('1.5', '0u', '"x"', 'true', 'null', '[1, 2]', 'duration("1h30m")', 'timestamp("2023-01-01T00:00:00Z")', 'ipaddress("10.0.0.1")'),
@@ -24,13 +25,14 @@ const arbCExpr = fc.letrec<{ e: string; atom: string }>((tie) => ({
     fc.tuple(arbName, fc.constantFrom('"k"', '0')).map(([x, i]) => `${x}[${i}]`),
   ),
   e: fc.oneof(
+    { maxDepth: 4, depthIdentifier: 'cexpr' },
     { weight: 3, arbitrary: tie('atom') },
     { weight: 1, arbitrary: fc.tuple(tie('atom'), fc.constantFrom('==', '!=', '<', '>=', 'in', 'not in', 'contains', '+', '-'), tie('atom')).map(([x, op, y]) => `${x} ${op} ${y}`) },
     { weight: 1, arbitrary: fc.tuple(tie('e'), fc.constantFrom('and', 'or'), tie('e')).map(([x, op, y]) => `${x} ${op} ${y}`) },
     { weight: 1, arbitrary: tie('atom').map((x) => `not ${x}`) },
     { weight: 1, arbitrary: fc.tuple(fc.constantFrom('any', 'all', 'one'), arbName, tie('e')).map(([q, v, b]) => `(${q} v in ${v}: ${b})`) },
   ),
-}), { depthSize: 'small' }).e;
+})).e;
 
 describe('fmt on relations', () => {
   it('parse(fmt(x)) equals x and fmt is idempotent, for random models', () => {
