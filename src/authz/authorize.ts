@@ -240,6 +240,8 @@ async function decisionOrder(ctx: AppContext, mode: Mode, policy: PolicySet | nu
 export async function decideDry(ctx: AppContext, policy: PolicySet, request: DecisionRequest): Promise<PipelineDecision> {
   const counters = countersOf(request, policy);
   if (counters.length) await readLimits(ctx, counters, request);
+  // The same relationships as a decision's, so that asking agrees with acting.
+  request.relationships ??= await relationshipGraph(ctx).current();
   return decideOn(request, policy);
 }
 
