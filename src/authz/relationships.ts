@@ -12,9 +12,9 @@
 //               them while this process was behind), every relationship is read again
 //
 // The model (types, relations, conditions) is the policy set's; relationships it no longer
-// allows stay stored and the checker ignores them. A load or follow that fails leaves the
-// previous index in place for no one: the caller's decision fails (and so denies), and the
-// next one tries again.
+// allows stay stored and the checker ignores them. A load or follow that fails (the database
+// away) fails the decision that asked, which denies; the next one tries again from where the
+// index stands.
 
 import type { AppContext } from '../context.js';
 import { MemoryIndex } from '../policy/relations/index.js';

@@ -221,6 +221,33 @@ describe('the project file', () => {
   });
 });
 
+describe('a model change', () => {
+  it('ignores the relationships the new model no longer allows, keeps them stored, and honours them again when it does', async () => {
+    expect((await write([rel('document:m1#viewer@user:rita')])).status).toBe(200);
+    const asked = () => check({ object: 'document:m1', relation: 'viewer', subject: 'user:rita' });
+    expect((await asked()).body.allowed).toBe(true);
+    const reload = async (text: string) => {
+      writeFileSync(join(server.policyDir, 'drive.policy'), text);
+      const r = await server.admin('POST', '/policy/reload');
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+    };
+    // People may no longer be given a document's viewer directly.
+    const narrower = MODEL.replace('relation viewer: ([user, agent, user:*, group#member] or viewer from parent) but not blocked', 'relation viewer: ([agent, user:*, group#member] or viewer from parent) but not blocked');
+    expect(narrower).not.toBe(MODEL);
+    try {
+      await reload(narrower);
+      expect((await asked()).body).toEqual({ allowed: false, path: [] });
+      expect((await server.admin('GET', '/relationships?object=document:m1')).body.data).toEqual([rel('document:m1#viewer@user:rita')]);
+      const refused = await write([rel('document:m2#viewer@user:rita')]);
+      expect(refused.status).toBe(400);
+      expect(refused.body.error_description).toMatch(/writes\.0: document#viewer does not allow user/);
+    } finally {
+      await reload(MODEL);
+    }
+    expect((await asked()).body.allowed).toBe(true);
+  });
+});
+
 describe('the OpenAPI document', () => {
   it('describes every relationship operation with its body', async () => {
     const doc = (await (await fetch(`${server.url}/admin/v1/openapi.json`)).json()) as { paths: Record<string, Record<string, any>> };
