@@ -56,8 +56,9 @@ describe('docs/relationships.md', () => {
     const having = (re: RegExp) => out.of(shell.find((s) => re.test(s.text))!.index).text;
     // A refused write names the relationship's index and why, and writes nothing.
     expect(JSON.parse(having(/"owner", "subject": "group:eng#member"/).trim())).toEqual([{ path: 'writes.1', message: expect.stringContaining('does not allow group#member'), code: 'custom' }]);
-    const listed = await server.admin('GET', '/relationships?object=document:roadmap');
-    expect(listed.body.data).toEqual([{ object: 'document:roadmap', relation: 'parent', subject: 'folder:plans' }]);
+    // (the server's admin token is the guide's)
+    const listed = (await (await fetch(`${server.url}/admin/v1/relationships?object=document:roadmap`, { headers: { authorization: `Bearer ${adminToken}` } })).json()) as { data: unknown };
+    expect(listed.data).toEqual([{ object: 'document:roadmap', relation: 'parent', subject: 'folder:plans' }]);
     // The deep folder: written, then the check is the error.
     expect(having(/seq 1 30/)).toContain('{"written":31,"deleted":0}');
   }, 300_000);
