@@ -12,7 +12,7 @@ export { validateJsonRule, validateJsonLimits, ruleToJson } from './json.js';
 export { loadPolicySet, readPolicyDir, parseAndValidate, hasErrors, type CheckOptions } from './load.js';
 export { decide, usageLimitsFor } from './decide.js';
 export { renderReason } from './reason.js';
-export { explainDecision, explainText, completeRequest } from './explain.js';
+export { explainDecision, completeRequest } from './explain.js';
 export { permissionCovers, singularOf } from './patterns.js';
 
 // Relations (OpenFGA schema 1.1): the model of a policy set is `policySet.compiled.relations`.
