@@ -5,8 +5,8 @@ import { z } from 'zod';
 
 /** One line naming the variable: start-up stops with it, never half-configured. */
 export class ConfigError extends Error {
-  constructor(readonly variable: string, message: string) {
-    super(`${variable}: ${message}`);
+  constructor(readonly variable: string, message: string, options?: { cause?: unknown }) {
+    super(`${variable}: ${message}`, options);
     this.name = 'ConfigError';
   }
 }
@@ -21,12 +21,18 @@ export interface Config {
   dbFile: string;
   /** `postgres://...`: PostgreSQL instead of the SQLite file (GATEHOUSE_DATABASE_URL) */
   databaseUrl: string | undefined;
+  /** PostgreSQL: the longest wait for a connection and the longest statement, in ms (GATEHOUSE_DATABASE_TIMEOUT_MS) */
+  databaseTimeoutMs: number;
   policyDir: string;
   adminToken: string | undefined;
   projectFile: string | undefined;
   logLevel: string;
   secret: string | undefined;
   workers: number;
+  /** GET /metrics: the bearer token a scraper sends (GATEHOUSE_METRICS_TOKEN); the management API's token is accepted too */
+  metricsToken: string | undefined;
+  /** GET /metrics without authentication (GATEHOUSE_METRICS_OPEN=true) */
+  metricsOpen: boolean;
 }
 
 /** GATEHOUSE_SECRET and GATEHOUSE_ADMIN_TOKEN, when set, are at least this long (outside NODE_ENV=development). */
@@ -49,6 +55,9 @@ const fields = {
   LOG_LEVEL: z.enum(LOG_LEVELS),
   GATEHOUSE_SECRET: z.string().min(1).optional(),
   GATEHOUSE_WORKERS: z.coerce.number().int().min(1).max(64),
+  GATEHOUSE_DATABASE_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000),
+  GATEHOUSE_METRICS_TOKEN: z.string().min(1).optional(),
+  GATEHOUSE_METRICS_OPEN: z.enum(['true', 'false']),
 };
 
 function parseVar<T>(name: keyof typeof fields, raw: string | undefined, fallback?: string): T {
@@ -96,9 +105,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
   const databaseUrl = parseDatabaseUrl(env.GATEHOUSE_DATABASE_URL);
   const adminToken = parseVar<string | undefined>('GATEHOUSE_ADMIN_TOKEN', env.GATEHOUSE_ADMIN_TOKEN);
   const secret = parseVar<string | undefined>('GATEHOUSE_SECRET', env.GATEHOUSE_SECRET);
+  const metricsToken = parseVar<string | undefined>('GATEHOUSE_METRICS_TOKEN', env.GATEHOUSE_METRICS_TOKEN);
   // Short secrets are guessable; a development machine may use them on purpose.
   if (env.NODE_ENV !== 'development') {
-    for (const [name, value] of [['GATEHOUSE_SECRET', secret], ['GATEHOUSE_ADMIN_TOKEN', adminToken]] as const) {
+    for (const [name, value] of [['GATEHOUSE_SECRET', secret], ['GATEHOUSE_ADMIN_TOKEN', adminToken], ['GATEHOUSE_METRICS_TOKEN', metricsToken]] as const) {
       if (value !== undefined && value.length < MIN_SECRET_LENGTH) {
         throw new ConfigError(name, `must be at least ${MIN_SECRET_LENGTH} characters (got ${value.length}; NODE_ENV=development allows shorter)`);
       }
@@ -115,11 +125,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     issuerHost: new URL(issuer).hostname,
     dbFile,
     databaseUrl,
+    databaseTimeoutMs: parseVar<number>('GATEHOUSE_DATABASE_TIMEOUT_MS', env.GATEHOUSE_DATABASE_TIMEOUT_MS, '5000'),
     policyDir,
     adminToken,
     projectFile,
     logLevel: parseVar<string>('LOG_LEVEL', env.LOG_LEVEL, 'info'),
     secret,
     workers: parseVar<number>('GATEHOUSE_WORKERS', env.GATEHOUSE_WORKERS, String(availableParallelism())),
+    metricsToken,
+    metricsOpen: parseVar<string>('GATEHOUSE_METRICS_OPEN', env.GATEHOUSE_METRICS_OPEN, 'false') === 'true',
   };
 }

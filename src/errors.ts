@@ -26,6 +26,9 @@ const make =
   (description?: string, extra?: Record<string, unknown>, headers?: Record<string, string>) =>
     new ProtocolError(status, error, description, extra, headers);
 
+/** What a 503 for want of the database asks the caller to wait, in seconds. */
+export const STORE_RETRY_AFTER_SECONDS = 2;
+
 /** The OAuth error codes of the sign-in endpoints, plus the management API's. */
 export const errors = {
   invalidRequest: make(400, 'invalid_request'),
@@ -53,6 +56,9 @@ export const errors = {
   serverError: make(500, 'server_error'),
   /** a relationship question that needs more hops through the graph than the limit allows */
   resolutionTooComplex: make(400, 'resolution_too_complex'),
+  /** the database cannot do its part now (away, out of connections, out of time): try again shortly */
+  storeUnavailable: (description = 'the database is unavailable; try again shortly') =>
+    new ProtocolError(503, 'temporarily_unavailable', description, {}, { 'Retry-After': String(STORE_RETRY_AFTER_SECONDS) }),
 };
 
 /** A zod failure as the management API's 400: each bad field named in `issues`. */

@@ -1,6 +1,6 @@
 import cluster, { type Worker } from 'node:cluster';
 import { randomUUID } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import type { Config } from './config.js';
@@ -16,6 +16,7 @@ import { relayVerifiedTokens, shareVerifiedTokens } from './authz/verified-token
 import { PolicyLoadError, PolicyService } from './policy-service.js';
 import { createApp } from './http/app.js';
 import { fastPaths } from './http/fast-path.js';
+import { DRAIN_GRACE_MS, drainServer, trackConnections } from './http/drain.js';
 import { EDGE_ROUTES } from './http/routes.js';
 import { createLogger, type Logger } from './logger.js';
 import { formatDiagnostic } from './policy/index.js';
@@ -24,11 +25,11 @@ import { deliveryOptionsFromEnv, startDeliveryWorker } from './ssf/delivery-work
 import { migrate, openDatabase } from './store/db.js';
 import { startHousekeeping } from './store/housekeeping.js';
 import { createStore, type Store } from './store/index.js';
+import { isStoreUnavailable } from './store/unavailable.js';
 import { endpointUrls } from './urls.js';
 import { applyProjectFile } from './project-file.js';
 import { relationshipGraph } from './authz/relationships.js';
 import { ensureApiApplication } from './authzen/api-application.js';
-import { authzenFastPath } from './http/authzen-routes.js';
 import { ensureConsoleApplication } from './console/application.js';
 
 export type ProcessRole = 'primary' | 'worker';
@@ -121,7 +122,7 @@ async function openStore(config: Config, logger: Logger, role: ProcessRole, cloc
   const file = config.dbFile;
   let db: Awaited<ReturnType<typeof openDatabase>>;
   try {
-    db = await openDatabase({ file, url: config.databaseUrl, worker: role === 'worker', warn: (msg) => logger.warn(msg) });
+    db = await openDatabase({ file, url: config.databaseUrl, worker: role === 'worker', timeoutMs: config.databaseTimeoutMs, warn: (msg) => logger.warn(msg) });
   } catch (err) {
     throw databaseError(config, err);
   }
@@ -142,7 +143,7 @@ async function openStore(config: Config, logger: Logger, role: ProcessRole, cloc
 function databaseError(config: Config, err: unknown): ConfigError {
   if (err instanceof ConfigError) return err;
   const e = err as { code?: string; message?: string };
-  if (config.databaseUrl) return new ConfigError('GATEHOUSE_DATABASE_URL', `the database cannot be used (${e.message ?? String(err)})`);
+  if (config.databaseUrl) return new ConfigError('GATEHOUSE_DATABASE_URL', `the database cannot be used (${e.message ?? String(err)})`, { cause: err });
   const file = config.dbFile;
   const code = e.code ?? '';
   const why =
@@ -153,7 +154,7 @@ function databaseError(config: Config, err: unknown): ConfigError {
         : code === 'SQLITE_CANTOPEN' || code === 'ENOTDIR' || code === 'EISDIR' || code === 'EEXIST'
           ? 'cannot be opened for reading and writing'
           : 'cannot be used';
-  return new ConfigError('GATEHOUSE_DB', `${file} ${why} (${e.message ?? String(err)})`);
+  return new ConfigError('GATEHOUSE_DB', `${file} ${why} (${e.message ?? String(err)})`, { cause: err });
 }
 
 const LEASE_KEY = 'instance_lease';
@@ -267,7 +268,11 @@ export interface RunningServer {
   url: string;
   port: number;
   ctx: AppContext;
-  close(): Promise<void>;
+  /**
+   * Stops. With `drainMs`, gracefully: no new connections, requests in flight answered (for
+   * at most that long), then the background work and the database; without, at once.
+   */
+  close(opts?: { drainMs?: number }): Promise<void>;
 }
 
 /**
@@ -275,15 +280,18 @@ export interface RunningServer {
  * 503 until the app is attached. A taken port is a configuration error naming PORT.
  */
 export function bind(port: number): Promise<Server> {
-  const server = createServer((_req, res) => {
-    res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' });
-    res.end(JSON.stringify({ error: 'temporarily_unavailable', error_description: 'starting' }));
-  });
+  const server = createServer(starting);
+  trackConnections(server);
   return new Promise((resolve, reject) => {
     server.once('listening', () => resolve(server));
     server.once('error', (err: NodeJS.ErrnoException) => reject(listenError(port, err)));
     server.listen(port);
   });
+}
+
+function starting(_req: IncomingMessage, res: ServerResponse): void {
+  res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' });
+  res.end(JSON.stringify({ error: 'temporarily_unavailable', error_description: 'starting' }));
 }
 
 function listenError(port: number, err: NodeJS.ErrnoException): Error {
@@ -296,10 +304,9 @@ function listenError(port: number, err: NodeJS.ErrnoException): Error {
 export function attach(server: Server, ctx: AppContext): void {
   const app = createApp(ctx);
   const fast = fastPaths(ctx, EDGE_ROUTES);
-  const authzen = authzenFastPath(ctx);
-  server.removeAllListeners('request');
+  server.removeListener('request', starting);
   server.on('request', (req, res) => {
-    if (!fast(req, res) && !authzen(req, res)) app(req, res);
+    if (!fast(req, res)) app(req, res);
   });
 }
 
@@ -339,19 +346,41 @@ export interface StartOptions extends OpenOptions {
   role?: ProcessRole;
 }
 
+/** Whether the port is bound before the context opens: when the issuer follows a port the system chooses. */
+const bindsFirst = (config: Config): boolean => config.port === 0 && config.issuerDefaulted;
+
+/**
+ * Binds the port and opens the context, in the order that keeps a starting process out of
+ * rotation: the context first, so that no connection is accepted before the app can answer it
+ * (a proxy's connection is refused and goes to another instance); only when the issuer follows
+ * a port the system chooses, the port first, answering 503 until the app is attached.
+ */
+async function bindAndOpen(config: Config, open: (config: Config) => Promise<AppContext>): Promise<{ server: Server; ctx: AppContext }> {
+  if (bindsFirst(config)) {
+    const server = await bind(config.port);
+    try {
+      return { server, ctx: await open(withBoundPort(config, (server.address() as AddressInfo).port)) };
+    } catch (err) {
+      server.close();
+      throw err;
+    }
+  }
+  const ctx = await open(config);
+  try {
+    return { server: await bind(config.port), ctx };
+  } catch (err) {
+    await closeContext(ctx);
+    throw err;
+  }
+}
+
 /** A single-process server: what tests start, and what `gatehouse serve` runs with one worker. */
 export async function startServer(config: Config, opts: StartOptions = {}): Promise<RunningServer> {
   const logger = opts.logger ?? createLogger(config.logLevel);
   const role = opts.role ?? 'primary';
-  const server = await bind(config.port);
+  if (!bindsFirst(config)) await checkPortFree(config.port);
+  const { server, ctx } = await bindAndOpen(config, (c) => openContext(c, logger, role, opts));
   const port = (server.address() as AddressInfo).port;
-  let ctx: AppContext;
-  try {
-    ctx = await openContext(withBoundPort(config, port), logger, role, opts);
-  } catch (err) {
-    server.close();
-    throw err;
-  }
   let stopBackground: () => Promise<void> = async () => {};
   if (role === 'primary') {
     try {
@@ -368,11 +397,15 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     url: `http://localhost:${port}`,
     port,
     ctx,
-    async close() {
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      });
+    async close(opts = {}) {
+      if (opts.drainMs) {
+        await drainServer(server, opts.drainMs);
+      } else {
+        await new Promise<void>((resolve) => {
+          server.close(() => resolve());
+          server.closeAllConnections();
+        });
+      }
       await stopBackground();
       await closeContext(ctx);
     },
@@ -406,7 +439,7 @@ export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<void>
     const running = await startServer(config, { logger });
     const stop = async () => {
       logger.info('shutting down');
-      await running.close();
+      await running.close({ drainMs: DRAIN_GRACE_MS });
       process.exit(0);
     };
     process.once('SIGTERM', stop);
@@ -493,13 +526,24 @@ async function runPrimary(config: Config, logger: Logger): Promise<void> {
   process.once('SIGINT', stop);
 }
 
+/** A worker started while the database is away (one replacing a worker that died) waits for it. */
+const WORKER_OPEN_RETRY_MS = 1000;
+
 async function runWorker(config: Config, logger: Logger): Promise<void> {
   let server: Server;
   let ctx: AppContext;
   try {
-    server = await bind(config.port);
-    const port = (server.address() as AddressInfo).port;
-    ctx = await openContext(withBoundPort(config, port), logger, 'worker');
+    for (;;) {
+      try {
+        ({ server, ctx } = await bindAndOpen(config, (c) => openContext(c, logger, 'worker')));
+        break;
+      } catch (err) {
+        // The primary prepared this database already: its absence now is an outage, not a configuration error.
+        if (!isStoreUnavailable(err)) throw err;
+        logger.warn({ err }, 'the database is unavailable; trying again');
+        await new Promise((resolve) => setTimeout(resolve, WORKER_OPEN_RETRY_MS));
+      }
+    }
   } catch (err) {
     if (err instanceof ConfigError && process.send) {
       // The primary prints the one line and stops; this worker just ends.
@@ -513,11 +557,11 @@ async function runWorker(config: Config, logger: Logger): Promise<void> {
   shareVerifiedTokens(ctx);
   attach(server, ctx);
   logger.info({ port, issuer: ctx.urls.issuer }, 'listening');
+  // Draining: requests in flight are answered (their audit records committed with them), then the database is closed.
   process.once('SIGTERM', () => {
-    server.close(() => {
-      void closeContext(ctx).finally(() => process.exit(0));
-    });
-    server.closeIdleConnections();
-    setTimeout(() => process.exit(0), 5000).unref();
+    void drainServer(server, DRAIN_GRACE_MS)
+      .then(() => closeContext(ctx))
+      .catch((err: unknown) => logger.error({ err }, 'stopping failed'))
+      .finally(() => process.exit(0));
   });
 }

@@ -4,19 +4,29 @@ import { z } from 'zod';
 import type { AppContext } from '../context.js';
 import { errors, ProtocolError, validationError } from '../errors.js';
 import { bearerToken } from '../oauth/bearer.js';
-import { authorize } from '../authz/authorize.js';
+import { authorize } from '../authz/pipeline.js';
 import { recordAuditOrLog } from '../authz/audit.js';
 import { TRANSACTION_TOKEN_TTL, TRANSACTION_TOKEN_TYP } from '../authz/transaction-tokens.js';
 import { verifyAgentAccessToken } from '../authz/agent-access-token.js';
 import { verifiedTokens } from '../authz/verified-tokens.js';
+import { nowSeconds } from '../clock.js';
 
 export { TRANSACTION_TOKEN_TTL, TRANSACTION_TOKEN_TYP };
 
 /** The action an agent asks about: the body of both the transaction-token and the decision endpoints. */
+const contextRecord = z.record(z.string(), z.unknown());
+
 export const actionFields = {
   action: z.string().min(1, 'action is required').max(512),
   resource: z.string().min(1, 'resource is required').max(1024),
-  context: z.record(z.string(), z.unknown()).default({}),
+  // Checked as a record but kept as it came: rebuilt member by member, a member named `__proto__` would be lost.
+  context: z
+    .custom<Record<string, unknown>>()
+    .superRefine((v, c) => {
+      const checked = contextRecord.safeParse(v);
+      if (!checked.success) for (const issue of checked.error.issues) c.addIssue({ ...issue } as Parameters<typeof c.addIssue>[0]);
+    })
+    .default({}),
 };
 const bindBody = z.object(actionFields);
 
@@ -81,7 +91,7 @@ export async function transactionTokenEndpoint(
     }
   }
 
-  const iat = Math.floor(ctx.clock.now() / 1000);
+  const iat = nowSeconds(ctx.clock);
   const claims = {
     iss: ctx.urls.issuer,
     aud: ctx.urls.issuer,

@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
-import type { ErrorRequestHandler } from 'express';
+import type { ErrorRequestHandler, RequestHandler } from 'express';
 import type { AppContext } from '../context.js';
 import { errors, ProtocolError } from '../errors.js';
 import { PolicyUnavailableError } from '../policy-service.js';
 import type { Logger } from '../logger.js';
+import { isStoreUnavailable } from '../store/unavailable.js';
 
 // The HTTP edge, written once for the Express app and the raw fast path: request ids, the
 // no-store headers, the JSON body bound, how an answer and an error are written, and the log
@@ -21,6 +22,27 @@ const REQUEST_ID = /^[\w.:-]{1,128}$/;
 export function requestIdOf(incoming: string | string[] | undefined): string {
   return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
 }
+
+/** Whether `requestIdOf` keeps the caller's id as it is. */
+export const isPlainRequestId = (incoming: string | string[] | undefined): boolean => typeof incoming === 'string' && REQUEST_ID.test(incoming);
+
+/**
+ * The `X-Request-ID` an AuthZEN caller sends comes back the same, whatever it holds: the
+ * specification asks for the same identifier, and any value Node's parser accepted (visible
+ * ASCII, spaces, tabs, Latin-1 bytes, bounded by the header size limit) is one Node can send back.
+ */
+const ECHOABLE_ID = /^[\t\x20-\x7e\x80-\xff]+$/;
+
+/** Express middleware: the caller's `X-Request-ID` back on every answer, errors included. */
+export const echoRequestId: RequestHandler = (req, res, next) => {
+  const id = req.get('x-request-id');
+  if (id !== undefined && ECHOABLE_ID.test(id)) res.setHeader('X-Request-ID', id);
+  next();
+};
+
+/** The request body limits of the whole edge, both transports: JSON and forms. */
+export const JSON_BODY_LIMIT = 256 * 1024;
+export const FORM_BODY_LIMIT = 64 * 1024;
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
@@ -89,6 +111,10 @@ export function toProtocolError(err: unknown, log: Logger): ProtocolError {
   if (bp?.type === 'encoding.unsupported' || bp?.type === 'charset.unsupported') return errors.unsupportedMediaType('unsupported body encoding');
   if (typeof bp?.status === 'number' && bp.status >= 400 && bp.status < 500 && bp.expose) return errors.invalidRequest('the request body could not be read');
   if (err instanceof PolicyUnavailableError) return errors.temporarilyUnavailable('no policy is in force', {}, { 'Retry-After': '5' });
+  if (isStoreUnavailable(err)) {
+    log.warn({ err }, 'the database is unavailable');
+    return errors.storeUnavailable();
+  }
   log.error({ err }, 'unhandled error');
   return errors.serverError('an unexpected error occurred');
 }

@@ -8,6 +8,7 @@ import { validateLimitFields, validateRule } from './validate.js';
 import { parseExpr } from './parser.js';
 import { fmtExpr } from './format.js';
 import { isCountEntry, jsonUsageLimits } from './usage.js';
+import { setOwn } from './own.js';
 
 const OPS: ReadonlySet<string> = new Set(['gte', 'gt', 'lte', 'lt', 'eq', 'ne']);
 
@@ -140,12 +141,12 @@ export function limitFieldsToJson(fields: LimitField[]): Record<string, unknown>
   const out: Record<string, unknown> = {};
   for (const f of fields) {
     if (f.eq !== undefined && f.max === undefined && f.min === undefined && f.in === undefined && f.not_in === undefined) {
-      out[f.field] = f.eq;
+      setOwn(out, f.field, f.eq);
       continue;
     }
     const o: Record<string, unknown> = {};
     for (const k of ['max', 'min', 'in', 'not_in'] as const) if (f[k] !== undefined) o[k] = f[k];
-    out[f.field] = o;
+    setOwn(out, f.field, o);
   }
   return out;
 }

@@ -14,7 +14,8 @@ import type {
 import { ROOTS } from './ast.js';
 import type { UsedLine } from './ast.js';
 import type { UsageLimitNode } from './usage.js';
-import { projectRoot } from './root.js';
+import { projectRoot } from '../paths.js';
+import { setOwn } from './own.js';
 import type {
   CExpr, CondParamNode, ConditionNode, ParamTypeNode, RelAssertion, RelExpr, RelationNode, RelationshipLineNode, RelationshipsNode, TypeNode, TypeRefNode,
 } from './relations/ast.js';
@@ -23,7 +24,7 @@ let grammarCache: ohm.Grammar | undefined;
 let semanticsCache: ohm.Semantics | undefined;
 
 export function policyGrammar(): ohm.Grammar {
-  if (!grammarCache) grammarCache = ohm.grammar(readFileSync(join(projectRoot(), 'grammar', 'policy.ohm'), 'utf8'));
+  if (!grammarCache) grammarCache = ohm.grammar(readFileSync(join(projectRoot, 'grammar', 'policy.ohm'), 'utf8'));
   return grammarCache;
 }
 
@@ -533,7 +534,7 @@ function semantics(): ohm.Semantics {
       const out: Record<string, JsonValue> = {};
       for (const p of listOf(pairs)) {
         const [k, v] = p.ast() as [string, JsonValue];
-        out[k] = v;
+        setOwn(out, k, v);
       }
       return out;
     },

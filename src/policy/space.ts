@@ -30,6 +30,7 @@ import { localTime } from './time.js';
 import { permissionCovers } from './patterns.js';
 import { likeMatcher } from './compile.js';
 import { addAmounts, type UsageFacts } from './usage.js';
+import { setOwn } from './own.js';
 
 export class SpaceTooLarge extends Error {}
 
@@ -621,13 +622,15 @@ export function relationOf(rel: RelKind, ordering: boolean, a: Val, b: Val): Rel
 
 /** Put a value at a path inside an object, creating the objects on the way. */
 function setIn(obj: Record<string, unknown>, segs: string[], v: unknown): void {
+  // Own properties only: a path named `__proto__` or `constructor` is an attribute like any other.
   let cur = obj;
   for (let i = 0; i < segs.length - 1; i++) {
     const s = segs[i]!;
-    if (typeof cur[s] !== 'object' || cur[s] === null || Array.isArray(cur[s])) cur[s] = {};
+    const next = Object.hasOwn(cur, s) ? cur[s] : undefined;
+    if (typeof next !== 'object' || next === null || Array.isArray(next)) setOwn(cur, s, {});
     cur = cur[s] as Record<string, unknown>;
   }
-  cur[segs[segs.length - 1]!] = v;
+  setOwn(cur, segs[segs.length - 1]!, v);
 }
 
 const timeValuesCache = new WeakMap<Space, Map<string, Val[]>>();
@@ -1161,7 +1164,7 @@ function nestAll(vals: Map<string, Val>): Record<string, Record<string, unknown>
     if (!v.present) continue;
     let parts = partsCache.get(k);
     if (!parts) { parts = k.includes('@') ? [] : k.split('.'); if (partsCache.size > 10_000) partsCache.clear(); partsCache.set(k, parts); }
-    const o = out[parts[0] ?? ''];
+    const o = parts[0] !== undefined && Object.hasOwn(out, parts[0]) ? out[parts[0]] : undefined;
     if (o) setIn(o, parts.slice(1), v.value);
   }
   return out;

@@ -51,12 +51,15 @@ export function envOf(req: DecisionRequest): Env {
   };
 }
 
+/** A table keyed by names a rule writes: no prototype, so `constructor` or `__proto__` is just a name it lacks. */
+const table = <T>(entries: Record<string, T>): Record<string, T> => Object.assign(Object.create(null) as Record<string, T>, entries);
+
 /** The built-in facts of each root, with their types; any other name is a custom attribute. */
 export const BUILTINS: Record<Exclude<Root, 'context'>, Record<string, ValueType>> = {
-  subject: { id: 'string', type: 'string', name: 'string', mode: 'string', email: 'string', roles: '[string]', groups: '[string]' },
-  person: { id: 'string', email: 'string', roles: '[string]', groups: '[string]' },
-  resource: { id: 'string', type: 'string' },
-  time: { hour: 'number', minute: 'number', weekday: 'string', date: 'string', epoch: 'number' },
+  subject: table({ id: 'string', type: 'string', name: 'string', mode: 'string', email: 'string', roles: '[string]', groups: '[string]' }),
+  person: table({ id: 'string', email: 'string', roles: '[string]', groups: '[string]' }),
+  resource: table({ id: 'string', type: 'string' }),
+  time: table({ hour: 'number', minute: 'number', weekday: 'string', date: 'string', epoch: 'number' }),
 };
 
 /** The types a value can have for the language: a scalar, or a list of one scalar type. */

@@ -86,9 +86,18 @@ export function eventsDelivered(requested: string[]): string[] {
   return [...new Set(requested.filter((e) => supported.has(e)))];
 }
 
-/** The stream configuration of SSF 1.0 §8.1.1, plus our `format` extension. */
+/**
+ * A stored Authorization header as the stream's readers see it: its scheme, the credential
+ * masked (`Bearer ****`). Sent back unchanged in an update, it keeps the stored header.
+ */
+export function maskedHeader(header: string): string {
+  const space = header.indexOf(' ');
+  return space > 0 ? `${header.slice(0, space)} ****` : '****';
+}
+
+/** The stream configuration of SSF 1.0 §8.1.1, plus our `format` extension; the Authorization header masked. */
 export function streamView(ctx: AppContext, s: StreamRecord) {
-  const authorizationHeader = s.authorization_header_enc ? ctx.box.open(s.authorization_header_enc) : undefined;
+  const authorizationHeader = s.authorization_header_enc ? maskedHeader(ctx.box.open(s.authorization_header_enc)) : undefined;
   return {
     stream_id: s.stream_id,
     iss: ctx.urls.issuer,
@@ -131,8 +140,11 @@ function checkTransmitterSupplied(ctx: AppContext, current: StreamRecord, body: 
   }
 }
 
-function sealHeader(ctx: AppContext, header: string | undefined): string | null {
-  return header === undefined ? null : ctx.box.seal(header);
+function sealHeader(ctx: AppContext, header: string | undefined, current?: StreamRecord): string | null {
+  if (header === undefined) return null;
+  // The masked form a reader was shown, sent back as it was: the stored header stays.
+  if (current?.authorization_header_enc && header === maskedHeader(ctx.box.open(current.authorization_header_enc))) return current.authorization_header_enc;
+  return ctx.box.seal(header);
 }
 
 /** Create: the receiver-supplied fields; `aud` defaults to the receiver endpoint's origin. */
@@ -165,7 +177,7 @@ export function fieldsForPatch(ctx: AppContext, current: StreamRecord, body: z.i
   if (body.delivery) {
     f.delivery_method = body.delivery.method;
     f.endpoint_url = body.delivery.endpoint_url;
-    f.authorization_header_enc = sealHeader(ctx, body.delivery.authorization_header);
+    f.authorization_header_enc = sealHeader(ctx, body.delivery.authorization_header, current);
   }
   if (body.events_requested !== undefined) f.events_requested = body.events_requested;
   if (body.description !== undefined) f.description = body.description;
@@ -180,7 +192,7 @@ export function fieldsForPut(ctx: AppContext, current: StreamRecord, body: z.inf
     aud: current.aud,
     delivery_method: body.delivery.method,
     endpoint_url: body.delivery.endpoint_url,
-    authorization_header_enc: sealHeader(ctx, body.delivery.authorization_header),
+    authorization_header_enc: sealHeader(ctx, body.delivery.authorization_header, current),
     events_requested: body.events_requested ?? [...SUPPORTED_EVENT_TYPES],
     description: body.description ?? null,
     subject_format: body.format ?? 'iss_sub',

@@ -13,6 +13,8 @@ export interface DatabaseOptions {
   url?: string;
   /** a cluster worker: leaves SQLite WAL checkpoints to the primary */
   worker?: boolean;
+  /** PostgreSQL: the longest wait for a connection and the longest statement, in ms */
+  timeoutMs?: number;
   warn?: (msg: string) => void;
 }
 
@@ -20,7 +22,7 @@ export interface DatabaseOptions {
 export async function openDatabase(opts: DatabaseOptions): Promise<SqlDatabase> {
   if (opts.url) {
     const { openPostgres } = await import('./postgres.js');
-    return openPostgres(opts.url, { warn: opts.warn });
+    return openPostgres(opts.url, { warn: opts.warn, ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {}) });
   }
   return openSqlite(opts.file, { autoCheckpoint: !opts.worker, warn: opts.warn });
 }
@@ -108,6 +110,7 @@ END $$`;
  */
 export async function migrate(db: Sql, migrations = listMigrations()): Promise<string[]> {
   await db.transaction(async (tx) => {
+    await noStatementTimeout(tx);
     await tx.lock('schema_migrations');
     if (db.dialect === 'postgres') await tx.exec(POSTGRES_PRELUDE);
     await tx.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)');
@@ -115,6 +118,7 @@ export async function migrate(db: Sql, migrations = listMigrations()): Promise<s
   const done: string[] = [];
   for (const m of migrations) {
     const applied = await db.transaction(async (tx) => {
+      await noStatementTimeout(tx);
       await tx.lock('schema_migrations');
       if (await tx.get('SELECT version FROM schema_migrations WHERE version = ?', [m.version])) return false;
       await tx.exec(migrationSql(m.sql, db.dialect));
@@ -125,6 +129,11 @@ export async function migrate(db: Sql, migrations = listMigrations()): Promise<s
     if (applied) done.push(m.name);
   }
   return done;
+}
+
+/** A migration (or the wait for another instance's) may take longer than any request may: no statement timeout for it. */
+async function noStatementTimeout(tx: Sql): Promise<void> {
+  if (tx.dialect === 'postgres') await tx.exec('SET LOCAL statement_timeout = 0');
 }
 
 /** Migrations in the list that the database has not applied yet (for `gatehouse migrate --check`). */

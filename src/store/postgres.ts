@@ -144,6 +144,12 @@ class PostgresExecutor implements SqlDatabase {
       const client = await this.pool.connect();
       const tx = new PostgresTransaction(client, this);
       let broken: Error | undefined;
+      // A checked-out client whose server goes away emits 'error' (between statements too); unheard,
+      // that would end the process. Heard, the statement fails, and the client is dropped on release.
+      const lost = (err: Error) => {
+        broken = err;
+      };
+      client.on('error', lost);
       try {
         await client.query('BEGIN');
         const result = await fn(tx);
@@ -165,6 +171,7 @@ class PostgresExecutor implements SqlDatabase {
         }
         throw err;
       } finally {
+        client.removeListener('error', lost);
         client.release(broken);
       }
     }
@@ -258,13 +265,28 @@ export interface PostgresOptions {
   warn?: (msg: string) => void;
   /** connections per process (default 10) */
   poolSize?: number;
+  /**
+   * The longest wait for a connection (a new one, or a pooled one free) and the longest
+   * statement, in ms (default 5000): past it the query fails, and the caller answers 503,
+   * rather than waiting on a server that is away or overloaded.
+   */
+  timeoutMs?: number;
 }
 
 /** Opens a pool on `url` and checks that the server answers; a failure names GATEHOUSE_DATABASE_URL. */
 export async function openPostgres(url: string, opts: PostgresOptions = {}): Promise<PostgresExecutor> {
   const warn = opts.warn ?? ((msg: string) => process.emitWarning(msg));
   const location = redactUrl(url);
-  const pool = new pg.Pool({ connectionString: url, max: opts.poolSize ?? 10, types, connectionTimeoutMillis: 10_000, idleTimeoutMillis: 30_000 });
+  const timeoutMs = opts.timeoutMs ?? 5000;
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: opts.poolSize ?? 10,
+    types,
+    connectionTimeoutMillis: timeoutMs,
+    statement_timeout: timeoutMs,
+    keepAlive: true,
+    idleTimeoutMillis: 30_000,
+  });
   // An idle client that loses its server is dropped by the pool; the next query opens another.
   pool.on('error', (err) => warn(`PostgreSQL connection lost (${err.message}); reconnecting on the next query`));
   let schema: string;
@@ -274,7 +296,7 @@ export async function openPostgres(url: string, opts: PostgresOptions = {}): Pro
     schema = row.schema;
   } catch (err) {
     await pool.end().catch(() => undefined);
-    throw new ConfigError('GATEHOUSE_DATABASE_URL', `cannot use ${location}: ${(err as Error).message}`);
+    throw new ConfigError('GATEHOUSE_DATABASE_URL', `cannot use ${location}: ${(err as Error).message}`, { cause: err });
   }
   return new PostgresExecutor(pool, location, schema, warn);
 }

@@ -36,7 +36,8 @@ describe('docs/operations.md', () => {
   // The CLI reads the server's database as the server does: PostgreSQL when the tests run on it.
   const database = (): Record<string, string> => {
     const url = server.ctx.config.databaseUrl;
-    return url ? { GATEHOUSE_DATABASE_URL: url } : { GATEHOUSE_DB: join(server.dir, 'gatehouse.db') };
+    const token = { GATEHOUSE_ADMIN_TOKEN: server.adminToken };
+    return url ? { ...token, GATEHOUSE_DATABASE_URL: url } : { ...token, GATEHOUSE_DB: join(server.dir, 'gatehouse.db') };
   };
 
   it('its commands for checking a running server run and print what they say', async () => {
@@ -53,7 +54,7 @@ describe('docs/operations.md', () => {
   }, 120_000);
 
   it('its metrics table names exactly the metrics served', async () => {
-    const served = await (await fetch(`${server.url}/metrics`)).text();
+    const served = await (await fetch(`${server.url}/metrics`, { headers: { authorization: `Bearer ${server.adminToken}` } })).text();
     const names = [...served.matchAll(/^# TYPE (gatehouse_\w+) /gm)].map((m) => m[1]!).sort();
     expect([...metricsTable().keys()].sort()).toEqual(names);
   });

@@ -105,7 +105,7 @@ export function freshCall(base: string, method: string, path: string, body?: unk
 /** The /metrics text, asked on a connection of its own. */
 export function scrapeMetrics(base: string): Promise<string> {
   return new Promise((resolve, reject) => {
-    httpGet(`${base}/metrics`, { agent: false }, (r) => {
+    httpGet(`${base}/metrics`, { agent: false, headers: { authorization: `Bearer ${ADMIN}` } }, (r) => {
       let text = '';
       r.setEncoding('utf8');
       r.on('data', (c: string) => (text += c));

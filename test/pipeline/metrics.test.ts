@@ -17,7 +17,7 @@ beforeAll(async () => {
 afterAll(() => s?.stop());
 
 async function scrape(): Promise<ParsedMetrics> {
-  const res = await fetch(`${s.url}/metrics`);
+  const res = await fetch(`${s.url}/metrics`, { headers: { authorization: `Bearer ${s.adminToken}` } });
   expect(res.status).toBe(200);
   expect(res.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
   return parseMetrics(await res.text());

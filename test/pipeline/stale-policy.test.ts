@@ -115,7 +115,7 @@ const healthz = async (r: RunningServer) => {
   return { status: res.status, body: await res.json() };
 };
 const policyStatus = async (r: RunningServer) => {
-  const m = parseMetrics(await (await fetch(`${r.url}/metrics`)).text());
+  const m = parseMetrics(await (await fetch(`${r.url}/metrics`, { headers: { authorization: `Bearer ${ADMIN}` } })).text());
   return ['ok', 'stale', 'unavailable'].find((st) => m.value('gatehouse_policy_status', { status: st }) === 1);
 };
 

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { AppContext } from '../context.js';
 import type { AgentPrincipal } from './agent-access-token.js';
-import { agentCache } from './agent-cache.js';
+import { agentKnown } from './agent-cache.js';
 import { actionKey, canonicalJson } from './canonical.js';
 import { recordAudit } from './audit.js';
 import { auditRecord, decideOn, denial, type PipelineDecision, type Via } from './core.js';
@@ -10,8 +10,9 @@ import type { PipelineCause } from './cause.js';
 import { usageLimitsFor, type Attributes, type DecisionRequest, type PolicySet, type SubjectFacts } from './policy-interface.js';
 import { relationshipGraph } from './relationships.js';
 import { checkTransactionToken } from './transaction-tokens.js';
-import { countersFor, peekUsage, usageBatch, type Counter } from './usage.js';
+import { countersFor, peekUsage, usageBatch, type Counter } from './budgets.js';
 import type { Store } from '../store/index.js';
+import { isStoreUnavailable, StoreUnavailableError } from '../store/unavailable.js';
 
 /** A pending approval waits this long for a person; once approved (or denied) it holds this long. */
 export const APPROVAL_WINDOW_SECONDS = 600;
@@ -54,7 +55,7 @@ export type AuthorizeResult =
 
 /**
  * The decision order, written once; every mode below composes these steps:
- *   1. agent known     the agent exists and is not revoked (`agentKnown`)
+ *   1. agent known     the agent exists and is not revoked (`agentKnown`, the one such check)
  *   2. token matches   the door's credential holds for this action: the transaction token at the
  *                      decision endpoint, the access token's capability at the gateway and binding
  *                      (`tokenMatches`)
@@ -68,10 +69,20 @@ export type AuthorizeResult =
  * token), refuse (a request refused before step 3, by a door that could not map it: a deny,
  * recorded like any other), dry (search: steps 3–7 with the limits only read; nothing
  * recorded, nothing consumed: `decideDry`).
+ * Anything unexpected is a deny, recorded like any other. A decision that cannot be recorded is
+ * not given: when the record cannot be written, or the database is unavailable, it throws
+ * StoreUnavailableError (the doors answer 503 with Retry-After), and nothing of it holds.
  */
 export async function authorize(ctx: AppContext, req: AuthorizeRequest): Promise<AuthorizeResult> {
   const agentId = req.via === 'decision' ? req.agentId : req.via === 'authzen' ? req.subject.id : req.principal.agent.agent_id;
-  return measured(ctx, req.via, agentId, req.action, () => (req.via === 'authzen' ? runNamed(ctx, req) : run(ctx, req, agentId)));
+  const asked: Asked = {
+    action: req.action,
+    resource: req.resource,
+    context: req.context,
+    userId: req.via === 'mcp' || req.via === 'bind' ? req.principal.userId : null,
+    ...(req.via === 'authzen' ? { caller: req.caller } : {}),
+  };
+  return measured(ctx, req.via, agentId, asked, () => (req.via === 'authzen' ? runNamed(ctx, req) : run(ctx, req, agentId)));
 }
 
 /** A request a door refused before the decision order (no such tool, arguments that do not map). */
@@ -90,22 +101,35 @@ export interface Refusal {
  */
 export function refuse(ctx: AppContext, r: Refusal): Promise<AuthorizeResult> {
   const agentId = r.principal.agent.agent_id;
-  return measured(ctx, r.via, agentId, r.action, async () => {
+  return measured(ctx, r.via, agentId, { action: r.action, resource: r.resource, context: r.context, userId: r.principal.userId }, async () => {
     const version = (await ctx.policy.state()).set?.version ?? '';
     const facts = { ...early(agentId, r.principal.userId, { action: r.action as string, resource: r.resource, context: r.context as Record<string, unknown> }, ctx.clock.now()) };
     return record(ctx, r.via, facts, denial(r.cause, version));
   });
 }
 
-/** Every mode's frame: never throws (anything unexpected is a deny: fail closed), and every decision is counted. */
-async function measured(ctx: AppContext, via: Via, agentId: string, action: string | null, decideIt: () => Promise<AuthorizeResult>): Promise<AuthorizeResult> {
+/** Who asked for what: the record of a decision that failed. */
+interface Asked {
+  action: string | null;
+  resource: string;
+  context: unknown;
+  userId: string | null;
+  caller?: string;
+}
+
+/** Every mode's frame: anything unexpected is a deny (fail closed), recorded; only the database's absence throws; every decision is counted. */
+async function measured(ctx: AppContext, via: Via, agentId: string, asked: Asked, decideIt: () => Promise<AuthorizeResult>): Promise<AuthorizeResult> {
   const started = performance.now();
   let result: AuthorizeResult;
   try {
     result = await decideIt();
   } catch (err) {
-    ctx.logger.error({ err, agent_id: agentId, action }, 'decision failed');
-    result = { outcome: 'decided', decision: denial({ code: 'error', message: 'the decision could not be made' }, ctx.policy.peek()?.set?.version ?? '') };
+    if (isStoreUnavailable(err)) throw err instanceof StoreUnavailableError ? err : new StoreUnavailableError('the decision could not be made: the database is unavailable', err);
+    ctx.logger.error({ err, agent_id: agentId, action: asked.action }, 'decision failed');
+    // The deny is recorded like any other decision (or, unrecordable, not given).
+    const failed = denial({ code: 'error', message: 'the decision could not be made' }, ctx.policy.peek()?.set?.version ?? '');
+    const facts = early(agentId, asked.userId, { action: asked.action as string, resource: asked.resource, context: asked.context as Record<string, unknown> }, ctx.clock.now());
+    result = await record(ctx, via, facts, failed, undefined, undefined, asked.caller);
   }
   if (result.outcome === 'decided') {
     ctx.metrics.decisions.inc({ via, outcome: result.decision.decision, reason: result.decision.cause.code });
@@ -177,11 +201,6 @@ async function run(ctx: AppContext, req: Exclude<AuthorizeRequest, { via: 'authz
   const request: DecisionRequest = { ...facts, action, resource, context, now, relationships };
   const binding = req.via === 'bind' ? `transaction token ${req.txn}` : undefined;
   return decisionOrder(ctx, { via: req.via, txn: matched.txn, binding, name: state.agent.name }, policy.set, request);
-}
-
-/** Step 1: the agent exists and is not revoked (read through the agent cache); a door that answers it early asks here. */
-export function agentKnown(ctx: AppContext, agentId: string): ReturnType<ReturnType<typeof agentCache>['active']> {
-  return agentCache(ctx).active(agentId);
 }
 
 /**
@@ -263,7 +282,7 @@ export function countersOf(request: DecisionRequest, policy: PolicySet): Counter
 }
 
 /**
- * Steps 2–6 under limits over time: the counters are read (locked), the decision made (with
+ * Steps 3–7 under limits over time: the counters are read (locked), the decision made (with
  * its approvals), an allow consumed and the decision's audit record appended in one
  * transaction, shared with the other such decisions of this turn, so that concurrent
  * decisions on any process or instance never together pass a window, and what a decision
@@ -294,7 +313,9 @@ async function decideOnCounters(
       record: (done, changes) => ({ ...auditRecord(via, request, done.decision, undefined, caller), ...(changes.length ? { usage: changes } : {}) }),
     }));
   } catch (err) {
-    // Nothing of the turn's transaction holds (no consumption, no record): a deny, recorded on its own.
+    // Nothing of the turn's transaction holds (no consumption, no record); without the database, no answer at all.
+    if (isStoreUnavailable(err)) throw err;
+    // Otherwise a deny, recorded on its own.
     ctx.logger.error({ err, agent_id: request.subject.id }, 'decision on counters failed');
     return record(ctx, via, request, denial({ code: 'error', message: 'the decision could not be made' }, policy.version), undefined, undefined, caller);
   }
@@ -302,7 +323,7 @@ async function decideOnCounters(
   return approvalId !== undefined ? { outcome: 'decided', decision, approvalId } : { outcome: 'decided', decision };
 }
 
-/** Writes the decision's one audit record; a decision that cannot be recorded is a deny. */
+/** Writes the decision's one audit record; a decision that cannot be recorded is not given (StoreUnavailableError). */
 async function record(
   ctx: AppContext,
   via: Via,
@@ -316,13 +337,13 @@ async function record(
     await recordAudit(ctx, auditRecord(via, request, decision, issued, caller));
   } catch (err) {
     ctx.logger.error({ err, agent_id: request.subject.id }, 'audit append failed');
-    return { outcome: 'decided', decision: denial({ code: 'error', message: 'the decision could not be recorded' }, decision.policyVersion) };
+    throw new StoreUnavailableError('the decision could not be recorded', err);
   }
   return approvalId !== undefined ? { outcome: 'decided', decision, approvalId } : { outcome: 'decided', decision };
 }
 
 /**
- * Step 5 with its memory: an action that needs a person creates a pending approval (or finds
+ * Step 6 with its memory: an action that needs a person creates a pending approval (or finds
  * the pending one); once approved it is allowed once (consumed atomically, so two concurrent
  * calls cannot both use it); once denied it stays denied for the window.
  */
