@@ -6,7 +6,7 @@
  * owner, 10k people in 1k groups, the root shared with a group), prints the heap the index
  * takes, then times warm checks one by one (median and p99), the worst case: a person in the
  * root's group viewing a document ten folders below the root, through every parent.
- * `BENCH_RELATIONSHIPS` changes the count (scaled documents).
+ * `BENCH_RELATIONSHIPS` changes the count (scaled documents); `BENCH_WARM` the warm-up rounds.
  */
 import { parsePolicy } from '../src/policy/parser.js';
 import { buildModel } from '../src/policy/relations/model.js';
@@ -71,7 +71,7 @@ const checker = new RelationChecker(model, index);
 // user:u0 is in group g0, the root's viewer group: every document is visible to it through ten parents.
 const asks = Array.from({ length: 2000 }, (_, i) => `document:d${(i * 9973) % docs}`);
 for (const d of asks) if (!checker.holds(d, 'viewer', 'user:u0')) throw new Error(`${d} should be visible`);
-for (let w = 0; w < 5; w++) for (const d of asks) checker.holds(d, 'viewer', 'user:u0');
+for (let w = 0; w < Number(process.env.BENCH_WARM ?? 5); w++) for (const d of asks) checker.holds(d, "viewer", "user:u0");
 const times: number[] = [];
 for (let r = 0; r < 5; r++) for (const d of asks) {
   const t0 = process.hrtime.bigint();

@@ -11,7 +11,9 @@ import { diagnosticCode, isError, renderDiagnostic, severityOf } from '../policy
 import { buildPolicySet, isTestsFile, parseAndValidate, POLICY_EXT, TESTS_EXT, type ParsedSet } from '../policy/load.js';
 import { parsePolicy } from '../policy/parser.js';
 import { formatFile } from '../policy/format.js';
-import { collectTests, runTests } from '../policy/test-runner.js';
+import { collectTests, fixturesOf, runTests } from '../policy/test-runner.js';
+import { MemoryIndex } from '../policy/relations/index.js';
+import { parseRelationshipJson, parseRelationshipText } from '../policy/relations/tuple.js';
 import { DiffTooLarge, diffPolicySets, diffText } from '../policy/diff.js';
 import { completeRequest, explainDecision } from '../policy/explain.js';
 import { UsageError, type CliIO, type ParsedArgs } from './args.js';
@@ -388,10 +390,26 @@ export function explain(a: ParsedArgs, io: CliIO): Promise<number> {
     }
     const set = buildPolicySet(parsed.files, []);
     const { request, assumed } = completeRequest(raw);
+    // Relations grant through relationships: the `relationships { }` blocks of the policy files
+    // and the request's own `relationships` (text `doc:1#viewer@user:anne`, or the JSON form).
+    const relationships = [...fixturesOf(parsed.files).values()].flat();
+    const own = raw.relationships;
+    if (own !== undefined && !Array.isArray(own)) throw new UsageError('the request\'s "relationships" must be a list');
+    for (const [i, r] of ((own ?? []) as unknown[]).entries()) {
+      const rel = typeof r === 'string' ? parseRelationshipText(r) : parseRelationshipJson(r);
+      if (typeof rel === 'string') throw new UsageError(`relationships[${i}]: ${rel}`);
+      relationships.push(rel);
+    }
+    if (relationships.length) {
+      const index = new MemoryIndex();
+      for (const r of relationships) index.add(r);
+      request.relationships = index;
+    }
     // The decision the endpoints give (the same decide()), traced in full: every rule of the
     // action and object with the values it read and why it applied or not, and the counters read.
     const d = explainDecision(request, set);
-    if (wantsJson(a)) json(io, { request, assumed, ...d });
+    const { relationships: _index, ...shown } = request;
+    if (wantsJson(a)) json(io, { request: relationships.length ? { ...shown, relationships: relationships.map((r) => `${r.object}#${r.relation}@${r.subject}`) } : shown, assumed, ...d });
     else io.stdout(explainText(request, d, assumed));
     return EXPLAIN_EXIT[d.decision];
   });

@@ -220,7 +220,8 @@ function relationGrants(req: DecisionRequest, p: CompiledPolicy, entity: string,
     trace.push({ step: 'grants', check, outcome: 'pass', why: 'granted through relationships', path: r.path.map(relationshipText) });
     return true;
   }
-  trace.push({ step: 'grants', check, outcome: 'fail', why: `no relationship grants ${entity} ${relation} on ${resource}` });
+  const why = explain ? relationChecker(model, index).whyNot(resource, relation, entity, { context: req.context }) : `no relationship grants ${entity} ${relation} on ${resource}`;
+  trace.push({ step: 'grants', check, outcome: 'fail', why });
   return false;
 }
 

@@ -34,6 +34,8 @@ function strings(v: unknown): string[] | undefined {
  */
 export function completeRequest(raw: unknown, clock: () => number = Date.now): { request: DecisionRequest; assumed: string[] } {
   const r = obj(raw) ?? {};
+  // A request that states its relationships asks what they grant: no permission is assumed.
+  const assumeGrants = r.relationships === undefined;
   const assumed: string[] = [];
   const action = typeof r.action === 'string' ? r.action : '';
   const rawSubject = obj(r.subject) ?? obj(r.agent) ?? { id: typeof r.agent === 'string' ? r.agent : typeof r.agent_id === 'string' ? r.agent_id : r.user_id };
@@ -49,7 +51,7 @@ export function completeRequest(raw: unknown, clock: () => number = Date.now): {
     attributes: obj(rawSubject.attributes) ?? {},
   };
   for (const k of ['name', 'email'] as const) if (typeof rawSubject[k] === 'string') subject[k] = rawSubject[k];
-  if (!Array.isArray(rawSubject.permissions)) { subject.permissions = ['*:*']; assumed.push(`${type} granted ${action} (no permissions given)`); }
+  if (!Array.isArray(rawSubject.permissions) && assumeGrants) { subject.permissions = ['*:*']; assumed.push(`${type} granted ${action} (no permissions given)`); }
   if (type === 'agent') {
     if (rawSubject.mode === 'delegated' || rawSubject.mode === 'autonomous') subject.mode = rawSubject.mode;
     else { subject.mode = rawPerson ? 'delegated' : 'autonomous'; assumed.push(`mode ${subject.mode}`); }
@@ -69,7 +71,7 @@ export function completeRequest(raw: unknown, clock: () => number = Date.now): {
       attributes: obj(rawPerson.attributes) ?? {},
     };
     if (typeof rawPerson.email === 'string') p.email = rawPerson.email;
-    if (!Array.isArray(rawPerson.permissions)) { p.permissions = ['*:*']; assumed.push(`person granted ${action} (no permissions given)`); }
+    if (!Array.isArray(rawPerson.permissions) && assumeGrants) { p.permissions = ['*:*']; assumed.push(`person granted ${action} (no permissions given)`); }
     request.person = p;
   }
   if (typeof r.now === 'number') request.now = r.now;

@@ -10,6 +10,8 @@
 import type { RelExpr } from './ast.js';
 import type { RelationModel, RelationDef } from './model.js';
 import { relationOf } from './model.js';
+import { fmtRelExpr } from './format.js';
+import { relationshipText } from './tuple.js';
 import { NONE, OverlayIndex, relationshipOf, type RelationshipIndex } from './index.js';
 import { MAX_DEPTH, type Tri } from './reference.js';
 import { parseObject, parseSubject, type Relationship, type SubjectRef } from './tuple.js';
@@ -338,6 +340,40 @@ export class RelationChecker {
     const s = parseSubject(subject);
     if (typeof s === 'string') return { error: { code: 'invalid_request', message: s } };
     return this.checkOn(this.indexFor(opts), object, relation, s, opts);
+  }
+
+  /**
+   * Why the subject does not hold the relation, in words, for explain: a `but not` that removes
+   * what the base grants (with both paths), a part of an `and` it lacks, or that nothing grants it.
+   */
+  whyNot(object: string, relation: string, subject: string, opts?: RelationOptions): string {
+    const none = `no relationship grants ${subject} ${relation} on ${object}`;
+    const o = parseObject(object), s = parseSubject(subject);
+    if (typeof o === 'string' || typeof s === 'string') return none;
+    const def = relationOf(this.model, o.type, relation);
+    const index = this.indexFor(opts);
+    const os = index.lookup(object), rel = index.lookup(relation);
+    if (!def || os === NONE || rel === NONE || this.busy) return none;
+    const run = (e: RelExpr): { r: Tri; path: string[] } => {
+      const st = this.begin(index, s, { ...opts, path: true });
+      this.busy = true;
+      try {
+        st.stack[0] = os; st.stack[1] = rel; st.depth = 2;
+        const r = this.compileExpr(def, e)(st, os, 0);
+        return { r, path: (st.path ?? []).map(relationshipText) };
+      } finally { this.busy = false; st.path = null; }
+    };
+    const e = def.expr;
+    if (e.op === 'exclusion') {
+      const base = run(e.base), sub = run(e.subtract);
+      if (base.r === 1 && sub.r === 1) {
+        return `${relation} would hold through ${base.path.join(' → ') || 'its own userset'}, but "but not ${fmtRelExpr(e.subtract)}" removes it: ${sub.path.join(' → ')}`;
+      }
+    }
+    if (e.op === 'intersection') {
+      for (const item of e.items) if (run(item).r === 0) return `${relation} needs "${fmtRelExpr(item)}" too, which ${subject} does not hold on ${object}`;
+    }
+    return none;
   }
 
   /** A fast yes/no for decisions: true only when allowed (an error is not allowed; `checkResult` tells them apart). */
