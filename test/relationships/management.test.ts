@@ -37,8 +37,18 @@ describe('writes', () => {
       [rel('document:9#viewer@user:zed'), rel('document:9#parent@user:zed')],
       [rel('document:9#viewer@user:zed'), rel('folder:9#viewer@user:zed', { name: 'office_hours' })],
       [rel('document:9#viewer@user:zed'), rel('folder:9#viewer@group:eng#member', { name: 'no_such_condition' })],
+      [rel('document:9#viewer@user:zed'), rel('folder:9#viewer@group:eng#member', { name: 'office_hours', context: { start: 9, finish: 17 } })],
+      [rel('document:9#viewer@user:zed'), rel('folder:9#viewer@group:eng#member', { name: 'office_hours', context: { start: 'nine' } })],
     ];
-    const why = [/writes\.1: type document has no relation owner/, /writes\.1: unknown type spaceship/, /writes\.1: document#parent does not allow user/, /writes\.1: folder#viewer does not allow user with office_hours/, /writes\.1: unknown condition no_such_condition/];
+    const why = [
+      /writes\.1: type document has no relation owner/,
+      /writes\.1: unknown type spaceship/,
+      /writes\.1: document#parent does not allow user/,
+      /writes\.1: folder#viewer does not allow user with office_hours/,
+      /writes\.1: unknown condition no_such_condition/,
+      /writes\.1: condition office_hours has no parameter finish/,
+      /writes\.1: condition\.context\.start must be an int/,
+    ];
     for (const [i, list] of bad.entries()) {
       const r = await write(list);
       expect(r.status, JSON.stringify(r.body)).toBe(400);
