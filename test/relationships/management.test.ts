@@ -73,6 +73,18 @@ describe('writes', () => {
     }
   });
 
+  it('refuses more than 1000 writes in one request, and a body that is not an object', async () => {
+    const many = Array.from({ length: 1001 }, (_, i) => rel(`document:bulk${i}#viewer@user:zed`));
+    const r = await write(many);
+    expect(r.status).toBe(400);
+    expect(r.body.issues[0].path).toBe('writes');
+    expect((await server.admin('GET', '/relationships?object=document:bulk0')).body.data).toEqual([]);
+    for (const body of [[], 'writes', null]) expect((await server.admin('POST', '/relationships', body)).status).toBe(400);
+    const q = await check({ object: 'document:1', relation: 'viewer', subject: 'user:anne', contextual_relationships: many });
+    expect(q.status).toBe(400);
+    expect(q.body.issues[0].path).toBe('contextual_relationships');
+  });
+
   it('deletes a relationship the model no longer allows (it stays stored until then)', async () => {
     // Stored behind the model's back, as one written under an earlier model would be.
     await server.ctx.store.relationships.apply([rel('document:old#owner@user:anne')], []);
