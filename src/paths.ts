@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-/** The directory holding package.json; grammar/ and src/store/migrations/ are read from it at run time. */
+/** The directory holding package.json (from src/ under tsx and vitest, and from dist/): grammar/, static files and src/store/migrations/ are read from it at run time. */
 function findProjectRoot(from: string): string {
   let dir = from;
   for (;;) {

@@ -30,7 +30,6 @@ import { flushRefusalSummary } from './agents/refusal-summary.js';
 import { endpointUrls } from './urls.js';
 import { applyProjectFile } from './project-file.js';
 import { ensureApiApplication } from './authzen/api-application.js';
-import { authzenFastPath } from './http/authzen-routes.js';
 import { ensureConsoleApplication } from './console/application.js';
 
 export type ProcessRole = 'primary' | 'worker';
@@ -304,10 +303,9 @@ function listenError(port: number, err: NodeJS.ErrnoException): Error {
 export function attach(server: Server, ctx: AppContext): void {
   const app = createApp(ctx);
   const fast = fastPaths(ctx, EDGE_ROUTES);
-  const authzen = authzenFastPath(ctx);
   server.removeListener('request', starting);
   server.on('request', (req, res) => {
-    if (!fast(req, res) && !authzen(req, res)) app(req, res);
+    if (!fast(req, res)) app(req, res);
   });
 }
 

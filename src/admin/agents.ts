@@ -5,7 +5,7 @@ import { errors } from '../errors.js';
 import type { Agent } from '../store/agents.js';
 import type { Recorder } from './audit.js';
 import { onDuplicate, onStillReferenced } from './conflict.js';
-import { adminRoute, iso, param, parseWith } from './route.js';
+import { adminRoute, param, parseWith } from './route.js';
 import {
   agentCreate,
   agentPatch,
@@ -18,6 +18,7 @@ import {
   type AgentPatch,
 } from './schemas.js';
 import { defaultAgentId, spiffeIdProblem } from './spiffe.js';
+import { iso } from '../clock.js';
 
 export function agentJson(a: Agent) {
   return {

@@ -7,7 +7,7 @@ import type { Application, ApplicationType } from '../store/applications.js';
 import { builtInApplicationProblem, CONSOLE_CLIENT_ID } from '../oauth/built-in-applications.js';
 import type { Recorder } from './audit.js';
 import { onDuplicate, onStillReferenced } from './conflict.js';
-import { adminRoute, bodyOrEmpty, iso, param, parseWith } from './route.js';
+import { adminRoute, bodyOrEmpty, param, parseWith } from './route.js';
 import {
   applicationCreate,
   applicationCreated,
@@ -18,6 +18,7 @@ import {
   type ApplicationCreate,
   type ApplicationPatch,
 } from './schemas.js';
+import { iso } from '../clock.js';
 
 const CONFIDENTIAL_BY_DEFAULT: Record<ApplicationType, boolean> = { web: true, m2m: true, api: true, spa: false, native: false };
 const REFRESH_BY_DEFAULT: Record<ApplicationType, boolean> = { web: true, spa: true, native: true, m2m: false, api: false };

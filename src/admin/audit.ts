@@ -3,8 +3,9 @@ import type { AppContext } from '../context.js';
 import type { z } from 'zod';
 import type { AuditRecord } from '../store/audit.js';
 import type { Store } from '../store/index.js';
-import { adminRoute, iso, parseWith } from './route.js';
+import { adminRoute, parseWith } from './route.js';
 import { auditPage, auditQuery } from './schemas.js';
+import { iso } from '../clock.js';
 
 /**
  * The audit step of a management write: the write runs it in its own transaction, after the

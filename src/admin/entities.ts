@@ -2,8 +2,9 @@ import type { Router } from 'express';
 import type { AppContext } from '../context.js';
 import { errors } from '../errors.js';
 import { ENTITIES_DOMAIN, type Attributes, type Entity } from '../store/entities.js';
-import { adminRoute, iso, param, parseWith } from './route.js';
+import { adminRoute, param, parseWith } from './route.js';
 import { entityKey, entityListQuery, entityPut, entityView, listOf } from './schemas.js';
+import { iso } from '../clock.js';
 
 /**
  * Entities: the resources a policy can describe. `<type>:<id>` is the object of a decision

@@ -4,8 +4,9 @@ import { errors } from '../errors.js';
 import type { Role } from '../store/roles.js';
 import type { Recorder } from './audit.js';
 import { onDuplicate } from './conflict.js';
-import { adminRoute, iso, param, parseWith } from './route.js';
+import { adminRoute, param, parseWith } from './route.js';
 import { listOf, roleCreate, roleName, rolePut, roleView } from './schemas.js';
+import { iso } from '../clock.js';
 
 export const roleJson = (r: Role) => ({ name: r.name, permissions: r.permissions, created_at: iso(r.created_at), updated_at: iso(r.updated_at) });
 

@@ -31,8 +31,5 @@ export function param(req: Request, name: string): string {
   return v;
 }
 
-/** Unix seconds as the ISO 8601 strings of the management API. */
-export const iso = (t: number | null | undefined): string | null => (t == null ? null : new Date(t * 1000).toISOString());
-
 /** The request body, `{}` when none was sent (for operations whose body is optional). */
 export const bodyOrEmpty = (req: Request): unknown => (req.body === undefined ? {} : req.body);

@@ -9,8 +9,9 @@ import type { Store } from '../store/index.js';
 import type { Rule, RuleFields } from '../store/rules.js';
 import type { Recorder } from './audit.js';
 import { onDuplicate } from './conflict.js';
-import { adminRoute, iso, param, parseWith } from './route.js';
+import { adminRoute, param, parseWith } from './route.js';
 import { listOf, ruleCreate, rulePatch, ruleValidation, ruleView, type RuleCreate, type RulePatch } from './schemas.js';
+import { iso } from '../clock.js';
 
 /** The hash of what a rule says: enable needs the last successful validate to be of this content. */
 export function ruleContentHash(r: RuleFields): string {

@@ -2,11 +2,12 @@ import type { Router } from 'express';
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
 import { errors } from '../errors.js';
-import { listCounters, type CapabilityLimits, type CounterView } from '../authz/usage.js';
+import { listCounters, type CapabilityLimits, type CounterView } from '../authz/budgets.js';
 import { usageLimitsFor, type SubjectFacts } from '../authz/policy-interface.js';
 import { jsonUsageLimits } from '../policy/usage.js';
 import type { Agent } from '../store/agents.js';
 import { adminRoute, param } from './route.js';
+import { nowSeconds } from '../clock.js';
 
 const counterView = z.object({
   id: z.string().meta({ description: 'the counter, for DELETE .../usage/{id}' }),
@@ -38,7 +39,6 @@ async function capabilityLimits(ctx: AppContext, agent: Agent): Promise<Capabili
   }));
 }
 
-const seconds = (ctx: AppContext) => Math.floor(ctx.clock.now() / 1000);
 
 async function mustGetAgent(ctx: AppContext, agentId: string): Promise<Agent> {
   const agent = await ctx.store.agents.get(agentId);
@@ -49,7 +49,7 @@ async function mustGetAgent(ctx: AppContext, agentId: string): Promise<Agent> {
 /** The agent's counters now (404 for an unknown agent). */
 export async function agentUsage(ctx: AppContext, agentId: string): Promise<CounterView[]> {
   const agent = await mustGetAgent(ctx, agentId);
-  return listCounters(ctx.store, agent.agent_id, await capabilityLimits(ctx, agent), seconds(ctx));
+  return listCounters(ctx.store, agent.agent_id, await capabilityLimits(ctx, agent), nowSeconds(ctx.clock));
 }
 
 /**
@@ -59,7 +59,7 @@ export async function agentUsage(ctx: AppContext, agentId: string): Promise<Coun
  */
 export async function resetCounter(ctx: AppContext, agentId: string, id: string, actor: string | null = null): Promise<boolean> {
   const agent = await mustGetAgent(ctx, agentId);
-  const t = seconds(ctx);
+  const t = nowSeconds(ctx.clock);
   const counter = (await listCounters(ctx.store, agent.agent_id, await capabilityLimits(ctx, agent), t)).find((c) => c.id === id);
   if (!counter) return false;
   await ctx.store.transaction(async (tx) => {

@@ -8,7 +8,7 @@ import { EVENT_TYPES } from '../signals.js';
 import type { User, UserFields } from '../store/users.js';
 import type { Recorder } from './audit.js';
 import { onDuplicate, onStillReferenced } from './conflict.js';
-import { adminRoute, iso, param, parseWith } from './route.js';
+import { adminRoute, param, parseWith } from './route.js';
 import {
   credentialCompromise,
   listOf,
@@ -19,6 +19,7 @@ import {
   type UserCreate,
   type UserPatch,
 } from './schemas.js';
+import { iso } from '../clock.js';
 
 export function userJson(u: User) {
   return {

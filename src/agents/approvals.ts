@@ -2,7 +2,8 @@ import type { AppContext } from '../context.js';
 import { errors } from '../errors.js';
 import { displayState, type Approval } from '../store/agent-auth.js';
 import type { Store } from '../store/index.js';
-import { APPROVAL_WINDOW_SECONDS } from '../authz/authorize.js';
+import { APPROVAL_WINDOW_SECONDS } from '../authz/pipeline.js';
+import { iso, nowSeconds } from '../clock.js';
 
 /** An approval as the management API and the approvals page show it. */
 export interface ApprovalView {
@@ -22,7 +23,6 @@ export interface ApprovalView {
   decided_at: string | null;
 }
 
-const iso = (t: number | null): string | null => (t == null ? null : new Date(t * 1000).toISOString());
 
 export function approvalView(ctx: AppContext, a: Approval): ApprovalView {
   let authReqId: string | null = null;
@@ -36,7 +36,7 @@ export function approvalView(ctx: AppContext, a: Approval): ApprovalView {
   return {
     id: a.id,
     kind: a.kind,
-    state: displayState(a, Math.floor(ctx.clock.now() / 1000)),
+    state: displayState(a, nowSeconds(ctx.clock)),
     agent_id: a.agent_id,
     user_id: a.user_id,
     binding_message: a.binding_message,
@@ -68,7 +68,7 @@ export async function answerApproval(
 ): Promise<Approval> {
   const approval = await ctx.store.agentAuth.get(id);
   if (!approval || ('userId' in by && approval.user_id !== by.userId)) throw errors.notFound('no such approval');
-  const t = Math.floor(ctx.clock.now() / 1000);
+  const t = nowSeconds(ctx.clock);
   const shown = displayState(approval, t);
   if (shown !== 'pending') throw errors.conflict(`the request is ${shown}, not pending`);
   const expiresAt = approval.kind === 'action' ? t + APPROVAL_WINDOW_SECONDS : approval.expires_at;

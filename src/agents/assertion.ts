@@ -2,7 +2,8 @@ import { decodeJwt, decodeProtectedHeader, jwtVerify, type JWTPayload } from 'jo
 import type { AppContext } from '../context.js';
 import { errors, ProtocolError } from '../errors.js';
 import { recordAuditOrLog } from '../authz/audit.js';
-import { agentCache, type AgentState } from '../authz/agent-cache.js';
+import { agentKnown, type AgentState } from '../authz/agent-cache.js';
+import { nowSeconds } from '../clock.js';
 import { countUnknownAgentRefusal } from './refusal-summary.js';
 
 export const JWT_BEARER_ASSERTION_TYPE = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
@@ -82,7 +83,7 @@ async function checkAssertion(ctx: AppContext, body: Record<string, unknown>, au
   const agentId = claims.iss;
   if (typeof agentId !== 'string' || !agentId || claims.sub !== agentId) throw fail('the client assertion needs iss = sub = the agent ID');
   if (body.client_id !== undefined && body.client_id !== agentId) throw fail('client_id does not match the client assertion');
-  const state = await agentCache(ctx).active(agentId);
+  const state = await agentKnown(ctx, agentId);
   if (!state || !state.publicKey) throw fail('unknown or revoked agent');
 
   // 3. Signature with the agent's registered key, audience, times.
@@ -100,7 +101,7 @@ async function checkAssertion(ctx: AppContext, body: Record<string, unknown>, au
   } catch {
     throw fail('the client assertion is not valid (signature, audience or time)');
   }
-  const t = Math.floor(ctx.clock.now() / 1000);
+  const t = nowSeconds(ctx.clock);
   const exp = verified.exp!;
   if (exp - t > MAX_ASSERTION_LIFETIME + CLOCK_SKEW) throw fail('the client assertion may be valid for at most 5 minutes');
   if (typeof verified.iat !== 'number' || verified.iat > t + CLOCK_SKEW) throw fail('the client assertion iat is in the future');

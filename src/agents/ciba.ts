@@ -7,6 +7,7 @@ import type { Agent } from '../store/agents.js';
 import type { User } from '../store/users.js';
 import { authenticateAgent } from './assertion.js';
 import { agentAudience, issueAgentAccessToken, requestedCapabilities, sendTokenResponse } from './issue-token.js';
+import { nowSeconds } from '../clock.js';
 
 export const CIBA_GRANT_TYPE = 'urn:openid:params:grant-type:ciba';
 export const CIBA_DEFAULT_EXPIRY = 300;
@@ -58,7 +59,7 @@ export async function backchannelAuthorize(ctx: AppContext, req: Request, res: R
     scope: capabilities,
     openid,
     poll_interval: CIBA_INTERVAL,
-    expires_at: Math.floor(ctx.clock.now() / 1000) + expiresIn,
+    expires_at: nowSeconds(ctx.clock) + expiresIn,
   });
   sendTokenResponse(res, { auth_req_id: authReqId, expires_in: expiresIn, interval: CIBA_INTERVAL });
 }
@@ -108,7 +109,7 @@ export async function cibaGrant(ctx: AppContext, agent: Agent, body: Record<stri
     throw errors.invalidGrant('unknown auth_req_id');
   }
   const request = outcome.approval;
-  const t = Math.floor(ctx.clock.now() / 1000);
+  const t = nowSeconds(ctx.clock);
   if (request.state === 'consumed') throw errors.invalidGrant('the auth_req_id was already redeemed');
   if (request.state === 'denied') throw ciba('access_denied', 'the person denied the request');
   if (request.expires_at <= t) throw ciba('expired_token', 'the auth_req_id has expired; start a new request');
@@ -137,7 +138,7 @@ export async function cibaGrant(ctx: AppContext, agent: Agent, body: Record<stri
 }
 
 async function idToken(ctx: AppContext, agent: Agent, user: User, authTime: number): Promise<string> {
-  const iat = Math.floor(ctx.clock.now() / 1000);
+  const iat = nowSeconds(ctx.clock);
   return ctx.keys.sign(
     'RS256',
     {

@@ -6,6 +6,7 @@ import { errors } from '../errors.js';
 import type { JWTPayload } from 'jose';
 import { recordAudit } from '../authz/audit.js';
 import { AGENT_ACCESS_TOKEN_TTL, AGENT_ACCESS_TOKEN_TYP, rememberIssued } from '../authz/agent-access-token.js';
+import { nowSeconds } from '../clock.js';
 
 /**
  * The capabilities a token carries: all of the agent's, or the requested `scope` narrowed to
@@ -37,7 +38,7 @@ export async function issueAgentAccessToken(
   ctx: AppContext,
   p: { agent: Agent; userId: string | null; capabilities: string[]; audience: string },
 ): Promise<IssuedAgentToken> {
-  const iat = Math.floor(ctx.clock.now() / 1000);
+  const iat = nowSeconds(ctx.clock);
   const jti = randomUUID();
   const scope = p.capabilities.join(' ');
   const claims = {

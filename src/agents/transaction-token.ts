@@ -4,11 +4,12 @@ import { z } from 'zod';
 import type { AppContext } from '../context.js';
 import { errors, ProtocolError, validationError } from '../errors.js';
 import { bearerToken } from '../oauth/bearer.js';
-import { authorize } from '../authz/authorize.js';
+import { authorize } from '../authz/pipeline.js';
 import { recordAuditOrLog } from '../authz/audit.js';
 import { TRANSACTION_TOKEN_TTL, TRANSACTION_TOKEN_TYP } from '../authz/transaction-tokens.js';
 import { verifyAgentAccessToken } from '../authz/agent-access-token.js';
 import { verifiedTokens } from '../authz/verified-tokens.js';
+import { nowSeconds } from '../clock.js';
 
 export { TRANSACTION_TOKEN_TTL, TRANSACTION_TOKEN_TYP };
 
@@ -90,7 +91,7 @@ export async function transactionTokenEndpoint(
     }
   }
 
-  const iat = Math.floor(ctx.clock.now() / 1000);
+  const iat = nowSeconds(ctx.clock);
   const claims = {
     iss: ctx.urls.issuer,
     aud: ctx.urls.issuer,

@@ -2,8 +2,9 @@ import type { JWTPayload } from 'jose';
 import type { AppContext } from '../context.js';
 import { errors, ProtocolError } from '../errors.js';
 import type { Agent } from '../store/agents.js';
-import { agentCache } from './agent-cache.js';
+import { agentKnown } from './agent-cache.js';
 import { verifiedTokens } from './verified-tokens.js';
+import { nowSeconds } from '../clock.js';
 
 /** Who is calling with an agent access token: the agent, the person it acts for (if any), its capabilities. */
 export interface AgentPrincipal {
@@ -26,7 +27,7 @@ export async function verifyAgentAccessToken(ctx: AppContext, token: string, aud
   const claims = await verifySignature(ctx, token, audience);
   const clientId = claims.client_id;
   if (typeof clientId !== 'string' || !clientId) throw invalidToken('the token names no agent');
-  const state = await agentCache(ctx).active(clientId);
+  const state = await agentKnown(ctx, clientId);
   if (!state) throw invalidToken('the agent is unknown or revoked');
 
   let userId: string | null = null;
@@ -49,7 +50,7 @@ export function rememberIssued(ctx: AppContext, token: string, audience: string,
 
 async function verifySignature(ctx: AppContext, token: string, audience: string): Promise<JWTPayload> {
   const cache = verifiedTokens(ctx, `at:${audience}`);
-  const hit = cache.get(token, Math.floor(ctx.clock.now() / 1000));
+  const hit = cache.get(token, nowSeconds(ctx.clock));
   if (hit) return hit.payload;
   try {
     const { payload } = await ctx.keys.verify(token, 'EdDSA', {

@@ -91,3 +91,12 @@ export function agentCache(ctx: AppContext): AgentCache {
   if (!c) caches.set(ctx, (c = new AgentCache(ctx)));
   return c;
 }
+
+/**
+ * Step 1 of the decision order: the agent exists and is not revoked. Every door and step that
+ * asks (the pipeline, the decision endpoint's early 401, a token's verification, a listing, a
+ * named subject) asks here.
+ */
+export function agentKnown(ctx: AppContext, agentId: string): Promise<AgentState | undefined> {
+  return agentCache(ctx).active(agentId);
+}

@@ -1,6 +1,6 @@
 import type { AppContext } from '../context.js';
 import { ENTITIES_DOMAIN } from '../store/entities.js';
-import { agentCache, type AgentState } from './agent-cache.js';
+import { agentKnown, type AgentState } from './agent-cache.js';
 import type { Attributes, PersonFacts, SubjectFacts } from './policy-interface.js';
 
 /** What a decision knows besides the request itself: who acts, for whom, and what the thing is. */
@@ -101,7 +101,7 @@ export async function namedSubjectFacts(ctx: AppContext, type: string, id: strin
     return { subject: { type: 'user', name: user.name, ...person }, person };
   }
   if (type === 'agent') {
-    const state = await agentCache(ctx).active(id);
+    const state = await agentKnown(ctx, id);
     if (!state) return null;
     return { subject: state.subject, person: state.agent.mode === 'delegated' ? NOBODY : null };
   }

@@ -2,6 +2,7 @@ import { errors as joseErrors, type JWTPayload } from 'jose';
 import type { AppContext } from '../context.js';
 import { sameJson } from './canonical.js';
 import { verifiedTokens } from './verified-tokens.js';
+import { nowSeconds } from '../clock.js';
 
 export const TRANSACTION_TOKEN_TTL = 60;
 export const TRANSACTION_TOKEN_TYP = 'txntoken+jwt';
@@ -9,7 +10,7 @@ export const TRANSACTION_TOKEN_TYP = 'txntoken+jwt';
 /** A transaction token's claims, or why it is not good (the text after `invalid_transaction_token: `). */
 export async function readTransactionToken(ctx: AppContext, token: string): Promise<{ claims: JWTPayload } | { why: string }> {
   const cache = verifiedTokens(ctx, 'txn');
-  const hit = cache.get(token, Math.floor(ctx.clock.now() / 1000));
+  const hit = cache.get(token, nowSeconds(ctx.clock));
   if (hit) return { claims: hit.payload };
   try {
     const { payload } = await ctx.keys.verify(token, 'EdDSA', {

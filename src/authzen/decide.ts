@@ -2,7 +2,7 @@
 // questions and reads answers; only this module knows how a decision is made and recorded.
 
 import type { AppContext } from '../context.js';
-import { authorize, decideDry as decideDryOn } from '../authz/authorize.js';
+import { authorize, decideDry as decideDryOn } from '../authz/pipeline.js';
 import type { DecisionRequest, PolicySet } from '../authz/policy-interface.js';
 import type { Caller } from './caller.js';
 import type { FactsMemo } from './facts.js';

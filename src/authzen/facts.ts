@@ -4,7 +4,7 @@
 // the request's `properties` filling in what the store does not hold.
 
 import type { AppContext } from '../context.js';
-import type { SubjectLoader } from '../authz/authorize.js';
+import type { SubjectLoader } from '../authz/pipeline.js';
 import { entityAttributes, namedSubjectFacts, withProperties, withSubjectProperties } from '../authz/facts.js';
 import type { Attributes, PersonFacts, SubjectFacts } from '../authz/policy-interface.js';
 import type { Properties, Subject } from './request.js';

@@ -42,6 +42,8 @@ export function explainText(req: DecisionRequest, d: Pick<Decision, 'decision' |
     const indent = ' '.repeat(lead.length);
     const why = whyOf(t);
     if (why) out.push(`${indent}why: ${why}`);
+    const path = (t as TraceStep & { path?: unknown }).path;
+    if (Array.isArray(path) && path.length) out.push(`${indent}path: ${path.join(' → ')}`);
     const reads = readsOf(t);
     if (reads.length) out.push(`${indent}read: ${reads.map((r) => `${r.path} = ${r.present ? formatValue(r.value) : '(missing)'}`).join(', ')}`);
   });

@@ -49,10 +49,12 @@ export function topHelp(): string {
   return lines.join('\n') + '\n';
 }
 
-function groupHelp(group: string): string {
-  const cs = COMMANDS.filter((c) => c.path[0] === group);
+/** The commands under leading words (`policy`, or `policy import`). */
+function groupHelp(...group: string[]): string {
+  const cs = COMMANDS.filter((c) => group.every((w, i) => c.path[i] === w) && c.path.length > group.length);
   const w = Math.max(...cs.map((c) => commandLine(c).length));
-  return [`usage: gatehouse ${group} <command> [options]`, '', 'commands:', ...cs.map((c) => `  ${commandLine(c).padEnd(w)}  ${c.summary}`), '', `\`gatehouse ${group} <command> --help\` lists a command's options.`].join('\n') + '\n';
+  const g = group.join(' ');
+  return [`usage: gatehouse ${g} <command> [options]`, '', 'commands:', ...cs.map((c) => `  ${commandLine(c).padEnd(w)}  ${c.summary}`), '', `\`gatehouse ${g} <command> --help\` lists a command's options.`].join('\n') + '\n';
 }
 
 /** The command named by the leading words of argv, if any. */
@@ -77,6 +79,13 @@ export async function runCli(argv: string[], io: CliIO): Promise<number | undefi
     if (!COMMANDS.some((c) => c.path[0] === first)) return usage(io, `unknown command '${first}'`, 'gatehouse --help');
     if (second === undefined) { io.stderr(groupHelp(first)); return 2; }
     if (second === '--help' || second === '-h') { io.stdout(groupHelp(first)); return 0; }
+    // A group of its own under the group (`policy import openfga`).
+    if (COMMANDS.some((c) => c.path.length > 2 && c.path[0] === first && c.path[1] === second)) {
+      const third = argv[2];
+      if (third === undefined) { io.stderr(groupHelp(first, second)); return 2; }
+      if (third === '--help' || third === '-h') { io.stdout(groupHelp(first, second)); return 0; }
+      return usage(io, `unknown command '${first} ${second} ${third}'`, `gatehouse ${first} ${second} --help`);
+    }
     return usage(io, `unknown command '${first} ${second}'`, `gatehouse ${first} --help`);
   }
   let args;

@@ -11,7 +11,9 @@ import { diagnosticCode, isError, renderDiagnostic, severityOf } from '../policy
 import { buildPolicySet, isTestsFile, parseAndValidate, POLICY_EXT, TESTS_EXT, type ParsedSet } from '../policy/load.js';
 import { parsePolicy } from '../policy/parser.js';
 import { formatFile } from '../policy/format.js';
-import { collectTests, runTests } from '../policy/test-runner.js';
+import { collectTests, fixturesOf, runTests } from '../policy/test-runner.js';
+import { MemoryIndex } from '../policy/relations/index.js';
+import { parseRelationshipJson, parseRelationshipText } from '../policy/relations/tuple.js';
 import { DiffTooLarge, diffPolicySets, diffText } from '../policy/diff.js';
 import { completeRequest, explainDecision } from '../policy/explain.js';
 import { UsageError, type CliIO, type ParsedArgs } from './args.js';
@@ -275,7 +277,7 @@ export function test(a: ParsedArgs, io: CliIO): Promise<number> {
       }
       const set = buildPolicySet(parsed.files, []);
       const tests = collectTests(parsed.files.filter((f) => g.testsFrom === null || g.testsFrom.has(f.path)));
-      const run = runTests(tests, set);
+      const run = runTests(tests, set, parsed.files);
       const groupFailed = run.filter((r) => !r.passed).length;
       passed += run.length - groupFailed;
       failed += groupFailed;
@@ -284,8 +286,11 @@ export function test(a: ParsedArgs, io: CliIO): Promise<number> {
           const t = tests[i]!;
           results.push({
             name: r.name, file: t.loc?.file ?? null, line: t.loc?.line ?? null,
-            expected: { decision: t.expect!.decision, ...(t.expect!.reason !== undefined ? { reason: t.expect!.reason } : {}) },
-            actual: { decision: r.decision.decision, reason: r.decision.reason },
+            ...(t.expect && r.decision ? {
+              expected: { decision: t.expect.decision, ...(t.expect.reason !== undefined ? { reason: t.expect.reason } : {}) },
+              actual: { decision: r.decision.decision, reason: r.decision.reason },
+            } : {}),
+            ...(t.assertions?.length ? { failures: r.failures } : {}),
             pass: r.passed, policy_version: set.version,
           });
         }
@@ -294,7 +299,7 @@ export function test(a: ParsedArgs, io: CliIO): Promise<number> {
       if (!run.length) { io.stdout(`no tests${groups.length > 1 ? ` in ${g.dir}` : ''}\n`); continue; }
       for (const r of run) {
         if (r.passed) io.stdout(`ok    ${r.name}\n`);
-        else io.stdout(`FAIL  ${r.name} (${r.source}): expected ${r.expected}, got ${r.decision.decision} "${r.decision.reason}"\n`);
+        else io.stdout(`FAIL  ${r.name} (${r.source}): ${r.failures.join('; ')}\n`);
       }
       io.stdout(`${run.length - groupFailed} passed, ${groupFailed} failed; policy version ${set.version}\n`);
     }
@@ -385,10 +390,26 @@ export function explain(a: ParsedArgs, io: CliIO): Promise<number> {
     }
     const set = buildPolicySet(parsed.files, []);
     const { request, assumed } = completeRequest(raw);
+    // Relations grant through relationships: the `relationships { }` blocks of the policy files
+    // and the request's own `relationships` (text `doc:1#viewer@user:anne`, or the JSON form).
+    const relationships = [...fixturesOf(parsed.files).values()].flat();
+    const own = raw.relationships;
+    if (own !== undefined && !Array.isArray(own)) throw new UsageError('the request\'s "relationships" must be a list');
+    for (const [i, r] of ((own ?? []) as unknown[]).entries()) {
+      const rel = typeof r === 'string' ? parseRelationshipText(r) : parseRelationshipJson(r);
+      if (typeof rel === 'string') throw new UsageError(`relationships[${i}]: ${rel}`);
+      relationships.push(rel);
+    }
+    if (relationships.length) {
+      const index = new MemoryIndex();
+      for (const r of relationships) index.add(r);
+      request.relationships = index;
+    }
     // The decision the endpoints give (the same decide()), traced in full: every rule of the
     // action and object with the values it read and why it applied or not, and the counters read.
     const d = explainDecision(request, set);
-    if (wantsJson(a)) json(io, { request, assumed, ...d });
+    const { relationships: _index, ...shown } = request;
+    if (wantsJson(a)) json(io, { request: relationships.length ? { ...shown, relationships: relationships.map((r) => `${r.object}#${r.relation}@${r.subject}`) } : shown, assumed, ...d });
     else io.stdout(explainText(request, d, assumed));
     return EXPLAIN_EXIT[d.decision];
   });

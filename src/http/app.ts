@@ -2,7 +2,7 @@ import express, { type Express, type RequestHandler } from 'express';
 import cookieParser from 'cookie-parser';
 import type { AppContext } from '../context.js';
 import { errors } from '../errors.js';
-import { checkJsonDepth, expressErrorHandler, requestFinished, requestIdOf } from './edge.js';
+import { checkJsonDepth, expressErrorHandler, FORM_BODY_LIMIT, JSON_BODY_LIMIT, requestFinished, requestIdOf } from './edge.js';
 import { mountOperations } from './health.js';
 import { mountEdgeRoutes } from './routes.js';
 import { discoveryRouter } from './discovery.js';
@@ -18,7 +18,7 @@ import { samlAdminRouter } from '../saml/admin-router.js';
 import { agentsRouter } from '../agents/router.js';
 import { adminApprovalsRouter } from '../agents/admin-approvals.js';
 import { badPathEncoding, bareNotFound } from './error-shapes.js';
-import { authzenRouter } from './authzen-routes.js';
+import { authzenMetadataRouter } from './authzen-metadata.js';
 import { consoleRouter } from '../console/router.js';
 
 declare module 'express-serve-static-core' {
@@ -47,7 +47,7 @@ function requestContext(ctx: AppContext): RequestHandler {
 
 /** Every JSON body is bounded in depth before it is parsed (a 400 at the edge, for every endpoint). */
 const boundedJson = express.json({
-  limit: '256kb',
+  limit: JSON_BODY_LIMIT,
   type: ['application/json', 'application/*+json'],
   verify: (_req, _res, buf) => checkJsonDepth(buf),
 });
@@ -58,14 +58,15 @@ export function createApp(ctx: AppContext): Express {
   app.set('etag', false);
   app.set('query parser', 'simple');
   app.use(requestContext(ctx));
-  app.use(authzenRouter(ctx)); // before the body parsers: it reads its own JSON and echoes X-Request-ID
+  // The route table first (the decision endpoint is the hottest path), ahead of the body
+  // parsers: each route asks who is calling before it reads its body.
+  mountEdgeRoutes(ctx, app);
+  app.use(authzenMetadataRouter(ctx));
   app.use(boundedJson);
-  app.use(express.urlencoded({ extended: false, limit: '64kb', parameterLimit: 100 }));
+  app.use(express.urlencoded({ extended: false, limit: FORM_BODY_LIMIT, parameterLimit: 100 }));
   app.use(cookieParser());
 
   mountOperations(ctx, app);
-  // The route table first: the decision endpoint is the hottest path.
-  mountEdgeRoutes(ctx, app);
   app.use(agentsRouter(ctx));
   app.use(discoveryRouter(ctx));
   app.use(oauthRouter(ctx));

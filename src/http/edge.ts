@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
-import type { ErrorRequestHandler } from 'express';
+import type { ErrorRequestHandler, RequestHandler } from 'express';
 import type { AppContext } from '../context.js';
 import { errors, ProtocolError } from '../errors.js';
 import { PolicyUnavailableError } from '../policy-service.js';
@@ -22,6 +22,27 @@ const REQUEST_ID = /^[\w.:-]{1,128}$/;
 export function requestIdOf(incoming: string | string[] | undefined): string {
   return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
 }
+
+/** Whether `requestIdOf` keeps the caller's id as it is. */
+export const isPlainRequestId = (incoming: string | string[] | undefined): boolean => typeof incoming === 'string' && REQUEST_ID.test(incoming);
+
+/**
+ * The `X-Request-ID` an AuthZEN caller sends comes back the same, whatever it holds: the
+ * specification asks for the same identifier, and any value Node's parser accepted (visible
+ * ASCII, spaces, tabs, Latin-1 bytes, bounded by the header size limit) is one Node can send back.
+ */
+const ECHOABLE_ID = /^[\t\x20-\x7e\x80-\xff]+$/;
+
+/** Express middleware: the caller's `X-Request-ID` back on every answer, errors included. */
+export const echoRequestId: RequestHandler = (req, res, next) => {
+  const id = req.get('x-request-id');
+  if (id !== undefined && ECHOABLE_ID.test(id)) res.setHeader('X-Request-ID', id);
+  next();
+};
+
+/** The request body limits of the whole edge, both transports: JSON and forms. */
+export const JSON_BODY_LIMIT = 256 * 1024;
+export const FORM_BODY_LIMIT = 64 * 1024;
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;

@@ -1,12 +1,17 @@
-import type { Express, Request, Response } from 'express';
+import express, { type Express, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import type { AppContext } from '../context.js';
 import { errors } from '../errors.js';
 import type { Logger } from '../logger.js';
-import { decisionEndpoint } from '../agents/authorize.js';
+import { decisionEndpoint } from '../agents/decision-endpoint.js';
 import { transactionTokenEndpoint } from '../agents/transaction-token.js';
+import { authenticateCaller, type Caller } from '../authzen/caller.js';
+import { evaluationAnswer, evaluationsAnswer } from '../authzen/evaluate.js';
+import { AUTHZEN_PATHS } from '../authzen/metadata.js';
+import type { SearchKind } from '../authzen/request.js';
+import { searchAnswer } from '../authzen/search.js';
 import { OAUTH_CORS_HEADERS } from '../oauth/router.js';
 import { tokenResponse } from '../oauth/token.js';
-import { NO_STORE_HEADERS, writeJson } from './edge.js';
+import { checkJsonDepth, echoRequestId, FORM_BODY_LIMIT, JSON_BODY_LIMIT, NO_STORE_HEADERS, writeJson } from './edge.js';
 
 /** What an endpoint core sees of the request, on either transport. */
 export interface EdgeRequest {
@@ -18,19 +23,42 @@ export interface EdgeRequest {
 
 /**
  * An endpoint whose core takes the parsed body and answers JSON (200), or throws a
- * ProtocolError. Declared once, served by the Express app and by the raw fast path alike,
- * always with no-store headers and `headers`.
+ * ProtocolError. Declared once, served by the Express app and by the raw fast path alike, on
+ * POST, with the edge's body limits, always with no-store headers and `headers`.
  */
 export interface EdgeRoute {
   path: string;
   body: 'form' | 'json';
   headers?: Readonly<Record<string, string>>;
-  handle(ctx: AppContext, body: Record<string, unknown>, req: EdgeRequest): Promise<unknown>;
+  /**
+   * Who is calling, asked before the body is parsed: a caller who may not ask costs no parse.
+   * Its answer is the core's `caller`.
+   */
+  authenticate?(ctx: AppContext, req: EdgeRequest): Promise<unknown>;
+  /** AuthZEN: the caller's `X-Request-ID` comes back as it is, and another method is a 405 */
+  authzen?: true;
+  handle(ctx: AppContext, body: Record<string, unknown>, req: EdgeRequest, caller: unknown): Promise<unknown>;
 }
 
 const OAUTH_GRANTS = new Set(['authorization_code', 'refresh_token', 'client_credentials']);
 
-/** The route table of the hottest endpoints: token issue, binding, decision. */
+/** An AuthZEN endpoint: the calling application's token first, then a JSON body, then the core. */
+function authzenRoute(path: string, answer: (ctx: AppContext, caller: Caller, body: unknown) => Promise<unknown>): EdgeRoute {
+  return {
+    path,
+    body: 'json',
+    authzen: true,
+    authenticate: (ctx, req) => authenticateCaller(ctx, req.get('authorization')),
+    handle(ctx, body, req, caller) {
+      if (!isJson(req.get('content-type'))) throw errors.invalidRequest('the request body must be application/json');
+      return answer(ctx, caller as Caller, body);
+    },
+  };
+}
+const search = (kind: SearchKind) => (ctx: AppContext, caller: Caller, body: unknown) => searchAnswer(ctx, caller, kind, body);
+const isJson = (type: string | undefined) => type !== undefined && /^application\/json[ \t]*(;|$)/i.test(type);
+
+/** The route table of the edge: token issue, binding, decision, and the AuthZEN evaluations and searches. */
 export const EDGE_ROUTES: readonly EdgeRoute[] = [
   {
     path: '/oauth/token',
@@ -45,20 +73,55 @@ export const EDGE_ROUTES: readonly EdgeRoute[] = [
   },
   { path: '/apis/regional/v1/ai/auth/transaction-token', body: 'json', handle: (ctx, body, req) => transactionTokenEndpoint(ctx, body, req) },
   { path: '/apis/regional/v1/agents/authorize', body: 'json', handle: (ctx, body) => decisionEndpoint(ctx, body) },
+  authzenRoute(AUTHZEN_PATHS.evaluation, evaluationAnswer),
+  authzenRoute(AUTHZEN_PATHS.evaluations, evaluationsAnswer),
+  authzenRoute(AUTHZEN_PATHS.searchSubject, search('subject')),
+  authzenRoute(AUTHZEN_PATHS.searchResource, search('resource')),
+  authzenRoute(AUTHZEN_PATHS.searchAction, search('action')),
 ];
 
 const asObject = (b: unknown): Record<string, unknown> => (b && typeof b === 'object' ? (b as Record<string, unknown>) : {});
 
-/** Mounts the route table on the Express app: the path for whatever the fast path leaves to Express. */
+const parsers: Record<EdgeRoute['body'], RequestHandler> = {
+  json: express.json({ limit: JSON_BODY_LIMIT, type: ['application/json', 'application/*+json'], verify: (_req, _res, buf) => checkJsonDepth(buf) }),
+  form: express.urlencoded({ extended: false, limit: FORM_BODY_LIMIT, parameterLimit: 100 }),
+};
+
+/**
+ * Mounts the route table on the Express app, ahead of its body parsers: the path for whatever
+ * the fast path leaves to Express. Steps per route: the request id, the method, who is calling,
+ * the body (bounded), the core, the answer.
+ */
 export function mountEdgeRoutes(ctx: AppContext, app: Express, routes: readonly EdgeRoute[] = EDGE_ROUTES): void {
   for (const route of routes) {
-    app.post(route.path, async (req: Request, res: Response) => {
+    const steps: RequestHandler[] = [];
+    if (route.authzen) steps.push(echoRequestId);
+    steps.push((req, res, next) => {
+      if (req.method === 'POST') return next();
+      if (!route.authzen) return next('route');
+      res.setHeader('Allow', 'POST');
+      next(errors.methodNotAllowed(`${route.path} takes POST`));
+    });
+    if (route.authenticate) {
+      const authenticate = route.authenticate;
+      steps.push((req: Request, res: Response, next: NextFunction) => {
+        authenticate(ctx, req as EdgeRequest).then((caller) => {
+          res.locals.edgeCaller = caller;
+          next();
+        }, next);
+      });
+    }
+    steps.push(parsers[route.body]);
+    // The agents' JSON endpoints have always read a form body too (their fields are strings).
+    if (route.body === 'json' && !route.authzen) steps.push(parsers.form);
+    steps.push(async (req: Request, res: Response) => {
       for (const [k, v] of Object.entries({ ...route.headers, ...NO_STORE_HEADERS })) res.setHeader(k, v);
       if (route.body === 'form' && !req.is('application/x-www-form-urlencoded')) {
         throw errors.invalidRequest('the body must be application/x-www-form-urlencoded');
       }
-      const answer = await route.handle(ctx, asObject(req.body), req as EdgeRequest);
+      const answer = await route.handle(ctx, asObject(req.body), req as EdgeRequest, res.locals.edgeCaller);
       writeJson(res, 200, answer);
     });
+    app.all(route.path, ...steps);
   }
 }

@@ -12,10 +12,10 @@ import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/t
 import type { AppContext } from '../context.js';
 import type { AgentPrincipal } from '../authz/agent-access-token.js';
 import { decisionAnswer, type DecisionAnswer } from '../authz/core.js';
-import { authorize, refuse } from '../authz/authorize.js';
+import { authorize, refuse } from '../authz/pipeline.js';
 import { recordAuditOrLog } from '../authz/audit.js';
 import type { PipelineCause } from '../authz/cause.js';
-import { toolAccess } from './tool-access.js';
+import { mayList } from '../authz/listing.js';
 import { gatewayToolName, mapToolCall, mappedTarget, MappingError, parseGatewayToolName, type MappedCall } from './tool-mapping.js';
 import { UpstreamError, type CallListeners, type UpstreamPool } from './upstream-pool.js';
 import type { UpstreamConfig } from './upstream-config.js';
@@ -60,7 +60,7 @@ export function createGatewayServer(
 /** Steps: read the upstreams → fetch each one's tools (cached; a down upstream is left out) → keep the permitted ones, renamed. */
 async function listTools(ctx: AppContext, pool: UpstreamPool, principal: AgentPrincipal): Promise<Tool[]> {
   const upstreams = [...(await pool.upstreams()).values()];
-  const mayUse = await toolAccess(ctx, principal);
+  const mayUse = await mayList(ctx, principal);
   const lists = await Promise.allSettled(upstreams.map((u) => pool.tools(u)));
   const out: Tool[] = [];
   lists.forEach((r, i) => {

@@ -6,8 +6,8 @@ import type { AppContext } from '../context.js';
 import { errors, ProtocolError } from '../errors.js';
 import { bearerToken } from '../oauth/bearer.js';
 import { verifyAgentAccessToken, type AgentPrincipal } from '../authz/agent-access-token.js';
-import { agentCache } from '../authz/agent-cache.js';
-import { authorize } from '../authz/authorize.js';
+import { agentKnown } from '../authz/agent-cache.js';
+import { authorize } from '../authz/pipeline.js';
 import { createGatewayServer, resolveToolCall } from './gateway-server.js';
 import { UpstreamPool } from './upstream-pool.js';
 
@@ -94,7 +94,7 @@ function stepUp(ctx: AppContext, pool: UpstreamPool): RequestHandler {
         if (!resolved) continue;
         const { action } = resolved.target;
         if (principal.capabilities.includes(action)) continue;
-        const state = await agentCache(ctx).active(principal.agent.agent_id);
+        const state = await agentKnown(ctx, principal.agent.agent_id);
         if (!state?.agent.capabilities.some((c) => c.name === action)) continue;
         const call = 'error' in resolved.mapped ? { ...resolved.target, context: {} } : resolved.mapped;
         const result = await authorize(ctx, { via: 'mcp', principal, ...call });

@@ -3,7 +3,7 @@ import type { AppContext } from '../context.js';
 import { errors } from '../errors.js';
 import { consentPage } from '../pages/consent.js';
 import { sendPage } from '../pages/layout.js';
-import { continueAuthorization, redirectError } from './authorize.js';
+import { continueAuthorization, redirectError } from './authorization-endpoint.js';
 import { csrfToken, verifyCsrf } from './csrf.js';
 import { formBody } from './params.js';
 import { loadPending } from './pending.js';

@@ -9,7 +9,7 @@ import type { PendingRequest } from '../store/oauth.js';
 import type { User } from '../store/users.js';
 import {
   acceptedAcr, continueAuthorization, nextStrengthStep, redirectError, STRENGTH, unmetDescription, type Strength,
-} from './authorize.js';
+} from './authorization-endpoint.js';
 import { csrfToken, verifyCsrf } from './csrf.js';
 import { errors } from '../errors.js';
 import { formBody } from './params.js';

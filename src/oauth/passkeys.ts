@@ -14,11 +14,11 @@ import { decodeClientDataJSON, isoBase64URL } from '@simplewebauthn/server/helpe
 import type { AppContext } from '../context.js';
 import { randomToken, sha256 } from '../crypto/hash.js';
 import { cookieOptions } from './session.js';
-import { passkeyStrength, type PasskeyMethod, type Strength } from './authorize.js';
+import { passkeyStrength, type PasskeyMethod, type Strength } from './authorization-endpoint.js';
 import { EVENT_TYPES } from '../signals.js';
 import type { User } from '../store/users.js';
 import { isUniqueViolation } from '../store/sql.js';
-import type { PasskeyCredential } from '../store/webauthn.js';
+import type { PasskeyCredential } from '../store/passkeys.js';
 import { recordAccountEvent } from '../store/account-events.js';
 
 /** The browser a ceremony belongs to: a random value whose sha256 keys its challenges. */

@@ -1,7 +1,7 @@
 import { Router, type RequestHandler } from 'express';
 import type { AppContext } from '../context.js';
 import { errors } from '../errors.js';
-import { authorizeEndpoint } from './authorize.js';
+import { authorizeEndpoint } from './authorization-endpoint.js';
 import { consentForm, consentSubmit } from './consent.js';
 import { introspectEndpoint } from './introspect.js';
 import { loginForm, loginSubmit, passkeyOptions, passkeyStepForm, passkeySubmit } from './login.js';

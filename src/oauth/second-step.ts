@@ -5,7 +5,7 @@ import { sendPage } from '../pages/layout.js';
 import { secondStepPage } from '../pages/second-step.js';
 import type { PendingRequest } from '../store/oauth.js';
 import type { UserCredentials } from '../store/users.js';
-import { continueAuthorization, withOneTimeCode } from './authorize.js';
+import { continueAuthorization, withOneTimeCode } from './authorization-endpoint.js';
 import { csrfToken, verifyCsrf } from './csrf.js';
 import { formBody } from './params.js';
 import { loadPending } from './pending.js';

@@ -1,6 +1,6 @@
 import type { Session } from '../store/sessions.js';
 import type { User } from '../store/users.js';
-import type { PasskeyCredential } from '../store/webauthn.js';
+import type { PasskeyCredential } from '../store/passkeys.js';
 import { escapeHtml, hiddenInput, notice, renderPage } from './layout.js';
 import { PASSKEY_SCRIPTS } from './static.js';
 

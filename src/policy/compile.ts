@@ -14,6 +14,7 @@ import { fmtExpr, fmtLimitField } from './format.js';
 import { compileAgentMatcher, compileTypedMatcher, permissionCovers, splitFirstColon } from './patterns.js';
 import { compileReader, MISSING, scalarTypeOf, type Env, type Read } from './values.js';
 import { usageLimitOf, type UsageLimit } from './usage.js';
+import { buildModel, type RelationModel } from './relations/model.js';
 
 export type Ctx = Record<string, unknown>;
 
@@ -88,6 +89,8 @@ export interface CompiledPolicy {
   singulars: Record<string, string>;
   /** action → kind → candidate rules, filled lazily. */
   cache: Map<string, Map<string, Bucket>>;
+  /** The types, relations and conditions of the files (empty when they declare none). */
+  relations: RelationModel;
 }
 
 export interface PolicySet {
@@ -431,7 +434,7 @@ export function compilePolicy(files: PolicyFileNode[], apiRules: RuleNode[]): Co
     const list = byKind.get(kind);
     if (list) list.push(r); else byKind.set(kind, [r]);
   }
-  return { files, apiRules, rules, index, limits, singulars, cache: new Map() };
+  return { files, apiRules, rules, index, limits, singulars, cache: new Map(), relations: buildModel(files) };
 }
 
 const CACHE_MAX = 4096;

@@ -4,7 +4,10 @@
 //   3. deny rules  → deny  rule_denied: <rule>
 //   4. grants      → deny  not_granted: <action> [(capability)|(person)]
 //                    an agent needs the capability; the subject (and, for a delegated agent, its
-//                    person) each need a role permission or a permit rule that covers the action
+//                    person) each need a role permission, a permit rule, or a relation that covers
+//                    the action (relation r of type t is the permission r:<plural of t> on t:<id>,
+//                    held by user:<id> or agent:<id> through the request's relationships; a
+//                    relation that cannot be resolved grants nothing)
 //   5. approval    → approval_required: <rule>   (allow when already approved)
 //   6. allow       → allowed
 // Step 1 (unknown or revoked agent) belongs to the endpoint. Pure; never throws; never reads a clock.
@@ -14,7 +17,9 @@ import type { Bucket, CompiledPolicy, CompiledRule, Cond, Ctx, LimitOp, PolicySe
 import { candidates, compileCondition, readsOf } from './compile.js';
 import { atomsOf, pathText, type Atom } from './ast.js';
 import { fmtExpr } from './format.js';
-import { permissionCovers } from './patterns.js';
+import { permissionCovers, singularOf } from './patterns.js';
+import { relationChecker } from './relations/checker.js';
+import { relationshipText } from './relations/tuple.js';
 import { renderReason } from './reason.js';
 import { compileReader, envOf, MISSING, type Env } from './values.js';
 import { apiUsageLimits, checkUsageLimits, isCountEntry, usageViolationField, type UsageLimit } from './usage.js';
@@ -187,6 +192,39 @@ function permitted(
   return false;
 }
 
+/**
+ * Does `entity` (`user:<id>` or `agent:<id>`) hold the relation the action names on the
+ * resource? Traced with the path that granted it, or why not.
+ */
+function relationGrants(req: DecisionRequest, p: CompiledPolicy, entity: string, trace: TraceStep[], explain: boolean): boolean {
+  const model = p.relations;
+  if (!model || !model.types.size) return false;
+  const { action, resource } = req;
+  const ci = action.indexOf(':'), ri = resource.indexOf(':');
+  if (ci <= 0 || ri <= 0) return false;
+  const relation = action.slice(0, ci), kinds = action.slice(ci + 1), type = resource.slice(0, ri);
+  const singular = hasOwn(p.singulars, kinds) ? p.singulars[kinds]! : singularOf(kinds);
+  if (singular !== type || !model.types.get(type)?.relations.has(relation)) return false;
+  const check = `${entity} holds relation ${relation} on ${resource}`;
+  const index = req.relationships;
+  if (!index) {
+    if (explain) trace.push({ step: 'grants', check, outcome: 'fail', why: 'no relationships were given to the decision' });
+    return false;
+  }
+  const r = relationChecker(model, index).check(resource, relation, entity, { context: req.context, path: true });
+  if ('error' in r) {
+    trace.push({ step: 'grants', check, outcome: 'fail', why: `fails closed, grants nothing: ${r.error.message}` });
+    return false;
+  }
+  if (r.allowed) {
+    trace.push({ step: 'grants', check, outcome: 'pass', why: 'granted through relationships', path: r.path.map(relationshipText) });
+    return true;
+  }
+  const why = explain ? relationChecker(model, index).whyNot(resource, relation, entity, { context: req.context }) : `no relationship grants ${entity} ${relation} on ${resource}`;
+  trace.push({ step: 'grants', check, outcome: 'fail', why });
+  return false;
+}
+
 function covers(perms: unknown, action: string, resource: string, singulars: Record<string, string>): boolean {
   const list = isArray(perms) ? (perms as unknown[]) : NO_PERMISSIONS;
   for (let i = 0; i < list.length; i++) {
@@ -318,6 +356,7 @@ function rulesAndGrants(
       ? permitted(bucket, resource, env, trace, explain, (r) => r.matchesAgent(subject), who)
       : permitted(bucket, resource, env, trace, explain, (r) => r.matchesPerson(subject), who);
   }
+  if (!subjectOk) subjectOk = relationGrants(req, p, `${subject.type}:${subject.id}`, trace, explain);
   if (!subjectOk) return deny({ code: 'not_granted', action, missing: 'subject' }, version, trace, 'grants');
   if (isAgent && subject.mode === 'delegated') {
     const person = env.person as PersonFacts | null;
@@ -327,6 +366,7 @@ function rulesAndGrants(
     if (!personOk && pid !== '' && coherent) {
       personOk = permitted(bucket, resource, env, trace, explain, (r) => r.matchesPerson(person!), `person ${pid}`);
     }
+    if (!personOk && pid !== '') personOk = relationGrants(req, p, `user:${pid}`, trace, explain);
     if (!personOk) return deny({ code: 'not_granted', action, missing: 'person' }, version, trace, 'grants');
   }
 

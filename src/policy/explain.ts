@@ -1,6 +1,6 @@
 // `explain`: a decision and every check that led to it. `explainDecision` gives
-// the data (each rule with the values it read and why it applied or not);
-// `explainText` is one way to print it.
+// the data (each rule with the values it read and why it applied or not); the
+// CLI prints it.
 
 import type { Decision, DecisionRequest, PersonFacts, SubjectFacts } from './types.js';
 import type { PolicySet } from './compile.js';
@@ -10,32 +10,6 @@ import { readUsageFacts } from './usage.js';
 /** The decision with a full trace: every rule of the action and object, what it read, and why it applied or not. */
 export function explainDecision(request: DecisionRequest, set: PolicySet): Decision {
   return decideWith(request, set, { explain: true });
-}
-
-function fmtValue(v: unknown): string {
-  const s = JSON.stringify(v);
-  return s === undefined ? String(v) : s.length > 80 ? s.slice(0, 77) + '...' : s;
-}
-
-export function explainText(req: DecisionRequest, d: Decision): string {
-  const out: string[] = [];
-  const s = req.subject;
-  const who = s && typeof s === 'object' ? `${s.type} ${s.id}${req.person ? ` for ${req.person.id}` : ''}` : '?';
-  out.push(`request: ${who} ${req.action} ${req.resource} ${JSON.stringify(req.context ?? {})}`);
-  if (req.resourceAttributes && Object.keys(req.resourceAttributes).length) out.push(`resource attributes: ${JSON.stringify(req.resourceAttributes)}`);
-  if (Number.isFinite(req.now)) out.push(`now: ${new Date(req.now).toISOString()}`);
-  out.push(`decision: ${d.decision}`);
-  out.push(`reason: ${d.reason}`);
-  out.push(`policy version: ${d.policyVersion}`);
-  out.push('checks:');
-  const w = Math.max(...d.trace.map((t) => t.step.length));
-  d.trace.forEach((t, i) => {
-    out.push(`  ${String(i + 1).padStart(2)}. ${t.step.padEnd(w)}  ${t.outcome.padEnd(4)}  ${t.check}${t.source ? `  (${t.source})` : ''}`);
-    const pad = ' '.repeat(w + 14);
-    for (const r of t.reads ?? []) out.push(`${pad}read ${r.path} = ${r.present ? fmtValue(r.value) : '(missing)'}`);
-    if (t.why) out.push(`${pad}${t.why}`);
-  });
-  return out.join('\n') + '\n';
 }
 
 type Raw = Record<string, any>;
@@ -60,6 +34,8 @@ function strings(v: unknown): string[] | undefined {
  */
 export function completeRequest(raw: unknown, clock: () => number = Date.now): { request: DecisionRequest; assumed: string[] } {
   const r = obj(raw) ?? {};
+  // A request that states its relationships asks what they grant: no permission is assumed.
+  const assumeGrants = r.relationships === undefined;
   const assumed: string[] = [];
   const action = typeof r.action === 'string' ? r.action : '';
   const rawSubject = obj(r.subject) ?? obj(r.agent) ?? { id: typeof r.agent === 'string' ? r.agent : typeof r.agent_id === 'string' ? r.agent_id : r.user_id };
@@ -75,7 +51,7 @@ export function completeRequest(raw: unknown, clock: () => number = Date.now): {
     attributes: obj(rawSubject.attributes) ?? {},
   };
   for (const k of ['name', 'email'] as const) if (typeof rawSubject[k] === 'string') subject[k] = rawSubject[k];
-  if (!Array.isArray(rawSubject.permissions)) { subject.permissions = ['*:*']; assumed.push(`${type} granted ${action} (no permissions given)`); }
+  if (!Array.isArray(rawSubject.permissions) && assumeGrants) { subject.permissions = ['*:*']; assumed.push(`${type} granted ${action} (no permissions given)`); }
   if (type === 'agent') {
     if (rawSubject.mode === 'delegated' || rawSubject.mode === 'autonomous') subject.mode = rawSubject.mode;
     else { subject.mode = rawPerson ? 'delegated' : 'autonomous'; assumed.push(`mode ${subject.mode}`); }
@@ -95,7 +71,7 @@ export function completeRequest(raw: unknown, clock: () => number = Date.now): {
       attributes: obj(rawPerson.attributes) ?? {},
     };
     if (typeof rawPerson.email === 'string') p.email = rawPerson.email;
-    if (!Array.isArray(rawPerson.permissions)) { p.permissions = ['*:*']; assumed.push(`person granted ${action} (no permissions given)`); }
+    if (!Array.isArray(rawPerson.permissions) && assumeGrants) { p.permissions = ['*:*']; assumed.push(`person granted ${action} (no permissions given)`); }
     request.person = p;
   }
   if (typeof r.now === 'number') request.now = r.now;

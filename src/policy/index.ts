@@ -12,5 +12,5 @@ export { validateJsonRule, validateJsonLimits, ruleToJson } from './json.js';
 export { loadPolicySet, readPolicyDir, parseAndValidate, hasErrors, type CheckOptions } from './load.js';
 export { decide, usageLimitsFor } from './decide.js';
 export { renderReason } from './reason.js';
-export { explainDecision, explainText, completeRequest } from './explain.js';
+export { explainDecision, completeRequest } from './explain.js';
 export { permissionCovers, singularOf } from './patterns.js';

@@ -11,6 +11,7 @@ import { jsonRuleToAst, ruleSource } from './json.js';
 import { parsePolicy } from './parser.js';
 import { validateAcross, validateFile } from './validate.js';
 import { analyzePolicy } from './analyze.js';
+import { modelWarnings } from './relations/model.js';
 import { apiRuleSource, fileSource, policyVersion } from './version.js';
 
 export const POLICY_EXT = '.policy';
@@ -64,7 +65,7 @@ export function parseAndValidate(input: { files: SourceFile[]; rules?: JsonRule[
   diagnostics.sort((a, b) => rank(a) - rank(b) || (rank(a) === input.files.length ? 0 : a.line - b.line || a.col - b.col));
   if (opts.warnings && !diagnostics.length) {
     const policyFiles = files.filter((f) => !isTestsFile(f.path));
-    for (const w of analyzePolicy(policyFiles, apiRules)) diagnostics.push(opts.strict ? { ...w, severity: 'error' } : w);
+    for (const w of [...analyzePolicy(policyFiles, apiRules), ...modelWarnings(policyFiles)]) diagnostics.push(opts.strict ? { ...w, severity: 'error' } : w);
   }
   return { files, apiRules, diagnostics };
 }

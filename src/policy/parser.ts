@@ -14,7 +14,7 @@ import type {
 import { ROOTS } from './ast.js';
 import type { UsedLine } from './ast.js';
 import type { UsageLimitNode } from './usage.js';
-import { projectRoot } from './root.js';
+import { projectRoot } from '../paths.js';
 import { setOwn } from './own.js';
 import type {
   CExpr, CondParamNode, ConditionNode, ParamTypeNode, RelAssertion, RelExpr, RelationNode, RelationshipLineNode, RelationshipsNode, TypeNode, TypeRefNode,
@@ -24,7 +24,7 @@ let grammarCache: ohm.Grammar | undefined;
 let semanticsCache: ohm.Semantics | undefined;
 
 export function policyGrammar(): ohm.Grammar {
-  if (!grammarCache) grammarCache = ohm.grammar(readFileSync(join(projectRoot(), 'grammar', 'policy.ohm'), 'utf8'));
+  if (!grammarCache) grammarCache = ohm.grammar(readFileSync(join(projectRoot, 'grammar', 'policy.ohm'), 'utf8'));
   return grammarCache;
 }
 

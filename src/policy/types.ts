@@ -3,6 +3,7 @@
 // share exactly one definition.
 
 import type { UsageCheck, UsageFacts } from './usage.js';
+import type { RelationshipIndex } from './relations/index.js';
 
 export interface SourceFile { path: string; text: string }
 
@@ -97,6 +98,11 @@ export interface DecisionRequest {
   approved?: boolean;
   /** What the agent has used of its limits over time, by usage key (`count per 1h`); none stated is none used. */
   usage?: UsageFacts;
+  /**
+   * The relationships the grant step consults: a relation `r` of type `t` grants `r:<plural of t>`
+   * on `t:<id>` to `user:<id>` and `agent:<id>` subjects that hold it. None: relations grant nothing.
+   */
+  relationships?: RelationshipIndex;
 }
 
 export type DecisionValue = 'allow' | 'deny' | 'approval_required';
@@ -124,6 +130,8 @@ export interface TraceStep {
   reads?: ValueRead[];
   /** Why the rule applied or did not, in words: `condition holds`, `fails closed: context.amount is missing`, ... */
   why?: string;
+  /** A grant through relations: the relationships that granted it, in text form, in order. */
+  path?: string[];
 }
 
 export interface Decision {

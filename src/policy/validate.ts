@@ -12,6 +12,8 @@ import { BUILTINS, VALUE_TYPES, type ValueType } from './values.js';
 import { fmtExpr, fmtLiteral, fmtOperand, CMP_TEXT } from './format.js';
 import { isIsoDate, isTimeZone, TIME_FIELDS, WEEKDAYS } from './time.js';
 import { normalizeUsageKey, validateUsageNodes } from './usage.js';
+import { validateModel } from './relations/model.js';
+import { validateRelationshipFixtures } from './relations/validate.js';
 
 export { FIELD_NAME, RESERVED, KIND_NAME, checkFieldName } from './names.js';
 
@@ -568,6 +570,8 @@ export function validateAcross(files: PolicyFileNode[], apiRules: RuleNode[], ou
     else ruleNames.set(rule.name, w);
   }
   checkValueAndObject(allRules.map((r) => r.rule), out);
+  validateModel(files, out);
+  validateRelationshipFixtures(files, out);
 }
 
 /**

@@ -3,10 +3,10 @@ import { z } from 'zod';
 import type { AppContext } from '../context.js';
 import { errors } from '../errors.js';
 import { onDuplicate } from '../admin/conflict.js';
-import { iso } from '../admin/route.js';
 import type { SamlConnection, SamlConnectionFields } from '../store/saml.js';
 import { samlUrls } from './urls.js';
 import { BINDINGS, childElements, descendants, firstChild, NAME_ID_FORMATS, NS, parseUntrustedXml, pemBody, textOf, XmlInputError } from './xml.js';
+import { iso } from '../clock.js';
 
 /**
  * SAML connections, the management API's shapes and operations. `kind: "sp"` is an application

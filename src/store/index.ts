@@ -19,7 +19,7 @@ import { settingsStore } from './settings.js';
 import { ssfStore } from './ssf.js';
 import { usersStore } from './users.js';
 import { usageStore } from './usage.js';
-import { webauthnStore } from './webauthn.js';
+import { webauthnStore } from './passkeys.js';
 import type { Sql, SqlDatabase } from './sql.js';
 import { systemClock, type Clock } from '../clock.js';
 

@@ -1,8 +1,7 @@
 /** Helpers shared by the store modules. */
-import type { Clock } from '../clock.js';
 
-/** Whole seconds since the epoch on `clock`: the unit the store keeps its times in. */
-export const secondsOf = (clock: Clock): number => Math.floor(clock.now() / 1000);
+/** Whole seconds since the epoch on a clock: the unit the store keeps its times in (the clock's own helper). */
+export { nowSeconds as secondsOf } from '../clock.js';
 
 export function parseJson<T>(text: string | null | undefined, fallback: T): T {
   if (text == null) return fallback;

@@ -119,6 +119,13 @@ test "anne reads through the folder" {
     expect(usage.err).toBe("gatehouse policy import openfga: needs <file> (see 'gatehouse policy import openfga --help')\n");
   });
 
+  it('policy import alone lists its formats; another format is unknown', async () => {
+    const alone = await run(['import'], cwd);
+    expect(alone.code).toBe(2);
+    expect(alone.err).toMatch(/^usage: gatehouse policy import <command> \[options\]\n\ncommands:\n  policy import openfga <file> /);
+    expect(await run(['import', 'spicedb', 'x.zed'], cwd)).toEqual({ code: 2, out: '', err: "gatehouse: unknown command 'policy import spicedb' (see 'gatehouse policy import --help')\n" });
+  });
+
   it('is in the help', async () => {
     const r = await run(['import', 'openfga', '--help'], cwd);
     expect(r.code).toBe(0);
@@ -138,9 +145,13 @@ async function policyTestRunsRelations(): Promise<boolean> {
     'q/m.policy': 'type user\n\ntype doc {\n  relation viewer: [user]\n}\n',
     'q/no.tests': 'relationships {\n  "doc:1#viewer@user:anne"\n}\n\ntest "t" {\n  check "user:anne" "viewer" "doc:1" expect false\n}\n',
   });
-  const yes = await run(['test', 'p'], dir);
-  const no = await run(['test', 'q'], dir);
-  return yes.code === 0 && no.code === 1;
+  try {
+    const yes = await run(['test', 'p'], dir);
+    const no = await run(['test', 'q'], dir);
+    return yes.code === 0 && no.code === 1;
+  } catch {
+    return false; // a runner that parses relationship lines but cannot run them yet
+  }
 }
 
 /** Every sample store file: each imports (none is refused), paths relative to the stores folder. */

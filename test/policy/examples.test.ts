@@ -190,7 +190,7 @@ describe('docs/policy-language.md', () => {
 
       const tests = collectTests(parsed.files);
       const results = runTests(tests, buildPolicySet(parsed.files, []));
-      expect(results.filter((r) => !r.passed).map((r) => `${r.name}: expected ${r.expected}, got ${r.decision.decision} "${r.decision.reason}"`)).toEqual([]);
+      expect(results.filter((r) => !r.passed).map((r) => `${r.name}: ${r.failures.join('; ')}`)).toEqual([]);
     });
   }
 

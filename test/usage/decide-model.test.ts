@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { countersFor, decideOnce } from '../../src/authz/usage.js';
+import { countersFor, decideOnce } from '../../src/authz/budgets.js';
 import { decide, loadPolicySet, usageLimitsFor, type DecisionRequest, type PolicySet } from '../../src/policy/index.js';
 import type { Store } from '../../src/store/index.js';
 import { openTestStore, type TestStore } from '../store/helpers.js';

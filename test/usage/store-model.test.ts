@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { countersFor, CounterSession, decideOnce, readUsage, type UsageSubject } from '../../src/authz/usage.js';
+import { countersFor, CounterSession, decideOnce, readUsage, type UsageSubject } from '../../src/authz/budgets.js';
 import { checkUsageLimit, usageKey, type UsageLimit } from '../../src/policy/usage.js';
 import type { Store } from '../../src/store/index.js';
 import { testServerUrl } from '../helpers/database.js';

@@ -2,7 +2,7 @@ import type { Request, Response, Router } from 'express';
 import { agentJson, createAgent, deleteAgent, deleteCapability, putCapability, revokeAgent, updateAgent } from '../../admin/agents.js';
 import { parseWith } from '../../admin/route.js';
 import { agentUsage, resetCounter } from '../../admin/usage.js';
-import type { CounterView } from '../../authz/usage.js';
+import type { CounterView } from '../../authz/budgets.js';
 import { agentCreate, agentPatch, capabilityName, capabilityPut } from '../../admin/schemas.js';
 import type { AppContext } from '../../context.js';
 import { errors } from '../../errors.js';

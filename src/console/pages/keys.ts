@@ -8,9 +8,8 @@ import { audited } from '../audit.js';
 import { formValues } from '../forms.js';
 import { badge, button, code, escapeHtml as e, postForm, section, select, table, when } from '../html.js';
 import { done, personOf, render } from './common.js';
-import { nowSeconds } from '../../clock.js';
+import { nowSeconds, iso } from '../../clock.js';
 
-const iso = (t: number) => new Date(t * 1000).toISOString();
 
 async function keysPage(ctx: AppContext, req: Request, res: Response): Promise<void> {
   const now = nowSeconds(ctx.clock);

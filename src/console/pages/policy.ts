@@ -30,11 +30,11 @@ import {
   type Html,
 } from '../html.js';
 import { done, filesOf, personOf, render } from './common.js';
+import { iso } from '../../clock.js';
 
 const DECISION_KIND: Record<string, string> = { allow: 'ok', deny: 'bad', approval_required: 'warn' };
 const decision = (d: string): Html => badge(d, DECISION_KIND[d] ?? '');
 const shortVersion = (v: string) => (v.length > 40 ? `${v.slice(0, 40)}…` : v);
-const iso = (t: number) => new Date(t * 1000).toISOString();
 
 /** The files in force, shown by name: they live in GATEHOUSE_POLICY_DIR. */
 const fileName = (path: string) => (path.startsWith('api:') ? path : basename(path));

@@ -25,19 +25,34 @@ export interface PolicyHeader {
   source: string;
 }
 
+/** Emitted text, and for each of its lines the place of the input it came from (when one did). */
+export interface Emitted {
+  text: string;
+  sources: (Where | undefined)[];
+}
+
+class Lines {
+  readonly out: string[] = [];
+  readonly sources: (Where | undefined)[] = [];
+  push(text: string, at?: Where): void { this.out.push(text); this.sources.push(at); }
+  done(): Emitted { return { text: this.out.join('\n') + '\n', sources: this.sources }; }
+}
+
 /** The policy file for a model, or the refusals naming what it cannot carry. */
-export function emitPolicy(model: FgaModel, header: PolicyHeader): Imported<string> {
+export function emitPolicy(model: FgaModel, header: PolicyHeader): Imported<Emitted> {
   const refusals: Refusal[] = [];
   const check = (name: string, what: string, at: Where, keywords: Set<string>) => {
     const p = nameProblem(name, keywords);
     if (p) refusals.push(refusal(at, `${what} "${name}" cannot be carried over: ${p}`));
   };
-  const out: string[] = [`# Imported from OpenFGA: ${header.source}.`, `policy ${JSON.stringify(header.name)} version 1`];
+  const out = new Lines();
+  out.push(`# Imported from OpenFGA: ${header.source}.`);
+  out.push(`policy ${JSON.stringify(header.name)} version 1`);
   for (const t of model.types) {
     check(t.name, 'type name', t.at, RELATION_KEYWORDS);
     out.push('');
-    if (!t.relations.length) { out.push(`type ${t.name}`); continue; }
-    out.push(`type ${t.name} {`);
+    if (!t.relations.length) { out.push(`type ${t.name}`, t.at); continue; }
+    out.push(`type ${t.name} {`, t.at);
     for (const r of t.relations) {
       check(r.name, `relation name (of type ${t.name})`, r.at, RELATION_KEYWORDS);
       forEachRestriction(r.rewrite, (tr, at) => {
@@ -45,17 +60,20 @@ export function emitPolicy(model: FgaModel, header: PolicyHeader): Imported<stri
         if (tr.relation) check(tr.relation, 'relation name', at, RELATION_KEYWORDS);
         if (tr.condition) check(tr.condition, 'condition name', at, CONDITION_KEYWORDS);
       });
-      out.push(`  relation ${r.name}: ${printRewrite(r.rewrite, 0)}`);
+      out.push(`  relation ${r.name}: ${printRewrite(r.rewrite, 0)}`, r.at);
     }
-    out.push('}');
+    out.push('}', t.at);
   }
   for (const c of model.conditions) {
     check(c.name, 'condition name', c.at, CONDITION_KEYWORDS);
     const body = translateCondition(c);
     if ('refusal' in body) { refusals.push(body.refusal); continue; }
-    out.push('', `condition ${c.name}(${c.params.map((p) => `${p.name}: ${p.type}`).join(', ')}) {`, `  ${body.text}`, '}');
+    out.push('');
+    out.push(`condition ${c.name}(${c.params.map((p) => `${p.name}: ${p.type}`).join(', ')}) {`, c.at);
+    out.push(`  ${body.text}`, c.expressionAt);
+    out.push('}', c.at);
   }
-  return refusals.length ? { ok: false, refusals } : { ok: true, value: out.join('\n') + '\n' };
+  return refusals.length ? { ok: false, refusals } : { ok: true, value: out.done() };
 }
 
 function forEachRestriction(r: Rewrite, f: (t: TypeRestriction, at: Where) => void): void {
@@ -153,16 +171,23 @@ function lineText(l: TestLine): string {
 }
 
 /** A `.tests` file: the store's relationships for every test, then each test. */
-export function emitTests(source: string, relationships: Tuple[], tests: StoreTest[]): string {
-  const out: string[] = [`# The tests of the OpenFGA store ${source}, imported.`];
+export function emitTests(source: string, relationships: Tuple[], tests: StoreTest[]): Emitted {
+  const out = new Lines();
+  out.push(`# The tests of the OpenFGA store ${source}, imported.`);
   if (relationships.length) {
-    out.push('', 'relationships {', ...relationships.map((r) => `  ${relationshipText(r)}`), '}');
-  }
-  for (const t of tests) {
-    out.push('', `test ${JSON.stringify(t.name)} {`);
-    for (const r of t.relationships) out.push(`  relationship ${relationshipText(r)}`);
-    for (const l of t.lines) out.push(`  ${lineText(l)}`);
+    out.push('');
+    out.push('relationships {');
+    for (const r of relationships) out.push(`  ${relationshipText(r)}`, r.at);
     out.push('}');
   }
-  return out.join('\n') + '\n';
+  for (const t of tests) {
+    out.push('');
+    // OpenFGA runs a test without assertions and finds nothing to fail; here it would be an error.
+    if (!t.lines.length) { out.push(`# test ${JSON.stringify(t.name)} asserts nothing: left out.`, t.at); continue; }
+    out.push(`test ${JSON.stringify(t.name)} {`, t.at);
+    for (const r of t.relationships) out.push(`  relationship ${relationshipText(r)}`, r.at);
+    for (const l of t.lines) out.push(`  ${lineText(l)}`, l.at);
+    out.push('}', t.at);
+  }
+  return out.done();
 }

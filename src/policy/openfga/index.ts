@@ -3,9 +3,10 @@
 // store file; `fga.mod` a modular model; `*.json` the JSON form of a model; anything else a
 // `.fga` model. Pure: the caller reads files (through `read`) and writes the result.
 
-import { basename } from 'node:path';
-import { emitPolicy, emitTests, relationshipJson } from './emit.js';
-import { renderRefusal, type Imported, type Refusal } from './model.js';
+import { basename, dirname, resolve } from 'node:path';
+import { hasErrors, parseAndValidate } from '../load.js';
+import { emitPolicy, emitTests, relationshipJson, type Emitted } from './emit.js';
+import { refusal, renderRefusal, type Imported, type Refusal, type Where } from './model.js';
 import { readModelFile, type ReadText } from './source.js';
 import { readStore } from './store.js';
 
@@ -27,36 +28,63 @@ export function isStoreFile(path: string): boolean {
   return /\.(ya?ml)$/i.test(path) && !/(^|\/)fga\.mod$/.test(path);
 }
 
-/** The name without `.fga.yaml`, `.fga`, `.dsl`, `.json`, `.mod`. */
+/** The name without `.fga.yaml`, `.fga`, `.dsl`, `.json`, `.mod`; for `fga.mod`, its directory's name. */
 export function stemOf(path: string): string {
+  if (basename(path) === 'fga.mod') return basename(dirname(resolve(path))) || 'model';
   const b = basename(path).replace(/(\.fga)?\.(ya?ml|json|fga|dsl|mod)$/i, '');
   return b || 'model';
+}
+
+/** A store's name as a policy name: `Google Drive` → `google-drive` (a policy version names it). */
+export function policyName(name: string | undefined): string {
+  return (name ?? '').toLowerCase().replace(/[^a-z0-9_]+/g, '-').replace(/^-+|-+$/g, '');
 }
 
 export function importOpenfga(path: string, read: ReadText): Imported<OpenfgaImport> {
   const stem = stemOf(path);
   const source = basename(path);
+  const start: Where = { file: path, line: 1 };
   if (!isStoreFile(path)) {
     const model = readModelFile(path, read);
     if (!model.ok) return model;
     const policy = emitPolicy(model.value, { name: stem, source });
-    return policy.ok ? { ok: true, value: { stem, policy: policy.value } } : policy;
+    if (!policy.ok) return policy;
+    const rejected = validateOutput(stem, policy.value, undefined, start);
+    return rejected.length ? { ok: false, refusals: rejected } : { ok: true, value: { stem, policy: policy.value.text } };
   }
   const src = read(path);
-  if ('error' in src) return { ok: false, refusals: [{ file: path, line: 1, message: src.error }] };
+  if ('error' in src) return { ok: false, refusals: [refusal(start, src.error)] };
   const store = readStore(path, src.text, read);
   if (!store.ok) return store;
-  const policy = emitPolicy(store.value.model, { name: store.value.name?.trim() || stem, source });
+  const policy = emitPolicy(store.value.model, { name: policyName(store.value.name) || stem, source });
   if (!policy.ok) return policy;
+  const tests = emitTests(source, store.value.relationships, store.value.tests);
+  const rejected = validateOutput(stem, policy.value, tests, start);
+  if (rejected.length) return { ok: false, refusals: rejected };
   return {
     ok: true,
     value: {
       stem,
-      policy: policy.value,
+      policy: policy.value.text,
       relationships: { relationships: store.value.relationships.map(relationshipJson) },
-      tests: emitTests(source, store.value.relationships, store.value.tests),
+      tests: tests.text,
     },
   };
+}
+
+/**
+ * The emitted files as the policy language's own checks see them: an error there (a condition
+ * whose types do not add up, a relationship the model does not allow) is a refusal at the place
+ * of the input the offending line came from.
+ */
+export function validateOutput(stem: string, policy: Emitted, tests: Emitted | undefined, fallback: Where): Refusal[] {
+  const files = [{ path: `${stem}.policy`, emitted: policy }, ...(tests ? [{ path: `${stem}.tests`, emitted: tests }] : [])];
+  const { diagnostics } = parseAndValidate({ files: files.map((f) => ({ path: f.path, text: f.emitted.text })) });
+  if (!hasErrors(diagnostics)) return [];
+  return diagnostics.filter((d) => d.severity !== 'warning').map((d) => {
+    const at = files.find((f) => f.path === d.file)?.emitted.sources[d.line - 1] ?? fallback;
+    return refusal(at, `the policy language does not accept the import: ${d.message}`);
+  });
 }
 
 export function renderRefusals(rs: Refusal[]): string {

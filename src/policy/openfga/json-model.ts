@@ -3,8 +3,8 @@
 // `intersection`, `difference`) and the direct types in `metadata`, and `conditions` with their
 // CEL expression and typed parameters. Read into the same model as the DSL.
 
-import { isRecord, kindOf, parseLocated, type Located, type Path } from './located.js';
-import { refusal, type ConditionDef, type ConditionParam, type FgaModel, type Imported, type Refusal, type Rewrite, type TypeDef, type TypeRestriction } from './model.js';
+import { getIn, isRecord, kindOf, parseLocated, type Located, type Path } from './located.js';
+import { refusal, type ConditionParam, type FgaModel, type Imported, type Refusal, type Rewrite, type TypeDef, type TypeRestriction } from './model.js';
 
 export function readJsonModel(file: string, text: string): Imported<FgaModel> {
   const doc = parseLocated(file, text);
@@ -143,10 +143,4 @@ function jsonParamType(t: unknown): string | undefined {
   if (!generic || !Array.isArray(t.generic_types) || t.generic_types.length !== 1) return undefined;
   const inner = jsonParamType(t.generic_types[0]);
   return inner && `${generic}<${inner}>`;
-}
-
-function getIn(v: unknown, path: Path): unknown {
-  let cur = v;
-  for (const k of path) cur = isRecord(cur) || Array.isArray(cur) ? (cur as Record<string | number, unknown>)[k] : undefined;
-  return cur;
 }

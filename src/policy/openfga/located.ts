@@ -39,11 +39,18 @@ export function parseLocated(file: string, text: string): Imported<Located> {
     return undefined;
   };
   const lineOf = (offset: number) => lineCounter.linePos(offset).line;
+  let value: unknown;
+  try {
+    value = doc.toJS({ maxAliasCount: 100 });
+  } catch (e) {
+    // An alias to no anchor, or aliases expanding past the bound.
+    return { ok: false, refusals: [refusal({ file, line: 1 }, `not valid YAML: ${(e as Error).message}`)] };
+  }
   return {
     ok: true,
     value: {
       file,
-      value: doc.toJS({ maxAliasCount: 100 }),
+      value,
       at: (path) => ({ file, line: (() => { const n = nodeAt(path); return n?.range ? lineOf(n.range[0]) : 1; })() }),
       textStart: (path) => {
         const n = nodeAt(path);
@@ -65,4 +72,11 @@ export function kindOf(v: unknown): string {
   if (Array.isArray(v)) return 'a list';
   if (typeof v === 'object') return 'a map';
   return `a ${typeof v}`;
+}
+
+/** The value at a path of a plain value (undefined where the path leaves it). */
+export function getIn(v: unknown, path: Path): unknown {
+  let cur = v;
+  for (const k of path) cur = isRecord(cur) || Array.isArray(cur) ? (cur as Record<string | number, unknown>)[k] : undefined;
+  return cur;
 }

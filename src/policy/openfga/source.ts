@@ -7,7 +7,7 @@ import { dirname, join } from 'node:path';
 import { parseDsl, type DslModule } from './dsl.js';
 import { readJsonModel } from './json-model.js';
 import { isRecord, kindOf, parseLocated } from './located.js';
-import { refusal, type FgaModel, type Imported, type Refusal, type Where } from './model.js';
+import { refusal, type FgaModel, type Imported, type Refusal, type Rewrite, type Where } from './model.js';
 
 /** The text of a file, or an error message when it cannot be read. */
 export type ReadText = (path: string) => { text: string } | { error: string };
@@ -100,5 +100,58 @@ export function combineModules(modules: DslModule[]): Imported<FgaModel> {
       model.conditions.push(c);
     }
   }
+  if (!refusals.length) refusals.push(...checkReferences(model));
   return refusals.length ? { ok: false, refusals } : { ok: true, value: model };
+}
+
+/**
+ * What OpenFGA checks when a model is written, so that a model it would reject is refused with its
+ * line here rather than imported: every relation, type and condition a definition names exists;
+ * `r from t`: `t` is a relation of the same type with direct types only (no usersets), and `r` a
+ * relation of at least one of them.
+ */
+export function checkReferences(model: FgaModel): Refusal[] {
+  const out: Refusal[] = [];
+  const types = new Map(model.types.map((t) => [t.name, new Map(t.relations.map((r) => [r.name, r]))]));
+  const conditions = new Set(model.conditions.map((c) => c.name));
+  for (const t of model.types) {
+    const rels = types.get(t.name)!;
+    for (const r of t.relations) {
+      const what = `${t.name}#${r.name}`;
+      const visit = (x: Rewrite): void => {
+        switch (x.kind) {
+          case 'direct':
+            for (const d of x.types) {
+              const target = types.get(d.type);
+              const shown = d.wildcard ? `${d.type}:*` : d.relation ? `${d.type}#${d.relation}` : d.type;
+              if (!target) out.push(refusal(x.at, `${what}: [${shown}] names no declared type`));
+              else if (d.relation && !target.has(d.relation)) out.push(refusal(x.at, `${what}: [${shown}]: type ${d.type} has no relation ${d.relation}`));
+              if (d.condition && !conditions.has(d.condition)) out.push(refusal(x.at, `${what}: [${shown} with ${d.condition}]: no condition ${d.condition} is declared`));
+            }
+            break;
+          case 'computed':
+            if (!rels.has(x.relation)) out.push(refusal(x.at, `${what}: type ${t.name} has no relation ${x.relation}`));
+            else if (x.relation === r.name) out.push(refusal(x.at, `${what}: a relation cannot be defined as itself`));
+            break;
+          case 'from': {
+            const ts = rels.get(x.tupleset);
+            if (!ts) { out.push(refusal(x.at, `${what}: "${x.relation} from ${x.tupleset}": type ${t.name} has no relation ${x.tupleset}`)); break; }
+            if (ts.rewrite.kind !== 'direct' || ts.rewrite.types.some((d) => d.relation || d.wildcard)) {
+              out.push(refusal(x.at, `${what}: "${x.relation} from ${x.tupleset}": ${t.name}#${x.tupleset} must be direct types only, without usersets or wildcards`));
+              break;
+            }
+            const targets = ts.rewrite.types.filter((d) => !d.wildcard).map((d) => d.type);
+            if (!targets.some((ty) => types.get(ty)?.has(x.relation))) {
+              out.push(refusal(x.at, `${what}: "${x.relation} from ${x.tupleset}": none of ${[...new Set(targets)].join(', ') || 'its types'} has a relation ${x.relation}`));
+            }
+            break;
+          }
+          case 'union': case 'intersection': x.children.forEach(visit); break;
+          case 'difference': visit(x.base); visit(x.subtract); break;
+        }
+      };
+      visit(r.rewrite);
+    }
+  }
+  return out;
 }

@@ -8,8 +8,8 @@
 import { dirname, join } from 'node:path';
 import type { StoreTest, TestLine, Tuple } from './emit.js';
 import { fromJson } from './json-model.js';
-import { isRecord, kindOf, parseLocated, type Located, type Path } from './located.js';
-import { refusal, type FgaModel, type Imported, type Refusal, type Where } from './model.js';
+import { getIn, isRecord, kindOf, parseLocated, type Located, type Path } from './located.js';
+import { refusal, type FgaModel, type Imported, type Refusal, type RelationDef, type Rewrite, type TypeRestriction, type Where } from './model.js';
 import { combineModules, modelFromDsl, readModelFile, type ReadText } from './source.js';
 
 export interface Store {
@@ -77,7 +77,67 @@ export function readStore(path: string, text: string, read: ReadText): Imported<
     tests.push(base, ...extra.values());
   });
   if (refusals.length || !model) return { ok: false, refusals };
-  return { ok: true, value: { name: typeof root.name === 'string' ? root.name : undefined, model, relationships, tests } };
+  const store: Store = { name: typeof root.name === 'string' ? root.name : undefined, model, relationships, tests };
+  const invalid = checkAgainstModel(store);
+  return invalid.length ? { ok: false, refusals: invalid } : { ok: true, value: store };
+}
+
+/**
+ * What OpenFGA refuses to write or to test: a tuple whose object type, relation, subject type or
+ * condition the model does not allow (a subject `user:x` needs `[user]`, `user:*` needs
+ * `[user:*]`, `group:x#member` needs `[group#member]`, each `with` the tuple's condition, or
+ * without one when it has none); an assertion about a type or relation the model lacks.
+ */
+export function checkAgainstModel(store: Store): Refusal[] {
+  const out: Refusal[] = [];
+  const types = new Map(store.model.types.map((t) => [t.name, new Map(t.relations.map((r) => [r.name, r]))]));
+  const relationOf = (type: string, relation: string, at: Where, what: string): RelationDef | undefined => {
+    const t = types.get(type);
+    if (!t) { out.push(refusal(at, `${what}: the model has no type ${type}`)); return undefined; }
+    const r = t.get(relation);
+    if (!r) out.push(refusal(at, `${what}: type ${type} has no relation ${relation}`));
+    return r;
+  };
+  const checkTuple = (t: Tuple) => {
+    const what = `tuple ${t.object}#${t.relation}@${t.subject}`;
+    const r = relationOf(t.object.slice(0, t.object.indexOf(':')), t.relation, t.at, what);
+    if (!r) return;
+    const m = /^([^:]+):([^#]+)(?:#(.+))?$/.exec(t.subject)!;
+    const [, type, id, rel] = m;
+    const allowed: TypeRestriction[] = [];
+    collectDirect(r.rewrite, allowed);
+    const fits = allowed.some((d) => d.type === type && (id === '*' ? d.wildcard === true : !d.wildcard && d.relation === rel) && d.condition === t.condition?.name);
+    if (!fits) {
+      const shown = allowed.map((d) => (d.wildcard ? `${d.type}:*` : d.relation ? `${d.type}#${d.relation}` : d.type) + (d.condition ? ` with ${d.condition}` : ''));
+      out.push(refusal(t.at, `${what}${t.condition ? ` with ${t.condition.name}` : ''}: not allowed by ${r.name}'s direct types [${shown.join(', ')}]`));
+    }
+  };
+  store.relationships.forEach(checkTuple);
+  for (const test of store.tests) {
+    test.relationships.forEach(checkTuple);
+    for (const l of test.lines) {
+      if (l.k === 'check') relationOf(l.object.slice(0, l.object.indexOf(':')), l.relation, l.at, `check ${l.relation} on ${l.object}`);
+      else if (l.k === 'objects') relationOf(l.type, l.relation, l.at, `list_objects ${l.relation} of type ${l.type}`);
+      else {
+        relationOf(l.object.slice(0, l.object.indexOf(':')), l.relation, l.at, `list_users ${l.relation} on ${l.object}`);
+        const [ft, fr] = l.subjectType.split('#');
+        if (fr !== undefined) relationOf(ft!, fr, l.at, `list_users filter ${l.subjectType}`);
+        else if (!types.has(ft!)) out.push(refusal(l.at, `list_users filter ${l.subjectType}: the model has no type ${ft}`));
+      }
+    }
+  }
+  // One refusal per place and message: a tuple repeated in several tests is named once per line.
+  const seen = new Set<string>();
+  return out.filter((r) => { const k = `${r.file}:${r.line}:${r.message}`; if (seen.has(k)) return false; seen.add(k); return true; });
+}
+
+function collectDirect(r: Rewrite, into: TypeRestriction[]): void {
+  switch (r.kind) {
+    case 'direct': into.push(...r.types); break;
+    case 'union': case 'intersection': r.children.forEach((c) => collectDirect(c, into)); break;
+    case 'difference': collectDirect(r.base, into); collectDirect(r.subtract, into); break;
+    default:
+  }
 }
 
 /** The relationships of `tuples`, `tuple_file` and `tuple_files` under `at` (the store, or one test). */
@@ -150,7 +210,7 @@ function tuple(doc: Located, p: Path, refusals: Refusal[]): Tuple | undefined {
 function assertions(doc: Located, tp: Path, refusals: Refusal[], testFor: (contextual: Tuple[]) => StoreTest): void {
   const test = getIn(doc.value, tp) as Record<string, unknown>;
   const fail = (p: Path, m: string) => { refusals.push(refusal(doc.at(p), m)); };
-  const items = (key: string, each: (item: Record<string, unknown>, p: Path, at: Where, context: Record<string, unknown> | undefined, into: TestLine[]) => void) => {
+  const items = (key: string, each: (item: Record<string, unknown>, p: Path, context: Record<string, unknown> | undefined, into: TestLine[]) => void) => {
     const list = test[key];
     if (list === undefined) return;
     if (!Array.isArray(list)) { fail([...tp, key], `expected "${key}" to be a list, found ${kindOf(list)}`); return; }
@@ -161,13 +221,13 @@ function assertions(doc: Located, tp: Path, refusals: Refusal[], testFor: (conte
       if (context !== undefined && context !== null && !isRecord(context)) { fail([...p, 'context'], '"context" must be a map'); return; }
       const contextual = item.contextual_tuples === undefined ? [] : tupleList(doc, [...p, 'contextual_tuples'], refusals);
       if (!isRecord(item.assertions)) { fail(p, `a ${key} item needs "assertions", a map from relation to its expected answer`); return; }
-      each(item, p, doc.at(p), isRecord(context) ? context : undefined, testFor(contextual).lines);
+      each(item, p, isRecord(context) ? context : undefined, testFor(contextual).lines);
     });
   };
   const known = (item: Record<string, unknown>, p: Path, keys: string[]) => {
     for (const k of Object.keys(item)) if (![...keys, 'context', 'contextual_tuples', 'assertions'].includes(k)) fail([...p, k], `unknown key "${k}"`);
   };
-  items('check', (item, p, at, context, into) => {
+  items('check', (item, p, context, into) => {
     known(item, p, ['user', 'object']);
     if (typeof item.user !== 'string' || !SUBJECT.test(item.user)) return fail(p, `check: user ${JSON.stringify(item.user)} is not "type:id", "type:id#relation" or "type:*"`);
     if (typeof item.object !== 'string' || !OBJECT.test(item.object)) return fail(p, `check: object ${JSON.stringify(item.object)} is not "type:id"`);
@@ -176,7 +236,7 @@ function assertions(doc: Located, tp: Path, refusals: Refusal[], testFor: (conte
       into.push({ k: 'check', subject: item.user, relation, object: item.object, context, expect, at: doc.at([...p, 'assertions', relation]) });
     }
   });
-  items('list_objects', (item, p, at, context, into) => {
+  items('list_objects', (item, p, context, into) => {
     known(item, p, ['user', 'type']);
     if (typeof item.user !== 'string' || !SUBJECT.test(item.user)) return fail(p, `list_objects: user ${JSON.stringify(item.user)} is not "type:id", "type:id#relation" or "type:*"`);
     if (typeof item.type !== 'string' || !NAME.test(item.type)) return fail(p, `list_objects: type ${JSON.stringify(item.type)} is not a type name`);
@@ -186,7 +246,7 @@ function assertions(doc: Located, tp: Path, refusals: Refusal[], testFor: (conte
       into.push({ k: 'objects', subject: item.user, relation, type: item.type, context, expect: expect as string[], at: doc.at(ap) });
     }
   });
-  items('list_users', (item, p, at, context, into) => {
+  items('list_users', (item, p, context, into) => {
     known(item, p, ['object', 'user_filter']);
     if (typeof item.object !== 'string' || !OBJECT.test(item.object)) return fail(p, `list_users: object ${JSON.stringify(item.object)} is not "type:id"`);
     const filters = item.user_filter;
@@ -222,10 +282,4 @@ function assertions(doc: Located, tp: Path, refusals: Refusal[], testFor: (conte
 function matchesFilter(u: string, f: { type: string; relation?: string }): boolean {
   const m = /^([^:]+):([^#]+)(?:#(.+))?$/.exec(u);
   return m !== null && m[1] === f.type && m[3] === f.relation;
-}
-
-function getIn(v: unknown, path: Path): unknown {
-  let cur = v;
-  for (const k of path) cur = isRecord(cur) || Array.isArray(cur) ? (cur as Record<string | number, unknown>)[k] : undefined;
-  return cur;
 }

@@ -10,6 +10,8 @@
 import type { RelExpr } from './ast.js';
 import type { RelationModel, RelationDef } from './model.js';
 import { relationOf } from './model.js';
+import { fmtRelExpr } from './format.js';
+import { relationshipText } from './tuple.js';
 import { NONE, OverlayIndex, relationshipOf, type RelationshipIndex } from './index.js';
 import { MAX_DEPTH, type Tri } from './reference.js';
 import { parseObject, parseSubject, type Relationship, type SubjectRef } from './tuple.js';
@@ -203,18 +205,13 @@ export class RelationChecker {
       if (list === undefined) return 0;
       let err = false;
       for (let i = 0; i < list.length; i += 3) {
+        const so = list[i]!, sr = list[i + 1]!;
+        // A relationship to another entity is not read at all (its condition is not evaluated).
+        if (sr === NONE && !((so === st.sObj && st.sRel === NONE) || (st.sRel === NONE && !st.sWild && st.index.isWildcard(so) && st.index.typeOf(so) === st.sType))) continue;
         if (!RelationChecker.allowed(st, rs, list, i)) continue;
         const c = this.conditionHolds(st, list[i + 2]!);
         if (c !== 1) { if (c === 2) err = true; continue; }
-        const so = list[i]!, sr = list[i + 1]!;
-        if (sr === NONE) {
-          if ((so === st.sObj && st.sRel === NONE) || (st.sRel === NONE && !st.sWild && st.index.isWildcard(so) && st.index.typeOf(so) === st.sType)) {
-            if (st.path) st.path.push(relationshipOf(st.index, rel, o, list, i));
-            return 1;
-          }
-          continue;
-        }
-        if (so === st.sObj && sr === st.sRel) {
+        if (sr === NONE || (so === st.sObj && sr === st.sRel)) {
           if (st.path) st.path.push(relationshipOf(st.index, rel, o, list, i));
           return 1;
         }
@@ -345,6 +342,40 @@ export class RelationChecker {
     return this.checkOn(this.indexFor(opts), object, relation, s, opts);
   }
 
+  /**
+   * Why the subject does not hold the relation, in words, for explain: a `but not` that removes
+   * what the base grants (with both paths), a part of an `and` it lacks, or that nothing grants it.
+   */
+  whyNot(object: string, relation: string, subject: string, opts?: RelationOptions): string {
+    const none = `no relationship grants ${subject} ${relation} on ${object}`;
+    const o = parseObject(object), s = parseSubject(subject);
+    if (typeof o === 'string' || typeof s === 'string') return none;
+    const def = relationOf(this.model, o.type, relation);
+    const index = this.indexFor(opts);
+    const os = index.lookup(object), rel = index.lookup(relation);
+    if (!def || os === NONE || rel === NONE || this.busy) return none;
+    const run = (e: RelExpr): { r: Tri; path: string[] } => {
+      const st = this.begin(index, s, { ...opts, path: true });
+      this.busy = true;
+      try {
+        st.stack[0] = os; st.stack[1] = rel; st.depth = 2;
+        const r = this.compileExpr(def, e)(st, os, 0);
+        return { r, path: (st.path ?? []).map(relationshipText) };
+      } finally { this.busy = false; st.path = null; }
+    };
+    const e = def.expr;
+    if (e.op === 'exclusion') {
+      const base = run(e.base), sub = run(e.subtract);
+      if (base.r === 1 && sub.r === 1) {
+        return `${relation} would hold through ${base.path.join(' → ') || 'its own userset'}, but "but not ${fmtRelExpr(e.subtract)}" removes it: ${sub.path.join(' → ')}`;
+      }
+    }
+    if (e.op === 'intersection') {
+      for (const item of e.items) if (run(item).r === 0) return `${relation} needs "${fmtRelExpr(item)}" too, which ${subject} does not hold on ${object}`;
+    }
+    return none;
+  }
+
   /** A fast yes/no for decisions: true only when allowed (an error is not allowed; `checkResult` tells them apart). */
   holds(object: string, relation: string, subject: string, context?: Record<string, unknown>): boolean {
     const r = this.check(object, relation, subject, context ? { context } : undefined);
@@ -357,7 +388,9 @@ export class RelationChecker {
     if (bad) return { error: { code: 'invalid_request', message: bad } };
     const s = parseSubject(subject);
     if (typeof s === 'string') return { error: { code: 'invalid_request', message: s } };
-    const index = this.indexFor(opts);
+    let index = this.indexFor(opts);
+    // A userset holds its own relation even on an object nothing is stored on: give that object a symbol.
+    if (s.relation !== undefined && index.lookup(`${s.type}:${s.id}`) === NONE) index = new OverlayIndex(index, []).withSymbol(`${s.type}:${s.id}`);
     const reached = new Set<string>();
     const pairs: [number, string][] = [];
     const keys: number[] = [];

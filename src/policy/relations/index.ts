@@ -5,7 +5,9 @@
 // Strings are interned to small integers ("symbols"): objects `t:id`, wildcards `t:*`,
 // usersets `t:id#rel` (as reverse keys), types, relations and condition names. Relationships
 // are kept twice, as Maps of flat number arrays:
-//   forward  relation → object → [subject, subjectRelation | -1, condition | -1, ...]
+//   forward  object → relation slot → [subject, subjectRelation | -1, condition | -1, ...]
+//            (an array indexed by the object's symbol, then by the relation's small slot number:
+//            a check's hop reads two array cells, no hash lookup)
 //   reverse  relation → subject (the full subject text's symbol) → [object, ...]
 // Symbols are never freed: they are the names of a model's world and stay few beside the ids.
 
@@ -88,7 +90,10 @@ const OVERLAY_OFFSET = 1 << 30;
  * and subject).
  */
 export class MemoryIndex implements RelationshipIndex {
-  private readonly forward = new Map<number, Map<number, number[]>>();
+  private readonly forward: (number[] | undefined)[][] = [];
+  /** Relation symbol → its slot in the per-object arrays of `forward` (relations are few). */
+  private readonly slots: number[] = [];
+  private readonly slotRelations: number[] = [];
   private readonly reverse = new Map<number, Map<number, number[]>>();
   private readonly conditions: StoredCondition[] = [];
   private readonly conditionIds = new Map<string, number>();
@@ -111,8 +116,20 @@ export class MemoryIndex implements RelationshipIndex {
   condition(id: number): StoredCondition { return this.conditions[id]!; }
 
   subjects(relation: number, object: number): readonly number[] | undefined {
-    const m = this.forward.get(relation);
-    return m === undefined ? undefined : m.get(object);
+    const rec = this.forward[object];
+    if (rec === undefined) return undefined;
+    const slot = this.slots[relation];
+    return slot === undefined ? undefined : rec[slot];
+  }
+
+  private slotOf(relation: number): number {
+    let slot = this.slots[relation];
+    if (slot === undefined) {
+      slot = this.slotRelations.length;
+      this.slots[relation] = slot;
+      this.slotRelations.push(relation);
+    }
+    return slot;
   }
 
   objects(relation: number, subject: number): readonly number[] | undefined {
@@ -153,20 +170,35 @@ export class MemoryIndex implements RelationshipIndex {
     if (!p) return false;
     const [object, relation, so, sr, key] = p;
     const cond = this.conditionId(r.condition);
-    let fm = this.forward.get(relation);
-    if (!fm) this.forward.set(relation, (fm = new Map()));
-    let list = fm.get(object);
-    if (!list) fm.set(object, (list = []));
+    const slot = this.slotOf(relation);
+    let rec = this.forward[object];
+    // Arrays are allocated at their exact size: an object has few relations, most hold one relationship.
+    if (rec === undefined || rec.length <= slot) {
+      const old = rec;
+      rec = Array.from({ length: slot + 1 }, (_, i) => (old === undefined ? undefined : old[i]));
+      this.forward[object] = rec;
+    }
+    const list = rec[slot];
+    if (list === undefined) {
+      rec[slot] = [so, sr, cond];
+      this.addReverse(relation, key, object);
+      this.count++;
+      return true;
+    }
     for (let i = 0; i < list.length; i += 3) {
       if (list[i] === so && list[i + 1] === sr) { list[i + 2] = cond; return true; }
     }
     list.push(so, sr, cond);
+    this.addReverse(relation, key, object);
+    this.count++;
+    return true;
+  }
+
+  private addReverse(relation: number, key: number, object: number): void {
     let rm = this.reverse.get(relation);
     if (!rm) this.reverse.set(relation, (rm = new Map()));
     const objs = rm.get(key);
     if (objs) objs.push(object); else rm.set(key, [object]);
-    this.count++;
-    return true;
   }
 
   /** Removes a relationship (its condition does not matter); false when it was not there. */
@@ -178,14 +210,15 @@ export class MemoryIndex implements RelationshipIndex {
     const sr = s.relation !== undefined ? this.lookup(s.relation) : NONE;
     const key = this.lookup(r.subject);
     if (object === NONE || relation === NONE || so === NONE || key === NONE || (s.relation !== undefined && sr === NONE)) return false;
-    const fm = this.forward.get(relation);
-    const list = fm?.get(object);
+    const rec = this.forward[object];
+    const slot = this.slots[relation];
+    const list = rec === undefined || slot === undefined ? undefined : rec[slot];
     if (!list) return false;
     let found = -1;
     for (let i = 0; i < list.length; i += 3) if (list[i] === so && list[i + 1] === sr) { found = i; break; }
     if (found < 0) return false;
     list.splice(found, 3);
-    if (!list.length) fm!.delete(object);
+    if (!list.length) rec![slot!] = undefined;
     const rm = this.reverse.get(relation)!;
     const objs = rm.get(key)!;
     const at = objs.indexOf(object);
@@ -197,8 +230,14 @@ export class MemoryIndex implements RelationshipIndex {
 
   /** Every relationship, for tests and debugging (not for the hot path). */
   *all(): Generator<Relationship> {
-    for (const [relation, fm] of this.forward) for (const [object, list] of fm) for (let i = 0; i < list.length; i += 3) {
-      yield this.relationshipAt(relation, object, list, i);
+    // forEach skips the holes (an overlay's symbols start far up).
+    const recs: [number, (number[] | undefined)[]][] = [];
+    this.forward.forEach((rec, object) => recs.push([object, rec]));
+    for (const [object, rec] of recs) {
+      for (let slot = 0; slot < rec.length; slot++) {
+        const list = rec[slot];
+        if (list) for (let i = 0; i < list.length; i += 3) yield this.relationshipAt(this.slotRelations[slot]!, object, list, i);
+      }
     }
   }
 

@@ -9,6 +9,7 @@
 //                    else the definition of r:
 //   [types]          a relationship o#r@x the model allows, whose condition holds, with x equal
 //                    to s, or x = t:* and s an entity of type t, or x a userset y#q and check(y, q, s)
+//                    (the condition of a relationship to another entity is not evaluated)
 //   computed q       check(o, q, s)
 //   q from ts        check(y, q, s) for each relationship o#ts@y, where q is a relation of y's type
 //   or / and / but not   true/false/error logic: or is true if any part is, else an error if any
@@ -83,12 +84,14 @@ export function referenceCheck(model: RelationModel, tuples: Relationship[], req
       case 'direct': {
         const results: Tri[] = [];
         for (const t of valid(o, rel)) {
+          const ts = parseSubject(t.subject) as Exclude<ReturnType<typeof parseSubject>, string>;
+          const matches = t.subject === req.subject || (ts.wildcard && s.relation === undefined && !s.wildcard && ts.type === s.type);
+          // A relationship to another entity is not read at all (its condition is not evaluated).
+          if (!matches && ts.relation === undefined) continue;
           const c = conditionHolds(t);
           if (c !== 1) { results.push(c); continue; }
-          const ts = parseSubject(t.subject) as Exclude<ReturnType<typeof parseSubject>, string>;
-          if (t.subject === req.subject) return 1;
-          if (ts.wildcard && s.relation === undefined && !s.wildcard && ts.type === s.type) return 1;
-          if (ts.relation !== undefined) results.push(check(`${ts.type}:${ts.id}`, ts.relation, depth + 1));
+          if (matches) return 1;
+          results.push(check(`${ts.type}:${ts.id}`, ts.relation!, depth + 1));
         }
         return any(results);
       }

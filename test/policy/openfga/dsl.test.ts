@@ -1,8 +1,10 @@
 // The OpenFGA modeling language reader: every model the peers hold, the shapes it produces, and
 // each refusal with its line.
 import { join } from 'node:path';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { parseDsl } from '../../../src/policy/openfga/dsl.js';
+import { parseDsl, parseRewrite } from '../../../src/policy/openfga/dsl.js';
+import { printRewrite } from '../../../src/policy/openfga/emit.js';
 import { modelFromDsl, readModelFile } from '../../../src/policy/openfga/source.js';
 import { readStore } from '../../../src/policy/openfga/store.js';
 import { OOPSLA, PEERS_MISSING, SAMPLE_STORES } from '../../helpers/peers.js';
@@ -85,6 +87,16 @@ condition c(x: int, tags: list<string>, m: map<list<int>>) {
     expect(refused(head + 'extend type doc\n  relations\n    define x: owner\n')).toEqual(['7: "extend type" belongs in a module of a modular model (fga.mod)']);
     expect(refused(head + '    define owner: [user]\n')).toEqual(['7: relation doc#owner is also defined at m.fga:6']);
     expect(refused(head + 'type user\n')).toEqual(['7: type user is also declared at m.fga:3']);
+    expect(refused(head + '    define a: nothing\n    define self: self\n    define b: [user, team, doc#nothing, user with nope]\n    define c: owner from owner\n    define d: viewer from parent\n    define parent: [doc#owner]\n    define e: nothing from f\n    define f: [user, user:*]\n')).toEqual([
+      '7: doc#a: type doc has no relation nothing',
+      '8: doc#self: a relation cannot be defined as itself',
+      '9: doc#b: [team] names no declared type',
+      '9: doc#b: [doc#nothing]: type doc has no relation nothing',
+      '9: doc#b: [user with nope]: no condition nope is declared',
+      '10: doc#c: "owner from owner": none of user has a relation owner',
+      '11: doc#d: "viewer from parent": doc#parent must be direct types only, without usersets or wildcards',
+      '13: doc#e: "nothing from f": doc#f must be direct types only, without usersets or wildcards',
+    ]);
     expect(refused('module core\ntype user\n')).toEqual(['1: "module core" is one part of a modular model: import its fga.mod']);
   });
 
@@ -143,3 +155,31 @@ describe.skipIf(!SAMPLE_STORES || !OOPSLA)('every model the peers hold', () => {
     expect(results.filter((x) => !x.endsWith(': ok'))).toEqual([]);
   });
 });
+
+describe('a definition printed and read back', () => {
+  it('is the same definition, for any nesting of or, and, but not, from and direct types', () => {
+    const at = { file: 'p', line: 1 };
+    const name = fc.constantFrom('owner', 'viewer', 'parent', 'can_read', 'x-y');
+    const restriction = fc.record({ type: fc.constantFrom('user', 'group'), form: fc.constantFrom('plain', 'wildcard', 'userset'), condition: fc.option(fc.constantFrom('c1', 'c2'), { nil: undefined }) })
+      .map(({ type, form, condition }) => ({ type, ...(form === 'wildcard' ? { wildcard: true } : form === 'userset' ? { relation: 'member' } : {}), ...(condition ? { condition } : {}) }));
+    const { tree } = fc.letrec((tie) => ({
+      tree: fc.oneof({ depthSize: 'small', withCrossShrink: true },
+        name.map((relation) => ({ kind: 'computed', relation, at })),
+        fc.tuple(name, name).map(([relation, tupleset]) => ({ kind: 'from', relation, tupleset, at })),
+        fc.array(restriction, { minLength: 1, maxLength: 3 }).map((types) => ({ kind: 'direct', types, at })),
+        fc.tuple(fc.constantFrom('union', 'intersection'), fc.array(tie('tree'), { minLength: 2, maxLength: 3 })).map(([kind, children]) => ({ kind, children, at })),
+        fc.tuple(tie('tree'), tie('tree')).map(([base, subtract]) => ({ kind: 'difference', base, subtract, at })),
+      ),
+    }));
+    const directs = (t: any): number => t.kind === 'direct' ? 1 : t.children ? t.children.reduce((n: number, c: any) => n + directs(c), 0) : t.kind === 'difference' ? directs(t.base) + directs(t.subtract) : 0;
+    fc.assert(fc.property(tree.filter((t: any) => directs(t) <= 1), (t: any) => {
+      const text = printRewrite(t, 0);
+      const back = parseRewrite([{ text, no: 1 }], 'p', 'doc#r');
+      expect('rewrite' in back ? withoutAt(back.rewrite) : back.refusal.message).toEqual(withoutAt(t));
+    }), { numRuns: 300, seed: 20261127 });
+  });
+});
+
+function withoutAt(x: unknown): unknown {
+  return JSON.parse(JSON.stringify(x, (k, v) => (k === 'at' ? undefined : v)));
+}

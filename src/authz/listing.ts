@@ -1,17 +1,18 @@
 import type { AppContext } from '../context.js';
-import type { AgentPrincipal } from '../authz/agent-access-token.js';
-import { agentCache } from '../authz/agent-cache.js';
-import { personFacts } from '../authz/facts.js';
+import type { AgentPrincipal } from './agent-access-token.js';
+import { agentKnown } from './agent-cache.js';
+import { personFacts } from './facts.js';
 import { permissionCovers } from '../policy/index.js';
 
 /**
- * Whether an agent may see a tool in tools/list: the capability named by the action is in its
- * token and still on the agent, and its role permissions (and, for a delegated agent, the
- * person's) cover the action on the mapped resource. Listing is a convenience: every call is
- * still put to the full decision order.
+ * The listing mode of the pipeline (the MCP gateway's tools/list): whether an agent may see an
+ * action on a resource listed. Steps 1 and 2 of the decision order (the agent is known, the
+ * capability is in its token and still on the agent), then the grants: its role permissions
+ * (and, for a delegated agent, the person's) cover the action on the resource. Listing is a
+ * convenience: every call is still put to the full decision order.
  */
-export async function toolAccess(ctx: AppContext, principal: AgentPrincipal): Promise<(action: string, resource: string) => boolean> {
-  const state = await agentCache(ctx).active(principal.agent.agent_id);
+export async function mayList(ctx: AppContext, principal: AgentPrincipal): Promise<(action: string, resource: string) => boolean> {
+  const state = await agentKnown(ctx, principal.agent.agent_id);
   if (!state) return () => false;
   const tokenCaps = new Set(principal.capabilities);
   const agentCaps = new Set(state.agent.capabilities.map((c) => c.name));

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { AppContext } from '../context.js';
 import type { AgentPrincipal } from './agent-access-token.js';
-import { agentCache } from './agent-cache.js';
+import { agentKnown } from './agent-cache.js';
 import { actionKey, canonicalJson } from './canonical.js';
 import { recordAudit } from './audit.js';
 import { auditRecord, decideOn, denial, type PipelineDecision, type Via } from './core.js';
@@ -9,7 +9,7 @@ import { entityAttributes, loadFacts, namedSubjectFacts, withProperties, withSub
 import type { PipelineCause } from './cause.js';
 import { usageLimitsFor, type Attributes, type DecisionRequest, type PolicySet, type SubjectFacts } from './policy-interface.js';
 import { checkTransactionToken } from './transaction-tokens.js';
-import { countersFor, peekUsage, usageBatch, type Counter } from './usage.js';
+import { countersFor, peekUsage, usageBatch, type Counter } from './budgets.js';
 import type { Store } from '../store/index.js';
 import { isStoreUnavailable, StoreUnavailableError } from '../store/unavailable.js';
 
@@ -54,7 +54,7 @@ export type AuthorizeResult =
 
 /**
  * The decision order, written once; every mode below composes these steps:
- *   1. agent known     the agent exists and is not revoked (`agentKnown`)
+ *   1. agent known     the agent exists and is not revoked (`agentKnown`, the one such check)
  *   2. token matches   the door's credential holds for this action: the transaction token at the
  *                      decision endpoint, the access token's capability at the gateway and binding
  *                      (`tokenMatches`)
@@ -200,11 +200,6 @@ async function run(ctx: AppContext, req: Exclude<AuthorizeRequest, { via: 'authz
   return decisionOrder(ctx, { via: req.via, txn: matched.txn, binding, name: state.agent.name }, policy.set, request);
 }
 
-/** Step 1: the agent exists and is not revoked (read through the agent cache); a door that answers it early asks here. */
-export function agentKnown(ctx: AppContext, agentId: string): ReturnType<ReturnType<typeof agentCache>['active']> {
-  return agentCache(ctx).active(agentId);
-}
-
 /**
  * Step 2: the decision endpoint's transaction token holds for this action (and names the
  * person); at the gateway and binding the access token carries the capability: the token's
@@ -282,7 +277,7 @@ export function countersOf(request: DecisionRequest, policy: PolicySet): Counter
 }
 
 /**
- * Steps 2–6 under limits over time: the counters are read (locked), the decision made (with
+ * Steps 3–7 under limits over time: the counters are read (locked), the decision made (with
  * its approvals), an allow consumed and the decision's audit record appended in one
  * transaction, shared with the other such decisions of this turn, so that concurrent
  * decisions on any process or instance never together pass a window, and what a decision
@@ -343,7 +338,7 @@ async function record(
 }
 
 /**
- * Step 5 with its memory: an action that needs a person creates a pending approval (or finds
+ * Step 6 with its memory: an action that needs a person creates a pending approval (or finds
  * the pending one); once approved it is allowed once (consumed atomically, so two concurrent
  * calls cannot both use it); once denied it stays denied for the window.
  */

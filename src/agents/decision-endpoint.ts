@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
 import { errors, validationError } from '../errors.js';
-import { agentKnown, authorize } from '../authz/authorize.js';
+import { agentKnown } from '../authz/agent-cache.js';
+import { authorize } from '../authz/pipeline.js';
 import { decisionAnswer, type DecisionAnswer } from '../authz/core.js';
 import { actionFields } from './transaction-token.js';
 

@@ -1,0 +1,194 @@
+// The compiled checker against the reference interpreter, on random models and relationships
+// (cycles, wildcards, usersets, conditions with missing parameters, relationships the model
+// does not allow), and list-objects and list-subjects against check. fast-check prints the
+// seed and the shrunk counterexample of any failure; runs are bounded.
+import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { parsePolicy } from '../../../src/policy/parser.js';
+import { buildModel, validateModel, type RelationModel } from '../../../src/policy/relations/model.js';
+import { MemoryIndex } from '../../../src/policy/relations/index.js';
+import { RelationChecker, type CheckResult } from '../../../src/policy/relations/checker.js';
+import { referenceCheck, type Tri } from '../../../src/policy/relations/reference.js';
+import type { Relationship } from '../../../src/policy/relations/tuple.js';
+import { arbContext, arbModelText, arbRelationships, arbRequest, OBJECTS, RELATIONS, TYPES, USERS } from './arbitraries.js';
+
+function modelOf(text: string): RelationModel {
+  const r = parsePolicy('m.policy', text);
+  expect(r.diagnostics).toEqual([]);
+  const out: unknown[] = [];
+  validateModel([r.file!], out as never[]);
+  expect(out).toEqual([]);
+  return buildModel([r.file!]);
+}
+
+function indexOf(rels: Relationship[]): MemoryIndex {
+  const ix = new MemoryIndex();
+  for (const r of rels) ix.add(r);
+  return ix;
+}
+
+/** The relationships as the index keeps them: the last write of one (object, relation, subject) wins. */
+function effective(rels: Relationship[]): Relationship[] {
+  const m = new Map<string, Relationship>();
+  for (const r of rels) m.set(`${r.object}#${r.relation}@${r.subject}`, r);
+  return [...m.values()];
+}
+
+const tri = (r: CheckResult): Tri => ('error' in r ? 2 : r.allowed ? 1 : 0);
+const RUNS = { numRuns: 150 };
+
+describe('the compiled checker', () => {
+  it('answers as the reference interpreter does', () => {
+    fc.assert(fc.property(arbModelText, arbRelationships, fc.array(arbRequest, { minLength: 1, maxLength: 12 }), (text, rels, reqs) => {
+      const model = modelOf(text);
+      const checker = new RelationChecker(model, indexOf(rels));
+      const tuples = effective(rels);
+      for (const q of reqs) {
+        const got = checker.check(q.object, q.relation, q.subject, { context: q.context });
+        expect(tri(got), JSON.stringify(q)).toBe(referenceCheck(model, tuples, q));
+      }
+    }), RUNS);
+  });
+
+  it('the path of an allowed check is made of stored relationships', () => {
+    fc.assert(fc.property(arbModelText, arbRelationships, arbRequest, (text, rels, q) => {
+      const checker = new RelationChecker(modelOf(text), indexOf(rels));
+      const r = checker.check(q.object, q.relation, q.subject, { context: q.context, path: true });
+      if (!('allowed' in r) || !r.allowed) return;
+      const stored = new Set(effective(rels).map((x) => `${x.object}#${x.relation}@${x.subject}`));
+      for (const p of r.path) expect(stored.has(`${p.object}#${p.relation}@${p.subject}`)).toBe(true);
+      // Only a subject's own userset is allowed without any relationship.
+      if (!r.path.length) expect(q.subject).toMatch(/#/);
+    }), RUNS);
+  });
+
+  it('contextual relationships answer as if they were stored', () => {
+    fc.assert(fc.property(arbModelText, arbRelationships, arbRelationships, arbRequest, (text, stored, extra, q) => {
+      const model = modelOf(text);
+      const withExtra = new RelationChecker(model, indexOf(stored)).check(q.object, q.relation, q.subject, { context: q.context, contextual: extra });
+      // Both kept, as an overlay keeps them (a contextual one beside a stored one of the same key).
+      expect(tri(withExtra)).toBe(referenceCheck(model, [...effective(stored), ...effective(extra)], q));
+    }), RUNS);
+  });
+
+  it('list-objects gives exactly the objects check allows', () => {
+    fc.assert(fc.property(arbModelText, arbRelationships, arbRequest, fc.constantFrom(...TYPES), (text, rels, q, type) => {
+      const checker = new RelationChecker(modelOf(text), indexOf(rels));
+      const listed = checker.listObjects(q.subject, q.relation, type, { context: q.context });
+      const results = OBJECTS.filter((o) => o.startsWith(type + ':')).map((o) => [o, tri(checker.check(o, q.relation, q.subject, { context: q.context }))] as const);
+      if (listed.error) {
+        expect(listed.error.code).not.toBe('invalid_request');
+        expect(results.some(([, t]) => t === 2)).toBe(true);
+        return;
+      }
+      expect(listed.objects).toEqual(results.filter(([, t]) => t === 1).map(([o]) => o));
+    }), RUNS);
+  });
+
+  it('list-subjects gives what check allows (a wildcard standing for the entities it grants)', () => {
+    fc.assert(fc.property(arbModelText, arbRelationships, arbRequest, fc.constantFrom('user', ...TYPES.flatMap((t) => RELATIONS.map((r) => `${t}#${r}`))), (text, rels, q, filter) => {
+      const checker = new RelationChecker(modelOf(text), indexOf(rels));
+      const object = q.object === 't1:unknown' ? 't1:o1' : q.object;
+      const listed = checker.listSubjects(object, q.relation, filter, { context: q.context });
+      const universe = filter === 'user' ? [...USERS, 'user:*'] : OBJECTS.filter((o) => o.startsWith(filter.split('#')[0] + ':')).map((o) => `${o}#${filter.split('#')[1]}`);
+      const results = universe.map((s) => [s, tri(checker.check(object, q.relation, s, { context: q.context }))] as const);
+      if (listed.error) {
+        expect(results.some(([, t]) => t === 2) || listed.error.code === 'condition_error' || listed.error.code === 'resolution_too_complex').toBe(true);
+        return;
+      }
+      for (const s of listed.subjects) expect(tri(checker.check(object, q.relation, s, { context: q.context })), s).toBe(1);
+      const wildcard = listed.subjects.includes('user:*');
+      for (const [s, t] of results) if (t === 1 && !(wildcard && s.startsWith('user:'))) expect(listed.subjects, s).toContain(s);
+    }), RUNS);
+  });
+
+  it('add then remove leaves the answers of the index without them', () => {
+    fc.assert(fc.property(arbModelText, arbRelationships, arbRelationships, fc.array(arbRequest, { maxLength: 6 }), (text, keep, drop, reqs) => {
+      const model = modelOf(text);
+      const ix = indexOf(keep);
+      const keys = new Set(keep.map((r) => `${r.object}#${r.relation}@${r.subject}`));
+      const dropped = drop.filter((r) => !keys.has(`${r.object}#${r.relation}@${r.subject}`));
+      for (const r of dropped) ix.add(r);
+      for (const r of dropped) ix.remove(r);
+      expect(ix.size).toBe(effective(keep).length);
+      const checker = new RelationChecker(model, ix);
+      for (const q of reqs) expect(tri(checker.check(q.object, q.relation, q.subject, { context: q.context }))).toBe(referenceCheck(model, effective(keep), q));
+    }), RUNS);
+  });
+});
+
+describe('the checker on chosen cases', () => {
+  const model = modelOf(`type user
+
+type group {
+  relation member: [user, user:*, group#member]
+}
+
+type doc {
+  relation parent: [doc]
+  relation blocked: [user]
+  relation owner: [user]
+  relation viewer: ([user, user:*, group#member with c] or owner or viewer from parent) but not blocked
+}
+
+condition c(x: int, limit: int) {
+  x < limit
+}
+`);
+
+  it('a wildcard viewer but not a blocked user (OpenFGA semantics)', () => {
+    const c = new RelationChecker(model, indexOf([{ object: 'doc:1', relation: 'viewer', subject: 'user:*' }, { object: 'doc:1', relation: 'blocked', subject: 'user:anne' }]));
+    expect(c.check('doc:1', 'viewer', 'user:anne')).toEqual({ allowed: false, path: [] });
+    expect(c.check('doc:1', 'viewer', 'user:bob', { path: true })).toEqual({ allowed: true, path: [{ object: 'doc:1', relation: 'viewer', subject: 'user:*' }] });
+    expect(c.check('doc:1', 'viewer', 'user:*')).toMatchObject({ allowed: true });
+    expect(c.listSubjects('doc:1', 'viewer', 'user')).toEqual({ subjects: ['user:*'] });
+  });
+
+  it('cycles are false; more than 25 hops is an error of its own', () => {
+    const cycle = [{ object: 'group:a', relation: 'member', subject: 'group:b#member' }, { object: 'group:b', relation: 'member', subject: 'group:a#member' }];
+    expect(new RelationChecker(model, indexOf(cycle)).check('group:a', 'member', 'user:x')).toEqual({ allowed: false, path: [] });
+    const chain = Array.from({ length: 30 }, (_, i) => ({ object: `doc:${i}`, relation: 'parent', subject: `doc:${i + 1}` }));
+    chain.push({ object: 'doc:30', relation: 'owner', subject: 'user:anne' });
+    const deep = new RelationChecker(model, indexOf(chain));
+    expect(deep.check('doc:0', 'viewer', 'user:anne')).toEqual({ error: { code: 'resolution_too_complex', message: expect.stringContaining('25') } });
+    expect(deep.check('doc:20', 'viewer', 'user:anne')).toMatchObject({ allowed: true });
+  });
+
+  it('a condition: stored context wins, the request supplies the rest, a missing parameter is an error naming it', () => {
+    const c = new RelationChecker(model, indexOf([
+      { object: 'doc:1', relation: 'viewer', subject: 'group:g#member', condition: { name: 'c', context: { limit: 5 } } },
+      { object: 'group:g', relation: 'member', subject: 'user:anne' },
+    ]));
+    expect(c.check('doc:1', 'viewer', 'user:anne', { context: { x: 3, limit: 1 } })).toMatchObject({ allowed: true });
+    expect(c.check('doc:1', 'viewer', 'user:anne', { context: { x: 7 } })).toMatchObject({ allowed: false });
+    expect(c.check('doc:1', 'viewer', 'user:anne')).toEqual({ error: { code: 'condition_error', message: 'condition c: parameter x is missing from the context' } });
+    expect(c.listObjects('user:anne', 'viewer', 'doc', { context: { x: 1 } })).toEqual({ objects: ['doc:1'] });
+  });
+
+  it('relationships the model does not allow are ignored', () => {
+    const c = new RelationChecker(model, indexOf([
+      { object: 'doc:1', relation: 'viewer', subject: 'group:g#member' },
+      { object: 'doc:1', relation: 'owner', subject: 'group:g#member' },
+      { object: 'doc:1', relation: 'viewer', subject: 'user:bob', condition: { name: 'undeclared' } },
+      { object: 'doc:1', relation: 'gone', subject: 'user:carl' },
+      { object: 'group:g', relation: 'member', subject: 'user:anne' },
+    ]));
+    for (const u of ['user:anne', 'user:bob', 'user:carl']) expect(c.check('doc:1', 'viewer', u)).toEqual({ allowed: false, path: [] });
+    expect(c.check('doc:1', 'gone', 'user:carl')).toEqual({ error: { code: 'invalid_request', message: 'type doc has no relation gone' } });
+  });
+
+  it('list-subjects with a userset filter gives the object\'s own usersets where one relation derives from another', () => {
+    const c = new RelationChecker(model, indexOf([{ object: 'doc:1', relation: 'owner', subject: 'user:anne' }]));
+    expect(c.listSubjects('doc:1', 'viewer', 'doc#owner')).toEqual({ subjects: ['doc:1#owner'] });
+    expect(c.listSubjects('group:g', 'member', 'group#member')).toEqual({ subjects: ['group:g#member'] });
+  });
+});
+
+describe('random contexts are harmless', () => {
+  it('a context of any shape gives an answer or a named error, never a throw', () => {
+    fc.assert(fc.property(arbModelText, arbRelationships, arbRequest, fc.oneof(arbContext, fc.dictionary(fc.constantFrom('x', 'limit'), fc.jsonValue())), (text, rels, q, ctx) => {
+      const r = new RelationChecker(modelOf(text), indexOf(rels)).check(q.object, q.relation, q.subject, { context: ctx as Record<string, unknown> });
+      expect('allowed' in r || ('error' in r && typeof r.error.message === 'string')).toBe(true);
+    }), { numRuns: 60 });
+  });
+});
