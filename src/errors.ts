@@ -57,6 +57,8 @@ export const errors = {
   /** the database cannot do its part now (away, out of connections, out of time): try again shortly */
   storeUnavailable: (description = 'the database is unavailable; try again shortly') =>
     new ProtocolError(503, 'temporarily_unavailable', description, {}, { 'Retry-After': String(STORE_RETRY_AFTER_SECONDS) }),
+  /** a relationship question that needs more hops through the graph than the limit allows */
+  resolutionTooComplex: make(400, 'resolution_too_complex'),
 };
 
 /** A zod failure as the management API's 400: each bad field named in `issues`. */

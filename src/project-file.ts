@@ -9,7 +9,10 @@ import { createApplication, updateApplication, putGrant, assignUser } from './ad
 import { putRole } from './admin/roles.js';
 import { createRule, disableRule, enableRule, updateRule, validateAndRecord } from './admin/rules.js';
 import { putEntity } from './admin/entities.js';
-import { agentCreate, projectApplication, projectEntity, projectRule, roleCreate, userCreate } from './admin/schemas.js';
+import { relationModel } from './authz/relationships.js';
+import { disallowed } from './policy/relations/model.js';
+import { relationshipText } from './policy/relations/tuple.js';
+import { agentCreate, projectApplication, projectEntity, projectRule, relationship, roleCreate, userCreate } from './admin/schemas.js';
 import { defaultAgentId } from './admin/spiffe.js';
 import { createUser, updateUser } from './admin/users.js';
 import { mcpUpstreamsSection } from './mcp/project-section.js';
@@ -140,6 +143,20 @@ const entitiesSection = defineSection<z.output<typeof projectEntity>>({
   },
 });
 
+const relationshipsSection = defineSection<z.output<typeof relationship>>({
+  key: 'relationships', // by object, relation and subject; one already stored as the file has it is left alone
+  item: relationship,
+  async apply(ctx, items) {
+    // Checked against the model of the policy files just loaded; written all or nothing.
+    const model = relationModel((await ctx.policy.state()).set);
+    for (const [i, r] of items.entries()) {
+      const why = disallowed(model, r);
+      if (why) throw new ProjectItemError(`relationships.${i} (${relationshipText(r)}): ${why}`);
+    }
+    await ctx.store.relationships.apply(items, []);
+  },
+});
+
 const rulesSection = defineSection<ProjectRule>({
   key: 'rules', // by name; `state` (optional) is brought about: live is validated first
   item: projectRule,
@@ -158,7 +175,7 @@ const rulesSection = defineSection<ProjectRule>({
 });
 
 /** The sections in the order they apply: roles and people before the things that refer to them. */
-export const projectSections: ProjectSection[] = [rolesSection, usersSection, applicationsSection, agentsSection, entitiesSection, rulesSection, defineSection(mcpUpstreamsSection), defineSection(samlConnectionsSection)];
+export const projectSections: ProjectSection[] = [rolesSection, usersSection, applicationsSection, agentsSection, entitiesSection, relationshipsSection, rulesSection, defineSection(mcpUpstreamsSection), defineSection(samlConnectionsSection)];
 
 /** Adds a section (for example `mcp_upstreams`) after the built-in ones. */
 export function registerProjectSection(section: ProjectSection): void {

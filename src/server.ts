@@ -29,6 +29,7 @@ import { isStoreUnavailable } from './store/unavailable.js';
 import { flushRefusalSummary } from './agents/refusal-summary.js';
 import { endpointUrls } from './urls.js';
 import { applyProjectFile } from './project-file.js';
+import { relationshipGraph } from './authz/relationships.js';
 import { ensureApiApplication } from './authzen/api-application.js';
 import { ensureConsoleApplication } from './console/application.js';
 
@@ -106,6 +107,8 @@ export async function openContext(config: Config, logger: Logger, role: ProcessR
       await ensureApiApplication(ctx);
       if (config.projectFile) await applyProjectFile(ctx, config.projectFile);
     }
+    // The relationship graph is read once at start; a failed read is tried again by the first decision.
+    await relationshipGraph(ctx).current().catch((err: unknown) => logger.warn({ err }, 'the relationships could not be loaded; the next decision tries again'));
     return ctx;
   } catch (err) {
     await lease?.release();

@@ -9,6 +9,7 @@ import { requireAdmin } from './auth.js';
 import { keyRoutes } from './keys.js';
 import { openApiDocument, registerOperation } from './openapi.js';
 import { policyRoutes } from './policy.js';
+import { relationshipRoutes } from './relationships.js';
 import { roleRoutes } from './roles.js';
 import { ruleRoutes } from './rules.js';
 import { usageRoutes } from './usage.js';
@@ -47,6 +48,7 @@ export function adminRouter(ctx: AppContext): Router {
   usageRoutes(router, ctx);
   agentRoutes(router, ctx);
   entityRoutes(router, ctx);
+  relationshipRoutes(router, ctx);
   ruleRoutes(router, ctx);
   policyRoutes(router, ctx);
   keyRoutes(router, ctx);

@@ -1,6 +1,7 @@
 import { createPublicKey } from 'node:crypto';
 import { z } from 'zod';
 import { validateJsonLimits } from '../policy/index.js';
+import { parseObject, parseRelationshipJson, parseSubject } from '../policy/relations/tuple.js';
 import { spiffeIdProblem } from './spiffe.js';
 
 /**
@@ -585,3 +586,84 @@ export const auditPage = z.object({
 
 /** `{data: [...]}` */
 export const listOf = <T extends z.ZodType>(item: T) => z.object({ data: z.array(item) });
+
+// ---- relationships ---------------------------------------------------------------
+
+/** At most this many writes and deletes in one request (each), and contextual relationships in one question. */
+export const RELATIONSHIPS_MAX_PER_REQUEST = 1000;
+
+const problemOf = (p: unknown): string | null => (typeof p === 'string' ? p : null);
+
+/** `<type>:<id>`. */
+const objectRef = z.string().max(1024).superRefine((v, c) => {
+  const p = problemOf(parseObject(v));
+  if (p) c.addIssue({ code: 'custom', message: p });
+}).meta({ description: 'an object, `<type>:<id>`', example: 'document:1' });
+
+/** `<type>:<id>`, `<type>:<id>#<relation>` or `<type>:*`. */
+const subjectRef = z.string().max(1024).superRefine((v, c) => {
+  const p = problemOf(parseSubject(v));
+  if (p) c.addIssue({ code: 'custom', message: p });
+}).meta({ description: 'an entity `<type>:<id>`, a userset `<type>:<id>#<relation>` or a wildcard `<type>:*`', example: 'group:eng#member' });
+
+const relationName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_-]*$/, 'must be a relation name (letters, digits, _ and -, not starting with a digit)').max(200);
+
+/** One relationship in its JSON form; the model (types, relations, conditions) is checked by the endpoint. */
+export const relationship = z
+  .object({
+    object: objectRef,
+    relation: relationName,
+    subject: subjectRef,
+    condition: z.object({ name: relationName, context: attributes.optional() }).strict().optional()
+      .meta({ description: 'a condition the policy declares, with the context stored with the relationship (its values win over a request\'s)' }),
+  })
+  .strict()
+  .superRefine((v, c) => {
+    const p = problemOf(parseRelationshipJson(v));
+    if (p) c.addIssue({ code: 'custom', message: p });
+  })
+  .meta({ description: 'who relates to what: `{object, relation, subject, condition?}`' });
+
+const relationshipList = z.array(relationship).max(RELATIONSHIPS_MAX_PER_REQUEST);
+
+export const relationshipWrite = z.object({
+  writes: relationshipList.default([]),
+  deletes: relationshipList.default([]),
+}).strict();
+
+export const relationshipWriteResult = z.object({ written: z.number().int(), deleted: z.number().int() });
+
+export const relationshipListQuery = z.object({
+  object: z.string().max(1024).regex(/^[A-Za-z_][A-Za-z0-9_-]*:[^\s#@]*$/, 'must be an object `<type>:<id>`, or `<type>:` for every object of a type').optional(),
+  relation: relationName.optional(),
+  subject: z.string().max(1024).regex(/^[A-Za-z_][A-Za-z0-9_-]*:[^\s#@]*(#[A-Za-z_][A-Za-z0-9_-]*)?$/, 'must be a subject `<type>:<id>`, `<type>:<id>#<relation>`, `<type>:*`, or `<type>:` for every subject of a type').optional(),
+  limit: z.coerce.number().int().min(1).max(1000).default(100),
+  page_token: z.string().max(4096).optional(),
+});
+
+export const relationshipPage = z.object({ data: z.array(relationship), next_page_token: z.string().nullable() });
+
+/** What every relationship question may add: the request's context, and relationships that hold for it alone. */
+const questionExtras = {
+  context: attributes.optional().meta({ description: 'values for conditions (a relationship\'s stored context wins)' }),
+  contextual_relationships: relationshipList.optional().meta({ description: 'relationships that hold for this question only' }),
+};
+
+export const relationshipCheck = z.object({ object: objectRef, relation: relationName, subject: subjectRef, ...questionExtras }).strict();
+export const relationshipCheckResult = z.object({ allowed: z.boolean(), path: z.array(relationship) });
+
+export const relationshipListObjects = z.object({
+  subject: subjectRef,
+  relation: relationName,
+  type: z.string().regex(/^[A-Za-z_][A-Za-z0-9_-]*$/, 'must be a type name').max(200),
+  ...questionExtras,
+}).strict();
+export const relationshipObjects = z.object({ objects: z.array(z.string()) });
+
+export const relationshipListSubjects = z.object({
+  object: objectRef,
+  relation: relationName,
+  subject_type: z.string().regex(/^[A-Za-z_][A-Za-z0-9_-]*(#[A-Za-z_][A-Za-z0-9_-]*)?$/, 'must be `<type>` or `<type>#<relation>`').max(400),
+  ...questionExtras,
+}).strict();
+export const relationshipSubjects = z.object({ subjects: z.array(z.string()) });

@@ -49,7 +49,23 @@ export function evaluate(request: DecisionRequest, policy: PolicySet | null): { 
 /** `evaluate` without the record, for the pipeline, which records once the approvals step is done. */
 export function decideOn(request: DecisionRequest, policy: PolicySet | null): PipelineDecision {
   // The policy's decision already has the pipeline's shape (its causes are a subset).
-  return policy ? decide(request, policy) : denial({ code: 'policy_unavailable' }, '');
+  if (!policy) return denial({ code: 'policy_unavailable' }, '');
+  const d = decide(request, policy);
+  if (d.decision !== 'deny' || d.cause.code !== 'not_granted') return d;
+  // A relation that could not be resolved (too many hops, a condition without its parameter)
+  // grants nothing: the deny says so, rather than only that nothing granted it.
+  const unresolved = d.trace.find((t) => t.step === 'grants' && t.outcome === 'fail' && t.why?.startsWith(FAILS_CLOSED));
+  return unresolved ? { ...d, reason: `${d.reason}; ${unresolved.check} could not be resolved: ${unresolved.why!.slice(FAILS_CLOSED.length)}` } : d;
+}
+
+/** How the grant step traces a relation it could not resolve. */
+const FAILS_CLOSED = 'fails closed, grants nothing: ';
+
+/** The grants a decision got through relations: who, and the relationships that granted it. */
+export function relationGrants(d: Pick<PipelineDecision, 'trace'>): string[] {
+  const out: string[] = [];
+  for (const t of d.trace) if (t.step === 'grants' && t.outcome === 'pass' && t.path) out.push(`${t.check} (${t.path.join(', ')})`);
+  return out;
 }
 
 /**
@@ -74,8 +90,15 @@ export function auditRecord(
     resource: request.resource,
     context: request.context,
     decision: bind ? (d.decision === 'allow' ? 'issued' : 'refused') : d.decision,
-    reason: bind && d.decision === 'allow' && issued !== undefined ? issued : d.reason,
+    reason: bind && d.decision === 'allow' && issued !== undefined ? issued : withRelations(d),
     policy_version: d.policyVersion,
     ...(caller !== undefined ? { caller } : {}),
   };
+}
+
+/** The reason as the record keeps it: an allow says which grants came through relations, and through what. */
+function withRelations(d: PipelineDecision): string {
+  if (d.decision !== 'allow') return d.reason;
+  const through = relationGrants(d);
+  return through.length ? `${d.reason}; granted through relations: ${through.join('; ')}` : d.reason;
 }

@@ -8,6 +8,7 @@ import { auditRecord, decideOn, denial, type PipelineDecision, type Via } from '
 import { entityAttributes, loadFacts, namedSubjectFacts, withProperties, withSubjectProperties } from './facts.js';
 import type { PipelineCause } from './cause.js';
 import { usageLimitsFor, type Attributes, type DecisionRequest, type PolicySet, type SubjectFacts } from './policy-interface.js';
+import { relationshipGraph } from './relationships.js';
 import { checkTransactionToken } from './transaction-tokens.js';
 import { countersFor, peekUsage, usageBatch, type Counter } from './budgets.js';
 import type { Store } from '../store/index.js';
@@ -60,7 +61,9 @@ export type AuthorizeResult =
  *                      (`tokenMatches`)
  *   3. limits          limits over time: read, and consumed by an allow (`decisionOrder`)
  *   4. deny rules, 5. grants, 6. approval rules, 7. allow: the policy's own order (`decideOn`),
- *                      then the approvals an approval rule asks for
+ *                      then the approvals an approval rule asks for; the grants and conditions
+ *                      that ask about relations read the process's relationship graph, current
+ *                      with every change committed before this turn (`relationshipGraph`)
  * and then exactly one audit record (`record`). The modes: decide (every step; an allow
  * consumes), bind (steps 1–3; nothing consumed, only the limits can refuse; recorded as a
  * token), refuse (a request refused before step 3, by a door that could not map it: a deny,
@@ -165,7 +168,7 @@ async function runNamed(ctx: AppContext, req: Extract<AuthorizeRequest, { via: '
   const { action, resource, context, caller } = req;
   const now = ctx.clock.now();
   const load = req.facts ?? namedSubjectFacts;
-  const [named, policy, stored] = await Promise.all([load(ctx, req.subject.type, req.subject.id), ctx.policy.state(), entityAttributes(ctx, resource)]);
+  const [named, policy, stored, relationships] = await Promise.all([load(ctx, req.subject.type, req.subject.id), ctx.policy.state(), entityAttributes(ctx, resource), relationshipGraph(ctx).current()]);
   // 1. The subject is known (an unknown one is a deny, not a 401: the caller is the application).
   if (!named) {
     const subject: SubjectFacts = { type: req.subject.type === 'agent' ? 'agent' : 'user', id: req.subject.id, roles: [], groups: [], permissions: [], attributes: {} };
@@ -173,7 +176,7 @@ async function runNamed(ctx: AppContext, req: Extract<AuthorizeRequest, { via: '
     return record(ctx, 'authzen', { subject, person: null, action, resource, context, now }, unknown, undefined, undefined, caller);
   }
   const { subject, person } = withSubjectProperties(named, req.subject.properties);
-  const request: DecisionRequest = { subject, person, action, resource, resourceAttributes: withProperties(stored, req.resourceProperties), context, now };
+  const request: DecisionRequest = { subject, person, action, resource, resourceAttributes: withProperties(stored, req.resourceProperties), context, now, relationships };
   return decisionOrder(ctx, { via: 'authzen', txn: null, caller, name: subject.name ?? subject.id }, policy.set, request);
 }
 
@@ -194,8 +197,8 @@ async function run(ctx: AppContext, req: Exclude<AuthorizeRequest, { via: 'authz
   if ('refused' in matched) return record(ctx, req.via, early(agentId, matched.userId, req, now), denial(matched.refused, version));
 
   // 3–7. The decision order on the current facts.
-  const facts = await loadFacts(ctx, state, matched.userId, resource);
-  const request: DecisionRequest = { ...facts, action, resource, context, now };
+  const [facts, relationships] = await Promise.all([loadFacts(ctx, state, matched.userId, resource), relationshipGraph(ctx).current()]);
+  const request: DecisionRequest = { ...facts, action, resource, context, now, relationships };
   const binding = req.via === 'bind' ? `transaction token ${req.txn}` : undefined;
   return decisionOrder(ctx, { via: req.via, txn: matched.txn, binding, name: state.agent.name }, policy.set, request);
 }
@@ -256,6 +259,8 @@ async function decisionOrder(ctx: AppContext, mode: Mode, policy: PolicySet | nu
 export async function decideDry(ctx: AppContext, policy: PolicySet, request: DecisionRequest): Promise<PipelineDecision> {
   const counters = countersOf(request, policy);
   if (counters.length) await readLimits(ctx, counters, request);
+  // The same relationships as a decision's, so that asking agrees with acting.
+  request.relationships ??= await relationshipGraph(ctx).current();
   return decideOn(request, policy);
 }
 

@@ -31,6 +31,7 @@ export const SECTIONS = [
   ['roles', 'Roles'],
   ['agents', 'Agents'],
   ['rules', 'Rules'],
+  ['relationships', 'Relationships'],
   ['policy', 'Policy'],
   ['approvals', 'Approvals'],
   ['audit', 'Audit trail'],

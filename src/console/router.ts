@@ -12,6 +12,7 @@ import { homePage } from './pages/home.js';
 import { keyPages } from './pages/keys.js';
 import { peoplePages } from './pages/people.js';
 import { policyPages } from './pages/policy.js';
+import { relationshipPages } from './pages/relationships.js';
 import { rolePages } from './pages/roles.js';
 import { rulePages } from './pages/rules.js';
 import { streamPages } from './pages/streams.js';
@@ -135,6 +136,7 @@ export function consoleRouter(ctx: AppContext): Router {
   agentPages(router, ctx);
   rulePages(router, ctx);
   policyPages(router, ctx);
+  relationshipPages(router, ctx);
   approvalPages(router, ctx);
   auditPages(router, ctx);
   keyPages(router, ctx);

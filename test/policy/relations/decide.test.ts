@@ -4,7 +4,8 @@
 import { describe, expect, it } from 'vitest';
 import { loadPolicySet } from '../../../src/policy/load.js';
 import { decide } from '../../../src/policy/decide.js';
-import { explainDecision, explainText } from '../../../src/policy/explain.js';
+import { explainDecision } from '../../../src/policy/explain.js';
+import { explainText } from '../../../src/cli/explain-text.js';
 import { MemoryIndex } from '../../../src/policy/relations/index.js';
 import { parseRelationshipText, type Relationship } from '../../../src/policy/relations/tuple.js';
 import type { DecisionRequest } from '../../../src/policy/types.js';
@@ -85,8 +86,8 @@ describe('relations grant in the decision order', () => {
 
   it('explain shows the path that granted it, or why none exists', () => {
     const r = req(user('anne'), 'doc:b', ix);
-    expect(explainText(r, explainDecision(r, set))).toContain('path: doc:b#parent@doc:a → doc:a#viewer@user:anne');
+    expect(explainText(r, explainDecision(r, set), [])).toContain('path: doc:b#parent@doc:a → doc:a#viewer@user:anne');
     const b = req(user('bert'), 'doc:b', ix);
-    expect(explainText(b, explainDecision(b, set))).toContain('viewer would hold through doc:b#parent@doc:a → doc:a#viewer@user:bert, but "but not blocked" removes it: doc:b#blocked@user:bert');
+    expect(explainText(b, explainDecision(b, set), [])).toContain('viewer would hold through doc:b#parent@doc:a → doc:a#viewer@user:bert, but "but not blocked" removes it: doc:b#blocked@user:bert');
   });
 });
