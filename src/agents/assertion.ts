@@ -51,7 +51,7 @@ export async function authenticateAgent(
 }
 
 /** The `iss` an assertion claims, unverified (only for the record of a refusal). */
-function claimedAgent(assertion: unknown): string | null {
+export function claimedAgent(assertion: unknown): string | null {
   if (typeof assertion !== 'string') return null;
   try {
     const iss = decodeJwt(assertion).iss;
