@@ -15,7 +15,7 @@ const JSON_TYPE = /^application\/json\s*(;\s*charset="?utf-8"?\s*)?$/i;
  * of what a request cost besides its cryptography. The edge is the same as Express's (request
  * id, no-store headers, the JSON depth bound, error writing, the log line and metrics); anything
  * unusual (another method or path, a query string, chunked or oversized bodies, another content
- * type or an encoding; an AuthZEN request whose `X-Request-ID` is not a plain token) returns
+ * type or an encoding; an echoing route's request whose `X-Request-ID` is not a plain token) returns
  * false and goes through Express, so there is one behaviour for it. Who is calling is asked
  * before the body is parsed, as on Express.
  */
@@ -30,7 +30,7 @@ export function fastPaths(ctx: AppContext, routes: readonly EdgeRoute[]): (req: 
     if (!Number.isInteger(length) || length < 0 || length > MAX_BODY) return false;
     if (!(route.body === 'form' ? FORM : JSON_TYPE).test(req.headers['content-type'] ?? '') || req.headers['content-encoding']) return false;
     // Echoed as it is on the Express route; only a plain id is the same on both.
-    if (route.authzen && req.headers['x-request-id'] !== undefined && !isPlainRequestId(req.headers['x-request-id'])) return false;
+    if (route.requestId === 'echo' && req.headers['x-request-id'] !== undefined && !isPlainRequestId(req.headers['x-request-id'])) return false;
 
     const startNs = process.hrtime.bigint();
     const requestId = requestIdOf(req.headers['x-request-id']);

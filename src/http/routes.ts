@@ -36,8 +36,12 @@ export interface EdgeRoute {
    * Its answer is the core's `caller`.
    */
   authenticate?(ctx: AppContext, req: EdgeRequest): Promise<unknown>;
-  /** AuthZEN: the caller's `X-Request-ID` comes back as it is, and another method is a 405 */
-  authzen?: true;
+  /** `echo`: the caller's `X-Request-ID` comes back as it is (AuthZEN asks for the same id), not only a plain one */
+  requestId?: 'echo';
+  /** `refuse`: another method is a 405 naming POST (else it is left to the rest of the app) */
+  otherMethods?: 'refuse';
+  /** the body may also come as a form (the agents' JSON endpoints have always read one: their fields are strings) */
+  formToo?: true;
   handle(ctx: AppContext, body: Record<string, unknown>, req: EdgeRequest, caller: unknown): Promise<unknown>;
 }
 
@@ -48,7 +52,8 @@ function authzenRoute(path: string, answer: (ctx: AppContext, caller: Caller, bo
   return {
     path,
     body: 'json',
-    authzen: true,
+    requestId: 'echo',
+    otherMethods: 'refuse',
     authenticate: (ctx, req) => authenticateCaller(ctx, req.get('authorization')),
     handle(ctx, body, req, caller) {
       if (!isJson(req.get('content-type'))) throw errors.invalidRequest('the request body must be application/json');
@@ -75,6 +80,7 @@ export const EDGE_ROUTES: readonly EdgeRoute[] = [
   {
     path: '/apis/regional/v1/ai/auth/transaction-token',
     body: 'json',
+    formToo: true,
     handle(ctx, body, req) {
       limitAgentRequest(ctx, req, undefined);
       return transactionTokenEndpoint(ctx, body, req);
@@ -83,6 +89,7 @@ export const EDGE_ROUTES: readonly EdgeRoute[] = [
   {
     path: '/apis/regional/v1/agents/authorize',
     body: 'json',
+    formToo: true,
     handle(ctx, body, req) {
       limitAgentRequest(ctx, req, typeof body.agent_id === 'string' ? body.agent_id : undefined);
       return decisionEndpoint(ctx, body);
@@ -110,10 +117,10 @@ const parsers: Record<EdgeRoute['body'], RequestHandler> = {
 export function mountEdgeRoutes(ctx: AppContext, app: Express, routes: readonly EdgeRoute[] = EDGE_ROUTES): void {
   for (const route of routes) {
     const steps: RequestHandler[] = [];
-    if (route.authzen) steps.push(echoRequestId);
+    if (route.requestId === 'echo') steps.push(echoRequestId);
     steps.push((req, res, next) => {
       if (req.method === 'POST') return next();
-      if (!route.authzen) return next('route');
+      if (route.otherMethods !== 'refuse') return next('route');
       res.setHeader('Allow', 'POST');
       next(errors.methodNotAllowed(`${route.path} takes POST`));
     });
@@ -127,8 +134,7 @@ export function mountEdgeRoutes(ctx: AppContext, app: Express, routes: readonly 
       });
     }
     steps.push(parsers[route.body]);
-    // The agents' JSON endpoints have always read a form body too (their fields are strings).
-    if (route.body === 'json' && !route.authzen) steps.push(parsers.form);
+    if (route.formToo) steps.push(parsers.form);
     steps.push(async (req: Request, res: Response) => {
       for (const [k, v] of Object.entries({ ...route.headers, ...NO_STORE_HEADERS })) res.setHeader(k, v);
       if (route.body === 'form' && !req.is('application/x-www-form-urlencoded')) {
