@@ -133,6 +133,9 @@ export function mountEdgeRoutes(ctx: AppContext, app: Express, routes: readonly 
         }, next);
       });
     }
+    // A JSON body sent to a form route is still read with the depth bound, so that a hostile
+    // body is refused for what it is (too deep) before it is refused for its type.
+    if (route.body === 'form') steps.push(parsers.json);
     steps.push(parsers[route.body]);
     if (route.formToo) steps.push(parsers.form);
     steps.push(async (req: Request, res: Response) => {
