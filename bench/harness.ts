@@ -21,9 +21,9 @@ export const freePort = () =>
     });
   });
 
-/** Waits until `url` answers with anything below 500. */
-export async function waitReady(url: string): Promise<void> {
-  for (let i = 0; i < 300; i++) {
+/** Waits until `url` answers with anything below 500 (for up to `seconds`). */
+export async function waitReady(url: string, seconds = 30): Promise<void> {
+  for (let i = 0; i < seconds * 10; i++) {
     try {
       if ((await fetch(url)).status < 500) return;
     } catch {

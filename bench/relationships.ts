@@ -264,7 +264,8 @@ async function benchServer(label: string, opts: { instances: number; url?: strin
       issuer ??= s.base;
       children.push(s.child);
       bases.push(s.base);
-      await waitReady(`${s.base}/healthz`);
+      // A server loads every relationship before it answers: a million take a while.
+      await waitReady(`${s.base}/healthz`, 900);
     }
     const base = bases[0]!;
     const admin = adminClient(base, ADMIN);
