@@ -114,7 +114,7 @@ async function searchActions(ctx: AppContext, policy: PolicySet, memo: FactsMemo
   const object = objectOf(resource.type, resource.id!);
   return collectPage('action', req, sortedIds(names), async (name) => {
     const relation = `${name}:${plural}`;
-    if (!mayBeGranted(policy, subject.subject, relation, resource.type)) return undefined;
+    if (!modelRelation(policy, resource.type, name) && !mayBeGranted(policy, subject.subject, relation, resource.type)) return undefined;
     const q = { subject: named, relation, object, resourceProperties: resource.properties, context: context(req) };
     return (await allows(ctx, policy, memo, q)) ? { name } : undefined;
   });
