@@ -94,6 +94,16 @@ describe('the API gateway interop scenario', () => {
     expect(res.body.results).toEqual([{ type: 'route', id: '/todos' }, { type: 'route', id: '/users/{userId}' }]);
   });
 
+  it("the example's deny rule: a suspended identity may use no route, whatever its memberships give it", async () => {
+    const ask = () => post('/access/v1/evaluation', { subject: { type: 'identity', id: 'sam' }, action: { name: 'POST' }, resource: { type: 'route', id: '/todos' } });
+    expect((await server.admin('POST', '/relationships', { writes: [{ object: 'role:editor', relation: 'member', subject: 'identity:sam' }] })).status).toBe(200);
+    expect((await ask()).body.decision).toBe(true);
+    expect((await server.admin('PUT', '/entities/identity/sam', { attributes: { roles: ['suspended'] } })).status).toBeLessThan(300);
+    expect((await ask()).body).toEqual({ decision: false, context: { reason: 'rule_denied: suspended-identities-use-no-route' } });
+    const search = await post('/access/v1/search/subject', { subject: { type: 'identity' }, action: { name: 'POST' }, resource: { type: 'route', id: '/todos' } });
+    expect(search.body.results.map((r: { id: string }) => r.id)).not.toContain('sam');
+  });
+
   it('an identity with attributes stored as an entity reads its roles from them', async () => {
     // Beyond the scenario: an identity stored as an entity with roles gets those roles' permissions.
     expect((await server.admin('POST', '/roles', { name: 'auditor', permissions: ['PUT:routes'] })).status).toBeLessThan(300);
