@@ -55,8 +55,8 @@ function mayBeGranted(policy: PolicySet, subject: SubjectFacts, relation: string
 
 /**
  * Subject search. Candidates: when the action is a relation of the resource's type, the
- * subjects the relationships give it to (`*` when a wildcard does); for people and agents,
- * also the stored ones a role or rule could grant it. Each is then decided (dry), so a deny
+ * subjects the relationships give it to (`*` when a wildcard does); also the stored people,
+ * agents or entities of the type that a role or rule could grant it. Each is then decided (dry), so a deny
  * rule or a limit leaves it out, as it would deny the evaluation.
  */
 async function searchSubjects(ctx: AppContext, policy: PolicySet, memo: FactsMemo, req: SearchRequest): Promise<Paged<unknown>> {
@@ -69,6 +69,8 @@ async function searchSubjects(ctx: AppContext, policy: PolicySet, memo: FactsMem
   let stored: string[] = [];
   if (type === 'user') stored = sortedIds((await ctx.store.users.list(1_000_000, 0)).map((u) => u.id));
   else if (type === 'agent') stored = sortedIds((await ctx.store.agents.list()).filter((a) => !a.revoked).map((a) => a.agent_id));
+  // Entities of a declared type hold roles too (their stored `roles`): those are candidates for what a role or rule grants.
+  else if (declaresType(policy, type)) stored = sortedIds(await storedEntityIds(ctx, type));
   const granted = new Set(fromRelationships);
   const ids = mergeSorted(fromRelationships, stored);
   return collectPage('subject', req, ids, async (id) => {

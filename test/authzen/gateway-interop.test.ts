@@ -112,5 +112,8 @@ describe('the API gateway interop scenario', () => {
     expect(put.body.decision).toBe(true);
     const del = await post('/access/v1/evaluation', { subject: { type: 'identity', id: 'ivy' }, action: { name: 'DELETE' }, resource: { type: 'route', id: '/todos/{todoId}' } });
     expect(del.body.decision).toBe(false);
+    // A subject search finds her through her stored roles, beside the members the relationships give (not sam: suspended).
+    const search = await post('/access/v1/search/subject', { subject: { type: 'identity' }, action: { name: 'PUT' }, resource: { type: 'route', id: '/todos/{todoId}' } });
+    expect(search.body.results.map((r: { id: string }) => r.id)).toEqual([RICK, MORTY, SUMMER, 'ivy'].sort());
   });
 });
