@@ -48,6 +48,8 @@ export interface RelationOptions {
 const UNKNOWN = -2;
 const EMPTY: Record<string, unknown> = Object.freeze({}) as Record<string, unknown>;
 const NO_PATH: [] = [] as [];
+/** A subject no relationship can name (its type is no type's name), so that a check of it reads every path. */
+const NO_SUBJECT: SubjectRef = Object.freeze({ type: ' ', id: ' ', wildcard: false });
 
 /** The state of one check, reused: who is asked about, and what went wrong. */
 interface State {
@@ -579,7 +581,9 @@ export class RelationChecker {
    * subject (a userset to follow, a tupleset's objects, a subject of the asked type) and
    * evaluates its condition: one that cannot be evaluated makes the listing an error even when
    * another path grants the same subject (a check stops at the first path that grants; a
-   * listing reads them all), and one that is false is not followed.
+   * listing reads them all), and one that is false is not followed. A listing whose walk would
+   * pass the hop limit is that error too, whether or not any subject is found: a check for a
+   * subject nothing can match walks every path and tells.
    */
   listSubjects(object: string, relation: string, subjectType: string, opts?: RelationOptions): ListResult<'subjects'> {
     const o0 = parseObject(object);
@@ -643,6 +647,8 @@ export class RelationChecker {
       walk(def.expr);
       if (conditionError !== null) return { error: { code: 'condition_error', message: conditionError } };
     }
+    const probe = this.checkOn(index, object, relation, NO_SUBJECT, opts?.context ? { context: opts.context } : undefined);
+    if ('error' in probe && probe.error.code === 'resolution_too_complex') return { error: probe.error };
     const out: string[] = [];
     for (const c of candidates) {
       const s = parseSubject(c);

@@ -267,6 +267,11 @@ type doc {
     expect(both(deep, [], { object: 'resource:none', relation: 'a1', subject: 'user:jon' })).toEqual(tooComplex);
     expect(both(deep, jon(26), { object: 'resource:1', relation: 'a2', subject: 'user:jon' })).toMatchObject({ allowed: true });
     expect(new RelationChecker(deep, indexOf(jon(26))).listObjects('user:jon', 'a1', 'resource')).toEqual(tooComplex);
+    // list-subjects walks every path, whether or not it finds anyone.
+    expect(new RelationChecker(deep, indexOf(jon(26))).listSubjects('resource:1', 'a1', 'user')).toEqual(tooComplex);
+    expect(new RelationChecker(deep, indexOf(jon(26))).listSubjects('resource:none', 'a1', 'user')).toEqual(tooComplex);
+    expect(new RelationChecker(ok, indexOf(jon(25))).listSubjects('resource:none', 'a1', 'user')).toEqual({ subjects: [] });
+    expect(new RelationChecker(ok, indexOf(jon(25))).listSubjects('resource:1', 'a1', 'user')).toEqual({ subjects: ['user:jon'] });
     expect(both(ok, jon(25), { object: 'resource:1', relation: 'a1', subject: 'user:jon' })).toMatchObject({ allowed: true });
     expect(both(ok, jon(25), { object: 'resource:none', relation: 'a1', subject: 'user:jon' })).toEqual({ allowed: false, path: [] });
     expect(new RelationChecker(ok, indexOf(jon(25))).listObjects('user:jon', 'a1', 'resource')).toEqual({ objects: ['resource:1'] });
