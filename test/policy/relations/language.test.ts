@@ -171,6 +171,17 @@ condition text(s: string) {
     expect(model.conditions.get('net')!.evaluate({ cidr: '10.0.0.0/8' }, { ip: '10.0.0.1', cidr: '0.0.0.0/0' })).toEqual({ ok: true, value: true });
     expect(model.conditions.get('net')!.evaluate({ cidr: '192.168.0.0/16' }, { ip: '10.0.0.1', cidr: '0.0.0.0/0' })).toEqual({ ok: true, value: false });
   });
+
+  it('timestamps and IPv4 addresses convert as Go reads them: fields in range, T and Z upper case, no leading zero', () => {
+    const at = (current_time: string) => ev('temporal', { grant_time: '2024-02-28T00:00:00Z', grant_duration: '48h', current_time });
+    expect(at('2024-02-29T12:00:00Z')).toEqual({ ok: true, value: true });
+    expect(at('2024-03-01T12:00:00+01:00')).toEqual({ ok: true, value: false });
+    for (const bad of ['2023-02-29T12:00:00Z', '2024-02-30T00:00:00Z', '2024-04-31T00:00:00Z', '2024-02-29t12:00:00z', '2024-02-29T24:00:00Z', '2024-02-29T12:60:00Z', '2024-02-29T12:00:00+25:00']) {
+      expect(at(bad), bad).toEqual({ ok: false, error: expect.stringContaining('parameter current_time must be an RFC 3339 timestamp') });
+    }
+    expect(ev('net', { ip: '10.0.0.1', cidr: '10.0.0.0/8' })).toEqual({ ok: true, value: true });
+    for (const bad of ['010.0.0.1', '10.0.0.01', '::ffff:10.0.0.01']) expect(ev('net', { ip: bad, cidr: '10.0.0.0/8' }), bad).toMatchObject({ ok: false });
+  });
 });
 
 describe('the parser locates every node', () => {
