@@ -119,13 +119,14 @@ describe('policy check on relations', () => {
   });
 
   it('fixtures and assertions name what exists and what the model allows', () => {
-    expect(errors(base + 'type doc {\n  relation viewer: [user]\n}\n', 'relationships {\n  "doc:1#viewer@group:g#member"\n  "doc:1#editor@user:a"\n  "doc:1viewer@user:a"\n}\n\ntest "t" {\n  check "user:a" "owner" "doc:1" expect true\n  list objects "user:a" "viewer" "folder" expect []\n  check "user:a" "viewer" "doc:1" expect maybe\n}\n')).toEqual([
+    expect(errors(base + 'type doc {\n  relation viewer: [user]\n}\n', 'relationships {\n  "doc:1#viewer@group:g#member"\n  "doc:1#editor@user:a"\n  "doc:1viewer@user:a"\n}\n\ntest "t" {\n  check "user:a" "owner" "doc:1" expect true\n  list objects "user:a" "viewer" "folder" expect []\n  check "user:a" "viewer" "doc:1" expect maybe\n  list objects "doc:1#owner" "viewer" "doc" expect []\n}\n')).toEqual([
       '2:3: relationship "doc:1#viewer@group:g#member": doc#viewer does not allow group#member (it allows user)',
       '3:3: relationship "doc:1#editor@user:a": type doc has no relation editor',
       '4:3: relationship "doc:1viewer@user:a": "doc:1viewer@user:a" needs the form <object>#<relation>@<subject>',
       '8:3: check: type doc has no relation owner',
       '9:3: list objects: unknown type folder',
       '10:3: check: expect true, false or error, not maybe',
+      '11:3: list objects: subject doc:1#owner: type doc has no relation owner',
     ]);
   });
 });
