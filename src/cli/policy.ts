@@ -7,7 +7,7 @@
 import { readFile, readdir, stat, writeFile } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import type { Diagnostic, DecisionRequest, DecisionValue, SourceFile } from '../policy/types.js';
-import { diagnosticCode, isError, renderDiagnostic, severityOf } from '../policy/diagnostics.js';
+import { diagnosticCode, formatDiagnostic, isError, renderDiagnostic, severityOf } from '../policy/diagnostics.js';
 import { buildPolicySet, isTestsFile, parseAndValidate, POLICY_EXT, TESTS_EXT, type ParsedSet } from '../policy/load.js';
 import { parsePolicy } from '../policy/parser.js';
 import { formatFile } from '../policy/format.js';
@@ -18,7 +18,11 @@ import { DiffTooLarge, diffPolicySets, diffText } from '../policy/diff.js';
 import { completeRequest, explainDecision } from '../policy/explain.js';
 import { UsageError, type CliIO, type ParsedArgs } from './args.js';
 import { explainText } from './explain-text.js';
-import { runCli } from './main.js';
+import { runCli, version } from './main.js';
+import { junitXml, type JunitCase } from './formats/junit.js';
+import { sarifLog } from './formats/sarif.js';
+import { diffMarkdown } from './formats/markdown.js';
+import { filesAtRevision, GitError } from './git.js';
 import { unifiedDiff } from './udiff.js';
 
 /** `gatehouse policy ...` as one call (tests run it in process). */
@@ -147,7 +151,8 @@ export function check(a: ParsedArgs, io: CliIO): Promise<number> {
   return guarded(io, 'check', async () => {
     const targets = a.positionals.length ? a.positionals : [defaultDir()];
     const strict = a.options.has('--strict');
-    const asJson = wantsJson(a);
+    const asSarif = a.options.get('--format') === 'sarif';
+    const asJson = wantsJson(a) || asSarif;
     const diagnostics: ReturnType<typeof diagnosticsJson> = [];
     const results = [];
     let errors = 0;
@@ -171,7 +176,8 @@ export function check(a: ParsedArgs, io: CliIO): Promise<number> {
       if (facts && ok) io.stdout(`ok: ${plural(files.length, 'file')}, ${plural(facts.rules, 'rule')}, ${plural(facts.tests, 'test')}; policy version ${facts.version}\n`);
     }
     const failed = errors > 0 || (strict && warnings > 0);
-    if (asJson) json(io, { ok: !failed, errors, warnings, strict, diagnostics, targets: results });
+    if (asSarif) json(io, sarifLog(diagnostics, version()));
+    else if (asJson) json(io, { ok: !failed, errors, warnings, strict, diagnostics, targets: results });
     else if (errors || warnings) io.stderr(`${summary(errors, warnings)}${strict && warnings ? ' (warnings fail under --strict)' : ''}\n`);
     return failed ? 1 : 0;
   });
@@ -257,7 +263,10 @@ async function testGroups(io: CliIO, targets: string[]): Promise<TestGroup[]> {
 
 export function test(a: ParsedArgs, io: CliIO): Promise<number> {
   return guarded(io, 'test', async () => {
-    const asJson = wantsJson(a);
+    const asJunit = a.options.get('--format') === 'junit';
+    const asJson = wantsJson(a) || asJunit;
+    const junitCases: JunitCase[] = [];
+    const junitBroken: { name: string; message: string }[] = [];
     const groups = await testGroups(io, a.positionals.length ? a.positionals : [defaultDir()]);
     const diagnostics: ReturnType<typeof diagnosticsJson> = [];
     const results = [];
@@ -271,6 +280,7 @@ export function test(a: ParsedArgs, io: CliIO): Promise<number> {
       const errs = parsed.diagnostics.filter(isError);
       if (errs.length) {
         broken = true;
+        if (asJunit) junitBroken.push({ name: g.dir, message: errs.map(formatDiagnostic).join('\n') });
         if (asJson) diagnostics.push(...diagnosticsJson(errs, files, sources));
         else { printDiagnostics(io, errs, sources); io.stderr(`${summary(errs.length, 0)}\n`); }
         continue;
@@ -281,6 +291,16 @@ export function test(a: ParsedArgs, io: CliIO): Promise<number> {
       const groupFailed = run.filter((r) => !r.passed).length;
       passed += run.length - groupFailed;
       failed += groupFailed;
+      if (asJunit) {
+        for (const [i, r] of run.entries()) {
+          const t = tests[i]!;
+          junitCases.push({
+            name: r.name, file: t.loc?.file ?? null, line: t.loc?.line ?? null, passed: r.passed, expected: r.expected, failures: r.failures,
+            ...(r.decision ? { actual: `${r.decision.decision} "${r.decision.reason}"` } : {}),
+          });
+        }
+        continue;
+      }
       if (asJson) {
         for (const [i, r] of run.entries()) {
           const t = tests[i]!;
@@ -303,15 +323,31 @@ export function test(a: ParsedArgs, io: CliIO): Promise<number> {
       }
       io.stdout(`${run.length - groupFailed} passed, ${groupFailed} failed; policy version ${set.version}\n`);
     }
-    if (asJson) json(io, { ok: !broken && failed === 0, passed, failed, diagnostics, results });
+    if (asJunit) io.stdout(junitXml(junitCases, junitBroken));
+    else if (asJson) json(io, { ok: !broken && failed === 0, passed, failed, diagnostics, results });
     return broken || failed ? 1 : 0;
   });
 }
 
 // ---- diff -------------------------------------------------------------------------------
 
-async function loadSide(io: CliIO, target: string) {
-  const files = (await readTarget(io, target, [POLICY_EXT])).filter((f) => !isTestsFile(f.path));
+/**
+ * One side of a diff: a file or directory on disk as itself; anything else a git revision, whose
+ * `--dir` (default the policy directory) is read from the repository of the working directory.
+ */
+async function sideFiles(io: CliIO, target: string, dir: string): Promise<SourceFile[]> {
+  let onDisk = true;
+  try { await stat(abs(io, target)); } catch { onDisk = false; }
+  if (onDisk) return (await readTarget(io, target, [POLICY_EXT])).filter((f) => !isTestsFile(f.path));
+  try {
+    return (await filesAtRevision(target, dir, [POLICY_EXT], io.cwd)).filter((f) => !isTestsFile(f.path));
+  } catch (e) {
+    if (e instanceof GitError) throw new InputError(e.message);
+    throw e;
+  }
+}
+
+function loadSide(io: CliIO, files: SourceFile[]) {
   const parsed = parseAndValidate({ files });
   const errs = parsed.diagnostics.filter(isError);
   if (errs.length) { printDiagnostics(io, errs, sourcesOf(files)); return null; }
@@ -320,9 +356,12 @@ async function loadSide(io: CliIO, target: string) {
 
 export function diff(a: ParsedArgs, io: CliIO): Promise<number> {
   return guarded(io, 'diff', async () => {
-    const [oldT, newT] = a.positionals as [string, string];
-    const before = await loadSide(io, oldT);
-    const after = await loadSide(io, newT);
+    const dirOpt = a.options.get('--dir');
+    const dir = typeof dirOpt === 'string' ? dirOpt : defaultDir();
+    // One argument: that revision's policies against the working tree's.
+    const [oldT, newT] = a.positionals.length === 1 ? [a.positionals[0]!, dir] : (a.positionals as [string, string]);
+    const before = loadSide(io, await sideFiles(io, oldT, dir));
+    const after = loadSide(io, await sideFiles(io, newT, dir));
     if (!before || !after) return 2;
     let r;
     try {
@@ -331,7 +370,9 @@ export function diff(a: ParsedArgs, io: CliIO): Promise<number> {
       if (e instanceof DiffTooLarge) { io.stderr(`gatehouse policy diff: ${e.message}\n`); return 2; }
       throw e;
     }
-    if (wantsJson(a)) json(io, r.notes.length ? { changes: r.changes, notes: r.notes } : { changes: r.changes });
+    const format = a.options.get('--format');
+    if (format === 'markdown') io.stdout(diffMarkdown(r, { before: oldT, after: a.positionals.length === 1 ? `${dir} (working tree)` : newT }));
+    else if (wantsJson(a)) json(io, r.notes.length ? { changes: r.changes, notes: r.notes } : { changes: r.changes });
     else io.stdout(diffText(r));
     return r.changes.length ? 1 : 0;
   });
