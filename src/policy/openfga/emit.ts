@@ -100,10 +100,15 @@ export function printRewrite(r: Rewrite, depth: number): string {
     case 'direct': return `[${r.types.map(restriction).join(', ')}]`;
     case 'computed': return r.relation;
     case 'from': return `${r.relation} from ${r.tupleset}`;
-    case 'union': return wrap(r.children.map((c) => printRewrite(c, 1)).join(' or '));
-    case 'intersection': return wrap(r.children.map((c) => printRewrite(c, 1)).join(' and '));
+    case 'union': return wrap(chain(r).map((c) => printRewrite(c, 1)).join(' or '));
+    case 'intersection': return wrap(chain(r).map((c) => printRewrite(c, 1)).join(' and '));
     case 'difference': return wrap(`${printRewrite(r.base, 1)} but not ${printRewrite(r.subtract, 1)}`);
   }
+}
+
+/** The operands of a union (or intersection), with nested ones of the same kind inlined: one chain, as `fmt` prints it. */
+export function chain(r: Rewrite & { kind: 'union' | 'intersection' }): Rewrite[] {
+  return r.children.flatMap((c) => (c.kind === r.kind ? chain(c) : [c]));
 }
 
 // ---- relationships and tests ----

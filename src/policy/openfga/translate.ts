@@ -6,9 +6,9 @@
 // else is refused by name, with its line.
 //
 // The translation builds the target expression as a tree and prints it with the parentheses its
-// precedence needs: `or` < `and` < `not` < a comparison or a predicate call; a quantifier is
-// always parenthesized inside another expression, and its body too when it is compound, so that
-// it reads the same however far a quantifier's body is taken to extend.
+// precedence needs, as `fmt` prints them: `or` < `and` < `not` < a comparison or a predicate
+// call; a quantifier's body is the rest of the expression, so a quantifier inside `and`, `or` or
+// `not` is parenthesized and its own body is not.
 
 import { CelSyntaxError, parseCel, type Cel, type Pos } from './cel.js';
 import { refusal, type ConditionDef, type Refusal } from './model.js';
@@ -217,7 +217,7 @@ function rawBool(b: Bool): string {
     case 'fn':
       return `${b.name}(${b.args.map(printVal).join(', ')})`;
     case 'quant':
-      return `${b.q} ${b.v} in ${printVal(b.list)}: ${printBool(b.body, 3)}`;
+      return `${b.q} ${b.v} in ${printVal(b.list)}: ${printBool(b.body, 0)}`;
   }
 }
 

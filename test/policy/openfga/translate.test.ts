@@ -4,6 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { parseCel } from '../../../src/policy/openfga/cel.js';
 import type { ConditionDef } from '../../../src/policy/openfga/model.js';
 import { translateCondition } from '../../../src/policy/openfga/translate.js';
+import { formatFile } from '../../../src/policy/format.js';
+import { parsePolicy } from '../../../src/policy/parser.js';
 
 const cond = (expression: string, params = 'a,b,c,s,l,m,t,d,ip'): ConditionDef => ({
   name: 'c',
@@ -37,8 +39,9 @@ describe('CEL conditions in the policy language', () => {
     ['"k" in m && m["k"] == 1 && m.k == 1 && l[0] in l', '"k" in m and m["k"] == 1 and m["k"] == 1 and l[0] in l'],
     ['size(l) > 0 && l.size() < 3 && size(s) == 0x1F', 'size(l) > 0 and size(l) < 3 and size(s) == 31'],
     ['l.exists(x, x > 1)', 'any x in l: x > 1'],
-    ['l.all(x, x > 1 && x < 5) && l.exists_one(y, y == 2)', '(all x in l: (x > 1 and x < 5)) and (one y in l: y == 2)'],
-    ['l.exists(x, m.exists(y, x == y))', 'any x in l: (any y in m: x == y)'],
+    ['l.all(x, x > 1 && x < 5) && l.exists_one(y, y == 2)', '(all x in l: x > 1 and x < 5) and (one y in l: y == 2)'],
+    ['l.exists(x, m.exists(y, x == y))', 'any x in l: any y in m: x == y'],
+    ['l.exists(x, x > 1 || !l.all(y, y == x)) || a', '(any x in l: x > 1 or not (all y in l: y == x)) or a == true'],
     ['t < timestamp("2023-01-01T00:00:00Z") + duration("1h30m") && t - timestamp("2023-01-01T00:00:00Z") > d', 't < timestamp("2023-01-01T00:00:00Z") + duration("1h30m") and t - timestamp("2023-01-01T00:00:00Z") > d'],
     ['a - (b - c) == 1', 'a - (b - c) == 1'],
     ['ip.in_cidr("10.0.0.0/8") && ip != ipaddress("10.0.0.1") && ip != null', 'in_cidr(ip, "10.0.0.0/8") and ip != ipaddress("10.0.0.1") and ip != null'],
@@ -49,6 +52,11 @@ describe('CEL conditions in the policy language', () => {
     ['a > 1 // a comment\n && b < 2', 'a > 1 and b < 2'],
   ])('%s', (cel, expected) => {
     expect(text(cel)).toBe(expected);
+    // Already in the layout `fmt` prints.
+    const file = `condition c(a: any, b: any, c: any, s: any, l: any, m: any, t: any, d: any, ip: any) {\n  ${expected}\n}\n`;
+    const parsed = parsePolicy('c.policy', file);
+    expect(parsed.diagnostics).toEqual([]);
+    expect(formatFile(parsed.file!, { withComments: true })).toBe(file);
   });
 
   it('refuses what the language cannot say, by name and line', () => {
