@@ -48,8 +48,13 @@ export const COMMANDS: CommandSpec[] = [
     summary: 'run the tests kept beside the policies',
     description: 'Run the test blocks of a directory\'s *.policy and *.tests files against the policies of that directory. A file runs its own tests against the policies of its directory.',
     positionals: { min: 0, max: Infinity },
-    options: [{ ...FORMAT, value: 'text|json|junit', choices: ['text', 'json', 'junit'], help: 'output format (default text); junit: JUnit XML, a testsuite per file and a testcase per test' }, JSON_FLAG],
-    details: [POLICY_DIR, 'Exit 0 when every test passes, 1 on a failing test or a policy error, 2 on a usage or input error.'],
+    options: [
+      { ...FORMAT, value: 'text|json|junit|lcov', choices: ['text', 'json', 'junit', 'lcov'], help: 'output format (default text); junit: JUnit XML, a testsuite per file and a testcase per test; lcov: coverage for CI tools (with --coverage)' },
+      JSON_FLAG,
+      { name: '--coverage', help: 'print which rules, limits and conditions (each comparison true and false) the tests exercise; --format json gives it to machines' },
+      { name: '--min-coverage', value: '<percent>', help: 'with --coverage: exit 1 when coverage is under this percent' },
+    ],
+    details: [POLICY_DIR, 'Coverage counts each rule evaluated by some test, each comparison of a condition seen true and seen false, and each limit seen kept and seen broken.', 'Exit 0 when every test passes, 1 on a failing test, a policy error or coverage under --min-coverage, 2 on a usage or input error.'],
     run: async (a, io) => (await import('./policy.js')).test(a, io),
   },
   {

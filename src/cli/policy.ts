@@ -23,6 +23,7 @@ import { junitXml, type JunitCase } from './formats/junit.js';
 import { sarifLog } from './formats/sarif.js';
 import { diffMarkdown } from './formats/markdown.js';
 import { filesAtRevision, GitError } from './git.js';
+import { combineCoverage, coverageLcov, coverageText, measureCoverage, type Coverage } from '../policy/coverage.js';
 import { unifiedDiff } from './udiff.js';
 
 /** `gatehouse policy ...` as one call (tests run it in process). */
@@ -263,8 +264,17 @@ async function testGroups(io: CliIO, targets: string[]): Promise<TestGroup[]> {
 
 export function test(a: ParsedArgs, io: CliIO): Promise<number> {
   return guarded(io, 'test', async () => {
-    const asJunit = a.options.get('--format') === 'junit';
-    const asJson = wantsJson(a) || asJunit;
+    const format = a.options.get('--format');
+    const coverage = a.options.has('--coverage');
+    const minCoverage = minCoverageOf(a);
+    if (format === 'lcov' && !coverage) throw new UsageError('--format lcov is coverage: add --coverage');
+    if (format === 'junit' && coverage) throw new UsageError('--coverage prints text, json or lcov, not junit');
+    // Coverage as JSON or LCOV replaces the results on stdout; failing tests still fail the run.
+    const coverageOnly = coverage && (wantsJson(a) || format === 'lcov');
+    const shown: CliIO = coverageOnly ? { ...io, stdout: () => {} } : io;
+    const coverages: Coverage[] = [];
+    const asJunit = format === 'junit';
+    const asJson = (wantsJson(a) || asJunit) && !coverageOnly;
     const junitCases: JunitCase[] = [];
     const junitBroken: { name: string; message: string }[] = [];
     const groups = await testGroups(io, a.positionals.length ? a.positionals : [defaultDir()]);
@@ -288,6 +298,7 @@ export function test(a: ParsedArgs, io: CliIO): Promise<number> {
       const set = buildPolicySet(parsed.files, []);
       const tests = collectTests(parsed.files.filter((f) => g.testsFrom === null || g.testsFrom.has(f.path)));
       const run = runTests(tests, set, parsed.files);
+      if (coverage) coverages.push(measureCoverage(set, tests, parsed.files));
       const groupFailed = run.filter((r) => !r.passed).length;
       passed += run.length - groupFailed;
       failed += groupFailed;
@@ -316,17 +327,37 @@ export function test(a: ParsedArgs, io: CliIO): Promise<number> {
         }
         continue;
       }
-      if (!run.length) { io.stdout(`no tests${groups.length > 1 ? ` in ${g.dir}` : ''}\n`); continue; }
+      if (!run.length) { shown.stdout(`no tests${groups.length > 1 ? ` in ${g.dir}` : ''}\n`); continue; }
       for (const r of run) {
-        if (r.passed) io.stdout(`ok    ${r.name}\n`);
-        else io.stdout(`FAIL  ${r.name} (${r.source}): ${r.failures.join('; ')}\n`);
+        if (r.passed) shown.stdout(`ok    ${r.name}\n`);
+        else shown.stdout(`FAIL  ${r.name} (${r.source}): ${r.failures.join('; ')}\n`);
       }
-      io.stdout(`${run.length - groupFailed} passed, ${groupFailed} failed; policy version ${set.version}\n`);
+      shown.stdout(`${run.length - groupFailed} passed, ${groupFailed} failed; policy version ${set.version}\n`);
     }
     if (asJunit) io.stdout(junitXml(junitCases, junitBroken));
     else if (asJson) json(io, { ok: !broken && failed === 0, passed, failed, diagnostics, results });
-    return broken || failed ? 1 : 0;
+    let under = false;
+    if (coverage) {
+      const c = combineCoverage(coverages);
+      if (format === 'lcov') io.stdout(coverageLcov(c));
+      else if (coverageOnly) json(io, c);
+      else io.stdout(coverageText(c));
+      if (minCoverage !== undefined && c.percent < minCoverage) {
+        under = true;
+        io.stderr(`coverage ${c.percent}% is under the minimum of ${minCoverage}%\n`);
+      }
+    }
+    return broken || failed || under ? 1 : 0;
   });
+}
+
+function minCoverageOf(a: ParsedArgs): number | undefined {
+  const v = a.options.get('--min-coverage');
+  if (v === undefined) return undefined;
+  if (!a.options.has('--coverage')) throw new UsageError('--min-coverage needs --coverage');
+  const n = typeof v === 'string' && /^\d+(\.\d+)?$/.test(v) ? Number(v) : NaN;
+  if (!(n >= 0 && n <= 100)) throw new UsageError(`--min-coverage must be a percent from 0 to 100, not '${String(v)}'`);
+  return n;
 }
 
 // ---- diff -------------------------------------------------------------------------------
