@@ -419,12 +419,15 @@ function parseJson(what: string, text: string): unknown {
   }
 }
 
+const ACTION = /^[^\s:*]+:[^\s:*]+$/;
+const RESOURCE = /^[^\s:*]+:[^\s*]+$/;
+
 async function explainRequest(a: ParsedArgs, io: CliIO): Promise<Record<string, unknown>> {
   const str = (k: string) => { const v = a.options.get(k); return typeof v === 'string' ? v : undefined; };
   const reqArg = str('--request');
   let raw: unknown;
   if (reqArg !== undefined) {
-    const flags = ['--agent', '--action', '--resource', '--context', '--person', '--mode', '--permissions', '--capabilities', '--approved'].filter((f) => a.options.has(f));
+    const flags = ['--agent', '--action', '--resource', '--context', '--person', '--person-permissions', '--mode', '--permissions', '--capabilities', '--approved'].filter((f) => a.options.has(f));
     if (flags.length) throw new UsageError(`--request already holds the whole request: drop ${flags.join(', ')}`);
     raw = parseJson('--request', reqArg.startsWith('@') ? (await readSource(io, reqArg.slice(1))).text : reqArg);
   } else {
@@ -435,13 +438,18 @@ async function explainRequest(a: ParsedArgs, io: CliIO): Promise<Record<string, 
     if (str('--mode')) agent.mode = str('--mode');
     if (str('--permissions') !== undefined) agent.permissions = str('--permissions')!.split(',').filter(Boolean);
     if (str('--capabilities') !== undefined) agent.capabilities = str('--capabilities')!.split(',').filter(Boolean);
-    raw = { agent, action: str('--action'), resource: str('--resource'), context, ...(str('--person') ? { person: str('--person') } : {}), ...(a.options.has('--approved') ? { approved: true } : {}) };
+    if (str('--person-permissions') !== undefined && !str('--person')) throw new UsageError('--person-permissions needs --person');
+    const person = str('--person') ? { id: str('--person'), ...(str('--person-permissions') !== undefined ? { permissions: str('--person-permissions')!.split(',').filter(Boolean) } : {}) } : undefined;
+    raw = { agent, action: str('--action'), resource: str('--resource'), context, ...(person ? { person } : {}), ...(a.options.has('--approved') ? { approved: true } : {}) };
   }
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new UsageError('the request must be a JSON object');
   const r = raw as Record<string, unknown>;
   for (const field of ['action', 'resource'] as const) {
     if (typeof r[field] !== 'string' || !r[field]) throw new UsageError(`the request needs "${field}", a non-empty string`);
   }
+  // A request names one action on one object, as the decision endpoint takes them.
+  if (!ACTION.test(r.action as string)) throw new UsageError(`the action ${JSON.stringify(r.action)} is not <verb>:<kind> (such as create:refunds)`);
+  if (!RESOURCE.test(r.resource as string)) throw new UsageError(`the resource ${JSON.stringify(r.resource)} is not <kind>:<id> (such as refund:r1)`);
   if (r.context !== undefined && (typeof r.context !== 'object' || r.context === null || Array.isArray(r.context))) {
     throw new UsageError('the request\'s "context" must be a JSON object');
   }
