@@ -14,3 +14,13 @@ export { decide, usageLimitsFor } from './decide.js';
 export { renderReason } from './reason.js';
 export { explainDecision, completeRequest } from './explain.js';
 export { permissionCovers, singularOf } from './patterns.js';
+
+// Relations (OpenFGA schema 1.1): the model of a policy set is `policySet.compiled.relations`.
+export type { Relationship, SubjectRef } from './relations/tuple.js';
+export { parseRelationshipJson, parseRelationshipText, relationshipText, parseObject, parseSubject } from './relations/tuple.js';
+export type { RelationshipIndex, StoredCondition } from './relations/index.js';
+export { MemoryIndex, OverlayIndex } from './relations/index.js';
+export type { RelationModel, RelationDef, TypeDef } from './relations/model.js';
+export { disallowed, relationOf, hasRelations } from './relations/model.js';
+export type { CheckResult, ListResult, RelationError, RelationErrorCode, RelationOptions } from './relations/checker.js';
+export { RelationChecker, relationChecker, MAX_DEPTH } from './relations/checker.js';

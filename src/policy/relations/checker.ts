@@ -64,8 +64,8 @@ type RelFn = (st: State, o: number, depth: number) => Tri;
 interface Restriction { type: number; relation: number; wildcard: boolean; condition: string | undefined }
 
 export class RelationChecker {
-  /** type symbol → relation symbol → the relation's closure. */
-  private readonly fns = new Map<number, Map<number, RelFn>>();
+  /** type symbol → relation symbol → the relation's closure (arrays: a hop reads two cells). */
+  private readonly fns: ((RelFn | undefined)[] | undefined)[] = [];
   private readonly st: State;
   private busy = false;
   /** For list-objects: relation → the relations of the same type defined from it (computed). */
@@ -79,9 +79,9 @@ export class RelationChecker {
     this.st = { index, ctx: EMPTY, sObj: UNKNOWN, sRel: NONE, sType: UNKNOWN, sWild: false, stack: [], depth: 0, path: null, error: null, tooComplex: false };
     for (const t of model.types.values()) {
       const ts = index.intern(t.name);
-      const m = new Map<number, RelFn>();
-      this.fns.set(ts, m);
-      for (const r of t.relations.values()) m.set(index.intern(r.name), this.compileRelation(r));
+      const m: (RelFn | undefined)[] = [];
+      this.fns[ts] = m;
+      for (const r of t.relations.values()) m[index.intern(r.name)] = this.compileRelation(r);
     }
     for (const t of model.types.values()) for (const r of t.relations.values()) {
       if (r.direct.length && !this.directRelations.includes(r.name)) this.directRelations.push(r.name);
@@ -253,8 +253,9 @@ export class RelationChecker {
   private dispatch(st: State, o: number, rel: number, depth: number): Tri {
     if (st.sRel === rel && st.sObj === o) return 1;
     if (depth > MAX_DEPTH) { st.tooComplex = true; return 2; }
-    const byRel = this.fns.get(st.index.typeOf(o));
-    const fn = byRel === undefined ? undefined : byRel.get(rel);
+    const t = st.index.typeOf(o);
+    const byRel = t < 0 ? undefined : this.fns[t];
+    const fn = byRel === undefined ? undefined : byRel[rel];
     if (fn === undefined) return 0;
     const stack = st.stack;
     const n = st.depth;
@@ -331,8 +332,46 @@ export class RelationChecker {
     }
   }
 
+  /**
+   * The common case without parsing: object and subject (an entity or a wildcard) are symbols of
+   * the index and the relation is the object type's. Null to take the general path.
+   */
+  private fastCheck(object: string, relation: string, subject: string, opts: RelationOptions | undefined): CheckResult | null {
+    const index = this.index;
+    const o = index.lookup(object), sObj = index.lookup(subject);
+    if (o === NONE || sObj === NONE) return null;
+    const sType = index.typeOf(sObj), oType = index.typeOf(o);
+    if (sType === NONE || oType === NONE || index.isWildcard(o)) return null;
+    const byRel = this.fns[oType];
+    const rel = index.lookup(relation);
+    if (byRel === undefined || rel === NONE || byRel[rel] === undefined) return null;
+    const reentrant = this.busy;
+    const st: State = reentrant ? { ...this.st, stack: [] } : this.st;
+    st.index = index;
+    st.ctx = opts?.context ?? EMPTY;
+    st.sObj = sObj; st.sRel = NONE; st.sType = sType; st.sWild = index.isWildcard(sObj);
+    st.depth = 0;
+    st.path = opts?.path ? [] : null;
+    st.error = null;
+    st.tooComplex = false;
+    this.busy = true;
+    try {
+      const r = this.dispatch(st, o, rel, 0);
+      if (r === 1) return { allowed: true, path: st.path ?? [] };
+      if (r === 0) return { allowed: false, path: NO_PATH };
+      return { error: this.errorOf(st) };
+    } finally {
+      this.busy = reentrant;
+      st.path = null;
+    }
+  }
+
   /** Does the subject (an entity, a userset `t:id#rel` or a wildcard `t:*`) hold the relation on the object? */
   check(object: string, relation: string, subject: string, opts?: RelationOptions): CheckResult {
+    if (!opts?.contextual?.length) {
+      const fast = this.fastCheck(object, relation, subject, opts);
+      if (fast !== null) return fast;
+    }
     const o = parseObject(object);
     if (typeof o === 'string') return { error: { code: 'invalid_request', message: o } };
     const bad = this.unknown(o.type, relation);

@@ -172,3 +172,16 @@ condition text(s: string) {
     expect(model.conditions.get('net')!.evaluate({ cidr: '192.168.0.0/16' }, { ip: '10.0.0.1', cidr: '0.0.0.0/0' })).toEqual({ ok: true, value: false });
   });
 });
+
+describe('the parser locates every node', () => {
+  it('types, relations, restrictions, operands, conditions, fixtures and assertions', () => {
+    const text = 'type doc {\n  relation viewer: [user with c] or owner from parent\n}\n\ncondition c(n: int) {\n  n > 1\n}\n\nrelationships {\n  "doc:1#viewer@user:a"\n}\n\ntest "t" {\n  check "user:a" "viewer" "doc:1" expect true\n}\n';
+    const items = parsePolicy('l.policy', text).file!.items as any[];
+    const at = (n: { loc?: { line: number; col: number } }) => `${n.loc!.line}:${n.loc!.col}`;
+    const rel = items[0].relations[0];
+    expect([at(items[0]), at(rel), at(rel.expr), at(rel.expr.items[0]), at(rel.expr.items[0].refs[0]), at(rel.expr.items[1])]).toEqual(['1:1', '2:12', '2:20', '2:20', '2:21', '2:37']);
+    const cond = items[1];
+    expect([at(cond), at(cond.params[0]), at(cond.params[0].type), at(cond.body), at(cond.body.left), at(cond.body.right)]).toEqual(['5:1', '5:13', '5:16', '6:5', '6:3', '6:7']);
+    expect([at(items[2]), at(items[2].lines[0]), at(items[3].assertions[0])]).toEqual(['9:1', '10:3', '14:3']);
+  });
+});
