@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The `gatehouse` command (package.json "bin"). Runs the compiled CLI in dist/ when it is at
+// The `gatehouse` command (package.json "bin"; installed elsewhere also as `gatehouse-authz`). Runs the compiled CLI in dist/ when it is at
 // least as new as every file under src/, else the TypeScript sources through tsx: a fresh
 // clone works straight after `npm ci` with no build step, and an edited source never runs
 // against a stale build. `npm run build` makes start-up faster; nothing needs it.
@@ -23,7 +23,8 @@ function newest(dir) {
 
 function buildIsCurrent() {
   if (!existsSync(built)) return false;
-  if (!existsSync(sources)) return true;
+  // An installed package carries dist/ and no TypeScript sources.
+  if (!existsSync(join(sources, 'cli.ts'))) return true;
   return statSync(built).mtimeMs >= newest(sources);
 }
 

@@ -7,7 +7,7 @@
 import { readFile, readdir, stat, writeFile } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import type { Diagnostic, DecisionRequest, DecisionValue, SourceFile } from '../policy/types.js';
-import { diagnosticCode, isError, renderDiagnostic, severityOf } from '../policy/diagnostics.js';
+import { diagnosticCode, formatDiagnostic, isError, renderDiagnostic, severityOf } from '../policy/diagnostics.js';
 import { buildPolicySet, isTestsFile, parseAndValidate, POLICY_EXT, TESTS_EXT, type ParsedSet } from '../policy/load.js';
 import { parsePolicy } from '../policy/parser.js';
 import { formatFile } from '../policy/format.js';
@@ -18,7 +18,12 @@ import { DiffTooLarge, diffPolicySets, diffText } from '../policy/diff.js';
 import { completeRequest, explainDecision } from '../policy/explain.js';
 import { UsageError, type CliIO, type ParsedArgs } from './args.js';
 import { explainText } from './explain-text.js';
-import { runCli } from './main.js';
+import { runCli, version } from './main.js';
+import { junitXml, type JunitCase } from './formats/junit.js';
+import { sarifLog } from './formats/sarif.js';
+import { diffMarkdown } from './formats/markdown.js';
+import { filesAtRevision, GitError } from './git.js';
+import { combineCoverage, coverageLcov, coverageText, measureCoverage, type Coverage } from '../policy/coverage.js';
 import { unifiedDiff } from './udiff.js';
 
 /** `gatehouse policy ...` as one call (tests run it in process). */
@@ -147,7 +152,8 @@ export function check(a: ParsedArgs, io: CliIO): Promise<number> {
   return guarded(io, 'check', async () => {
     const targets = a.positionals.length ? a.positionals : [defaultDir()];
     const strict = a.options.has('--strict');
-    const asJson = wantsJson(a);
+    const asSarif = a.options.get('--format') === 'sarif';
+    const asJson = wantsJson(a) || asSarif;
     const diagnostics: ReturnType<typeof diagnosticsJson> = [];
     const results = [];
     let errors = 0;
@@ -171,7 +177,8 @@ export function check(a: ParsedArgs, io: CliIO): Promise<number> {
       if (facts && ok) io.stdout(`ok: ${plural(files.length, 'file')}, ${plural(facts.rules, 'rule')}, ${plural(facts.tests, 'test')}; policy version ${facts.version}\n`);
     }
     const failed = errors > 0 || (strict && warnings > 0);
-    if (asJson) json(io, { ok: !failed, errors, warnings, strict, diagnostics, targets: results });
+    if (asSarif) json(io, sarifLog(diagnostics, version()));
+    else if (asJson) json(io, { ok: !failed, errors, warnings, strict, diagnostics, targets: results });
     else if (errors || warnings) io.stderr(`${summary(errors, warnings)}${strict && warnings ? ' (warnings fail under --strict)' : ''}\n`);
     return failed ? 1 : 0;
   });
@@ -257,7 +264,19 @@ async function testGroups(io: CliIO, targets: string[]): Promise<TestGroup[]> {
 
 export function test(a: ParsedArgs, io: CliIO): Promise<number> {
   return guarded(io, 'test', async () => {
-    const asJson = wantsJson(a);
+    const format = a.options.get('--format');
+    const coverage = a.options.has('--coverage');
+    const minCoverage = minCoverageOf(a);
+    if (format === 'lcov' && !coverage) throw new UsageError('--format lcov is coverage: add --coverage');
+    if (format === 'junit' && coverage) throw new UsageError('--coverage prints text, json or lcov, not junit');
+    // Coverage as JSON or LCOV replaces the results on stdout; failing tests still fail the run.
+    const coverageOnly = coverage && (wantsJson(a) || format === 'lcov');
+    const shown: CliIO = coverageOnly ? { ...io, stdout: () => {} } : io;
+    const coverages: Coverage[] = [];
+    const asJunit = format === 'junit';
+    const asJson = (wantsJson(a) || asJunit) && !coverageOnly;
+    const junitCases: JunitCase[] = [];
+    const junitBroken: { name: string; message: string }[] = [];
     const groups = await testGroups(io, a.positionals.length ? a.positionals : [defaultDir()]);
     const diagnostics: ReturnType<typeof diagnosticsJson> = [];
     const results = [];
@@ -271,6 +290,7 @@ export function test(a: ParsedArgs, io: CliIO): Promise<number> {
       const errs = parsed.diagnostics.filter(isError);
       if (errs.length) {
         broken = true;
+        if (asJunit) junitBroken.push({ name: g.dir, message: errs.map(formatDiagnostic).join('\n') });
         if (asJson) diagnostics.push(...diagnosticsJson(errs, files, sources));
         else { printDiagnostics(io, errs, sources); io.stderr(`${summary(errs.length, 0)}\n`); }
         continue;
@@ -278,9 +298,20 @@ export function test(a: ParsedArgs, io: CliIO): Promise<number> {
       const set = buildPolicySet(parsed.files, []);
       const tests = collectTests(parsed.files.filter((f) => g.testsFrom === null || g.testsFrom.has(f.path)));
       const run = runTests(tests, set, parsed.files);
+      if (coverage) coverages.push(measureCoverage(set, tests, parsed.files));
       const groupFailed = run.filter((r) => !r.passed).length;
       passed += run.length - groupFailed;
       failed += groupFailed;
+      if (asJunit) {
+        for (const [i, r] of run.entries()) {
+          const t = tests[i]!;
+          junitCases.push({
+            name: r.name, file: t.loc?.file ?? null, line: t.loc?.line ?? null, passed: r.passed, expected: r.expected, failures: r.failures,
+            ...(r.decision ? { actual: `${r.decision.decision} "${r.decision.reason}"` } : {}),
+          });
+        }
+        continue;
+      }
       if (asJson) {
         for (const [i, r] of run.entries()) {
           const t = tests[i]!;
@@ -296,22 +327,58 @@ export function test(a: ParsedArgs, io: CliIO): Promise<number> {
         }
         continue;
       }
-      if (!run.length) { io.stdout(`no tests${groups.length > 1 ? ` in ${g.dir}` : ''}\n`); continue; }
+      if (!run.length) { shown.stdout(`no tests${groups.length > 1 ? ` in ${g.dir}` : ''}\n`); continue; }
       for (const r of run) {
-        if (r.passed) io.stdout(`ok    ${r.name}\n`);
-        else io.stdout(`FAIL  ${r.name} (${r.source}): ${r.failures.join('; ')}\n`);
+        if (r.passed) shown.stdout(`ok    ${r.name}\n`);
+        else shown.stdout(`FAIL  ${r.name} (${r.source}): ${r.failures.join('; ')}\n`);
       }
-      io.stdout(`${run.length - groupFailed} passed, ${groupFailed} failed; policy version ${set.version}\n`);
+      shown.stdout(`${run.length - groupFailed} passed, ${groupFailed} failed; policy version ${set.version}\n`);
     }
-    if (asJson) json(io, { ok: !broken && failed === 0, passed, failed, diagnostics, results });
-    return broken || failed ? 1 : 0;
+    if (asJunit) io.stdout(junitXml(junitCases, junitBroken));
+    else if (asJson) json(io, { ok: !broken && failed === 0, passed, failed, diagnostics, results });
+    let under = false;
+    if (coverage) {
+      const c = combineCoverage(coverages);
+      if (format === 'lcov') io.stdout(coverageLcov(c));
+      else if (coverageOnly) json(io, c);
+      else io.stdout(coverageText(c));
+      if (minCoverage !== undefined && c.percent < minCoverage) {
+        under = true;
+        io.stderr(`coverage ${c.percent}% is under the minimum of ${minCoverage}%\n`);
+      }
+    }
+    return broken || failed || under ? 1 : 0;
   });
+}
+
+function minCoverageOf(a: ParsedArgs): number | undefined {
+  const v = a.options.get('--min-coverage');
+  if (v === undefined) return undefined;
+  if (!a.options.has('--coverage')) throw new UsageError('--min-coverage needs --coverage');
+  const n = typeof v === 'string' && /^\d+(\.\d+)?$/.test(v) ? Number(v) : NaN;
+  if (!(n >= 0 && n <= 100)) throw new UsageError(`--min-coverage must be a percent from 0 to 100, not '${String(v)}'`);
+  return n;
 }
 
 // ---- diff -------------------------------------------------------------------------------
 
-async function loadSide(io: CliIO, target: string) {
-  const files = (await readTarget(io, target, [POLICY_EXT])).filter((f) => !isTestsFile(f.path));
+/**
+ * One side of a diff: a file or directory on disk as itself; anything else a git revision, whose
+ * `--dir` (default the policy directory) is read from the repository of the working directory.
+ */
+async function sideFiles(io: CliIO, target: string, dir: string): Promise<SourceFile[]> {
+  let onDisk = true;
+  try { await stat(abs(io, target)); } catch { onDisk = false; }
+  if (onDisk) return (await readTarget(io, target, [POLICY_EXT])).filter((f) => !isTestsFile(f.path));
+  try {
+    return (await filesAtRevision(target, dir, [POLICY_EXT], io.cwd)).filter((f) => !isTestsFile(f.path));
+  } catch (e) {
+    if (e instanceof GitError) throw new InputError(e.message);
+    throw e;
+  }
+}
+
+function loadSide(io: CliIO, files: SourceFile[]) {
   const parsed = parseAndValidate({ files });
   const errs = parsed.diagnostics.filter(isError);
   if (errs.length) { printDiagnostics(io, errs, sourcesOf(files)); return null; }
@@ -320,9 +387,12 @@ async function loadSide(io: CliIO, target: string) {
 
 export function diff(a: ParsedArgs, io: CliIO): Promise<number> {
   return guarded(io, 'diff', async () => {
-    const [oldT, newT] = a.positionals as [string, string];
-    const before = await loadSide(io, oldT);
-    const after = await loadSide(io, newT);
+    const dirOpt = a.options.get('--dir');
+    const dir = typeof dirOpt === 'string' ? dirOpt : defaultDir();
+    // One argument: that revision's policies against the working tree's.
+    const [oldT, newT] = a.positionals.length === 1 ? [a.positionals[0]!, dir] : (a.positionals as [string, string]);
+    const before = loadSide(io, await sideFiles(io, oldT, dir));
+    const after = loadSide(io, await sideFiles(io, newT, dir));
     if (!before || !after) return 2;
     let r;
     try {
@@ -331,7 +401,9 @@ export function diff(a: ParsedArgs, io: CliIO): Promise<number> {
       if (e instanceof DiffTooLarge) { io.stderr(`gatehouse policy diff: ${e.message}\n`); return 2; }
       throw e;
     }
-    if (wantsJson(a)) json(io, r.notes.length ? { changes: r.changes, notes: r.notes } : { changes: r.changes });
+    const format = a.options.get('--format');
+    if (format === 'markdown') io.stdout(diffMarkdown(r, { before: oldT, after: a.positionals.length === 1 ? `${dir} (working tree)` : newT }));
+    else if (wantsJson(a)) json(io, r.notes.length ? { changes: r.changes, notes: r.notes } : { changes: r.changes });
     else io.stdout(diffText(r));
     return r.changes.length ? 1 : 0;
   });
@@ -347,12 +419,15 @@ function parseJson(what: string, text: string): unknown {
   }
 }
 
+const ACTION = /^[^\s:*]+:[^\s:*]+$/;
+const RESOURCE = /^[^\s:*]+:[^\s*]+$/;
+
 async function explainRequest(a: ParsedArgs, io: CliIO): Promise<Record<string, unknown>> {
   const str = (k: string) => { const v = a.options.get(k); return typeof v === 'string' ? v : undefined; };
   const reqArg = str('--request');
   let raw: unknown;
   if (reqArg !== undefined) {
-    const flags = ['--agent', '--action', '--resource', '--context', '--person', '--mode', '--permissions', '--capabilities', '--approved'].filter((f) => a.options.has(f));
+    const flags = ['--agent', '--action', '--resource', '--context', '--person', '--person-permissions', '--mode', '--permissions', '--capabilities', '--approved'].filter((f) => a.options.has(f));
     if (flags.length) throw new UsageError(`--request already holds the whole request: drop ${flags.join(', ')}`);
     raw = parseJson('--request', reqArg.startsWith('@') ? (await readSource(io, reqArg.slice(1))).text : reqArg);
   } else {
@@ -363,13 +438,18 @@ async function explainRequest(a: ParsedArgs, io: CliIO): Promise<Record<string, 
     if (str('--mode')) agent.mode = str('--mode');
     if (str('--permissions') !== undefined) agent.permissions = str('--permissions')!.split(',').filter(Boolean);
     if (str('--capabilities') !== undefined) agent.capabilities = str('--capabilities')!.split(',').filter(Boolean);
-    raw = { agent, action: str('--action'), resource: str('--resource'), context, ...(str('--person') ? { person: str('--person') } : {}), ...(a.options.has('--approved') ? { approved: true } : {}) };
+    if (str('--person-permissions') !== undefined && !str('--person')) throw new UsageError('--person-permissions needs --person');
+    const person = str('--person') ? { id: str('--person'), ...(str('--person-permissions') !== undefined ? { permissions: str('--person-permissions')!.split(',').filter(Boolean) } : {}) } : undefined;
+    raw = { agent, action: str('--action'), resource: str('--resource'), context, ...(person ? { person } : {}), ...(a.options.has('--approved') ? { approved: true } : {}) };
   }
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new UsageError('the request must be a JSON object');
   const r = raw as Record<string, unknown>;
   for (const field of ['action', 'resource'] as const) {
     if (typeof r[field] !== 'string' || !r[field]) throw new UsageError(`the request needs "${field}", a non-empty string`);
   }
+  // A request names one action on one object, as the decision endpoint takes them.
+  if (!ACTION.test(r.action as string)) throw new UsageError(`the action ${JSON.stringify(r.action)} is not <verb>:<kind> (such as create:refunds)`);
+  if (!RESOURCE.test(r.resource as string)) throw new UsageError(`the resource ${JSON.stringify(r.resource)} is not <kind>:<id> (such as refund:r1)`);
   if (r.context !== undefined && (typeof r.context !== 'object' || r.context === null || Array.isArray(r.context))) {
     throw new UsageError('the request\'s "context" must be a JSON object');
   }

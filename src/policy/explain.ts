@@ -23,19 +23,20 @@ function strings(v: unknown): string[] | undefined {
 }
 
 /**
- * Fill what a hand-written explain request leaves out: an agent, autonomous (delegated when a
- * person is given), holding the capability of the action, granted (grants come from roles in
- * the database, which the CLI does not see), and the clock at this moment. This is what `diff`
- * assumes too, and a diff example names every fact it needs, so every diff example explains
- * to the decision the diff reported for it.
+ * Fill what a hand-written explain request leaves out, assuming nothing the server would not
+ * grant: permissions are only those given (none given is none held, for the agent and for the
+ * person it acts for: grants come from roles in the database, which the CLI does not see); the
+ * mode is delegated when a person is given, else autonomous, as the server derives it; the
+ * clock is this moment; an agent without stated capabilities holds the capability of the action
+ * asked (the request is about the rules, not the registration). Each of these is listed in
+ * `assumed`, with how to state it instead. A diff example names every fact it needs
+ * (permissions, capabilities, the clock), so it explains to the decision the diff reported.
  *
  * Takes a diff example (`subject`, `person`, `action`, `resource`, `resource_attributes`,
  * `context`, `now`) or the older shape (`agent` or `agent_id`, `person` or `person_id`).
  */
 export function completeRequest(raw: unknown, clock: () => number = Date.now): { request: DecisionRequest; assumed: string[] } {
   const r = obj(raw) ?? {};
-  // A request that states its relationships asks what they grant: no permission is assumed.
-  const assumeGrants = r.relationships === undefined;
   const assumed: string[] = [];
   const action = typeof r.action === 'string' ? r.action : '';
   const rawSubject = obj(r.subject) ?? obj(r.agent) ?? { id: typeof r.agent === 'string' ? r.agent : typeof r.agent_id === 'string' ? r.agent_id : r.user_id };
@@ -51,13 +52,13 @@ export function completeRequest(raw: unknown, clock: () => number = Date.now): {
     attributes: obj(rawSubject.attributes) ?? {},
   };
   for (const k of ['name', 'email'] as const) if (typeof rawSubject[k] === 'string') subject[k] = rawSubject[k];
-  if (!Array.isArray(rawSubject.permissions) && assumeGrants) { subject.permissions = ['*:*']; assumed.push(`${type} granted ${action} (no permissions given)`); }
+  if (!Array.isArray(rawSubject.permissions)) assumed.push(`${type} ${subject.id} holds no permissions (none given: state them as "permissions" of the ${r.subject ? 'subject' : 'agent'}, or --permissions)`);
   if (type === 'agent') {
     if (rawSubject.mode === 'delegated' || rawSubject.mode === 'autonomous') subject.mode = rawSubject.mode;
     else { subject.mode = rawPerson ? 'delegated' : 'autonomous'; assumed.push(`mode ${subject.mode}`); }
     if (Array.isArray(rawSubject.capabilities)) {
       subject.capabilities = rawSubject.capabilities.map((c: unknown) => (typeof c === 'string' ? { name: c } : (c as { name: string })));
-    } else { subject.capabilities = [{ name: action }]; assumed.push(`capability ${action}`); }
+    } else { subject.capabilities = [{ name: action }]; assumed.push(`agent holds capability ${action} (none given: state them as "capabilities", or --capabilities)`); }
   }
   const request: DecisionRequest = { subject, action, resource: typeof r.resource === 'string' ? r.resource : '', context: obj(r.context) ?? {}, now: 0 };
   const attrs = obj(r.resource_attributes) ?? obj(r.resourceAttributes);
@@ -71,7 +72,7 @@ export function completeRequest(raw: unknown, clock: () => number = Date.now): {
       attributes: obj(rawPerson.attributes) ?? {},
     };
     if (typeof rawPerson.email === 'string') p.email = rawPerson.email;
-    if (!Array.isArray(rawPerson.permissions) && assumeGrants) { p.permissions = ['*:*']; assumed.push(`person granted ${action} (no permissions given)`); }
+    if (!Array.isArray(rawPerson.permissions)) assumed.push(`person ${p.id} holds no permissions (none given: state them as "permissions" of the person, or --person-permissions)`);
     request.person = p;
   }
   if (typeof r.now === 'number') request.now = r.now;

@@ -78,9 +78,13 @@ describe('usage errors: exit 2 and one line', () => {
 
   it('a missing or wrong value, a flag given a value, arguments too few or too many', async () => {
     expectUsageError(await gatehouse(['policy', 'check', '--format'], cwd), /'--format' needs a value/);
-    expectUsageError(await gatehouse(['policy', 'check', '--format', 'yaml'], cwd), /'--format' must be text or json, not 'yaml'/);
+    expectUsageError(await gatehouse(['policy', 'check', '--format', 'yaml'], cwd), /'--format' must be text, json or sarif, not 'yaml'/);
     expectUsageError(await gatehouse(['policy', 'check', '--strict=yes'], cwd), /'--strict' takes no value/);
-    expectUsageError(await gatehouse(['policy', 'diff', 'a'], cwd), /^gatehouse policy diff: needs <old> <new>/);
+    expectUsageError(await gatehouse(['policy', 'diff'], cwd), /^gatehouse policy diff: needs <old> \[<new>\]/);
+    expectUsageError(await gatehouse(['policy', 'diff', 'a', 'b', 'c'], cwd), /takes at most 2 arguments/);
+    expectUsageError(await gatehouse(['policy', 'test', '--min-coverage', '80'], cwd), /--min-coverage needs --coverage/);
+    expectUsageError(await gatehouse(['policy', 'test', '--coverage', '--min-coverage', 'lots'], cwd), /a percent from 0 to 100, not 'lots'/);
+    expectUsageError(await gatehouse(['policy', 'test', '--format', 'lcov'], cwd), /--format lcov is coverage: add --coverage/);
     expectUsageError(await gatehouse(['policy', 'explain', 'a', 'b'], cwd), /takes at most 1 argument/);
     expectUsageError(await gatehouse(['serve', 'now'], cwd), /takes no arguments/);
     expectUsageError(await gatehouse(['policy', 'fmt', '--check', '--write'], cwd), /--check or --write, not both/);

@@ -173,8 +173,8 @@ ${refundRule('own', 'require_approval', 'resource.owner != person.email or time.
 
 describe('gatehouse policy explain: every value read, and the counters', () => {
   const request = (usage: Record<string, number>, more: Record<string, unknown> = {}) => JSON.stringify({
-    subject: { type: 'agent', id: 'a', mode: 'delegated', roles: ['x'] },
-    person: { id: 'u1', email: 'ada@x.com' },
+    subject: { type: 'agent', id: 'a', mode: 'delegated', roles: ['x'], permissions: ['create:refunds'] },
+    person: { id: 'u1', email: 'ada@x.com', permissions: ['create:refunds'] },
     action: 'create:refunds', resource: 'refund:1',
     resource_attributes: { tags: ['gold'], owner: 'ada@x.com' },
     context: { amount: 100 }, now: '2026-03-30T10:00:00Z', usage, ...more,

@@ -130,7 +130,7 @@ describe('gatehouse policy test', () => {
 });
 
 describe('gatehouse policy explain', () => {
-  const ask = (amount: number, ...more: string[]) => gatehouse(['policy', 'explain', 'good', '--agent', 'spiffe://localhost/agent/ops', '--action', 'create:refunds', '--resource', 'refund:r1', '--context', JSON.stringify({ amount }), ...more], cwd);
+  const ask = (amount: number, ...more: string[]) => gatehouse(['policy', 'explain', 'good', '--agent', 'spiffe://localhost/agent/ops', '--action', 'create:refunds', '--resource', 'refund:r1', '--context', JSON.stringify({ amount }), '--permissions', 'create:refunds', ...more], cwd);
 
   it('exit 0 allow, 3 deny, 4 approval_required, with every check', async () => {
     const [allow, deny, approval] = await Promise.all([ask(10), ask(20000), ask(5000)]);

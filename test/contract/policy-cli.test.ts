@@ -189,7 +189,8 @@ describe('policy files and CLI', () => {
     const j = await explainJson('v3', req);
     expect(j).toMatchObject({ decision: 'deny', reason: 'constraint_violated: amount max' });
     expect(j.trace.length).toBeGreaterThan(1);
-    const text = await run(['explain', 'v3', '--request', JSON.stringify({ ...req, agent_id: 'spiffe://localhost/agent/ops', context: { amount: 2000, currency: 'USD' } })]);
+    // Nothing is assumed granted: the agent's permissions are stated, as the server's roles would give them.
+    const text = await run(['explain', 'v3', '--request', JSON.stringify({ agent: { id: 'spiffe://localhost/agent/ops', permissions: ['create:refunds'] }, action: req.action, resource: req.resource, context: { amount: 2000, currency: 'USD' } })]);
     expect(text.code).toBe(4);
     expect(text.out).toContain('decision: approval_required');
     expect(text.out).toContain('approval_required: approve-medium-refunds');

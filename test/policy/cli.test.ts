@@ -84,7 +84,7 @@ describe('gatehouse policy', () => {
     expect(r.out).toContain('decision: deny');
     expect(r.out).toContain('reason: constraint_violated: amount max');
     expect(r.out).toMatch(/limits\s+fail\s+amount max 500 min 1\s+\(v1\/refunds\.policy:20\)/);
-    const j = await run(['explain', 'v1', '--json', '--request', JSON.stringify({ agent: { id: 'a' }, action: 'create:refunds', resource: 'refund:1', context: { amount: 2000, currency: 'USD' } })], dir);
+    const j = await run(['explain', 'v1', '--json', '--request', JSON.stringify({ agent: { id: 'a', permissions: ['create:refunds'] }, action: 'create:refunds', resource: 'refund:1', context: { amount: 2000, currency: 'USD' } })], dir);
     expect(JSON.parse(j.out)).toMatchObject({ decision: 'approval_required', reason: 'approval_required: approve-medium-refunds' });
     expect(j.code).toBe(4);
   });
