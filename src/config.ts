@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { existsSync, statSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
@@ -33,6 +34,8 @@ export interface Config {
   metricsToken: string | undefined;
   /** GET /metrics without authentication (GATEHOUSE_METRICS_OPEN=true) */
   metricsOpen: boolean;
+  /** the agent endpoints' request limits (GATEHOUSE_AGENT_RATE_LIMIT, GATEHOUSE_ADDRESS_RATE_LIMIT, GATEHOUSE_TRUSTED_PROXIES) */
+  agentRequestLimits: { perAgent: number; perAddress: number; trustedProxies: string[] };
 }
 
 /** GATEHOUSE_SECRET and GATEHOUSE_ADMIN_TOKEN, when set, are at least this long (outside NODE_ENV=development). */
@@ -58,6 +61,12 @@ const fields = {
   GATEHOUSE_DATABASE_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000),
   GATEHOUSE_METRICS_TOKEN: z.string().min(1).optional(),
   GATEHOUSE_METRICS_OPEN: z.enum(['true', 'false']),
+  GATEHOUSE_AGENT_RATE_LIMIT: z.coerce.number().int().min(0).max(1_000_000),
+  GATEHOUSE_ADDRESS_RATE_LIMIT: z.coerce.number().int().min(0).max(1_000_000),
+  GATEHOUSE_TRUSTED_PROXIES: z
+    .string()
+    .transform((v) => v.split(',').map((a) => a.trim()).filter(Boolean))
+    .refine((list) => list.every((a) => isIP(a) !== 0), 'must be a comma-separated list of IP addresses'),
 };
 
 function parseVar<T>(name: keyof typeof fields, raw: string | undefined, fallback?: string): T {
@@ -134,5 +143,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     workers: parseVar<number>('GATEHOUSE_WORKERS', env.GATEHOUSE_WORKERS, String(availableParallelism())),
     metricsToken,
     metricsOpen: parseVar<string>('GATEHOUSE_METRICS_OPEN', env.GATEHOUSE_METRICS_OPEN, 'false') === 'true',
+    agentRequestLimits: {
+      perAgent: parseVar<number>('GATEHOUSE_AGENT_RATE_LIMIT', env.GATEHOUSE_AGENT_RATE_LIMIT, '2000'),
+      perAddress: parseVar<number>('GATEHOUSE_ADDRESS_RATE_LIMIT', env.GATEHOUSE_ADDRESS_RATE_LIMIT, '5000'),
+      trustedProxies: parseVar<string[]>('GATEHOUSE_TRUSTED_PROXIES', env.GATEHOUSE_TRUSTED_PROXIES, ''),
+    },
   };
 }

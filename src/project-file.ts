@@ -10,7 +10,7 @@ import { putRole } from './admin/roles.js';
 import { createRule, disableRule, enableRule, updateRule, validateAndRecord } from './admin/rules.js';
 import { putEntity } from './admin/entities.js';
 import { relationModel } from './authz/relationships.js';
-import { disallowed } from './policy/relations/model.js';
+import { relationshipProblem } from './admin/relationships.js';
 import { relationshipText } from './policy/relations/tuple.js';
 import { agentCreate, projectApplication, projectEntity, projectRule, relationship, roleCreate, userCreate } from './admin/schemas.js';
 import { defaultAgentId } from './admin/spiffe.js';
@@ -150,7 +150,7 @@ const relationshipsSection = defineSection<z.output<typeof relationship>>({
     // Checked against the model of the policy files just loaded; written all or nothing.
     const model = relationModel((await ctx.policy.state()).set);
     for (const [i, r] of items.entries()) {
-      const why = disallowed(model, r);
+      const why = relationshipProblem(model, r);
       if (why) throw new ProjectItemError(`relationships.${i} (${relationshipText(r)}): ${why}`);
     }
     await ctx.store.relationships.apply(items, []);

@@ -26,6 +26,7 @@ import { migrate, openDatabase } from './store/db.js';
 import { startHousekeeping } from './store/housekeeping.js';
 import { createStore, type Store } from './store/index.js';
 import { isStoreUnavailable } from './store/unavailable.js';
+import { flushRefusalSummary } from './agents/refusal-summary.js';
 import { endpointUrls } from './urls.js';
 import { applyProjectFile } from './project-file.js';
 import { relationshipGraph } from './authz/relationships.js';
@@ -233,6 +234,7 @@ const leases = new WeakMap<AppContext, InstanceLease>();
 
 /** Closes the database, giving up this instance's lease first. */
 export async function closeContext(ctx: AppContext): Promise<void> {
+  await flushRefusalSummary(ctx);
   const lease = leases.get(ctx);
   leases.delete(ctx);
   await lease?.release();

@@ -1,6 +1,7 @@
 import type { Router } from 'express';
 import type { AppContext } from '../context.js';
 import { errors, ProtocolError } from '../errors.js';
+import { convertValue } from '../policy/relations/conditions.js';
 import { disallowed, type RelationModel } from '../policy/relations/model.js';
 import type { RelationError } from '../policy/relations/checker.js';
 import type { Relationship } from '../policy/relations/tuple.js';
@@ -32,10 +33,31 @@ import {
 const invalid = (path: string, message: string): ProtocolError =>
   errors.invalidRequest(`${path}: ${message}`, { issues: [{ path, message, code: 'custom' }] });
 
+/**
+ * Why the model does not allow a relationship, or null: its type, relation, kind of subject
+ * and condition (`disallowed`), and the condition's stored context, whose names must be the
+ * condition's parameters and whose values must convert to their types.
+ */
+export function relationshipProblem(model: RelationModel, r: Relationship): string | null {
+  const why = disallowed(model, r);
+  if (why || !r.condition?.context) return why;
+  const condition = model.conditions.get(r.condition.name)!;
+  for (const [name, value] of Object.entries(r.condition.context)) {
+    const param = condition.params.find((p) => p.name === name);
+    if (!param) return `condition ${condition.name} has no parameter ${name} (it has ${condition.params.map((p) => p.name).join(', ')})`;
+    try {
+      convertValue(value, param.type, `condition.context.${name}`);
+    } catch (err) {
+      return (err as Error).message;
+    }
+  }
+  return null;
+}
+
 /** The first relationship of a list the model does not allow, as the 400 naming its index and why. */
 function checkAgainstModel(model: RelationModel, list: readonly Relationship[], field: string): void {
   for (let i = 0; i < list.length; i++) {
-    const why = disallowed(model, list[i]!);
+    const why = relationshipProblem(model, list[i]!);
     if (why) throw invalid(`${field}.${i}`, why);
   }
 }

@@ -4,6 +4,7 @@ import { errors, ProtocolError } from '../errors.js';
 import { recordAuditOrLog } from '../authz/audit.js';
 import { agentKnown, type AgentState } from '../authz/agent-cache.js';
 import { nowSeconds } from '../clock.js';
+import { countUnknownAgentRefusal } from './refusal-summary.js';
 
 export const JWT_BEARER_ASSERTION_TYPE = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
 
@@ -18,7 +19,8 @@ const fail = (why: string) => errors.invalidClient(why);
  * `aud` one of `audiences`, `exp` at most 5 minutes ahead, `iat`, and a `jti` used once
  * (recorded in the database until the assertion expires). Every failure is `invalid_client` (401) and
  * is written to the audit trail (kind `token`, decision `refused`, `action` = `purpose`) under
- * the agent ID the assertion claimed.
+ * the agent ID the assertion claimed, when that agent exists; refusals for agents that do not
+ * are counted and summed up (`countUnknownAgentRefusal`).
  */
 export async function authenticateAgent(
   ctx: AppContext,
@@ -30,9 +32,15 @@ export async function authenticateAgent(
     return await checkAssertion(ctx, body, audiences);
   } catch (err) {
     if (err instanceof ProtocolError) {
+      const claimed = claimedAgent(body.client_assertion);
+      // Refusals under an agent ID that names no agent are counted and summed up, not each recorded.
+      if (claimed === null || !(await ctx.store.agents.get(claimed))) {
+        countUnknownAgentRefusal(ctx, claimed, purpose);
+        throw err;
+      }
       await recordAuditOrLog(ctx, {
         kind: 'token',
-        agent_id: claimedAgent(body.client_assertion),
+        agent_id: claimed,
         action: purpose,
         decision: 'refused',
         reason: `${err.error}: ${err.description ?? ''}`,
@@ -43,7 +51,7 @@ export async function authenticateAgent(
 }
 
 /** The `iss` an assertion claims, unverified (only for the record of a refusal). */
-function claimedAgent(assertion: unknown): string | null {
+export function claimedAgent(assertion: unknown): string | null {
   if (typeof assertion !== 'string') return null;
   try {
     const iss = decodeJwt(assertion).iss;

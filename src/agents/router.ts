@@ -3,6 +3,8 @@ import type { AppContext } from '../context.js';
 import { showApprovals, postApproval } from './approvals-page.js';
 import { backchannelAuthorize } from './ciba.js';
 import { agentToken } from './token.js';
+import { claimedAgent } from './assertion.js';
+import { limitAgentRequest } from './request-limits.js';
 
 type Handler = (ctx: AppContext, req: Request, res: Response) => void | Promise<void>;
 
@@ -10,8 +12,13 @@ type Handler = (ctx: AppContext, req: Request, res: Response) => void | Promise<
 export function agentsRouter(ctx: AppContext): Router {
   const router = Router();
   const h = (fn: Handler) => (req: Request, res: Response) => fn(ctx, req, res);
-  router.post('/apis/regional/v1/ai/auth/token', h(agentToken));
-  router.post('/apis/regional/v1/ai/auth/backchannel-authorize', h(backchannelAuthorize));
+  // Sign-ins count against the address and the agent the assertion claims (unverified yet).
+  const limited = (fn: Handler) => (req: Request, res: Response) => {
+    limitAgentRequest(ctx, req, claimedAgent((req.body as Record<string, unknown> | undefined)?.client_assertion) ?? undefined);
+    return fn(ctx, req, res);
+  };
+  router.post('/apis/regional/v1/ai/auth/token', limited(agentToken));
+  router.post('/apis/regional/v1/ai/auth/backchannel-authorize', limited(backchannelAuthorize));
   router.get('/approvals', h(showApprovals));
   router.post('/approvals', h(postApproval));
   return router;

@@ -1,5 +1,23 @@
 import type { AppContext } from '../context.js';
+import { createHash } from 'node:crypto';
 import type { AuditInput } from '../store/audit.js';
+
+/**
+ * The largest `context` a record keeps, as JSON bytes. A larger one (anyone who can name an
+ * agent can send one) is kept as its size and digest: the record still ties to the request, and
+ * the trail does not grow by what a caller chooses to send.
+ */
+export const AUDIT_CONTEXT_MAX_BYTES = 8192;
+
+/** The context as a record keeps it: itself, or past the cap `{"$truncated": {bytes, sha256}}`. */
+export function cappedContext(context: unknown): unknown {
+  if (context === undefined || context === null) return context;
+  const json = JSON.stringify(context);
+  if (json === undefined) return context;
+  const bytes = Buffer.byteLength(json);
+  if (bytes <= AUDIT_CONTEXT_MAX_BYTES) return context;
+  return { $truncated: { bytes, sha256: createHash('sha256').update(json).digest('hex') } };
+}
 
 interface Pending { input: AuditInput; resolve: () => void; reject: (err: unknown) => void }
 
@@ -62,7 +80,7 @@ function writer(ctx: AppContext): AuditWriter {
 
 /** Appends one audit record in this turn's shared transaction; resolves once it is committed. */
 export function recordAudit(ctx: AppContext, input: AuditInput): Promise<void> {
-  return writer(ctx).append(input);
+  return writer(ctx).append(input.context === undefined ? input : { ...input, context: cappedContext(input.context) });
 }
 
 /**

@@ -62,7 +62,7 @@ export function decideOn(request: DecisionRequest, policy: PolicySet | null): Pi
 const FAILS_CLOSED = 'fails closed, grants nothing: ';
 
 /** The grants a decision got through relations: who, and the relationships that granted it. */
-export function relationGrants(d: Pick<PipelineDecision, 'trace'>): string[] {
+export function grantsThroughRelations(d: Pick<PipelineDecision, 'trace'>): string[] {
   const out: string[] = [];
   for (const t of d.trace) if (t.step === 'grants' && t.outcome === 'pass' && t.path) out.push(`${t.check} (${t.path.join(', ')})`);
   return out;
@@ -99,6 +99,6 @@ export function auditRecord(
 /** The reason as the record keeps it: an allow says which grants came through relations, and through what. */
 function withRelations(d: PipelineDecision): string {
   if (d.decision !== 'allow') return d.reason;
-  const through = relationGrants(d);
+  const through = grantsThroughRelations(d);
   return through.length ? `${d.reason}; granted through relations: ${through.join('; ')}` : d.reason;
 }

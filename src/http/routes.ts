@@ -4,6 +4,7 @@ import { errors } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { decisionEndpoint } from '../agents/decision-endpoint.js';
 import { transactionTokenEndpoint } from '../agents/transaction-token.js';
+import { limitAgentRequest } from '../agents/request-limits.js';
 import { authenticateCaller, type Caller } from '../authzen/caller.js';
 import { evaluationAnswer, evaluationsAnswer } from '../authzen/evaluate.js';
 import { AUTHZEN_PATHS } from '../authzen/metadata.js';
@@ -76,8 +77,24 @@ export const EDGE_ROUTES: readonly EdgeRoute[] = [
       return answer;
     },
   },
-  { path: '/apis/regional/v1/ai/auth/transaction-token', body: 'json', formToo: true, handle: (ctx, body, req) => transactionTokenEndpoint(ctx, body, req) },
-  { path: '/apis/regional/v1/agents/authorize', body: 'json', formToo: true, handle: (ctx, body) => decisionEndpoint(ctx, body) },
+  {
+    path: '/apis/regional/v1/ai/auth/transaction-token',
+    body: 'json',
+    formToo: true,
+    handle(ctx, body, req) {
+      limitAgentRequest(ctx, req, undefined);
+      return transactionTokenEndpoint(ctx, body, req);
+    },
+  },
+  {
+    path: '/apis/regional/v1/agents/authorize',
+    body: 'json',
+    formToo: true,
+    handle(ctx, body, req) {
+      limitAgentRequest(ctx, req, typeof body.agent_id === 'string' ? body.agent_id : undefined);
+      return decisionEndpoint(ctx, body);
+    },
+  },
   authzenRoute(AUTHZEN_PATHS.evaluation, evaluationAnswer),
   authzenRoute(AUTHZEN_PATHS.evaluations, evaluationsAnswer),
   authzenRoute(AUTHZEN_PATHS.searchSubject, search('subject')),
@@ -116,6 +133,9 @@ export function mountEdgeRoutes(ctx: AppContext, app: Express, routes: readonly 
         }, next);
       });
     }
+    // A JSON body sent to a form route is still read with the depth bound, so that a hostile
+    // body is refused for what it is (too deep) before it is refused for its type.
+    if (route.body === 'form') steps.push(parsers.json);
     steps.push(parsers[route.body]);
     if (route.formToo) steps.push(parsers.form);
     steps.push(async (req: Request, res: Response) => {

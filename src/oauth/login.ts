@@ -129,11 +129,26 @@ export function loginSubmit(ctx: AppContext): RequestHandler {
 const OPTIONS_LIMIT = { max: 120, windowSeconds: 5 * 60 };
 const optionsKey = (ip: string) => `webauthn:options:${sha256(ip)}`;
 /**
- * Refused passkeys per client address, counted apart from passwords: a passkey cannot be
- * guessed, so password failures on an account never lock its passkeys out.
+ * Refused passkeys, counted per client address and per credential, apart from passwords. Past
+ * `free` failures in the window, each further failure is answered 429 with a Retry-After that
+ * doubles (at most `maxWaitSeconds`). A passkey that verifies is never refused for them: it
+ * cannot be guessed, and failures someone else causes (from a shared address, with a removed
+ * passkey or a cancelled prompt) must not lock its owner out.
  */
-const PASSKEY_FAILURES = { max: LIMITS.address.max, windowSeconds: LIMITS.address.windowSeconds };
+const PASSKEY_FAILURES = { free: 10, windowSeconds: LIMITS.address.windowSeconds, maxWaitSeconds: 900 };
 const passkeyFailureKey = (ip: string) => `webauthn:fail:${sha256(ip)}`;
+const credentialFailureKey = (id: string) => `webauthn:fail:cred:${sha256(id)}`;
+
+/** The credential ID an answer names (unverified), to count its failures. */
+function answeredCredentialId(raw: unknown): string | undefined {
+  if (typeof raw !== 'string' || raw.length > 65_536) return undefined;
+  try {
+    const id = (JSON.parse(raw) as { id?: unknown }).id;
+    return typeof id === 'string' && id.length > 0 && id.length <= 1024 ? id : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 const FAILURE_TEXT: Record<SignInFailure, string> = {
   malformed: 'The answer from your passkey could not be read. Try again.',
@@ -232,15 +247,20 @@ export function passkeySubmit(ctx: AppContext): RequestHandler {
 
     if (!verifyCsrf(req)) return again(400, 'The form expired. Please try again.');
     const ip = clientIp(req);
-    if ((await ctx.store.rateLimits.count(passkeyFailureKey(ip), PASSKEY_FAILURES.windowSeconds)) >= PASSKEY_FAILURES.max) {
-      res.setHeader('Retry-After', '900');
-      return again(429, 'Too many failed sign-in attempts (rate_limited). Try again later.');
-    }
 
     const result = await verifySignIn(ctx, req, body.credential, pending?.id);
     if (!result.ok) {
-      await ctx.store.rateLimits.hit(passkeyFailureKey(ip), PASSKEY_FAILURES.windowSeconds);
-      req.log.info({ reason: result.reason, user_id: result.userId }, 'passkey sign-in refused');
+      const credentialId = answeredCredentialId(body.credential);
+      const failures = Math.max(
+        await ctx.store.rateLimits.hit(passkeyFailureKey(ip), PASSKEY_FAILURES.windowSeconds),
+        credentialId ? await ctx.store.rateLimits.hit(credentialFailureKey(credentialId), PASSKEY_FAILURES.windowSeconds) : 0,
+      );
+      req.log.info({ reason: result.reason, user_id: result.userId, failures }, 'passkey sign-in refused');
+      if (failures > PASSKEY_FAILURES.free) {
+        const wait = Math.min(PASSKEY_FAILURES.maxWaitSeconds, 2 ** Math.min(failures - PASSKEY_FAILURES.free, 10));
+        res.setHeader('Retry-After', String(wait));
+        return again(429, 'Too many failed sign-in attempts (rate_limited). Try again later.');
+      }
       return again(result.reason === 'challenge' || result.reason === 'malformed' ? 400 : 200, FAILURE_TEXT[result.reason]);
     }
     const { user, credential, strength } = result;

@@ -82,9 +82,10 @@ async function push(url: string, authorization: string | undefined, jwt: string,
       redirect: 'manual',
       signal,
     });
-    const text = await res.text().catch(() => '');
+    // The receiver's body is never read into the outbox, a log or an answer: only its status counts.
+    await res.body?.cancel().catch(() => undefined);
     if (res.status === 202) return { delivered: true };
-    return { delivered: false, error: `HTTP ${res.status}${text ? `: ${text.slice(0, 300)}` : ''}` };
+    return { delivered: false, error: `HTTP ${res.status}` };
   } catch (err) {
     const e = err as Error & { cause?: { code?: string; message?: string } };
     if (e.name === 'TimeoutError') return { delivered: false, error: 'timed out' };

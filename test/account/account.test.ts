@@ -462,6 +462,26 @@ describe('a fresh sign-in for changing how one signs in', () => {
   });
 });
 
+describe('passkey failures from the same address', () => {
+  it('throttle the refusals with a growing Retry-After, and never refuse a passkey that verifies', async () => {
+    const p = await withPasskey({ userVerified: true });
+    // Someone else behind the same address: a passkey this server does not know, more often than the old lockout allowed (20).
+    const stranger = new SoftAuthenticator(issuer, {});
+    const waits: (string | null)[] = [];
+    for (let i = 0; i < 22; i++) {
+      const { res } = await passkeySignIn(new Browser(issuer), stranger, { pageUrl: '/login?return_to=/account' });
+      expect(res.status === 200 || res.status === 429).toBe(true);
+      if (res.status === 429) waits.push(res.headers.get('retry-after'));
+    }
+    expect(waits.length).toBeGreaterThanOrEqual(2);
+    expect(Number(waits.at(-1))).toBeGreaterThan(Number(waits[0]));
+    // The owner's passkey, from the same address, still signs in.
+    const { res } = await passkeySignIn(new Browser(issuer), p.auth, { pageUrl: '/login?return_to=/account' });
+    expect(res.status).toBe(302);
+    expect(res.headers.get('location')).toBe('/account');
+  });
+});
+
 describe('TOTP from the account page', () => {
   it('set up with a QR code and the key in text; takes effect only once a code confirms it; the confirming code cannot be replayed', async () => {
     const p = await person();

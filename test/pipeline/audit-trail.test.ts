@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { flushRefusalSummary } from '../../src/agents/refusal-summary.js';
 import {
   accessTokenFor,
   agentToken,
@@ -64,9 +65,13 @@ describe('refused agent sign-ins are in the audit trail', () => {
     expect((await agentToken(s, gone)).status).toBe(401);
     expect((await trail(gone.id))[0]).toMatchObject({ kind: 'token', decision: 'refused', reason: 'invalid_client: unknown or revoked agent' });
 
+    // An agent that does not exist: counted, and summed up in one record without an agent.
     const stranger = { ...gone, id: 'spiffe://localhost/agent/nobody' };
     expect((await agentToken(s, stranger)).status).toBe(401);
-    expect((await trail(stranger.id))[0]).toMatchObject({ kind: 'token', decision: 'refused', reason: 'invalid_client: unknown or revoked agent' });
+    expect(await trail(stranger.id)).toEqual([]);
+    await flushRefusalSummary(s.ctx);
+    const summary = (await s.ctx.store.audit.list({ kind: 'token', limit: 50 })).find((r) => r.reason?.startsWith('unknown_agent: '));
+    expect(summary).toMatchObject({ agent_id: null, decision: 'refused', reason: 'unknown_agent: 1 refused sign-in for agents that do not exist', context: { count: 1, claimed: [stranger.id] } });
   });
 
   it('a refusal after the assertion (a scope the agent does not hold)', async () => {

@@ -37,8 +37,18 @@ describe('writes', () => {
       [rel('document:9#viewer@user:zed'), rel('document:9#parent@user:zed')],
       [rel('document:9#viewer@user:zed'), rel('folder:9#viewer@user:zed', { name: 'office_hours' })],
       [rel('document:9#viewer@user:zed'), rel('folder:9#viewer@group:eng#member', { name: 'no_such_condition' })],
+      [rel('document:9#viewer@user:zed'), rel('folder:9#viewer@group:eng#member', { name: 'office_hours', context: { start: 9, finish: 17 } })],
+      [rel('document:9#viewer@user:zed'), rel('folder:9#viewer@group:eng#member', { name: 'office_hours', context: { start: 'nine' } })],
     ];
-    const why = [/writes\.1: type document has no relation owner/, /writes\.1: unknown type spaceship/, /writes\.1: document#parent does not allow user/, /writes\.1: folder#viewer does not allow user with office_hours/, /writes\.1: unknown condition no_such_condition/];
+    const why = [
+      /writes\.1: type document has no relation owner/,
+      /writes\.1: unknown type spaceship/,
+      /writes\.1: document#parent does not allow user/,
+      /writes\.1: folder#viewer does not allow user with office_hours/,
+      /writes\.1: unknown condition no_such_condition/,
+      /writes\.1: condition office_hours has no parameter finish/,
+      /writes\.1: condition\.context\.start must be an int/,
+    ];
     for (const [i, list] of bad.entries()) {
       const r = await write(list);
       expect(r.status, JSON.stringify(r.body)).toBe(400);
@@ -61,6 +71,18 @@ describe('writes', () => {
       expect(r.status, JSON.stringify(r.body)).toBe(400);
       expect(r.body.issues.map((i: { path: string }) => i.path)).toContain(path);
     }
+  });
+
+  it('refuses more than 1000 writes in one request, and a body that is not an object', async () => {
+    const many = Array.from({ length: 1001 }, (_, i) => rel(`document:bulk${i}#viewer@user:zed`));
+    const r = await write(many);
+    expect(r.status).toBe(400);
+    expect(r.body.issues[0].path).toBe('writes');
+    expect((await server.admin('GET', '/relationships?object=document:bulk0')).body.data).toEqual([]);
+    for (const body of [[], 'writes', null]) expect((await server.admin('POST', '/relationships', body)).status).toBe(400);
+    const q = await check({ object: 'document:1', relation: 'viewer', subject: 'user:anne', contextual_relationships: many });
+    expect(q.status).toBe(400);
+    expect(q.body.issues[0].path).toBe('contextual_relationships');
   });
 
   it('deletes a relationship the model no longer allows (it stays stored until then)', async () => {

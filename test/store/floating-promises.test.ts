@@ -9,5 +9,5 @@ describe.skipIf(!!process.env.GATEHOUSE_TEST_DATABASE_URL)('no promise is droppe
   it('every promise in src/ and test/ is awaited, returned, or explicitly voided', () => {
     const found = findFloatingPromises(root, (f) => !f.includes('/node_modules/'));
     expect(found.map((f) => `${f.file}:${f.line}: ${f.why}: ${f.text}`)).toEqual([]);
-  }, 120_000);
+  }, 300_000);
 });
