@@ -58,8 +58,8 @@ export const COMMANDS: CommandSpec[] = [
     summary: 'requests whose decision changes between two versions',
     description: 'The requests whose decision changes between two versions (each a file or a directory), as regions of the request space, each with its decision before and after and an example request.',
     positionals: { min: 2, max: 2 },
-    options: [FORMAT, JSON_FLAG],
-    details: ['Exit 0 when nothing changes, 1 when something does, 2 on an error.'],
+    options: [FORMAT, JSON_FLAG, { name: '--relationships', value: '<file.json>', help: 'relationships ({"relationships": [...]}): list the subject-object pairs that gain or lose a changed relation' }],
+    details: ['A change to types and relations is reported as the relations that answer differently, each with the smallest example graph and request found, and with --relationships the concrete pairs that change. Rules that ask relationship questions, and changed relationship conditions, are refused (exit 2).', 'Exit 0 when nothing changes, 1 when something does, 2 on an error.'],
     run: async (a, io) => (await import('./policy.js')).diff(a, io),
   },
   {

@@ -13,8 +13,9 @@ import { parsePolicy } from '../policy/parser.js';
 import { formatFile } from '../policy/format.js';
 import { collectTests, fixturesOf, runTests } from '../policy/test-runner.js';
 import { MemoryIndex } from '../policy/relations/index.js';
-import { parseRelationshipJson, parseRelationshipText } from '../policy/relations/tuple.js';
+import { parseRelationshipJson, parseRelationshipText, type Relationship } from '../policy/relations/tuple.js';
 import { DiffTooLarge, diffPolicySets, diffText } from '../policy/diff.js';
+import { diffRelations, relationDiffText, unmodelled } from '../policy/relations/diff.js';
 import { completeRequest, explainDecision } from '../policy/explain.js';
 import { UsageError, type CliIO, type ParsedArgs } from './args.js';
 import { explainText } from './explain-text.js';
@@ -324,6 +325,21 @@ export function diff(a: ParsedArgs, io: CliIO): Promise<number> {
     const before = await loadSide(io, oldT);
     const after = await loadSide(io, newT);
     if (!before || !after) return 2;
+    // Given relationships (the project file's or the importer's `{"relationships": [...]}`): which pairs change.
+    const relFile = a.options.get('--relationships');
+    let given: Relationship[] | undefined;
+    if (typeof relFile === 'string') {
+      const raw = parseJson(relFile, (await readSource(io, relFile)).text) as { relationships?: unknown };
+      if (typeof raw !== 'object' || raw === null || !Array.isArray(raw.relationships)) throw new UsageError(`${relFile}: needs {"relationships": [...]}`);
+      given = raw.relationships.map((x, i) => {
+        const rel = typeof x === 'string' ? parseRelationshipText(x) : parseRelationshipJson(x);
+        if (typeof rel === 'string') throw new UsageError(`${relFile}: relationships[${i}]: ${rel}`);
+        return rel;
+      });
+    }
+    // What diff does not model is refused, never answered partially.
+    const refused = unmodelled(before, after);
+    if (refused) { io.stderr(`gatehouse policy diff: cannot compare exactly: ${refused}\n`); return 2; }
     let r;
     try {
       r = diffPolicySets(before, after);
@@ -331,9 +347,12 @@ export function diff(a: ParsedArgs, io: CliIO): Promise<number> {
       if (e instanceof DiffTooLarge) { io.stderr(`gatehouse policy diff: ${e.message}\n`); return 2; }
       throw e;
     }
-    if (wantsJson(a)) json(io, r.notes.length ? { changes: r.changes, notes: r.notes } : { changes: r.changes });
-    else io.stdout(diffText(r));
-    return r.changes.length ? 1 : 0;
+    const rel = diffRelations(before, after, given);
+    const relations = rel.definitions.length || given ? rel : undefined;
+    if (wantsJson(a)) json(io, { changes: r.changes, ...(r.notes.length ? { notes: r.notes } : {}), ...(relations ? { relations } : {}) });
+    else io.stdout((rel.definitions.length && !r.changes.length ? '' : diffText(r)) + relationDiffText(rel));
+    const changed = r.changes.length > 0 || rel.changes.length > 0 || (rel.pairs?.length ?? 0) > 0;
+    return changed ? 1 : 0;
   });
 }
 
