@@ -161,7 +161,7 @@ export function affectedRelations(a: RelationModel, b: RelationModel, changed: D
 }
 
 /** Every relationship the two models' restrictions (without conditions) allow over two objects of each type. */
-function candidateRelationships(a: RelationModel, b: RelationModel, relevant: Set<string>): Relationship[] {
+export function candidateRelationships(a: RelationModel, b: RelationModel, relevant: Set<string>): Relationship[] {
   const seen = new Set<string>();
   const out: Relationship[] = [];
   for (const m of [a, b]) for (const t of m.types.values()) for (const def of t.relations.values()) {
