@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { validateJsonLimits } from '../policy/index.js';
 import { parseObject, parseRelationshipJson, parseSubject } from '../policy/relations/tuple.js';
 import { spiffeIdProblem } from './spiffe.js';
+import { isJsonObject } from '../policy/own.js';
 
 /**
  * The management API's request and response shapes. The same schemas validate requests,
@@ -117,16 +118,13 @@ export const ATTRIBUTES_MAX_BYTES = 16_384;
 export const ATTRIBUTES_MAX_DEPTH = 8;
 const ATTRIBUTE_KEY_MAX = 200;
 
-const isPlainObject = (v: unknown): v is Record<string, unknown> =>
-  v !== null && typeof v === 'object' && !Array.isArray(v);
-
 /**
  * Why a value is not an acceptable attributes object, or null. Depth counts the object itself
  * as 1 and each nested object or list as one more; the walk stops at the bound, so a
  * deeply nested body costs no more than the bound.
  */
 export function attributesProblem(value: unknown): string | null {
-  if (!isPlainObject(value)) return 'must be a JSON object';
+  if (!isJsonObject(value)) return 'must be a JSON object';
   const walk = (v: unknown, depth: number, at: string): string | null => {
     if (v === null || typeof v === 'string' || typeof v === 'boolean') return null;
     if (typeof v === 'number') return Number.isFinite(v) ? null : `${at} must be a finite number`;

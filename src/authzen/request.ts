@@ -3,6 +3,7 @@
 // Unknown members are ignored (the specification's forward compatibility).
 
 import { errors, type ProtocolError } from '../errors.js';
+import { isJsonObject } from '../policy/own.js';
 
 export type Properties = Record<string, unknown>;
 
@@ -35,11 +36,10 @@ export function badRequest(issues: Issue[]): ProtocolError {
   return errors.invalidRequest(issues.map((i) => `${i.path}: ${i.message}`).join('; '), { issues });
 }
 
-const isObject = (v: unknown): v is Properties => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** The body itself: a JSON object (an array or a scalar is a 400 before anything else). */
 export function requireObject(body: unknown): Properties {
-  if (!isObject(body)) throw badRequest([{ path: 'body', message: 'must be a JSON object', code: 'invalid_type' }]);
+  if (!isJsonObject(body)) throw badRequest([{ path: 'body', message: 'must be a JSON object', code: 'invalid_type' }]);
   return body;
 }
 
@@ -53,7 +53,7 @@ class Reader {
   object(parent: Properties, key: string, path: string): Properties | undefined {
     const v = parent[key];
     if (v === undefined || v === null) return undefined;
-    if (!isObject(v)) {
+    if (!isJsonObject(v)) {
       this.fail(path, 'must be an object');
       return undefined;
     }
@@ -203,7 +203,7 @@ export function readEvaluationsRequest(body: unknown): EvaluationsRequest {
 
   const items: BatchItem[] = list.map((raw, i) => {
     const item = new Reader();
-    if (!isObject(raw)) return { ok: false, error: `evaluations.${i}: must be an object` };
+    if (!isJsonObject(raw)) return { ok: false, error: `evaluations.${i}: must be an object` };
     const own = parts(item, raw, `evaluations.${i}.`);
     const merged: Partial4 = {
       subject: mergeEntity(top.subject, own.subject),

@@ -8,17 +8,13 @@ import { validateLimitFields, validateRule } from './validate.js';
 import { parseExpr } from './parser.js';
 import { fmtExpr } from './format.js';
 import { isCountEntry, jsonUsageLimits } from './usage.js';
-import { setOwn } from './own.js';
+import { isJsonObject, setOwn } from './own.js';
 
 const OPS: ReadonlySet<string> = new Set(['gte', 'gt', 'lte', 'lt', 'eq', 'ne']);
 
 export function ruleSource(rule: { id?: unknown; name?: unknown }): string {
   const id = typeof rule.id === 'string' && rule.id ? rule.id : typeof rule.name === 'string' ? rule.name : '?';
   return `api:rule/${id}`;
-}
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 function toLiteral(v: unknown): Literal | undefined {
@@ -32,11 +28,11 @@ function toLiteral(v: unknown): Literal | undefined {
 
 /** JSON rule → AST, with shape errors. The AST is null when the shape is too broken to build one. */
 export function jsonRuleToAst(rule: unknown, source?: string): { rule: RuleNode | null; diagnostics: Diagnostic[] } {
-  const src = source ?? (isObject(rule) ? ruleSource(rule) : 'api:rule/?');
+  const src = source ?? (isJsonObject(rule) ? ruleSource(rule) : 'api:rule/?');
   const loc: Loc = { file: src, line: 1, col: 1 };
   const out: Diagnostic[] = [];
   const err = (message: string) => out.push({ ...loc, message, severity: 'error' });
-  if (!isObject(rule)) { err('a rule must be a JSON object'); return { rule: null, diagnostics: out }; }
+  if (!isJsonObject(rule)) { err('a rule must be a JSON object'); return { rule: null, diagnostics: out }; }
   const str = (k: string): string => {
     const v = rule[k];
     if (typeof v !== 'string') { err(`${k} must be a string`); return ''; }
@@ -54,7 +50,7 @@ export function jsonRuleToAst(rule: unknown, source?: string): { rule: RuleNode 
   let when: Expr | undefined;
   const c = rule.condition;
   if (c !== undefined && c !== null) {
-    if (!isObject(c)) err('condition must be an object {field, op, value} or {expr}, or null');
+    if (!isJsonObject(c)) err('condition must be an object {field, op, value} or {expr}, or null');
     else if ('expr' in c) {
       // The file syntax, parsed where it stands: positions are columns of the expr string.
       if (typeof c.expr !== 'string' || c.expr.trim() === '') err('condition.expr must be a condition in the file syntax, such as "resource.owner == person.email"');
@@ -101,14 +97,14 @@ export function jsonLimitsToAst(limits: unknown, source = 'api:limits'): { field
   const loc: Loc = { file: source, line: 1, col: 1 };
   const out: Diagnostic[] = [];
   if (limits === null || limits === undefined) return { fields: [], diagnostics: [] };
-  if (!isObject(limits)) return { fields: null, diagnostics: [{ ...loc, message: 'limits must be a JSON object {field: value | {max, min, in, not_in}}', severity: 'error' }] };
+  if (!isJsonObject(limits)) return { fields: null, diagnostics: [{ ...loc, message: 'limits must be a JSON object {field: value | {max, min, in, not_in}}', severity: 'error' }] };
   const fields: LimitField[] = [];
   for (const [field, v] of Object.entries(limits)) {
     // Limits over time (`count`, a field's `sum`) are read by jsonUsageLimits below.
     if (isCountEntry(field, v)) continue;
-    if (isObject(v) && Object.hasOwn(v, 'sum') && Object.keys(v).length === 1) continue;
+    if (isJsonObject(v) && Object.hasOwn(v, 'sum') && Object.keys(v).length === 1) continue;
     const f: LimitField = { field, loc };
-    if (isObject(v)) {
+    if (isJsonObject(v)) {
       for (const [op, raw] of Object.entries(v)) {
         if (op === 'sum') continue;
         const lit = toLiteral(raw);

@@ -6,6 +6,7 @@
 
 import type { Diagnostic } from './types.js';
 import type { Loc } from './ast.js';
+import { isJsonObject } from './own.js';
 
 export type UsageKind = 'count' | 'sum';
 /** Whose counter: the agent's (for the capability), or the agent's on one object, or for one person. */
@@ -170,10 +171,6 @@ export function usedOf(usage: UsageFacts | undefined, key: string): number {
 
 // ---- the JSON shape of the management API ------------------------------------
 
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
 /**
  * The limits-over-time part of a JSON limits object. `<field>: {sum: {max, per, scope?}}`
  * (or a list of them) sums the field; the top-level `count: [{max, per, scope?}]` (or one such
@@ -181,14 +178,14 @@ function isObject(v: unknown): v is Record<string, unknown> {
  * limit on a context field named `count` and is left to the plain limits.
  */
 export function isCountEntry(key: string, value: unknown): boolean {
-  return key === 'count' && (Array.isArray(value) || (isObject(value) && Object.hasOwn(value, 'per')));
+  return key === 'count' && (Array.isArray(value) || (isJsonObject(value) && Object.hasOwn(value, 'per')));
 }
 
 export function jsonUsageLimits(limits: unknown, source = 'api:limits'): { limits: UsageLimit[]; diagnostics: Diagnostic[] } {
   const loc: Loc = { file: source, line: 1, col: 1 };
   const out: UsageLimit[] = [];
   const diagnostics: Diagnostic[] = [];
-  if (!isObject(limits)) return { limits: out, diagnostics };
+  if (!isJsonObject(limits)) return { limits: out, diagnostics };
   const err = (message: string) => diagnostics.push({ ...loc, message, severity: 'error' });
   for (const [key, value] of Object.entries(limits)) {
     if (isCountEntry(key, value)) {
@@ -200,7 +197,7 @@ export function jsonUsageLimits(limits: unknown, source = 'api:limits'): { limit
       });
       continue;
     }
-    if (!isObject(value) || !Object.hasOwn(value, 'sum')) continue;
+    if (!isJsonObject(value) || !Object.hasOwn(value, 'sum')) continue;
     const sum = value.sum;
     const entries = Array.isArray(sum) ? sum : [sum];
     if (entries.length === 0) err(`${key}.sum: the list is empty (give at least one {max, per})`);
@@ -237,7 +234,7 @@ function jsonUsageEntry(
   source: string,
   err: (m: string) => void,
 ): UsageLimit | null {
-  if (!isObject(e)) {
+  if (!isJsonObject(e)) {
     err(`${where}: must be an object {max, per, scope}`);
     return null;
   }
@@ -294,7 +291,7 @@ export function usageLimitsToJson(limits: UsageLimit[], into: Record<string, unk
   for (const l of limits) {
     if (l.kind !== 'sum') continue;
     const cur = into[l.field!];
-    const spec: Record<string, unknown> = isObject(cur) ? cur : cur === undefined ? {} : { eq: cur };
+    const spec: Record<string, unknown> = isJsonObject(cur) ? cur : cur === undefined ? {} : { eq: cur };
     const prev = spec.sum;
     spec.sum = prev === undefined ? entry(l) : [...(Array.isArray(prev) ? prev : [prev]), entry(l)];
     into[l.field!] = spec;
@@ -435,7 +432,7 @@ export function readUsageFacts(raw: unknown): { usage: UsageFacts; errors: strin
   const usage: UsageFacts = {};
   const errors: string[] = [];
   if (raw === undefined || raw === null) return { usage, errors };
-  if (!isObject(raw)) return { usage, errors: ['usage must be an object {"count per 1h": 19, "amount sum per 24h": 1500}'] };
+  if (!isJsonObject(raw)) return { usage, errors: ['usage must be an object {"count per 1h": 19, "amount sum per 24h": 1500}'] };
   for (const [k, v] of Object.entries(raw)) {
     const n = normalizeUsageKey(k);
     if ('error' in n) { errors.push(`usage: ${n.error}`); continue; }
