@@ -14,7 +14,7 @@ import { formatFile } from '../policy/format.js';
 import { collectTests, fixturesOf, runTests } from '../policy/test-runner.js';
 import { MemoryIndex } from '../policy/relations/index.js';
 import { parseRelationshipJson, parseRelationshipText, type Relationship } from '../policy/relations/tuple.js';
-import { DiffTooLarge, diffPolicySets, diffText } from '../policy/diff.js';
+import { DiffRefused, DiffTooLarge, diffPolicySets, diffText } from '../policy/diff.js';
 import { diffRelations, relationDiffText, unmodelled } from '../policy/relations/diff.js';
 import { completeRequest, explainDecision } from '../policy/explain.js';
 import { UsageError, type CliIO, type ParsedArgs } from './args.js';
@@ -339,12 +339,12 @@ export function diff(a: ParsedArgs, io: CliIO): Promise<number> {
     }
     // What diff does not model is refused, never answered partially.
     const refused = unmodelled(before, after);
-    if (refused) { io.stderr(`gatehouse policy diff: cannot compare exactly: ${refused}\n`); return 2; }
+    if (refused) { io.stderr(`gatehouse policy diff: ${new DiffRefused(refused).message}\n`); return 2; }
     let r;
     try {
       r = diffPolicySets(before, after);
     } catch (e) {
-      if (e instanceof DiffTooLarge) { io.stderr(`gatehouse policy diff: ${e.message}\n`); return 2; }
+      if (e instanceof DiffTooLarge || e instanceof DiffRefused) { io.stderr(`gatehouse policy diff: ${e.message}\n`); return 2; }
       throw e;
     }
     const rel = diffRelations(before, after, given);

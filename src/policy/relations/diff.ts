@@ -33,8 +33,6 @@ import { decide } from '../decide.js';
 import { singularOf } from '../patterns.js';
 import { fmtConditionHead, fmtCExpr } from './format.js';
 import { fixtureRelationship } from './validate.js';
-import { relQuestionsOf } from '../ast.js';
-import { fmtExpr } from '../format.js';
 
 export interface DefinitionChange { type: string; relation: string; before: string | null; after: string | null }
 
@@ -397,15 +395,11 @@ export function relationDiffText(d: RelationDiff): string {
 }
 
 /**
- * Why diff cannot compare two sets exactly, or null: a rule that asks a relationship question
- * (its answer depends on the graph, which the request space of rules does not hold), or a
- * changed relationship condition (the search does not enumerate contexts).
+ * Why diff cannot compare two sets' relations exactly, or null: a changed relationship
+ * condition (the search does not enumerate contexts). Rules that ask relationship questions
+ * are refused by diffPolicySets itself.
  */
 export function unmodelled(before: PolicySet, after: PolicySet): string | null {
-  for (const set of [before, after]) for (const r of set.compiled.rules) {
-    const q = r.ast.when ? relQuestionsOf(r.ast.when)[0] : undefined;
-    if (q) return `rule "${r.name}" (${r.source}) asks a relationship question (${fmtExpr(q)}), which diff does not model yet`;
-  }
   const conds = changedConditions(before, after);
   if (conds.length) return `the relationship condition${conds.length === 1 ? '' : 's'} ${conds.join(', ')} changed, which diff does not model yet`;
   return null;

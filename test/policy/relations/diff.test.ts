@@ -13,6 +13,7 @@ import { affectedRelations, candidateRelationships, definitionChanges, diffRelat
 import { referenceCheck } from '../../../src/policy/relations/reference.js';
 import { parseRelationshipText, type Relationship } from '../../../src/policy/relations/tuple.js';
 import { runPolicyCommand } from '../../../src/cli/policy.js';
+import { DiffRefused, diffPolicySets } from '../../../src/policy/diff.js';
 
 async function runCli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   let stdout = '', stderr = '';
@@ -166,6 +167,15 @@ type document {
     const after = await runCli(['policy', 'explain', newDir, '--request', request]);
     expect([before.code, after.code]).toEqual([0, 3]);
     expect(c.example).toMatchObject({ before: 'allow', after: 'deny' });
+  });
+
+  it('a changed relationship condition is refused with exit 2; the library refuses rules with relationship questions', async () => {
+    const cond = (n: number) => write(`c${n}`, BASE.replace('relation viewer: [user] or viewer from parent\n}\n\ntype document', 'relation viewer: [user with c] or viewer from parent\n}\n\ntype document') + `\ncondition c(x: int) {\n  x < ${n}\n}\n`);
+    const r = await runCli(['policy', 'diff', cond(1), cond(2)]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe('gatehouse policy diff: cannot compare exactly: the relationship condition c changed, which diff does not model yet\n');
+    const plain = load(BASE)!, asking = load(BASE + '\nrule "r" {\n  effect deny\n  subjects "user:*"\n  relation "viewer:documents"\n  object "document:*"\n  when person has viewer on resource\n}\n')!;
+    expect(() => diffPolicySets(plain, asking)).toThrow(DiffRefused);
   });
 
   it('nothing changes: exit 0; a rule asking a relationship question is refused with exit 2', async () => {
