@@ -83,8 +83,9 @@ export function auditRecord(
   return {
     kind: bind ? 'token' : 'decision',
     time: Math.floor(request.now / 1000),
-    // A person acting (an AuthZEN user subject) is the record's person, not an agent.
-    agent_id: request.subject.type === 'user' ? null : request.subject.id,
+    // A person acting (an AuthZEN user subject) is the record's person, not an agent; an entity
+    // subject of another type (AuthZEN) is named with its type, `identity:<id>`.
+    agent_id: request.subject.type === 'user' ? null : request.subject.type === 'agent' ? request.subject.id : `${request.subject.type}:${request.subject.id}`,
     user_id: request.person && request.person.id !== '' ? request.person.id : null,
     action: request.action,
     resource: request.resource,

@@ -89,23 +89,40 @@ export function entityAttributes(ctx: AppContext, resource: string): Promise<Att
 }
 
 /**
- * A subject named by type and id (an AuthZEN subject): `user` is the stored person of that id,
- * its own person; `agent` the stored agent (a delegated one acting for nobody, so its person
- * grants nothing). Null when there is no such subject, or the agent is revoked.
+ * A subject named by type and id (an AuthZEN subject):
+ * - `user` is the stored person of that id, its own person; a person not stored is still a
+ *   subject when the policy's relation model declares the type `user` (it then holds what the
+ *   relationships give `user:<id>`, and no roles); `user:*` is everyone, never a stored person;
+ * - `agent` the stored agent (a delegated one acting for nobody, so its person grants nothing);
+ * - any other type the relation model declares is an entity: its stored entity's attributes
+ *   (`PUT /admin/v1/entities/<type>/<id>`, or the project file's `entities`), its roles the
+ *   attribute `roles` names (a list of role names), and no person.
+ * Null when there is no such subject: an agent not stored or revoked, a type neither built in
+ * nor declared.
  */
 export async function namedSubjectFacts(ctx: AppContext, type: string, id: string): Promise<Omit<Facts, 'resourceAttributes'> | null> {
-  if (type === 'user') {
-    const user = await ctx.store.users.get(id);
-    if (!user) return null;
-    const person = await personOf(ctx, user);
-    return { subject: { type: 'user', name: user.name, ...person }, person };
-  }
   if (type === 'agent') {
     const state = await agentKnown(ctx, id);
     if (!state) return null;
     return { subject: state.subject, person: state.agent.mode === 'delegated' ? NOBODY : null };
   }
-  return null;
+  if (type === 'user' && id !== '*') {
+    const user = await ctx.store.users.get(id);
+    if (user) {
+      const person = await personOf(ctx, user);
+      return { subject: { type: 'user', name: user.name, ...person }, person };
+    }
+  }
+  const model = (await ctx.policy.state()).set?.compiled.relations;
+  if (!model?.types.has(type)) return null;
+  const attributes = await entityAttributes(ctx, `${type}:${id}`);
+  if (type === 'user') {
+    const person: PersonFacts = { id, roles: [], groups: [], permissions: [], attributes };
+    return { subject: { type: 'user', ...person }, person };
+  }
+  const roles = Array.isArray(attributes.roles) ? attributes.roles.filter((r): r is string => typeof r === 'string') : [];
+  const permissions = roles.length ? await ctx.store.roles.permissionsOf(roles) : [];
+  return { subject: { type, id, roles, groups: [], permissions, attributes }, person: null };
 }
 
 /**

@@ -59,6 +59,14 @@ export class RelationshipGraph {
     return this.turn;
   }
 
+  /**
+   * Where the index stands: changes with every change applied and every full reload, so a
+   * result computed from the graph can be kept under it (AuthZEN search pages).
+   */
+  get stamp(): string {
+    return `${this.loads}.${this.lastSeq}`;
+  }
+
   /** How many relationships the index holds (0 before the first load). */
   get size(): number {
     return this.index?.size ?? 0;

@@ -3,7 +3,7 @@
 // read the policy's index by relation and object kind, never the rules one by one.
 
 import type { PolicySet } from '../policy/index.js';
-import { candidates } from '../policy/compile.js';
+import { candidates, type CompiledRule } from '../policy/compile.js';
 import type { SubjectFacts } from './facts.js';
 import { pluralOf } from './names.js';
 
@@ -12,10 +12,17 @@ export interface GrantingRule {
   matchesSubject(subject: SubjectFacts): boolean;
 }
 
+/** Does a permit rule's subject list name this subject (an agent, a person, or an entity by its roles and groups)? */
+function ruleMatches(r: CompiledRule, subject: SubjectFacts): boolean {
+  if (subject.type === 'agent') return r.matchesAgent(subject);
+  if (subject.type === 'user') return r.matchesPerson(subject);
+  return r.matchesEntity(subject);
+}
+
 /** The permit rules that grant `relation` on objects of `kind`. */
 export function grantingRules(policy: PolicySet, relation: string, kind: string): GrantingRule[] {
   return candidates(policy.compiled, relation, kind).permit.map((r) => ({
-    matchesSubject: (subject: SubjectFacts) => (subject.type === 'agent' ? r.matchesAgent(subject) : r.matchesPerson(subject)),
+    matchesSubject: (subject: SubjectFacts) => ruleMatches(r, subject),
   }));
 }
 
@@ -47,7 +54,7 @@ export function wildcardActionGrants(policy: PolicySet, subject: SubjectFacts, k
     if (!byKind) continue;
     for (const rules of [byKind.get(kind), byKind.get('*')]) {
       for (const r of rules ?? []) {
-        if (r.effect === 'permit' && (subject.type === 'agent' ? r.matchesAgent(subject) : r.matchesPerson(subject))) return true;
+        if (r.effect === 'permit' && ruleMatches(r, subject)) return true;
       }
     }
   }

@@ -1,8 +1,10 @@
 // The Search APIs: which subjects, resources or actions the policy allows for the rest of the
-// request, over the stored people, agents and entities. The compiled policy first says which
-// candidates can be granted at all (a role permission or a rule indexed under the relation and
-// the object's kind); only those are then decided one by one, without recording anything or
-// touching approvals and counters (a search asks, it does not act).
+// request. Candidates come from the relationships by reverse expansion when the action is a
+// relation of the resource's type, and from the stored people, agents and entities when the
+// compiled policy says a role permission or a rule (indexed under the relation and the
+// object's kind) could grant it at all; the candidates are then decided in order, without
+// recording anything or touching approvals and counters (a search asks, it does not act),
+// until the page is full.
 
 import type { AppContext } from '../context.js';
 import { permissionCovers } from '../policy/index.js';
@@ -15,6 +17,7 @@ import { collectPage, sortedIds, type Paged } from './paging.js';
 import { readSearchRequest, type SearchKind, type SearchRequest, type Subject } from './request.js';
 import { grantingRules, relationsForKind, wildcardActionGrants } from './policy-index.js';
 import { knownActionNames } from './action-names.js';
+import { declaresType, mergeSorted, modelRelation, objectsHolding, subjectsHolding } from './relation-candidates.js';
 
 type Entity = { type: string; id: string };
 
@@ -50,32 +53,53 @@ function mayBeGranted(policy: PolicySet, subject: SubjectFacts, relation: string
   return grantingRules(policy, relation, kind).some((r) => r.matchesSubject(subject));
 }
 
+/**
+ * Subject search. Candidates: when the action is a relation of the resource's type, the
+ * subjects the relationships give it to (`*` when a wildcard does); also the stored people,
+ * agents or entities of the type that a role or rule could grant it. Each is then decided (dry), so a deny
+ * rule or a limit leaves it out, as it would deny the evaluation.
+ */
 async function searchSubjects(ctx: AppContext, policy: PolicySet, memo: FactsMemo, req: SearchRequest): Promise<Paged<unknown>> {
   const type = req.subject.type;
   const { resource } = req;
   const relation = relationOf(req.action!.name, resource.type, policy.compiled.singulars);
   const object = objectOf(resource.type, resource.id!);
-  let ids: string[];
-  if (type === 'user') ids = sortedIds((await ctx.store.users.list(1_000_000, 0)).map((u) => u.id));
-  else if (type === 'agent') ids = sortedIds((await ctx.store.agents.list()).filter((a) => !a.revoked).map((a) => a.agent_id));
-  else return { results: [] };
+  const related = modelRelation(policy, resource.type, req.action!.name);
+  const fromRelationships = related && declaresType(policy, type) ? await subjectsHolding(ctx, policy, { type: resource.type, id: resource.id! }, related, type, context(req)) : [];
+  let stored: string[] = [];
+  if (type === 'user') stored = sortedIds((await ctx.store.users.list(1_000_000, 0)).map((u) => u.id));
+  else if (type === 'agent') stored = sortedIds((await ctx.store.agents.list()).filter((a) => !a.revoked).map((a) => a.agent_id));
+  // Entities of a declared type hold roles too (their stored `roles`): those are candidates for what a role or rule grants.
+  else if (declaresType(policy, type)) stored = sortedIds(await storedEntityIds(ctx, type));
+  const granted = new Set(fromRelationships);
+  const ids = mergeSorted(fromRelationships, stored);
   return collectPage('subject', req, ids, async (id) => {
     const subject = { type, id, ...(req.subject.properties ? { properties: req.subject.properties } : {}) };
     const facts = await memo.subject(subject);
-    if (!facts.found || !mayBeGranted(policy, facts.subject, relation, resource.type)) return undefined;
+    if (!facts.found) return undefined;
+    // A stored candidate no relationship names is worth deciding only when a role or rule could grant it.
+    if (!granted.has(id) && !mayBeGranted(policy, facts.subject, relation, resource.type)) return undefined;
     const q = { subject, relation, object, resourceProperties: resource.properties, context: context(req) };
     return (await allows(ctx, policy, memo, q)) ? { type, id } : undefined;
   });
 }
 
+/**
+ * Resource search. Candidates: when the action is a relation of the resource type, the objects
+ * the relationships give the subject it on (reverse expansion); when a role or rule could grant
+ * the subject the action on the type, also the stored entities of the type. Each is then
+ * decided (dry), in order, until the page is full.
+ */
 async function searchResources(ctx: AppContext, policy: PolicySet, memo: FactsMemo, req: SearchRequest): Promise<Paged<unknown>> {
   const type = req.resource.type;
   const subject = req.subject as Subject;
   const facts = await memo.subject(subject);
   if (!facts.found) return collectPage<Entity>('resource', req, [], () => undefined);
   const relation = relationOf(req.action!.name, type, policy.compiled.singulars);
-  if (!mayBeGranted(policy, facts.subject, relation, type)) return collectPage<Entity>('resource', req, [], () => undefined);
-  const ids = sortedIds(await storedEntityIds(ctx, type));
+  const related = modelRelation(policy, type, req.action!.name);
+  const fromRelationships = related ? await objectsHolding(ctx, policy, subject, related, type, context(req)) : [];
+  const stored = mayBeGranted(policy, facts.subject, relation, type) ? sortedIds(await storedEntityIds(ctx, type)) : [];
+  const ids = mergeSorted(fromRelationships, stored);
   return collectPage('resource', req, ids, async (id) => {
     const q = { subject, relation, object: objectOf(type, id), resourceProperties: req.resource.properties, context: context(req) };
     return (await allows(ctx, policy, memo, q)) ? { type, id } : undefined;
@@ -92,7 +116,7 @@ async function searchActions(ctx: AppContext, policy: PolicySet, memo: FactsMemo
   const object = objectOf(resource.type, resource.id!);
   return collectPage('action', req, sortedIds(names), async (name) => {
     const relation = `${name}:${plural}`;
-    if (!mayBeGranted(policy, subject.subject, relation, resource.type)) return undefined;
+    if (!modelRelation(policy, resource.type, name) && !mayBeGranted(policy, subject.subject, relation, resource.type)) return undefined;
     const q = { subject: named, relation, object, resourceProperties: resource.properties, context: context(req) };
     return (await allows(ctx, policy, memo, q)) ? { name } : undefined;
   });
@@ -117,6 +141,8 @@ async function candidateActions(ctx: AppContext, policy: PolicySet, subject: Sub
     if (i > 0 && verb !== '*' && (p.slice(i + 1) === plural || p.slice(i + 1) === '*')) names.add(verb);
   }
   for (const relation of relationsForKind(policy, kind)) names.add(actionOfRelation(relation));
+  // The relations the model declares on the kind are actions too (granted through relationships).
+  for (const relation of policy.compiled.relations?.types.get(kind)?.relations.keys() ?? []) names.add(relation);
   if (wildcardActionGrants(policy, subject, kind)) for (const name of await knownActionNames(ctx, policy)) names.add(name);
   return names;
 }

@@ -41,6 +41,8 @@ export interface CompiledRule {
   matchesAgent: (s: SubjectFacts) => boolean;
   /** Permit rules: does a subject pattern match this person (or user subject) as the one granted? */
   matchesPerson: (p: Person) => boolean;
+  /** Permit rules: does a subject pattern match this entity subject (neither agent nor person) by its roles or groups? */
+  matchesEntity: (s: SubjectFacts) => boolean;
   object: (resource: string) => boolean;
   cond: Cond | null;
   /** The paths the condition reads, each once, in order, and as written. */
@@ -324,7 +326,7 @@ function holds(list: unknown, name: string): boolean {
   return isArray(list) && list.includes(name);
 }
 
-function compileSubjects(patterns: string[]): Pick<CompiledRule, 'matchesAny' | 'matchesAgent' | 'matchesPerson'> {
+function compileSubjects(patterns: string[]): Pick<CompiledRule, 'matchesAny' | 'matchesAgent' | 'matchesPerson' | 'matchesEntity'> {
   const agentAll = patterns.includes('agent:*');
   // Matchers of the id alone (`agent:<p>` matches an agent whose id matches <p>).
   const agent = patterns.filter((p) => p.startsWith('agent:') && p !== 'agent:*').map((p) => compileAgentMatcher(p.slice(6)));
@@ -345,12 +347,20 @@ function compileSubjects(patterns: string[]): Pick<CompiledRule, 'matchesAny' | 
     for (const g of groups) if (holds(p.groups, g)) return true;
     return false;
   };
+  // An entity is named by neither `agent:` nor `user:` patterns: only its roles and groups match.
+  const matchesEntity = (s: SubjectFacts): boolean => {
+    if (s.type === 'agent' || s.type === 'user') return false;
+    for (const r of roles) if (holds(s.roles, r)) return true;
+    for (const g of groups) if (holds(s.groups, g)) return true;
+    return false;
+  };
   const matchesAny = (env: Env): boolean => {
     const s = env.subject;
     if (s.type === 'agent' && matchesAgent(s)) return true;
+    if (s.type !== 'agent' && s.type !== 'user') return matchesEntity(s);
     return env.person !== null && matchesPerson(env.person);
   };
-  return { matchesAny, matchesAgent, matchesPerson };
+  return { matchesAny, matchesAgent, matchesPerson, matchesEntity };
 }
 
 // ---- limits --------------------------------------------------------------------------------

@@ -8,9 +8,10 @@
 //                    evaluated: a deny or approval rule applies, a permit rule grants nothing)
 //   4. grants      → deny  not_granted: <action> [(capability)|(person)]
 //                    an agent needs the capability; the subject (and, for a delegated agent, its
-//                    person) each need a role permission, a permit rule, or a relation that covers
+//                    person) each need a role permission, a permit rule (an entity subject of
+//                    another type is matched by its roles and groups only), or a relation that covers
 //                    the action (relation r of type t is the permission r:<plural of t> on t:<id>,
-//                    held by user:<id> or agent:<id> through the request's relationships; a
+//                    held by <subject type>:<id> through the request's relationships; a
 //                    relation that cannot be resolved grants nothing)
 //   5. approval    → approval_required: <rule>   (allow when already approved)
 //   6. allow       → allowed
@@ -127,8 +128,8 @@ const NO_PERMISSIONS: string[] = [];
 function checkShape(req: DecisionRequest): SubjectFacts {
   const s = req?.subject;
   if (typeof req?.action !== 'string' || typeof req.resource !== 'string' || typeof s !== 'object' || s === null || typeof s.id !== 'string'
-    || (s.type !== 'agent' && s.type !== 'user')) {
-    throw new Error('request needs subject {type: agent|user, id}, action and resource strings');
+    || typeof s.type !== 'string' || s.type === '') {
+    throw new Error('request needs subject {type, id}, action and resource strings');
   }
   return s;
 }
@@ -371,7 +372,8 @@ function rulesAndGrants(
     trace.push({ step: 'grants', check: `agent holds capability ${action}`, outcome: capOk ? 'pass' : 'fail' });
     if (!capOk) return deny({ code: 'not_granted', action, missing: 'capability' }, version, trace, 'grants');
   }
-  const who = isAgent ? 'agent' : `user ${subject.id}`;
+  const isEntity = !isAgent && subject.type !== 'user';
+  const who = isAgent ? 'agent' : `${subject.type} ${subject.id}`;
   let subjectOk = covers(subject.permissions, action, resource, p.singulars);
   trace.push({ step: 'grants', check: `${who} permission covers ${action} on ${resource}`, outcome: subjectOk ? 'pass' : 'fail' });
   // A permit rule grants only what a permission could: the object must be of the action's kind.
@@ -379,7 +381,9 @@ function rulesAndGrants(
   if (!subjectOk && coherent) {
     subjectOk = isAgent
       ? permitted(bucket, resource, env, trace, explain, (r) => r.matchesAgent(subject), who)
-      : permitted(bucket, resource, env, trace, explain, (r) => r.matchesPerson(subject), who);
+      : isEntity
+        ? permitted(bucket, resource, env, trace, explain, (r) => r.matchesEntity(subject), who)
+        : permitted(bucket, resource, env, trace, explain, (r) => r.matchesPerson(subject), who);
   }
   if (!subjectOk) subjectOk = relationGrants(req, p, `${subject.type}:${subject.id}`, trace, explain);
   if (!subjectOk) return deny({ code: 'not_granted', action, missing: 'subject' }, version, trace, 'grants');

@@ -48,9 +48,13 @@ export interface PolicySetSource { path: string; policy?: string; version?: numb
 /** JSON: nested objects and lists allowed. */
 export type Attributes = Record<string, unknown>;
 
-/** Who acts: an agent (agents' endpoints, MCP, AuthZEN subject type "agent") or a person (AuthZEN type "user"). */
+/**
+ * Who acts: an agent (agents' endpoints, MCP, AuthZEN subject type "agent"), a person (AuthZEN
+ * type "user"), or an entity of another type the relation model declares (an AuthZEN subject
+ * such as `identity` or `team`: no capabilities, no person, its roles and attributes its own).
+ */
 export interface SubjectFacts {
-  type: 'agent' | 'user';
+  type: 'agent' | 'user' | (string & {});
   /** The agent ID, or the person's id (sub). */
   id: string;
   name?: string;
