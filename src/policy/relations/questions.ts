@@ -27,7 +27,7 @@ import { parseObject, relationshipText } from './tuple.js';
 
 /** What a relationship question reads from a decision. */
 export interface QuestionEnv {
-  subject: { type: 'agent' | 'user'; id: string };
+  subject: { type: string; id: string };
   person: { id: string } | null;
   resource: string;
   ctx: Record<string, unknown>;
