@@ -67,6 +67,8 @@ class Reader {
     else if (typeof v !== 'string') this.fail(path, 'must be a string');
     else if (v.length === 0) this.fail(path, 'must not be empty', 'too_small');
     else if (v.length > 1024) this.fail(path, 'must be at most 1024 characters', 'too_big');
+    // A NUL cannot be stored (PostgreSQL's text refuses it) nor named in a policy: no id holds one.
+    else if (v.includes('\u0000')) this.fail(path, 'must not contain a NUL character', 'invalid_value');
     else return v;
     return '';
   }

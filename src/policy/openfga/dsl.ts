@@ -4,6 +4,11 @@
 // A relation's expression follows OpenFGA's own rules: `or`, `and` and `but not` do not mix at
 // one level without parentheses, and `but not` subtracts one operand. Every refusal names its
 // line; a file with several problems reports each one it can find.
+//
+// A file that starts with `type` and has no header is the legacy (schema 1.0-era) spelling of the
+// same model, which OpenFGA still loads: `define R as E` for `define R: E`, and `[T, ...] as self`
+// for `[T, ...]`. A bare `self` (schema 1.0 without type restrictions) has no types to carry over
+// and is refused.
 
 import { refusal, type ConditionDef, type ConditionParam, type Imported, type Refusal, type RelationDef, type Rewrite, type TypeDef, type TypeRestriction, type Where } from './model.js';
 import { GENERIC_PARAM_TYPES, PARAM_TYPES } from './model.js';
@@ -14,6 +19,8 @@ export interface DslModule {
   module?: string;
   /** `schema 1.1` of a whole model. */
   schema?: string;
+  /** A model in the legacy form (no header; `define R as E`, `[T] as self`). */
+  legacy?: boolean;
   types: TypeDef[];
   /** `extend type NAME` blocks: relations added to a type another module declares. */
   extensions: TypeDef[];
@@ -61,6 +68,8 @@ export function parseDsl(file: string, text: string, firstLine = 1): Imported<Ds
     i++;
     out.schema = m[1]!;
     if (m[1] !== '1.1') return { ok: false, refusals: [refusal(at(schema.no), `schema ${m[1]} is not supported: the importer reads schema 1.1 (and modular models through fga.mod)`)] };
+  } else if (/^type\s/.test(head.code)) {
+    out.legacy = true;
   } else {
     return { ok: false, refusals: [refusal(at(head.no), `expected "model" (or "module NAME") at the start, found "${head.code}"`)] };
   }
@@ -74,7 +83,7 @@ export function parseDsl(file: string, text: string, firstLine = 1): Imported<Ds
       if (typeMatch[1] && !out.module) refusals.push(refusal(at(line.no), '"extend type" belongs in a module of a modular model (fga.mod)'));
       const type: TypeDef = { name: typeMatch[2]!, relations: [], at: at(line.no) };
       (typeMatch[1] ? out.extensions : out.types).push(type);
-      i = parseTypeBody(lines, i, line.indent, type, file, refusals);
+      i = parseTypeBody(lines, i, line.indent, type, file, refusals, out.legacy === true);
       continue;
     }
     if (/^condition\b/.test(line.code)) {
@@ -95,7 +104,7 @@ function stripComment(raw: string): string {
 }
 
 /** The `relations` / `define` lines under a type (more indented than it); returns the next line. */
-function parseTypeBody(lines: Line[], i: number, typeIndent: number, type: TypeDef, file: string, refusals: Refusal[]): number {
+function parseTypeBody(lines: Line[], i: number, typeIndent: number, type: TypeDef, file: string, refusals: Refusal[], legacy: boolean): number {
   let sawRelations = false;
   while (i < lines.length) {
     const line = lines[i]!;
@@ -107,9 +116,9 @@ function parseTypeBody(lines: Line[], i: number, typeIndent: number, type: TypeD
       i++;
       continue;
     }
-    const define = /^define\s+([^\s:]+)\s*:(.*)$/.exec(line.code);
+    const define = /^define\s+([^\s:]+)\s*:(.*)$/.exec(line.code) ?? (legacy ? /^define\s+([^\s:]+)\s+as\b(.*)$/.exec(line.code) : null);
     if (!define) {
-      refusals.push(refusal({ file, line: line.no }, `expected "define NAME: ..." in type ${type.name}, found "${line.code}"`));
+      refusals.push(refusal({ file, line: line.no }, `expected "define NAME: ..."${legacy ? ' (or "define NAME as ...")' : ''} in type ${type.name}, found "${line.code}"`));
       i++;
       continue;
     }
@@ -127,7 +136,7 @@ function parseTypeBody(lines: Line[], i: number, typeIndent: number, type: TypeD
       depth += bracketDepth(cont.code);
     }
     const name = define[1]!;
-    const parsed = parseRewrite(parts, file, `${type.name}#${name}`);
+    const parsed = parseRewrite(parts, file, `${type.name}#${name}`, legacy);
     if ('refusal' in parsed) { refusals.push(parsed.refusal); continue; }
     const rel: RelationDef = { name, rewrite: parsed.rewrite, at: { file, line: line.no } };
     type.relations.push(rel);
@@ -146,8 +155,11 @@ interface Token {
   line: number;
 }
 
-/** Parse a relation's definition: OpenFGA's grammar, one operator kind per level. */
-export function parseRewrite(parts: { text: string; no: number }[], file: string, what: string): { rewrite: Rewrite } | { refusal: Refusal } {
+/**
+ * Parse a relation's definition: OpenFGA's grammar, one operator kind per level. In the legacy
+ * form, `[...] as self` is `[...]`.
+ */
+export function parseRewrite(parts: { text: string; no: number }[], file: string, what: string, legacy = false): { rewrite: Rewrite } | { refusal: Refusal } {
   const tokens: Token[] = [];
   for (const p of parts) {
     for (const m of p.text.matchAll(/[\[\](),#:*]|[^\s\[\](),#:*]+/g)) tokens.push({ text: m[0], line: p.no });
@@ -188,6 +200,7 @@ export function parseRewrite(parts: { text: string; no: number }[], file: string
         expect(']');
         break;
       }
+      if (legacy && peek()?.text === 'as' && tokens[k + 1]?.text === 'self') k += 2;
       return { kind: 'direct', types, at: where(t) };
     }
     if (t?.text === '(') {
@@ -196,6 +209,7 @@ export function parseRewrite(parts: { text: string; no: number }[], file: string
       expect(')');
       return inner;
     }
+    if (legacy && t?.text === 'self') fail(t, '"self" without type restrictions (schema 1.0) cannot be imported: write the types it takes, as in "[user] as self"');
     const rel = name('a relation, "[" or "("');
     if (peek()?.text === 'from') {
       k++;

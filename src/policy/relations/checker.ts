@@ -6,19 +6,26 @@
 // list-objects expands backwards from the subject over the reverse index and the model (which
 // relations derive from which), list-subjects forwards from the object; each keeps only the
 // candidates that check confirms (exclusion and intersection need the full check).
+//
+// A request is validated once, before any hop: the object's type and relation, the subject
+// (its type, and a userset's relation, must be the model's), and each contextual relationship
+// (one the model does not allow makes the whole request an error, as a write of it would be).
+// A hop answers 0 false, 1 true, 2 error, or CYCLE: it met an (object, relation) already being
+// resolved. A cycle is false in the end, but a `but not` with a cycle on either side is false
+// too (not true, as plain false under the subtracted side would make it).
 
 import type { RelExpr } from './ast.js';
 import type { RelationModel, RelationDef } from './model.js';
-import { relationOf } from './model.js';
+import { disallowed, relationOf } from './model.js';
 import { fmtRelExpr } from './format.js';
 import { relationshipText } from './tuple.js';
 import { NONE, OverlayIndex, relationshipOf, type RelationshipIndex } from './index.js';
-import { MAX_DEPTH, type Tri } from './reference.js';
+import { CYCLE, MAX_DEPTH, type Outcome } from './reference.js';
 import { parseObject, parseSubject, type Relationship, type SubjectRef } from './tuple.js';
 
 export { MAX_DEPTH } from './reference.js';
 
-export type RelationErrorCode = 'resolution_too_complex' | 'condition_error' | 'invalid_request';
+export type RelationErrorCode = 'resolution_too_complex' | 'condition_error' | 'invalid_request' | 'invalid_relationship';
 
 export interface RelationError { code: RelationErrorCode; message: string }
 
@@ -41,6 +48,8 @@ export interface RelationOptions {
 const UNKNOWN = -2;
 const EMPTY: Record<string, unknown> = Object.freeze({}) as Record<string, unknown>;
 const NO_PATH: [] = [] as [];
+/** A subject no relationship can name (its type is no type's name), so that a check of it reads every path. */
+const NO_SUBJECT: SubjectRef = Object.freeze({ type: ' ', id: ' ', wildcard: false });
 
 /** The state of one check, reused: who is asked about, and what went wrong. */
 interface State {
@@ -59,7 +68,7 @@ interface State {
   tooComplex: boolean;
 }
 
-type RelFn = (st: State, o: number, depth: number) => Tri;
+type RelFn = (st: State, o: number, depth: number) => Outcome;
 
 interface Restriction { type: number; relation: number; wildcard: boolean; condition: string | undefined }
 
@@ -74,6 +83,11 @@ export class RelationChecker {
   private readonly ttuOf = new Map<string, { type: string; relation: string; tupleset: string }[]>();
   /** Relation names with direct types, for the reverse index. */
   private readonly directRelations: string[] = [];
+  /**
+   * `type#relation` whose computed relations alone (no relationship needed) may reach the hop
+   * limit, or loop: on an object nothing is stored on, these are walked rather than answered false.
+   */
+  private readonly deepAlone = new Set<string>();
 
   constructor(readonly model: RelationModel, readonly index: RelationshipIndex) {
     this.st = { index, ctx: EMPTY, sObj: UNKNOWN, sRel: NONE, sType: UNKNOWN, sWild: false, stack: [], depth: 0, path: null, error: null, tooComplex: false };
@@ -86,6 +100,36 @@ export class RelationChecker {
     for (const t of model.types.values()) for (const r of t.relations.values()) {
       if (r.direct.length && !this.directRelations.includes(r.name)) this.directRelations.push(r.name);
       this.indexDerivations(t.name, r.name, r.expr);
+    }
+    this.findDeepAlone();
+  }
+
+  /** The longest chain of computed relations from each relation (a loop counts as endless). */
+  private findDeepAlone(): void {
+    const longest = new Map<string, number>();
+    const visiting = new Set<string>();
+    const chain = (type: string, rel: string): number => {
+      const k = `${type}#${rel}`;
+      const known = longest.get(k);
+      if (known !== undefined) return known;
+      if (visiting.has(k)) return Infinity;
+      visiting.add(k);
+      const def = relationOf(this.model, type, rel);
+      const of = (e: RelExpr): number => {
+        switch (e.op) {
+          case 'computed': return 1 + chain(type, e.relation);
+          case 'union': case 'intersection': return Math.max(0, ...e.items.map(of));
+          case 'exclusion': return Math.max(of(e.base), of(e.subtract));
+          default: return 0;
+        }
+      };
+      const n = def ? of(def.expr) : 0;
+      visiting.delete(k);
+      longest.set(k, n);
+      return n;
+    };
+    for (const t of this.model.types.values()) for (const r of t.relations.values()) {
+      if (chain(t.name, r.name) >= MAX_DEPTH) this.deepAlone.add(`${t.name}#${r.name}`);
     }
   }
 
@@ -131,28 +175,30 @@ export class RelationChecker {
       case 'union': {
         const parts = e.items.map((i) => this.compileExpr(def, i));
         return (st, o, depth) => {
-          let err = false;
+          let err = false, cycle = false;
           for (let i = 0; i < parts.length; i++) {
             const mark = st.path ? st.path.length : 0;
             const r = parts[i]!(st, o, depth);
             if (r === 1) return 1;
             if (st.path) st.path.length = mark;
             if (r === 2) err = true;
+            else if (r === CYCLE) cycle = true;
           }
-          return err ? 2 : 0;
+          return err ? 2 : cycle ? CYCLE : 0;
         };
       }
       case 'intersection': {
         const parts = e.items.map((i) => this.compileExpr(def, i));
         return (st, o, depth) => {
           const mark = st.path ? st.path.length : 0;
-          let err = false;
+          let err = false, cycle = false;
           for (let i = 0; i < parts.length; i++) {
             const r = parts[i]!(st, o, depth);
             if (r === 0) { if (st.path) st.path.length = mark; return 0; }
             if (r === 2) err = true;
+            else if (r === CYCLE) cycle = true;
           }
-          if (err) { if (st.path) st.path.length = mark; return 2; }
+          if (err || cycle) { if (st.path) st.path.length = mark; return err ? 2 : CYCLE; }
           return 1;
         };
       }
@@ -166,7 +212,10 @@ export class RelationChecker {
           const x = sub(st, o, depth);
           // What the subtracted part found is no part of what granted it.
           if (st.path) st.path.length = m2;
-          if (x === 1 || b === 2 || x === 2) { if (st.path) st.path.length = mark; return x === 1 ? 0 : 2; }
+          if (x === 1 || b !== 1 || x !== 0) {
+            if (st.path) st.path.length = mark;
+            return x === 1 ? 0 : b === CYCLE || x === CYCLE ? CYCLE : 2;
+          }
           return 1;
         };
       }
@@ -186,7 +235,7 @@ export class RelationChecker {
   }
 
   /** 1 when the relationship's condition holds (or it has none), 0 when not, 2 when it cannot be evaluated. */
-  private conditionHolds(st: State, c: number): Tri {
+  private conditionHolds(st: State, c: number): Outcome {
     if (c === NONE) return 1;
     const stored = st.index.condition(c);
     const cond = this.model.conditions.get(stored.name);
@@ -203,7 +252,7 @@ export class RelationChecker {
     return (st, o, depth) => {
       const list = st.index.subjects(rel, o);
       if (list === undefined) return 0;
-      let err = false;
+      let err = false, cycle = false;
       for (let i = 0; i < list.length; i += 3) {
         const so = list[i]!, sr = list[i + 1]!;
         // A relationship to another entity is not read at all (its condition is not evaluated).
@@ -221,8 +270,9 @@ export class RelationChecker {
         if (r === 1) return 1;
         if (st.path) st.path.length = mark;
         if (r === 2) err = true;
+        else if (r === CYCLE) cycle = true;
       }
-      return err ? 2 : 0;
+      return err ? 2 : cycle ? CYCLE : 0;
     };
   }
 
@@ -233,7 +283,7 @@ export class RelationChecker {
     return (st, o, depth) => {
       const list = st.index.subjects(ts, o);
       if (list === undefined) return 0;
-      let err = false;
+      let err = false, cycle = false;
       for (let i = 0; i < list.length; i += 3) {
         if (!RelationChecker.allowed(st, rs, list, i)) continue;
         const c = this.conditionHolds(st, list[i + 2]!);
@@ -244,22 +294,26 @@ export class RelationChecker {
         if (r === 1) return 1;
         if (st.path) st.path.length = mark;
         if (r === 2) err = true;
+        else if (r === CYCLE) cycle = true;
       }
-      return err ? 2 : 0;
+      return err ? 2 : cycle ? CYCLE : 0;
     };
   }
 
-  /** check(o, rel) for the subject of the state: the self userset, the hop limit, the definition, cycles. */
-  private dispatch(st: State, o: number, rel: number, depth: number): Tri {
+  /**
+   * check(o, rel) for the subject of the state: the self userset, the hop limit (the request's
+   * node is depth 0; a node at depth MAX_DEPTH is one hop too many), the definition, cycles.
+   */
+  private dispatch(st: State, o: number, rel: number, depth: number): Outcome {
     if (st.sRel === rel && st.sObj === o) return 1;
-    if (depth > MAX_DEPTH) { st.tooComplex = true; return 2; }
+    if (depth >= MAX_DEPTH) { st.tooComplex = true; return 2; }
     const t = st.index.typeOf(o);
     const byRel = t < 0 ? undefined : this.fns[t];
     const fn = byRel === undefined ? undefined : byRel[rel];
     if (fn === undefined) return 0;
     const stack = st.stack;
     const n = st.depth;
-    for (let i = 0; i < n; i += 2) if (stack[i] === o && stack[i + 1] === rel) return 0;
+    for (let i = 0; i < n; i += 2) if (stack[i] === o && stack[i + 1] === rel) return CYCLE;
     stack[n] = o; stack[n + 1] = rel;
     st.depth = n + 2;
     const r = fn(st, o, depth);
@@ -269,9 +323,26 @@ export class RelationChecker {
 
   // ---- asking --------------------------------------------------------------------------------
 
-  /** The index of a request: this checker's, or an overlay with the request's contextual relationships. */
-  private indexFor(opts: RelationOptions | undefined): RelationshipIndex {
-    return opts?.contextual?.length ? new OverlayIndex(this.index, opts.contextual) : this.index;
+  /**
+   * The index of a request: this checker's, or an overlay with the request's contextual
+   * relationships, each of which the model must allow (else the request is an error naming it).
+   */
+  private indexFor(opts: RelationOptions | undefined): RelationshipIndex | RelationError {
+    const extra = opts?.contextual;
+    if (!extra?.length) return this.index;
+    for (const r of extra) {
+      const why = disallowed(this.model, r);
+      if (why) return { code: 'invalid_relationship', message: `contextual relationship ${relationshipText(r)}: ${why}` };
+    }
+    return new OverlayIndex(this.index, extra);
+  }
+
+  /** Is the request's subject one the model knows (its type, a userset's relation)? An error message when not. */
+  private unknownSubject(subject: string, s: SubjectRef): string | null {
+    const t = this.model.types.get(s.type);
+    if (!t) return `subject ${subject}: unknown type ${s.type}`;
+    if (s.relation !== undefined && !t.relations.has(s.relation)) return `subject ${subject}: type ${s.type} has no relation ${s.relation}`;
+    return null;
   }
 
   /** Is the relation of a type known? An error message when not. */
@@ -305,7 +376,7 @@ export class RelationChecker {
 
   private errorOf(st: State): RelationError {
     return st.tooComplex
-      ? { code: 'resolution_too_complex', message: `resolving the relation needs more than ${MAX_DEPTH} hops` }
+      ? { code: 'resolution_too_complex', message: `resolving the relation needs more than ${MAX_DEPTH} hops (the relation asked is the first; each relation, userset or tupleset followed is one more)` }
       : { code: 'condition_error', message: st.error ?? 'a condition could not be evaluated' };
   }
 
@@ -314,8 +385,11 @@ export class RelationChecker {
     const o = index.lookup(object);
     const rel = index.lookup(relation);
     if (o === NONE || rel === NONE) {
-      // Nothing is stored on this object: only the subject's own userset can hold (`group:x#member` is a member of group:x).
-      if (s.relation === undefined || `${s.type}:${s.id}` !== object) return { allowed: false, path: NO_PATH };
+      // Nothing is stored on this object: only the subject's own userset can hold (`group:x#member`
+      // is a member of group:x), or a chain of computed relations long enough to pass the hop limit.
+      const self = s.relation !== undefined && `${s.type}:${s.id}` === object;
+      if (!self && !this.deepAlone.has(`${object.slice(0, object.indexOf(':'))}#${relation}`)) return { allowed: false, path: NO_PATH };
+      if (o !== NONE) return { allowed: false, path: NO_PATH };
       return this.checkOn(new OverlayIndex(index, []).withSymbol(object), object, relation, s, opts);
     }
     const reentrant = this.busy;
@@ -324,8 +398,8 @@ export class RelationChecker {
     try {
       const r = this.dispatch(st, o, rel, 0);
       if (r === 1) return { allowed: true, path: st.path ?? [] };
-      if (r === 0) return { allowed: false, path: NO_PATH };
-      return { error: this.errorOf(st) };
+      if (r === 2) return { error: this.errorOf(st) };
+      return { allowed: false, path: NO_PATH };
     } finally {
       this.busy = reentrant;
       st.path = null;
@@ -341,7 +415,8 @@ export class RelationChecker {
     const o = index.lookup(object), sObj = index.lookup(subject);
     if (o === NONE || sObj === NONE) return null;
     const sType = index.typeOf(sObj), oType = index.typeOf(o);
-    if (sType === NONE || oType === NONE || index.isWildcard(o)) return null;
+    // A subject whose type is not the model's takes the general path, which reports it.
+    if (sType === NONE || oType === NONE || index.isWildcard(o) || this.fns[sType] === undefined) return null;
     const byRel = this.fns[oType];
     const rel = index.lookup(relation);
     if (byRel === undefined || rel === NONE || byRel[rel] === undefined) return null;
@@ -358,8 +433,8 @@ export class RelationChecker {
     try {
       const r = this.dispatch(st, o, rel, 0);
       if (r === 1) return { allowed: true, path: st.path ?? [] };
-      if (r === 0) return { allowed: false, path: NO_PATH };
-      return { error: this.errorOf(st) };
+      if (r === 2) return { error: this.errorOf(st) };
+      return { allowed: false, path: NO_PATH };
     } finally {
       this.busy = reentrant;
       st.path = null;
@@ -378,7 +453,11 @@ export class RelationChecker {
     if (bad) return { error: { code: 'invalid_request', message: bad } };
     const s = parseSubject(subject);
     if (typeof s === 'string') return { error: { code: 'invalid_request', message: s } };
-    return this.checkOn(this.indexFor(opts), object, relation, s, opts);
+    const badSubject = this.unknownSubject(subject, s);
+    if (badSubject) return { error: { code: 'invalid_request', message: badSubject } };
+    const index = this.indexFor(opts);
+    if ('code' in index) return { error: index };
+    return this.checkOn(index, object, relation, s, opts);
   }
 
   /**
@@ -391,9 +470,10 @@ export class RelationChecker {
     if (typeof o === 'string' || typeof s === 'string') return none;
     const def = relationOf(this.model, o.type, relation);
     const index = this.indexFor(opts);
+    if ('code' in index) return index.message;
     const os = index.lookup(object), rel = index.lookup(relation);
     if (!def || os === NONE || rel === NONE || this.busy) return none;
-    const run = (e: RelExpr): { r: Tri; path: string[] } => {
+    const run = (e: RelExpr): { r: Outcome; path: string[] } => {
       const st = this.begin(index, s, { ...opts, path: true });
       this.busy = true;
       try {
@@ -410,7 +490,7 @@ export class RelationChecker {
       }
     }
     if (e.op === 'intersection') {
-      for (const item of e.items) if (run(item).r === 0) return `${relation} needs "${fmtRelExpr(item)}" too, which ${subject} does not hold on ${object}`;
+      for (const item of e.items) if (run(item).r === 0 || run(item).r === CYCLE) return `${relation} needs "${fmtRelExpr(item)}" too, which ${subject} does not hold on ${object}`;
     }
     return none;
   }
@@ -427,7 +507,11 @@ export class RelationChecker {
     if (bad) return { error: { code: 'invalid_request', message: bad } };
     const s = parseSubject(subject);
     if (typeof s === 'string') return { error: { code: 'invalid_request', message: s } };
-    let index = this.indexFor(opts);
+    const badSubject = this.unknownSubject(subject, s);
+    if (badSubject) return { error: { code: 'invalid_request', message: badSubject } };
+    const overlay = this.indexFor(opts);
+    if ('code' in overlay) return { error: overlay };
+    let index = overlay;
     // A userset holds its own relation even on an object nothing is stored on: give that object a symbol.
     if (s.relation !== undefined && index.lookup(`${s.type}:${s.id}`) === NONE) index = new OverlayIndex(index, []).withSymbol(`${s.type}:${s.id}`);
     const reached = new Set<string>();
@@ -492,6 +576,14 @@ export class RelationChecker {
    * Every subject of `subjectType` (`user`, or a userset filter `group#member`) that holds the
    * relation on the object, each once (sorted): entities, `t:*` when a wildcard grants it, and
    * for a userset filter the usersets that do, the object's own included.
+   *
+   * The walk forward from the object reads every relationship that could grant or lead to a
+   * subject (a userset to follow, a tupleset's objects, a subject of the asked type) and
+   * evaluates its condition: one that cannot be evaluated makes the listing an error even when
+   * another path grants the same subject (a check stops at the first path that grants; a
+   * listing reads them all), and one that is false is not followed. A listing whose walk would
+   * pass the hop limit is that error too, whether or not any subject is found: a check for a
+   * subject nothing can match walks every path and tells.
    */
   listSubjects(object: string, relation: string, subjectType: string, opts?: RelationOptions): ListResult<'subjects'> {
     const o0 = parseObject(object);
@@ -504,6 +596,18 @@ export class RelationChecker {
     if (!this.model.types.has(fType)) return { error: { code: 'invalid_request', message: `unknown type ${fType}` } };
     if (fRel !== undefined && !this.model.types.get(fType)!.relations.has(fRel)) return { error: { code: 'invalid_request', message: `type ${fType} has no relation ${fRel}` } };
     const index = this.indexFor(opts);
+    if ('code' in index) return { error: index };
+    const ctx = opts?.context ?? EMPTY;
+    let conditionError: string | null = null;
+    /** Is a relationship read on the walk one to follow: the model allows it and its condition holds (a condition error stops the walk)? */
+    const readable = (t: Relationship): boolean => {
+      if (disallowed(this.model, t) !== null) return false;
+      if (!t.condition) return true;
+      const r = this.model.conditions.get(t.condition.name)!.evaluate(t.condition.context ?? EMPTY, ctx);
+      if (r.ok) return r.value;
+      conditionError ??= r.error;
+      return false;
+    };
     const candidates = new Set<string>();
     const seen = new Set<string>();
     const queue: [string, string][] = [];
@@ -525,21 +629,26 @@ export class RelationChecker {
           case 'direct': {
             for (const t of this.stored(index, o, rel)) {
               const s = parseSubject(t.subject) as SubjectRef;
+              const wanted = s.relation !== undefined || (fRel === undefined && s.type === fType);
+              if (!wanted || !readable(t)) continue;
               if (s.relation !== undefined) {
                 if (fRel !== undefined && s.type === fType && s.relation === fRel) candidates.add(t.subject);
                 visit(`${s.type}:${s.id}`, s.relation);
-              } else if (fRel === undefined && s.type === fType) candidates.add(t.subject);
+              } else candidates.add(t.subject);
             }
             break;
           }
           case 'computed': visit(o, e.relation); break;
-          case 'ttu': for (const t of this.stored(index, o, e.tupleset)) visit(t.subject, e.relation); break;
+          case 'ttu': for (const t of this.stored(index, o, e.tupleset)) if (readable(t)) visit(t.subject, e.relation); break;
           case 'union': case 'intersection': e.items.forEach(walk); break;
           case 'exclusion': walk(e.base); walk(e.subtract); break;
         }
       };
       walk(def.expr);
+      if (conditionError !== null) return { error: { code: 'condition_error', message: conditionError } };
     }
+    const probe = this.checkOn(index, object, relation, NO_SUBJECT, opts?.context ? { context: opts.context } : undefined);
+    if ('error' in probe && probe.error.code === 'resolution_too_complex') return { error: probe.error };
     const out: string[] = [];
     for (const c of candidates) {
       const s = parseSubject(c);

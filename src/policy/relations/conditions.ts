@@ -41,16 +41,28 @@ export function parseDuration(s: string): Duration | null {
   return new Duration(s.startsWith('-') ? -ns : ns);
 }
 
-const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
+// As Go's time.RFC3339 reads it (OpenFGA's): `T` and `Z` upper case, every field in its range.
+const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d+)?(Z|[+-](\d{2}):(\d{2}))$/;
 
 export function parseTimestamp(s: string): Timestamp | null {
-  if (!RFC3339.test(s)) return null;
+  const m = RFC3339.exec(s);
+  if (!m) return null;
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [number, number, number, number, number, number];
+  // Day 0 of the next month is the last of this one (in UTC, for any year).
+  const days = new Date(Date.UTC(2000, month, 0)).getUTCDate() - (month === 2 && !leapYear(year) ? 1 : 0);
+  if (month < 1 || month > 12 || day < 1 || day > days || hour > 23 || minute > 59 || second > 59) return null;
+  if (m[9] !== undefined && (Number(m[9]) > 23 || Number(m[10]) > 59)) return null;
   const t = Date.parse(s);
   return Number.isFinite(t) ? new Timestamp(t) : null;
 }
 
+function leapYear(y: number): boolean {
+  return (y % 4 === 0 && y % 100 !== 0) || y % 400 === 0;
+}
+
 export function parseIp(s: string): IpAddress | null {
-  const v4 = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(s);
+  // No leading zeros in an IPv4 field (Go's netip, which OpenFGA uses, refuses them as ambiguous).
+  const v4 = /^(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})$/.exec(s);
   if (v4) {
     const b = v4.slice(1).map(Number);
     return b.every((x) => x <= 255) ? new IpAddress(b, s) : null;

@@ -2,37 +2,49 @@
 // of relationships and strings, for the tests that hold the compiled checker to it. Slow by
 // design (every lookup scans the list); never used to answer requests.
 //
+// A request is first validated: a subject whose type (or a userset's relation) the model lacks,
+// or a contextual relationship the model does not allow, makes it an error. Then, with the
+// request's object and relation at depth 0 and each hop one deeper:
+//
 //   check(o, r, s):  s is the userset o#r itself                         → true
-//                    more than MAX_DEPTH hops                           → error
+//                    depth MAX_DEPTH or more                            → error
 //                    r is not a relation of o's type                    → false
-//                    o#r already on the path being resolved (a cycle)   → false
+//                    o#r already on the path being resolved             → cycle
 //                    else the definition of r:
 //   [types]          a relationship o#r@x the model allows, whose condition holds, with x equal
 //                    to s, or x = t:* and s an entity of type t, or x a userset y#q and check(y, q, s)
 //                    (the condition of a relationship to another entity is not evaluated)
 //   computed q       check(o, q, s)
 //   q from ts        check(y, q, s) for each relationship o#ts@y, where q is a relation of y's type
-//   or / and / but not   true/false/error logic: or is true if any part is, else an error if any
-//                    part is, else false; and is false if any part is, else an error if any part
-//                    is, else true; a but not b is false if a is false or b is true, else an error
-//                    if either is, else true.
+//   or / and / but not   true/false/error/cycle logic: or is true if any part is, else an error
+//                    if any part is, else a cycle if any part is, else false; and is false if any
+//                    part is, else an error if any part is, else a cycle if any part is, else
+//                    true; a but not b is false if a is false or b is true, else a cycle if
+//                    either is, else an error if either is, else true.
 // A condition that cannot be evaluated (a parameter missing) makes its relationship an error.
+// A cycle answers false at the top (OpenFGA's rule: `x but not (a cycle back to x)` is false).
 
 import type { RelExpr } from './ast.js';
 import type { RelationModel } from './model.js';
-import { allows, relationOf } from './model.js';
+import { allows, disallowed, relationOf } from './model.js';
 import { parseSubject, type Relationship } from './tuple.js';
 
+/** Hops a request may take: a node at this depth (the request's own being 0) is too complex. */
 export const MAX_DEPTH = 25;
 
 /** 0 false, 1 true, 2 error. */
 export type Tri = 0 | 1 | 2;
+/** A hop's outcome: a Tri, or CYCLE (it met a node being resolved). */
+export const CYCLE = 3;
+export type Outcome = Tri | typeof CYCLE;
 
 export interface ReferenceRequest {
   object: string;
   relation: string;
   subject: string;
   context?: Record<string, unknown>;
+  /** Relationships of this request only (with `tuples`, which then holds them too). */
+  contextual?: Relationship[];
 }
 
 const typeOf = (o: string) => o.slice(0, o.indexOf(':'));
@@ -40,7 +52,10 @@ const typeOf = (o: string) => o.slice(0, o.indexOf(':'));
 export function referenceCheck(model: RelationModel, tuples: Relationship[], req: ReferenceRequest): Tri {
   const ctx = req.context ?? {};
   const s = parseSubject(req.subject);
-  if (typeof s === 'string') return 0;
+  if (typeof s === 'string') return 2;
+  const st = model.types.get(s.type);
+  if (!st || (s.relation !== undefined && !st.relations.has(s.relation))) return 2;
+  if (req.contextual?.some((r) => disallowed(model, r) !== null)) return 2;
   const stack = new Set<string>();
 
   const conditionHolds = (t: Relationship): Tri => {
@@ -64,25 +79,25 @@ export function referenceCheck(model: RelationModel, tuples: Relationship[], req
     });
   };
 
-  const check = (o: string, rel: string, depth: number): Tri => {
+  const check = (o: string, rel: string, depth: number): Outcome => {
     if (s.relation !== undefined && `${s.type}:${s.id}` === o && s.relation === rel) return 1;
-    if (depth > MAX_DEPTH) return 2;
+    if (depth >= MAX_DEPTH) return 2;
     const def = relationOf(model, typeOf(o), rel);
     if (!def) return 0;
     const key = `${o}#${rel}`;
-    if (stack.has(key)) return 0;
+    if (stack.has(key)) return CYCLE;
     stack.add(key);
     const r = evalExpr(def.expr, o, rel, depth);
     stack.delete(key);
     return r;
   };
 
-  const any = (results: Tri[]): Tri => (results.includes(1) ? 1 : results.includes(2) ? 2 : 0);
+  const any = (results: Outcome[]): Outcome => (results.includes(1) ? 1 : results.includes(2) ? 2 : results.includes(CYCLE) ? CYCLE : 0);
 
-  const evalExpr = (e: RelExpr, o: string, rel: string, depth: number): Tri => {
+  const evalExpr = (e: RelExpr, o: string, rel: string, depth: number): Outcome => {
     switch (e.op) {
       case 'direct': {
-        const results: Tri[] = [];
+        const results: Outcome[] = [];
         for (const t of valid(o, rel)) {
           const ts = parseSubject(t.subject) as Exclude<ReturnType<typeof parseSubject>, string>;
           const matches = t.subject === req.subject || (ts.wildcard && s.relation === undefined && !s.wildcard && ts.type === s.type);
@@ -97,7 +112,7 @@ export function referenceCheck(model: RelationModel, tuples: Relationship[], req
       }
       case 'computed': return check(o, e.relation, depth + 1);
       case 'ttu': {
-        const results: Tri[] = [];
+        const results: Outcome[] = [];
         for (const t of valid(o, e.tupleset)) {
           const c = conditionHolds(t);
           if (c !== 1) { results.push(c); continue; }
@@ -108,15 +123,17 @@ export function referenceCheck(model: RelationModel, tuples: Relationship[], req
       case 'union': return any(e.items.map((i) => evalExpr(i, o, rel, depth)));
       case 'intersection': {
         const rs = e.items.map((i) => evalExpr(i, o, rel, depth));
-        return rs.includes(0) ? 0 : rs.includes(2) ? 2 : 1;
+        return rs.includes(0) ? 0 : rs.includes(2) ? 2 : rs.includes(CYCLE) ? CYCLE : 1;
       }
       case 'exclusion': {
         const b = evalExpr(e.base, o, rel, depth), x = evalExpr(e.subtract, o, rel, depth);
         if (b === 0 || x === 1) return 0;
+        if (b === CYCLE || x === CYCLE) return CYCLE;
         return b === 2 || x === 2 ? 2 : 1;
       }
     }
   };
 
-  return check(req.object, req.relation, 0);
+  const r = check(req.object, req.relation, 0);
+  return r === CYCLE ? 0 : r;
 }

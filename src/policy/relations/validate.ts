@@ -47,6 +47,7 @@ function checkAssertion(m: RelationModel, a: RelAssertion, at: Loc, out: Diagnos
     const e = checkRelation(m, o.type, a.relation);
     if (e) return bad(e);
     if (!m.types.has(s.type)) return bad(`unknown type ${s.type}`);
+    if (s.relation !== undefined && !m.types.get(s.type)!.relations.has(s.relation)) return bad(`subject ${a.subject}: type ${s.type} has no relation ${s.relation}`);
     if (!['true', 'false', 'error'].includes(a.expect)) bad(`expect true, false or error, not ${a.expect}`);
   } else if (a.kind === 'list_objects') {
     const s = parseSubject(a.subject);
@@ -54,6 +55,7 @@ function checkAssertion(m: RelationModel, a: RelAssertion, at: Loc, out: Diagnos
     const e = checkRelation(m, a.type, a.relation);
     if (e) return bad(e);
     if (!m.types.has(s.type)) return bad(`unknown type ${s.type}`);
+    if (s.relation !== undefined && !m.types.get(s.type)!.relations.has(s.relation)) return bad(`subject ${a.subject}: type ${s.type} has no relation ${s.relation}`);
   } else {
     const o = parseObject(a.object);
     if (typeof o === 'string') return bad(o);

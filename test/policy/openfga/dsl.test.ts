@@ -72,7 +72,7 @@ condition c(x: int, tags: list<string>, m: map<list<int>>) {
   });
 
   it('refuses what OpenFGA refuses, naming the line', () => {
-    expect(refused('type user')).toEqual(['1: expected "model" (or "module NAME") at the start, found "type user"']);
+    expect(refused('types user')).toEqual(['1: expected "model" (or "module NAME") at the start, found "types user"']);
     expect(refused('model\n  schema 1.0\ntype user')).toEqual(['2: schema 1.0 is not supported: the importer reads schema 1.1 (and modular models through fga.mod)']);
     expect(refused('model\ntype user')).toEqual(['2: expected "schema 1.1" after "model"']);
     const head = 'model\n  schema 1.1\ntype user\ntype doc\n  relations\n    define owner: [user]\n';
@@ -100,6 +100,39 @@ condition c(x: int, tags: list<string>, m: map<list<int>>) {
       '13: doc#e: "nothing from f": doc#f must be direct types only, without usersets or wildcards',
     ]);
     expect(refused('module core\ntype user\n')).toEqual(['1: "module core" is one part of a modular model: import its fga.mod']);
+  });
+
+  it('reads the legacy form (no header, "define R as E", "[T] as self") as the same schema 1.1 model', () => {
+    const legacy = modelFromDsl('old.fga', `type user
+type team
+  relations
+    define member: [user, team#member] as self
+type doc
+  relations
+    define owner: [user] as self
+    define parent: [team]   as self
+    define editor: [user, user:*] as self or owner
+    define v as owner or (editor but not member from parent)
+`);
+    const current = modelFromDsl('new.fga', `model
+  schema 1.1
+type user
+type team
+  relations
+    define member: [user, team#member]
+type doc
+  relations
+    define owner: [user]
+    define parent: [team]
+    define editor: [user, user:*] or owner
+    define v: owner or (editor but not member from parent)
+`);
+    if (!legacy.ok || !current.ok) throw new Error(JSON.stringify([legacy, current]));
+    expect(withoutPlaces(legacy.value)).toEqual(withoutPlaces(current.value));
+    // Schema 1.0 without type restrictions has nothing to carry over; the legacy spelling stays in legacy files.
+    expect(refused('type user\ntype doc\n  relations\n    define v as self\n')).toEqual(['4: doc#v: "self" without type restrictions (schema 1.0) cannot be imported: write the types it takes, as in "[user] as self"']);
+    expect(refused('model\n  schema 1.1\ntype user\ntype doc\n  relations\n    define v as [user]\n')).toEqual(['6: expected "define NAME: ..." in type doc, found "define v as [user]"']);
+    expect(refused('model\n  schema 1.1\ntype user\ntype doc\n  relations\n    define v: [user] as self\n')).toEqual(['6: doc#v: expected "or", "and" or "but not", found "as"']);
   });
 
   it('reads a model inside a store file with the store file\'s line numbers', () => {

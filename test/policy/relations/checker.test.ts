@@ -66,8 +66,9 @@ describe('the compiled checker', () => {
     fc.assert(fc.property(arbModelText, arbRelationships, arbRelationships, arbRequest, (text, stored, extra, q) => {
       const model = modelOf(text);
       const withExtra = new RelationChecker(model, indexOf(stored)).check(q.object, q.relation, q.subject, { context: q.context, contextual: extra });
-      // Both kept, as an overlay keeps them (a contextual one beside a stored one of the same key).
-      expect(tri(withExtra)).toBe(referenceCheck(model, [...effective(stored), ...effective(extra)], q));
+      // Both kept, as an overlay keeps them (a contextual one beside a stored one of the same key);
+      // one the model does not allow makes the request an error.
+      expect(tri(withExtra)).toBe(referenceCheck(model, [...effective(stored), ...effective(extra)], { ...q, contextual: extra }));
     }), RUNS);
   });
 
@@ -190,5 +191,144 @@ describe('random contexts are harmless', () => {
       const r = new RelationChecker(modelOf(text), indexOf(rels)).check(q.object, q.relation, q.subject, { context: ctx as Record<string, unknown> });
       expect('allowed' in r || ('error' in r && typeof r.error.message === 'string')).toBe(true);
     }), { numRuns: 60 });
+  });
+});
+
+describe('OpenFGA\'s rules for what a request may name, hop limits and cycles', () => {
+  /** The compiled answer and the reference interpreter's, which must agree. */
+  const both = (model: RelationModel, rels: Relationship[], q: { object: string; relation: string; subject: string; context?: Record<string, unknown>; contextual?: Relationship[] }) => {
+    const got = new RelationChecker(model, indexOf(rels)).check(q.object, q.relation, q.subject, { context: q.context, contextual: q.contextual });
+    expect(tri(got), JSON.stringify(q)).toBe(referenceCheck(model, [...effective(rels), ...(q.contextual ?? [])], q));
+    return got;
+  };
+  const docs = modelOf(`type user
+type team {
+  relation member: [user]
+}
+type doc {
+  relation parent: [team]
+  relation viewer: [user]
+  relation member_view: member from parent
+}
+`);
+
+  it('a contextual relationship the model does not allow makes check, list-objects and list-subjects an error naming it', () => {
+    const bad: Relationship[][] = [
+      [{ object: 'doc:1', relation: 'viewer', subject: 'user:*' }],
+      [{ object: 'folder:x', relation: 'viewer', subject: 'user:a' }],
+      [{ object: 'doc:1', relation: 'editor', subject: 'user:a' }],
+      [{ object: 'doc:1', relation: 'viewer', subject: 'team:t#nothing' }],
+      [{ object: 'doc:1', relation: 'parent', subject: 'team:*' }],
+      [{ object: 'doc:1', relation: 'member_view', subject: 'user:a' }],
+      // Unrelated to the question, and after a good one: still the whole request.
+      [{ object: 'doc:2', relation: 'viewer', subject: 'user:a' }, { object: 'team:t', relation: 'member', subject: 'doc:9' }],
+    ];
+    const c = new RelationChecker(docs, indexOf([{ object: 'doc:1', relation: 'viewer', subject: 'user:a' }]));
+    for (const contextual of bad) {
+      const wrong = contextual[contextual.length - 1]!;
+      const error = { code: 'invalid_relationship', message: expect.stringContaining(`contextual relationship ${wrong.object}#${wrong.relation}@${wrong.subject}: `) };
+      expect(both(docs, [{ object: 'doc:1', relation: 'viewer', subject: 'user:a' }], { object: 'doc:1', relation: 'viewer', subject: 'user:a', contextual })).toEqual({ error });
+      expect(c.listObjects('user:a', 'viewer', 'doc', { contextual })).toEqual({ error });
+      expect(c.listSubjects('doc:1', 'viewer', 'user', { contextual })).toEqual({ error });
+    }
+    const good = [{ object: 'doc:2', relation: 'viewer', subject: 'user:a' }];
+    expect(c.check('doc:2', 'viewer', 'user:a', { contextual: good })).toMatchObject({ allowed: true });
+    expect(c.listObjects('user:a', 'viewer', 'doc', { contextual: good })).toEqual({ objects: ['doc:1', 'doc:2'] });
+  });
+
+  it('the subject must be of a type of the model, a userset of a relation of its type; a known type the relation never takes is plainly false', () => {
+    // A stored relationship the model does not allow gives folder:x a symbol: the fast path must not answer for it.
+    const rels = [{ object: 'doc:1', relation: 'viewer', subject: 'folder:x' }, { object: 'doc:1', relation: 'viewer', subject: 'user:a' }];
+    const c = new RelationChecker(docs, indexOf(rels));
+    const cases: [string, string][] = [
+      ['folder:x', 'subject folder:x: unknown type folder'],
+      ['folder:x#writer', 'subject folder:x#writer: unknown type folder'],
+      ['doc:x#writer', 'subject doc:x#writer: type doc has no relation writer'],
+      ['a:b:c', 'subject a:b:c: unknown type a'],
+    ];
+    for (const [subject, message] of cases) {
+      expect(both(docs, rels, { object: 'doc:1', relation: 'viewer', subject })).toEqual({ error: { code: 'invalid_request', message } });
+      expect(c.listObjects(subject, 'viewer', 'doc')).toEqual({ error: { code: 'invalid_request', message } });
+    }
+    expect(both(docs, rels, { object: 'doc:1', relation: 'viewer', subject: 'team:t' })).toEqual({ allowed: false, path: [] });
+    expect(both(docs, rels, { object: 'doc:1', relation: 'viewer', subject: 'team:t#member' })).toEqual({ allowed: false, path: [] });
+    expect(c.listObjects('team:t', 'viewer', 'doc')).toEqual({ objects: [] });
+  });
+
+  /** A chain a1: a2, ..., a(n-1): a(n), a(n): [user]: n - 1 computed hops. */
+  const chain = (n: number) => modelOf(`type user\ntype resource {\n${Array.from({ length: n }, (_, i) => i + 1 === n ? `  relation a${n}: [user]` : `  relation a${i + 1}: a${i + 2}`).join('\n')}\n}\n`);
+
+  it('a chain of 26 relations is too complex, one of 25 resolves; also on an object nothing is stored on, and in list-objects', () => {
+    const deep = chain(26), ok = chain(25);
+    const tooComplex = { error: { code: 'resolution_too_complex', message: expect.stringContaining('25') } };
+    const jon = (n: number) => [{ object: 'resource:1', relation: `a${n}`, subject: 'user:jon' }];
+    expect(both(deep, jon(26), { object: 'resource:1', relation: 'a1', subject: 'user:jon' })).toEqual(tooComplex);
+    expect(both(deep, jon(26), { object: 'resource:none', relation: 'a1', subject: 'user:jon' })).toEqual(tooComplex);
+    expect(both(deep, [], { object: 'resource:none', relation: 'a1', subject: 'user:jon' })).toEqual(tooComplex);
+    expect(both(deep, jon(26), { object: 'resource:1', relation: 'a2', subject: 'user:jon' })).toMatchObject({ allowed: true });
+    expect(new RelationChecker(deep, indexOf(jon(26))).listObjects('user:jon', 'a1', 'resource')).toEqual(tooComplex);
+    // list-subjects walks every path, whether or not it finds anyone.
+    expect(new RelationChecker(deep, indexOf(jon(26))).listSubjects('resource:1', 'a1', 'user')).toEqual(tooComplex);
+    expect(new RelationChecker(deep, indexOf(jon(26))).listSubjects('resource:none', 'a1', 'user')).toEqual(tooComplex);
+    expect(new RelationChecker(ok, indexOf(jon(25))).listSubjects('resource:none', 'a1', 'user')).toEqual({ subjects: [] });
+    expect(new RelationChecker(ok, indexOf(jon(25))).listSubjects('resource:1', 'a1', 'user')).toEqual({ subjects: ['user:jon'] });
+    expect(both(ok, jon(25), { object: 'resource:1', relation: 'a1', subject: 'user:jon' })).toMatchObject({ allowed: true });
+    expect(both(ok, jon(25), { object: 'resource:none', relation: 'a1', subject: 'user:jon' })).toEqual({ allowed: false, path: [] });
+    expect(new RelationChecker(ok, indexOf(jon(25))).listObjects('user:jon', 'a1', 'resource')).toEqual({ objects: ['resource:1'] });
+  });
+
+  it('list-subjects is an error when a condition on any relationship it reads cannot be evaluated, even if another path grants', () => {
+    const m = modelOf(`type user
+type folder {
+  relation viewer: [user]
+}
+type doc {
+  relation parent: [folder with s_cond, folder with x_cond]
+  relation viewer: [user] or viewer from parent
+}
+condition s_cond(s: string) {
+  s == "hello"
+}
+condition x_cond(x: int) {
+  x < 10
+}
+`);
+    const c = new RelationChecker(m, indexOf([
+      { object: 'doc:1', relation: 'parent', subject: 'folder:a', condition: { name: 's_cond' } },
+      { object: 'doc:1', relation: 'parent', subject: 'folder:b', condition: { name: 'x_cond' } },
+      { object: 'folder:a', relation: 'viewer', subject: 'user:jon' },
+      { object: 'folder:b', relation: 'viewer', subject: 'user:jon' },
+    ]));
+    expect(c.check('doc:1', 'viewer', 'user:jon', { context: { s: 'hello' } })).toMatchObject({ allowed: true });
+    expect(c.listSubjects('doc:1', 'viewer', 'user', { context: { s: 'hello' } })).toEqual({ error: { code: 'condition_error', message: expect.stringContaining('x') } });
+    expect(c.listSubjects('doc:1', 'viewer', 'user', { context: { s: 'hello', x: 20 } })).toEqual({ subjects: ['user:jon'] });
+    // A false condition is not followed.
+    expect(c.listSubjects('doc:1', 'viewer', 'user', { context: { s: 'bye', x: 20 } })).toEqual({ subjects: [] });
+  });
+
+  it('a cycle under either side of "but not" makes it false; or and and treat a cycle as false', () => {
+    const m = modelOf(`type user
+type doc {
+  relation restricted: [user, doc#open]
+  relation open: [user] but not restricted
+  relation loop: [doc#loop]
+  relation either: [user] or loop
+  relation base_loops: loop but not restricted
+}
+`);
+    const rels = [
+      { object: 'doc:1', relation: 'open', subject: 'user:jon' },
+      { object: 'doc:1', relation: 'restricted', subject: 'doc:1#open' },
+      { object: 'doc:2', relation: 'open', subject: 'user:jon' },
+      { object: 'doc:1', relation: 'loop', subject: 'doc:1#loop' },
+      { object: 'doc:1', relation: 'either', subject: 'user:jon' },
+    ];
+    expect(both(m, rels, { object: 'doc:1', relation: 'open', subject: 'user:jon' })).toEqual({ allowed: false, path: [] });
+    expect(both(m, rels, { object: 'doc:2', relation: 'open', subject: 'user:jon' })).toMatchObject({ allowed: true });
+    expect(both(m, rels, { object: 'doc:1', relation: 'either', subject: 'user:jon' })).toMatchObject({ allowed: true });
+    expect(both(m, rels, { object: 'doc:1', relation: 'base_loops', subject: 'user:jon' })).toEqual({ allowed: false, path: [] });
+    const c = new RelationChecker(m, indexOf(rels));
+    expect(c.listObjects('user:jon', 'open', 'doc')).toEqual({ objects: ['doc:2'] });
+    expect(c.listSubjects('doc:1', 'open', 'user')).toEqual({ subjects: [] });
   });
 });

@@ -119,13 +119,14 @@ describe('policy check on relations', () => {
   });
 
   it('fixtures and assertions name what exists and what the model allows', () => {
-    expect(errors(base + 'type doc {\n  relation viewer: [user]\n}\n', 'relationships {\n  "doc:1#viewer@group:g#member"\n  "doc:1#editor@user:a"\n  "doc:1viewer@user:a"\n}\n\ntest "t" {\n  check "user:a" "owner" "doc:1" expect true\n  list objects "user:a" "viewer" "folder" expect []\n  check "user:a" "viewer" "doc:1" expect maybe\n}\n')).toEqual([
+    expect(errors(base + 'type doc {\n  relation viewer: [user]\n}\n', 'relationships {\n  "doc:1#viewer@group:g#member"\n  "doc:1#editor@user:a"\n  "doc:1viewer@user:a"\n}\n\ntest "t" {\n  check "user:a" "owner" "doc:1" expect true\n  list objects "user:a" "viewer" "folder" expect []\n  check "user:a" "viewer" "doc:1" expect maybe\n  list objects "doc:1#owner" "viewer" "doc" expect []\n}\n')).toEqual([
       '2:3: relationship "doc:1#viewer@group:g#member": doc#viewer does not allow group#member (it allows user)',
       '3:3: relationship "doc:1#editor@user:a": type doc has no relation editor',
       '4:3: relationship "doc:1viewer@user:a": "doc:1viewer@user:a" needs the form <object>#<relation>@<subject>',
       '8:3: check: type doc has no relation owner',
       '9:3: list objects: unknown type folder',
       '10:3: check: expect true, false or error, not maybe',
+      '11:3: list objects: subject doc:1#owner: type doc has no relation owner',
     ]);
   });
 });
@@ -170,6 +171,17 @@ condition text(s: string) {
     expect(ev('idx', { m: { k: 'two' } })).toEqual({ ok: false, error: 'condition idx: parameter m.k must be an int' });
     expect(model.conditions.get('net')!.evaluate({ cidr: '10.0.0.0/8' }, { ip: '10.0.0.1', cidr: '0.0.0.0/0' })).toEqual({ ok: true, value: true });
     expect(model.conditions.get('net')!.evaluate({ cidr: '192.168.0.0/16' }, { ip: '10.0.0.1', cidr: '0.0.0.0/0' })).toEqual({ ok: true, value: false });
+  });
+
+  it('timestamps and IPv4 addresses convert as Go reads them: fields in range, T and Z upper case, no leading zero', () => {
+    const at = (current_time: string) => ev('temporal', { grant_time: '2024-02-28T00:00:00Z', grant_duration: '48h', current_time });
+    expect(at('2024-02-29T12:00:00Z')).toEqual({ ok: true, value: true });
+    expect(at('2024-03-01T12:00:00+01:00')).toEqual({ ok: true, value: false });
+    for (const bad of ['2023-02-29T12:00:00Z', '2024-02-30T00:00:00Z', '2024-04-31T00:00:00Z', '2024-02-29t12:00:00z', '2024-02-29T24:00:00Z', '2024-02-29T12:60:00Z', '2024-02-29T12:00:00+25:00']) {
+      expect(at(bad), bad).toEqual({ ok: false, error: expect.stringContaining('parameter current_time must be an RFC 3339 timestamp') });
+    }
+    expect(ev('net', { ip: '10.0.0.1', cidr: '10.0.0.0/8' })).toEqual({ ok: true, value: true });
+    for (const bad of ['010.0.0.1', '10.0.0.01', '::ffff:10.0.0.01']) expect(ev('net', { ip: bad, cidr: '10.0.0.0/8' }), bad).toMatchObject({ ok: false });
   });
 });
 
