@@ -67,8 +67,9 @@ export const COMMANDS: CommandSpec[] = [
       { ...FORMAT, value: 'text|json|markdown', choices: ['text', 'json', 'markdown'], help: 'output format (default text); markdown: a pull-request comment' },
       JSON_FLAG,
       { name: '--dir', value: '<dir>', help: 'the policy directory read at a git revision (default $GATEHOUSE_POLICY_DIR, else ./policies)' },
+      { name: '--relationships', value: '<file.json>', help: 'relationships ({"relationships": [...]}): list the subject-object pairs that gain or lose a changed relation' },
     ],
-    details: ['`policy diff main` compares main\'s policies with the working tree\'s; `policy diff HEAD~1 HEAD` two revisions\'.', 'Exit 0 when nothing changes, 1 when something does, 2 on an error (a revision that names no commit among them).'],
+    details: ['A change to types and relations is reported as the relations that answer differently, each with the smallest example graph and request found, and with --relationships the concrete pairs that change. Rules that ask relationship questions, and changed relationship conditions, are refused (exit 2).', '`policy diff main` compares main\'s policies with the working tree\'s; `policy diff HEAD~1 HEAD` two revisions\'.', 'Exit 0 when nothing changes, 1 when something does, 2 on an error (a revision that names no commit among them).'],
     run: async (a, io) => (await import('./policy.js')).diff(a, io),
   },
   {

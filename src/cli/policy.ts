@@ -13,8 +13,9 @@ import { parsePolicy } from '../policy/parser.js';
 import { formatFile } from '../policy/format.js';
 import { collectTests, fixturesOf, runTests } from '../policy/test-runner.js';
 import { MemoryIndex } from '../policy/relations/index.js';
-import { parseRelationshipJson, parseRelationshipText } from '../policy/relations/tuple.js';
-import { DiffTooLarge, diffPolicySets, diffText } from '../policy/diff.js';
+import { parseRelationshipJson, parseRelationshipText, type Relationship } from '../policy/relations/tuple.js';
+import { DiffRefused, DiffTooLarge, diffPolicySets, diffText } from '../policy/diff.js';
+import { diffRelations, relationDiffText, unmodelled } from '../policy/relations/diff.js';
 import { completeRequest, explainDecision } from '../policy/explain.js';
 import { UsageError, type CliIO, type ParsedArgs } from './args.js';
 import { explainText } from './explain-text.js';
@@ -394,18 +395,38 @@ export function diff(a: ParsedArgs, io: CliIO): Promise<number> {
     const before = loadSide(io, await sideFiles(io, oldT, dir));
     const after = loadSide(io, await sideFiles(io, newT, dir));
     if (!before || !after) return 2;
+    // Given relationships (the project file's or the importer's `{"relationships": [...]}`): which pairs change.
+    const relFile = a.options.get('--relationships');
+    let given: Relationship[] | undefined;
+    if (typeof relFile === 'string') {
+      const raw = parseJson(relFile, (await readSource(io, relFile)).text) as { relationships?: unknown };
+      if (typeof raw !== 'object' || raw === null || !Array.isArray(raw.relationships)) throw new UsageError(`${relFile}: needs {"relationships": [...]}`);
+      given = raw.relationships.map((x, i) => {
+        const rel = typeof x === 'string' ? parseRelationshipText(x) : parseRelationshipJson(x);
+        if (typeof rel === 'string') throw new UsageError(`${relFile}: relationships[${i}]: ${rel}`);
+        return rel;
+      });
+    }
+    // What diff does not model is refused, never answered partially.
+    const refused = unmodelled(before, after);
+    if (refused) { io.stderr(`gatehouse policy diff: ${new DiffRefused(refused).message}\n`); return 2; }
     let r;
     try {
       r = diffPolicySets(before, after);
     } catch (e) {
-      if (e instanceof DiffTooLarge) { io.stderr(`gatehouse policy diff: ${e.message}\n`); return 2; }
+      if (e instanceof DiffTooLarge || e instanceof DiffRefused) { io.stderr(`gatehouse policy diff: ${e.message}\n`); return 2; }
       throw e;
     }
+    const rel = diffRelations(before, after, given);
+    const relations = rel.definitions.length || given ? rel : undefined;
+    const relationText = rel.definitions.length || rel.pairs?.length ? relationDiffText(rel) : '';
     const format = a.options.get('--format');
-    if (format === 'markdown') io.stdout(diffMarkdown(r, { before: oldT, after: a.positionals.length === 1 ? `${dir} (working tree)` : newT }));
-    else if (wantsJson(a)) json(io, r.notes.length ? { changes: r.changes, notes: r.notes } : { changes: r.changes });
-    else io.stdout(diffText(r));
-    return r.changes.length ? 1 : 0;
+    if (format === 'markdown') {
+      io.stdout(diffMarkdown(r, { before: oldT, after: a.positionals.length === 1 ? `${dir} (working tree)` : newT }) + (relationText ? `\n\`\`\`\n${relationText}\`\`\`\n` : ''));
+    } else if (wantsJson(a)) json(io, { changes: r.changes, ...(r.notes.length ? { notes: r.notes } : {}), ...(relations ? { relations } : {}) });
+    else io.stdout((rel.definitions.length && !r.changes.length ? '' : diffText(r)) + relationDiffText(rel));
+    const changed = r.changes.length > 0 || rel.changes.length > 0 || (rel.pairs?.length ?? 0) > 0;
+    return changed ? 1 : 0;
   });
 }
 

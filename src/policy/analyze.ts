@@ -8,7 +8,7 @@
 
 import type { Diagnostic } from './types.js';
 import type { Loc, PolicyFileNode, RuleNode } from './ast.js';
-import { atomsOf } from './ast.js';
+import { atomsOf, relQuestionsOf } from './ast.js';
 import { compileCondition, zoneOf } from './compile.js';
 import { buildSpace, construct, dimSize, SpaceTooLarge, type Principal, type PrincipalKind } from './space.js';
 import { StringSearchTooLarge } from './strings.js';
@@ -35,6 +35,8 @@ function principalKinds(subjects: string[]): PrincipalKind[] {
 /** true: some request makes the condition hold; false: none does; null: too many cells to tell. */
 export function satisfiable(rule: RuleNode, zone: string): boolean | null {
   if (!rule.when) return true;
+  // A relationship question depends on the relationships, which the request space does not hold.
+  if (relQuestionsOf(rule.when).length) return null;
   const cond = compileCondition(rule.when, zone);
   const atoms = atomsOf(rule.when).map((atom) => ({ atom, zone }));
   const relation = rule.relation.includes('*') ? 'act:things' : rule.relation;

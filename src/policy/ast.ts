@@ -38,9 +38,29 @@ export type Expr =
   | { type: 'like'; left: Operand; negated: boolean; right: Operand; loc?: Loc }
   | { type: 'and'; items: Expr[]; loc?: Loc }
   | { type: 'or'; items: Expr[]; loc?: Loc }
-  | { type: 'not'; expr: Expr; loc?: Loc };
+  | { type: 'not'; expr: Expr; loc?: Loc }
+  | RelQuestion;
 
-/** The comparisons, that is every expression that is not and, or, not. */
+/** Who a relationship question asks about: the acting agent, the person, the acting subject (agent or person). */
+export type RelWho = 'agent' | 'person' | 'subject';
+
+/**
+ * The object a relationship question names: the resource itself (`resource`), a path holding an
+ * object (`resource.folder`: `"folder:x"` or `{"type", "id"}`), or a constant `"folder:legal"`.
+ */
+export type RelObject = { type: 'resource'; loc?: Loc } | PathNode | LitNode;
+
+/**
+ * A relationship question in a condition:
+ *  - `person has viewer on resource`: does the subject hold the relation on the object;
+ *  - `resource in "folder:legal" through parent`: is the object that object, or reachable from it
+ *    by following `parent` relationships from the object upwards, transitively.
+ */
+export type RelQuestion =
+  | { type: 'has'; who: RelWho; relation: string; object: RelObject; loc?: Loc; relationLoc?: Loc }
+  | { type: 'within'; object: RelObject; ancestor: RelObject; relation: string; loc?: Loc; relationLoc?: Loc };
+
+/** The comparisons, that is every expression that is not and, or, not, nor a relationship question. */
 export type Atom = Extract<Expr, { left: Operand }>;
 
 export type Effect = 'deny' | 'require_approval' | 'permit';
@@ -192,14 +212,32 @@ export function pathKey(p: PathNode): string {
   return [p.root, ...p.segs].join('.');
 }
 
-/** Every comparison of an expression, left to right. */
+/** Every comparison of an expression, left to right (relationship questions are not comparisons). */
 export function atomsOf(e: Expr, out: Atom[] = []): Atom[] {
   switch (e.type) {
     case 'and': case 'or': for (const i of e.items) atomsOf(i, out); break;
     case 'not': atomsOf(e.expr, out); break;
+    case 'has': case 'within': break;
     default: out.push(e);
   }
   return out;
+}
+
+/** Every relationship question of an expression, left to right. */
+export function relQuestionsOf(e: Expr, out: RelQuestion[] = []): RelQuestion[] {
+  switch (e.type) {
+    case 'and': case 'or': for (const i of e.items) relQuestionsOf(i, out); break;
+    case 'not': relQuestionsOf(e.expr, out); break;
+    case 'has': case 'within': out.push(e); break;
+    default: break;
+  }
+  return out;
+}
+
+/** The paths of a relationship question's objects (`resource.folder`), left to right. */
+export function relQuestionPaths(q: RelQuestion): PathNode[] {
+  const objs = q.type === 'has' ? [q.object] : [q.object, q.ancestor];
+  return objs.filter((o): o is PathNode => o.type === 'path');
 }
 
 /** Every path an expression reads, left to right (with repeats). */
@@ -209,5 +247,6 @@ export function pathsOf(e: Expr): PathNode[] {
     if (a.left.type === 'path') out.push(a.left);
     if (a.right.type === 'path') out.push(a.right);
   }
+  for (const q of relQuestionsOf(e)) out.push(...relQuestionPaths(q));
   return out;
 }

@@ -8,8 +8,9 @@
 // a permit rule grants nothing on it.
 
 import type { PersonFacts, PolicySetSource, SubjectFacts, ValueRead } from './types.js';
-import type { Atom, Expr, LimitField, LimitsNode, Operand, PathNode, PolicyFileNode, RuleNode, Scalar } from './ast.js';
-import { atomsOf, pathText } from './ast.js';
+import type { Atom, Expr, LimitField, LimitsNode, Operand, PathNode, PolicyFileNode, RelQuestion, RuleNode, Scalar } from './ast.js';
+import { atomsOf, pathText, relQuestionPaths, relQuestionsOf } from './ast.js';
+import { compileObject, compileQuestion, type QuestionAnswer } from './relations/questions.js';
 import { fmtExpr, fmtLimitField } from './format.js';
 import { compileAgentMatcher, compileTypedMatcher, permissionCovers, splitFirstColon } from './patterns.js';
 import { compileReader, MISSING, scalarTypeOf, type Env, type Read } from './values.js';
@@ -282,19 +283,30 @@ export function compileCondition(e: Expr, zone = 'UTC'): Cond {
       const f = compileCondition(e.expr, zone);
       return (env) => { const x = f(env); return x === 2 ? 2 : ((1 - x) as Tri); };
     }
+    case 'has': case 'within': {
+      const f = compileRelQuestion(e, zone);
+      return (env) => f(env).value;
+    }
     default: return compileAtom(e, zone);
   }
+}
+
+/** A relationship question compiled to its answer (with the path that granted it, or the error). */
+export function compileRelQuestion(q: RelQuestion, zone = 'UTC'): (env: Env) => QuestionAnswer {
+  return compileQuestion(q, (o) => compileObject(o, (p) => compileReader(p, zone), MISSING, pathText));
 }
 
 /** The paths of a condition, each once (by its written text), in order. */
 export function distinctPaths(e: Expr): PathNode[] {
   const seen = new Set<string>();
   const out: PathNode[] = [];
-  for (const a of atomsOf(e)) for (const o of [a.left, a.right]) {
-    if (o.type !== 'path') continue;
+  const add = (o: Operand | PathNode) => {
+    if (o.type !== 'path') return;
     const k = pathText(o);
     if (!seen.has(k)) { seen.add(k); out.push(o); }
-  }
+  };
+  for (const a of atomsOf(e)) { add(a.left); add(a.right); }
+  for (const q of relQuestionsOf(e)) for (const p of relQuestionPaths(q)) add(p);
   return out;
 }
 

@@ -11,7 +11,7 @@
 // once), each comparison (true once, false once).
 
 import type { Expr, PolicyFileNode, TestNode } from './ast.js';
-import { atomsOf, type Atom } from './ast.js';
+import { atomsOf, relQuestionsOf, type Atom, type RelQuestion } from './ast.js';
 import type { CompiledRule, Cond, PolicySet, Tri } from './compile.js';
 import { compileCondition } from './compile.js';
 import type { DecisionRequest, TraceStep } from './types.js';
@@ -36,7 +36,7 @@ function splitSource(source: string): { file: string; line: number } | null {
   return { file: source.slice(0, i), line };
 }
 
-interface RuleTally { rule: CompiledRule; cov: RuleCoverage; atoms: Map<Atom, { cond: Cond; cov: ConditionCoverage }> }
+interface RuleTally { rule: CompiledRule; cov: RuleCoverage; atoms: Map<Atom | RelQuestion, { cond: Cond; cov: ConditionCoverage }> }
 
 /** Walks a condition as the compiled one evaluates it, noting each comparison's value; returns the condition's. */
 function walk(e: Expr, env: Env, atoms: RuleTally['atoms']): Tri {
@@ -88,13 +88,14 @@ export function measureCoverage(set: PolicySet, tests: TestNode[], files: Policy
     const at = splitSource(rule.source);
     if (!at) continue;
     const atoms: RuleTally['atoms'] = new Map();
-    for (const atom of rule.ast.when ? atomsOf(rule.ast.when) : []) {
+    // Each comparison, and each relationship question, is a condition that can be seen true and false.
+    for (const atom of rule.ast.when ? [...atomsOf(rule.ast.when), ...relQuestionsOf(rule.ast.when)] : []) {
       atoms.set(atom, {
         cond: compileCondition(atom, rule.zone),
         cov: { line: atom.loc?.line ?? at.line, column: atom.loc?.col ?? 1, text: fmtExpr(atom), true: false, false: false },
       });
     }
-    rules.set(`${rule.source}\0${rule.name}`, { rule, atoms, cov: { file: at.file, line: at.line, name: rule.name, exercised: false, conditions: [...atoms.values()].map((a) => a.cov) } });
+    rules.set(`${rule.source}\0${rule.name}`, { rule, atoms, cov: { file: at.file, line: at.line, name: rule.name, exercised: false, conditions: [...atoms.values()].map((a) => a.cov).sort((x, y) => x.line - y.line || x.column - y.column) } });
   }
   const limits = new Map<string, LimitCoverage>(); // by source and check
   for (const blocks of set.compiled.limits.values()) for (const b of blocks) {

@@ -2,6 +2,10 @@
 //   2. limits      → deny  constraint_violated: <field> <operator>      (agents: their capability's and the files',
 //                    plain ones first, then limits over time against the usage the request states)
 //   3. deny rules  → deny  rule_denied: <rule>
+//                    (a condition may ask relationship questions of the request's relationships:
+//                    `person has viewer on resource`, `resource in "folder:x" through parent`;
+//                    one that cannot be answered fails closed as any condition that cannot be
+//                    evaluated: a deny or approval rule applies, a permit rule grants nothing)
 //   4. grants      → deny  not_granted: <action> [(capability)|(person)]
 //                    an agent needs the capability; the subject (and, for a delegated agent, its
 //                    person) each need a role permission, a permit rule (an entity subject of
@@ -15,8 +19,9 @@
 
 import type { Decision, DecisionCause, DecisionRequest, JsonLimits, PersonFacts, SubjectFacts, TraceStep } from './types.js';
 import type { Bucket, CompiledPolicy, CompiledRule, Cond, Ctx, LimitOp, PolicySet, Tri } from './compile.js';
-import { candidates, compileCondition, readsOf } from './compile.js';
-import { atomsOf, pathText, type Atom } from './ast.js';
+import { candidates, compileCondition, compileRelQuestion, readsOf } from './compile.js';
+import { atomsOf, pathText, relQuestionsOf, type Atom, type RelQuestion } from './ast.js';
+import type { QuestionAnswer } from './relations/questions.js';
 import { fmtExpr } from './format.js';
 import { permissionCovers, singularOf } from './patterns.js';
 import { relationChecker } from './relations/checker.js';
@@ -156,13 +161,32 @@ export function failClosedWhy(r: CompiledRule, env: Env): string {
     }
     return `${fmtExpr(atom)}: ${parts.join(', ')}`;
   }
+  for (const { q, answer } of questionsOf(r)) {
+    const a = answer(env);
+    if (a.value === 2) return `${fmtExpr(q)}: ${a.error}`;
+  }
   return 'a value is missing or of the wrong type';
+}
+
+const ruleQuestions = new WeakMap<CompiledRule, { q: RelQuestion; answer: (env: Env) => QuestionAnswer }[]>();
+
+/** The relationship questions of a rule's condition, compiled for explaining. */
+function questionsOf(r: CompiledRule): { q: RelQuestion; answer: (env: Env) => QuestionAnswer }[] {
+  let list = ruleQuestions.get(r);
+  if (!list) ruleQuestions.set(r, (list = r.ast.when ? relQuestionsOf(r.ast.when).map((q) => ({ q, answer: compileRelQuestion(q, r.zone) })) : []));
+  return list;
 }
 
 function ruleStep(step: TraceStep['step'], r: CompiledRule, outcome: TraceStep['outcome'], env: Env, t: Tri | null, detail: boolean, check = r.check): TraceStep {
   const s: TraceStep = { step, check, outcome, source: r.source, rule: r.name };
   if (!detail) return s;
   if (r.paths.length) s.reads = readsOf(r, env);
+  // A relationship question is read as its answer (none when it cannot be answered), with the relationships that made it true.
+  for (const { q, answer } of questionsOf(r)) {
+    const a = answer(env);
+    (s.reads ??= []).push(a.value === 2 ? { path: fmtExpr(q), value: undefined, present: false } : { path: fmtExpr(q), value: a.value === 1, present: true });
+    if (a.value === 1 && a.path.length) (s.path ??= []).push(...a.path);
+  }
   const permit = r.effect === 'permit';
   s.why = t === null ? (permit ? 'no condition: grants' : 'no condition: applies')
     : t === 1 ? (permit ? 'condition holds: grants' : 'condition holds: applies')
@@ -239,6 +263,7 @@ function run(req: DecisionRequest, p: CompiledPolicy, version: string, trace: Tr
   const subject = checkShape(req);
   const { action, resource } = req;
   const env = envOf(req);
+  env.model = p.relations;
   const ctx = env.ctx;
   const isAgent = subject.type === 'agent';
 

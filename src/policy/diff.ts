@@ -30,7 +30,8 @@
 import type { DecisionRequest, DecisionValue } from './types.js';
 import type { CompiledLimitBlock, CompiledRule, PolicySet } from './compile.js';
 import type { Atom, LimitField, PathNode } from './ast.js';
-import { atomsOf, ROOTS } from './ast.js';
+import { atomsOf, relQuestionsOf, ROOTS } from './ast.js';
+import { fmtExpr } from './format.js';
 import { decide } from './decide.js';
 import { matchTyped, matchValue, meetPatterns, parseAgentPattern, parseTypedPattern, permissionCovers, patternToString, singularOf, type Pattern } from './patterns.js';
 import { fmtLiteral } from './format.js';
@@ -81,6 +82,11 @@ export interface DiffResult { changes: Change[]; notes: string[] }
 /** Two sets too large to compare exactly; the message starts `too large to compare exactly:` and says what was. */
 export class DiffTooLarge extends Error {
   constructor(what: string) { super(`too large to compare exactly: ${what}`); }
+}
+
+/** Two sets with something diff does not model; the message says what, and the diff gives no partial answer. */
+export class DiffRefused extends Error {
+  constructor(what: string) { super(`cannot compare exactly: ${what}`); }
 }
 
 /**
@@ -624,6 +630,10 @@ function usageReads(blocks: CompiledLimitBlock[]): UsageRead[] {
 interface Computed { dims: Dim[]; boxes: { sets: Set<number>[]; point: number[]; before: DecisionValue; after: DecisionValue }[] }
 
 export function diffPolicySets(before: PolicySet, after: PolicySet, options: DiffOptions = {}): DiffResult {
+  for (const set of [before, after]) for (const r of set.compiled.rules) {
+    const q = r.ast.when ? relQuestionsOf(r.ast.when)[0] : undefined;
+    if (q) throw new DiffRefused(`rule "${r.name}" (${r.source}) asks a relationship question (${fmtExpr(q)}), which diff does not model yet`);
+  }
   try {
     const budget = new Budget(options.steps ?? DIFF_STEPS);
     try {

@@ -2,7 +2,7 @@
 // kept by the parser are printed where they were attached.
 
 import type {
-  Comments, Expr, Item, JsonValue, LimitField, LimitsNode, Literal, Operand, PolicyFileNode, RuleNode, SchemaNode, SchemaType,
+  Comments, Expr, Item, JsonValue, LimitField, LimitsNode, Literal, Operand, PolicyFileNode, RelObject, RuleNode, SchemaNode, SchemaType,
   TestFacts, TestNode,
 } from './ast.js';
 import { pathText } from './ast.js';
@@ -50,7 +50,13 @@ export function fmtExpr(e: Expr): string {
     case 'in': return `${fmtOperand(e.left)} ${e.negated ? 'not in' : 'in'} ${fmtOperand(e.right)}`;
     case 'contains': return `${fmtOperand(e.left)} contains${e.mode === 'one' ? '' : ' ' + e.mode} ${fmtOperand(e.right)}`;
     case 'like': return `${fmtOperand(e.left)} ${e.negated ? 'not like' : 'like'} ${fmtOperand(e.right)}`;
+    case 'has': return `${e.who} has ${e.relation} on ${fmtRelObject(e.object)}`;
+    case 'within': return `${fmtRelObject(e.object)} in ${fmtRelObject(e.ancestor)} through ${e.relation}`;
   }
+}
+
+export function fmtRelObject(o: RelObject): string {
+  return o.type === 'resource' ? 'resource' : fmtOperand(o);
 }
 
 export function fmtSchemaType(t: SchemaType): string {

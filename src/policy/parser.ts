@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import * as ohm from 'ohm-js';
 import type { Diagnostic, ConditionOp } from './types.js';
 import type {
-  Comments, Expr, Item, JsonValue, KindNode, LimitField, Literal, LimitsNode, Loc, Operand, PathNode, PolicyFileNode, Root,
+  Comments, Expr, Item, JsonValue, KindNode, LimitField, Literal, LimitsNode, Loc, Operand, PathNode, PolicyFileNode, RelObject, RelWho, Root,
   RuleNode, SchemaEntry, SchemaNode, TestFacts, TestNode, TimezoneNode,
 } from './ast.js';
 import { ROOTS } from './ast.js';
@@ -172,6 +172,20 @@ function semantics(): ohm.Semantics {
     },
     NotExpr_not(_n, e) { return { type: 'not', expr: e.ast(), loc: locOf(this) }; },
     Primary_paren(_o, e, _c) { return e.ast(); },
+    Primary_has(who, _h, rel, _on, obj) {
+      return { type: 'has', who: who.sourceString as RelWho, relation: rel.sourceString, object: obj.ast(), loc: locOf(this), relationLoc: locOf(rel) };
+    },
+    Primary_within(obj, _in, anc, _t, rel) {
+      return { type: 'within', object: obj.ast(), ancestor: anc.ast(), relation: rel.sourceString, loc: locOf(this), relationLoc: locOf(rel) };
+    },
+    RelObject(o) {
+      if (o.ctorName === 'path') {
+        // `resource` alone is the resource itself (a path needs a field after a root).
+        if (o.sourceString === 'resource') return { type: 'resource', loc: locOf(this) } satisfies RelObject;
+        return o.ast();
+      }
+      return { type: 'lit', value: o.ast(), loc: locOf(this) } satisfies RelObject;
+    },
     Primary_notin(l, _n, _i, r) { return { type: 'in', left: l.ast(), negated: true, right: r.ast(), loc: locOf(this) }; },
     Primary_in(l, _i, r) { return { type: 'in', left: l.ast(), negated: false, right: r.ast(), loc: locOf(this) }; },
     Primary_notlike(l, _n, _k, r) { return { type: 'like', left: l.ast(), negated: true, right: r.ast(), loc: locOf(this) }; },

@@ -129,6 +129,8 @@ export function decider(space: Space, side: SideFacts, who: Who): Probe {
       if (x.type === 'and') { const fs = x.items.map(tree); return (r) => fs.every((f) => f(r)); }
       if (x.type === 'or') { const fs = x.items.map(tree); return (r) => fs.some((f) => f(r)); }
       if (x.type === 'not') { const f = tree(x.expr); return (r) => !f(r); }
+      // diff refuses rules that ask relationship questions before it gets here.
+      if (x.type === 'has' || x.type === 'within') throw new Error('relationship questions are not modelled by diff');
       return (r) => r.get(x) === 1;
     };
     const value = tree(e);

@@ -5,14 +5,15 @@ import type { Diagnostic } from './types.js';
 import type {
   Atom, Expr, LimitField, LimitsNode, Literal, Loc, Operand, PathNode, PolicyFileNode, RuleNode, SchemaNode, TestNode,
 } from './ast.js';
-import { atomsOf, pathKey, pathText } from './ast.js';
-import { checkAgentPattern, checkObjectPattern, checkPermissionKey, checkSubjectPattern, meetPatterns, parseTypedPattern } from './patterns.js';
+import { atomsOf, pathKey, pathText, relQuestionsOf, type RelObject, type RelQuestion } from './ast.js';
+import { checkAgentPattern, checkObjectPattern, checkPermissionKey, checkSubjectPattern, meetPatterns, parseTypedPattern, splitFirstColon } from './patterns.js';
 import { checkFieldName, FIELD_NAME, KIND_NAME } from './names.js';
 import { BUILTINS, VALUE_TYPES, type ValueType } from './values.js';
 import { fmtExpr, fmtLiteral, fmtOperand, CMP_TEXT } from './format.js';
 import { isIsoDate, isTimeZone, TIME_FIELDS, WEEKDAYS } from './time.js';
 import { normalizeUsageKey, validateUsageNodes } from './usage.js';
-import { validateModel } from './relations/model.js';
+import { buildModel, validateModel, type RelationModel } from './relations/model.js';
+import { parseObject } from './relations/tuple.js';
 import { validateRelationshipFixtures } from './relations/validate.js';
 
 export { FIELD_NAME, RESERVED, KIND_NAME, checkFieldName } from './names.js';
@@ -571,7 +572,59 @@ export function validateAcross(files: PolicyFileNode[], apiRules: RuleNode[], ou
   }
   checkValueAndObject(allRules.map((r) => r.rule), out);
   validateModel(files, out);
+  const model = buildModel(files);
+  for (const { rule, where: w } of allRules) {
+    if (!rule.when) continue;
+    for (const q of relQuestionsOf(rule.when)) validateRelQuestion(q, rule, model, rule.fieldLocs?.when ?? rule.loc ?? { file: w, line: 1, col: 1 }, out);
+  }
   validateRelationshipFixtures(files, out);
+}
+
+/**
+ * A relationship question against the model: the relation is declared (on the object's type,
+ * where the rule or a constant says which type the object is), a constant is an object of a
+ * declared type, an object path is a path that can hold one, and a `through` relation takes
+ * only plain objects as its subjects (so the relationships stored for it are all there is).
+ */
+function validateRelQuestion(q: RelQuestion, rule: RuleNode, model: RelationModel, at: Loc, out: Diagnostic[]): void {
+  const relAt = q.relationLoc ?? q.loc ?? at;
+  if (!model.types.size) { out.push(diag(q.loc, at, `rule "${rule.name}" asks a relationship question, but no types and relations are declared`)); return; }
+  const holders = [...model.types.values()].filter((t) => t.relations.has(q.relation));
+  if (!holders.length) { out.push(diag(relAt, at, `unknown relation ${q.relation}: no type declares it`)); return; }
+  const objectType = (o: RelObject, role: string): string | null => {
+    if (o.type === 'resource') {
+      const kind = splitFirstColon(rule.object)?.[0];
+      return kind && kind !== '*' ? kind : null;
+    }
+    if (o.type === 'lit') {
+      const parsed = typeof o.value === 'string' ? parseObject(o.value) : 'an object is a string "<type>:<id>"';
+      if (typeof parsed === 'string') { out.push(diag(o.loc ?? q.loc, at, `${role}: ${parsed}`)); return null; }
+      if (!model.types.has(parsed.type)) { out.push(diag(o.loc ?? q.loc, at, `${role}: unknown type ${parsed.type}`)); return null; }
+      return parsed.type;
+    }
+    const e = checkPath(o);
+    if (e) out.push(diag(o.loc ?? q.loc, at, e));
+    else if (o.root === 'time' || (builtinType(o) ?? 'string') !== 'string') {
+      out.push(diag(o.loc ?? q.loc, at, `${pathText(o)} cannot hold an object ("<type>:<id>" or {"type", "id"})`));
+    }
+    return null;
+  };
+  if (q.type === 'has') {
+    const t = objectType(q.object, 'the object');
+    if (t !== null && model.types.has(t) && !model.types.get(t)!.relations.has(q.relation)) {
+      out.push(diag(relAt, at, `type ${t} has no relation ${q.relation}`));
+    }
+    return;
+  }
+  objectType(q.object, 'the object');
+  objectType(q.ancestor, 'the ancestor');
+  for (const t of holders) {
+    const def = t.relations.get(q.relation)!;
+    const plain = def.expr.op === 'direct' && def.direct.every((r) => r.relation === undefined && r.wildcard !== true);
+    if (!plain) {
+      out.push(diag(relAt, at, `"through ${q.relation}" follows relationships to objects: ${t.name}#${q.relation} must be only direct objects ([type, ...], no usersets, wildcards or derived parts)`));
+    }
+  }
 }
 
 /**

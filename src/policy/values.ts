@@ -14,6 +14,8 @@
 import type { PathNode, Root } from './ast.js';
 import type { Attributes, DecisionRequest, PersonFacts, SubjectFacts } from './types.js';
 import { epochSeconds, timeFacts, type TimeField } from './time.js';
+import type { RelationModel } from './relations/model.js';
+import type { RelationshipIndex } from './relations/index.js';
 
 /** The value of a path that is not there. */
 export const MISSING: unique symbol = Symbol('missing');
@@ -31,6 +33,10 @@ export interface Env {
   resource: string;
   attrs: Attributes;
   now: number;
+  /** The relation model of the policy set (set by decide), for relationship questions. */
+  model?: RelationModel;
+  /** The request's relationships, for relationship questions; none given: such questions cannot be evaluated. */
+  relationships?: RelationshipIndex;
 }
 
 function isRecord(v: unknown): v is Record<string, unknown> {
@@ -48,6 +54,7 @@ export function envOf(req: DecisionRequest): Env {
     resource: req.resource,
     attrs: isRecord(req.resourceAttributes) ? req.resourceAttributes : EMPTY,
     now: req.now,
+    ...(req.relationships ? { relationships: req.relationships } : {}),
   };
 }
 

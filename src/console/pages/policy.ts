@@ -3,7 +3,7 @@ import type { Request, Response, Router } from 'express';
 import { PolicyLoadError, toJsonRule } from '../../policy-service.js';
 import type { AppContext } from '../../context.js';
 import { errors } from '../../errors.js';
-import { DiffTooLarge, diffPolicySets, fieldDescText, type Change, type DiffResult } from '../../policy/diff.js';
+import { DiffRefused, DiffTooLarge, diffPolicySets, fieldDescText, type Change, type DiffResult } from '../../policy/diff.js';
 import { formatDiagnostic, loadPolicySet, type PolicySet } from '../../policy/index.js';
 import type { JsonRule, SourceFile } from '../../policy/types.js';
 import { audited } from '../audit.js';
@@ -140,6 +140,7 @@ function runDiff(before: PolicySet, after: PolicySet): DiffResult {
     return diffPolicySets(before, after);
   } catch (err) {
     if (err instanceof DiffTooLarge) throw errors.invalidRequest(`the two versions are ${err.message}`);
+    if (err instanceof DiffRefused) throw errors.invalidRequest(err.message);
     throw err;
   }
 }
