@@ -43,7 +43,7 @@ describe('docs/review.md', () => {
     for (const b of sh) expectPromisedOutput(b, of(b));
 
     // The change is valid; the diff's first line is the one shown under it, and it exits 1.
-    expect(of(sh[0]!)).toMatch(/^ok: 13 files, /);
+    expect(of(sh[0]!)).toMatch(/^ok: \d+ files, /);
     const diffBlock = sh.find((b) => b.text.includes('policy diff HEAD --dir policies/examples; echo'))!;
     const shown = blocks[diffBlock.index + 1]!;
     expect(shown.lang).toBe('');
