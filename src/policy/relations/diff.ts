@@ -350,6 +350,18 @@ export function pairChanges(a: RelationModel, b: RelationModel, affected: string
   const types = typesOf(a, b);
   const pairs: PairChange[] = [];
   const pairErrors: NonNullable<RelationDiff['pairErrors']> = [];
+  // The entities (not wildcards, not usersets) the relationships name, by type.
+  const named = new Map<string, string[]>();
+  for (const rel of relationships) {
+    for (const e of [rel.object, rel.subject]) {
+      if (e.includes('#') || e.endsWith(':*')) continue;
+      const type = e.slice(0, e.indexOf(':'));
+      const list = named.get(type) ?? [];
+      if (!list.includes(e)) list.push(e);
+      named.set(type, list);
+    }
+  }
+  for (const list of named.values()) list.sort();
   for (const k of affected) {
     const [t, r] = k.split('#') as [string, string];
     const inA = a.types.get(t)?.relations.has(r) ?? false, inB = b.types.get(t)?.relations.has(r) ?? false;
@@ -361,8 +373,24 @@ export function pairChanges(a: RelationModel, b: RelationModel, affected: string
         const lb = inB && b.types.has(st) ? cb.listSubjects(object, r, st) : { subjects: [] as string[] };
         if (la.error || lb.error) { pairErrors.push({ type: t, relation: r, object, error: (la.error ?? lb.error)!.message }); continue; }
         const sa = new Set(la.subjects), sb = new Set(lb.subjects);
-        for (const s of [...sa].sort()) if (!sb.has(s)) pairs.push({ type: t, relation: r, object, subject: s, change: 'lost' });
-        for (const s of [...sb].sort()) if (!sa.has(s)) pairs.push({ type: t, relation: r, object, subject: s, change: 'gained' });
+        // A subject listed on one side only may still hold the relation on the other through a
+        // wildcard (`user:1` after, `user:*` before): each candidate is confirmed by a check there.
+        const holdsIn = (present: boolean, c: typeof ca, s: string): boolean | undefined => {
+          if (!present) return false;
+          const x = c.check(object, r, s);
+          if ('error' in x) { pairErrors.push({ type: t, relation: r, object, error: x.error.message }); return undefined; }
+          return x.allowed;
+        };
+        for (const s of [...sa].sort()) if (!sb.has(s) && holdsIn(inB, cb, s) === false) pairs.push({ type: t, relation: r, object, subject: s, change: 'lost' });
+        for (const s of [...sb].sort()) if (!sa.has(s) && holdsIn(inA, ca, s) === false) pairs.push({ type: t, relation: r, object, subject: s, change: 'gained' });
+        // A wildcard listed on both sides may hold for an entity on one side only (a `but not`
+        // that names it): the entities the relationships name are checked one by one.
+        for (const s of named.get(st) ?? []) {
+          if (sa.has(s) || sb.has(s)) continue;
+          const x = holdsIn(inA, ca, s), y = holdsIn(inB, cb, s);
+          if (x === undefined || y === undefined || x === y) continue;
+          pairs.push({ type: t, relation: r, object, subject: s, change: x ? 'lost' : 'gained' });
+        }
       }
     }
   }
