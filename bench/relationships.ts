@@ -2,7 +2,8 @@
  * Relationships (on demand: `npm run bench:relationships [-- apps|graph|all]`).
  *
  * apps   The applications of the OOPSLA 2024 Cedar paper (Google Drive, GitHub, TinyTodo), from
- *        the copy of its benchmarks beside the repository (`../shared/peers/oopsla2024`): each
+ *        a copy of its benchmark folder (its `benches/` and `generators/`, found where the test
+ *        helpers find the peer material, test/helpers/peers.ts): each
  *        OpenFGA model imported by `gatehouse policy import openfga`'s own functions, each Cedar
  *        policy set run in @cedar-policy/cedar-wasm, both on the same generated entity graphs of
  *        5 to 50 entities (bench/oopsla.ts draws them, seeded; the graph written once as Cedar
@@ -83,7 +84,7 @@ function timeEach(fn: () => unknown, times: number): number {
 
 function benchApps(): void {
   if (!OOPSLA || !existsSync(OOPSLA)) {
-    console.log('apps: skipped: the OOPSLA 2024 benchmarks are not in ../shared/peers/oopsla2024 beside the repository');
+    console.log('apps: skipped: no copy of the OOPSLA 2024 benchmarks was found (see test/helpers/peers.ts)');
     return;
   }
   const sizes = (process.env.BENCH_SIZES ?? '5,10,15,20,30,40,50').split(',').map(Number);

@@ -27,13 +27,7 @@ export interface RelationshipChange {
 /** The change counter every relationship write moves, in the writing transaction. */
 export const RELATIONSHIPS_DOMAIN = 'relationships';
 
-interface Row {
-  object_type: string;
-  object_id: string;
-  relation: string;
-  subject_type: string;
-  subject_id: string;
-  subject_relation: string;
+interface Row extends Key {
   condition_name: string | null;
   condition_context: string | null;
 }

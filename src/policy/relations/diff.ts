@@ -180,11 +180,11 @@ export function candidateRelationships(a: RelationModel, b: RelationModel, relev
 /** The relations reachable from a set of relations by what they read (in either model). */
 function closure(a: RelationModel, b: RelationModel, start: string[]): Set<string> {
   const out = new Set(start);
-  const todo = [...start];
-  while (todo.length) {
-    const k = todo.pop()!;
+  const pending = [...start];
+  while (pending.length) {
+    const k = pending.pop()!;
     const [t, r] = k.split('#') as [string, string];
-    for (const d of [...reads(a, t, r), ...reads(b, t, r)]) if (!out.has(d)) { out.add(d); todo.push(d); }
+    for (const d of [...reads(a, t, r), ...reads(b, t, r)]) if (!out.has(d)) { out.add(d); pending.push(d); }
   }
   return out;
 }
