@@ -4,6 +4,7 @@ import { errors } from '../errors.js';
 import { agentRoutes } from './agents.js';
 import { applicationRoutes } from './applications.js';
 import { auditRoutes } from './audit.js';
+import { delegationRoutes } from './delegations.js';
 import { entityRoutes } from './entities.js';
 import { requireAdmin } from './auth.js';
 import { keyRoutes } from './keys.js';
@@ -44,6 +45,7 @@ export function adminRouter(ctx: AppContext): Router {
   router.use(adminRequest);
   applicationRoutes(router, ctx);
   userRoutes(router, ctx);
+  delegationRoutes(router, ctx);
   roleRoutes(router, ctx);
   usageRoutes(router, ctx);
   agentRoutes(router, ctx);

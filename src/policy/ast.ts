@@ -15,8 +15,8 @@ export type Scalar = number | string | boolean;
 export type Literal = Scalar | Literal[];
 
 /** Where a path starts: the request's context, the acting subject, its person, the object, the clock. */
-export type Root = 'context' | 'subject' | 'person' | 'resource' | 'time';
-export const ROOTS: readonly Root[] = ['context', 'subject', 'person', 'resource', 'time'];
+export type Root = 'context' | 'subject' | 'person' | 'resource' | 'time' | 'chain';
+export const ROOTS: readonly Root[] = ['context', 'subject', 'person', 'resource', 'time', 'chain'];
 
 /**
  * A path into the request: `context.amount` (or bare `amount`), `resource.owner.team`,

@@ -107,6 +107,17 @@ export interface DecisionRequest {
    * on `t:<id>` to `user:<id>` and `agent:<id>` subjects that hold it. None: relations grant nothing.
    */
   relationships?: RelationshipIndex;
+  /**
+   * A delegation chain of more than one agent: the agents acting for `person`, first (the one
+   * the person let act for them) to last (the subject, acting now). Every one of them must be
+   * granted the action (the pipeline decides once per agent); rules read it as `chain.*`.
+   */
+  chain?: DelegationChain;
+}
+
+/** The agents of a delegation chain, first to current, each with its facts. */
+export interface DelegationChain {
+  agents: SubjectFacts[];
 }
 
 export type DecisionValue = 'allow' | 'deny' | 'approval_required';

@@ -7,6 +7,10 @@
 //                  agent acts for; for a person acting directly (subject type user), the subject.
 //   resource.<a>   id and type from `<type>:<id>`; else the resource's attributes
 //   time.<p>       hour, minute, weekday, date (in the rule's time zone), epoch
+//   chain.<a>      depth (how many agents act for the person: 0 for an agent acting alone or a
+//                  person, 1 for one agent, more through sub-agents), agents (their IDs, first
+//                  to current); else the list of the chain's agents' attributes.<a> (those that
+//                  have it; missing when none does)
 //
 // Deeper segments read nested objects. A value is missing when any step is absent, or
 // is not an object to step into.
@@ -37,6 +41,8 @@ export interface Env {
   model?: RelationModel;
   /** The request's relationships, for relationship questions; none given: such questions cannot be evaluated. */
   relationships?: RelationshipIndex;
+  /** The agents acting for the person, first to current (one, the subject, for a delegated agent; none without a person). */
+  chain: readonly SubjectFacts[];
 }
 
 function isRecord(v: unknown): v is Record<string, unknown> {
@@ -55,7 +61,17 @@ export function envOf(req: DecisionRequest): Env {
     attrs: isRecord(req.resourceAttributes) ? req.resourceAttributes : EMPTY,
     now: req.now,
     ...(req.relationships ? { relationships: req.relationships } : {}),
+    chain: chainOf(req, subject, person),
   };
+}
+
+const NO_AGENTS: readonly SubjectFacts[] = Object.freeze([]);
+
+/** The agents acting for the person: the request's chain, else the delegated agent itself. */
+function chainOf(req: DecisionRequest, subject: SubjectFacts, person: unknown): readonly SubjectFacts[] {
+  if (isRecord(req.chain) && Array.isArray(req.chain.agents) && req.chain.agents.length) return req.chain.agents;
+  if (subject.type !== 'agent' || !isRecord(person) || typeof person.id !== 'string' || person.id === '') return NO_AGENTS;
+  return [subject];
 }
 
 /** A table keyed by names a rule writes: no prototype, so `constructor` or `__proto__` is just a name it lacks. */
@@ -67,6 +83,7 @@ export const BUILTINS: Record<Exclude<Root, 'context'>, Record<string, ValueType
   person: table({ id: 'string', email: 'string', roles: '[string]', groups: '[string]' }),
   resource: table({ id: 'string', type: 'string' }),
   time: table({ hour: 'number', minute: 'number', weekday: 'string', date: 'string', epoch: 'number' }),
+  chain: table({ depth: 'number', agents: '[string]' }),
 };
 
 /** The types a value can have for the language: a scalar, or a list of one scalar type. */
@@ -136,6 +153,17 @@ export function compileReader(p: PathNode, zone: string): (env: Env) => Read {
         };
       }
       return (env) => step(env.attrs, segs, 0);
+    case 'chain':
+      if (first === 'depth') return deep ? () => MISSING : (env) => env.chain.length;
+      if (first === 'agents') return deep ? () => MISSING : (env) => env.chain.map((a) => a.id);
+      return (env) => {
+        const out: unknown[] = [];
+        for (const a of env.chain) {
+          const v = step(a.attributes, segs, 0);
+          if (v !== MISSING) out.push(v);
+        }
+        return out.length ? out : MISSING;
+      };
     case 'time': {
       if (deep) return () => MISSING;
       const f = first as TimeField;

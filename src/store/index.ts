@@ -2,6 +2,7 @@ import { agentsStore } from './agents.js';
 import { agentAuthStore } from './agent-auth.js';
 import { applicationsStore } from './applications.js';
 import { auditStore } from './audit.js';
+import { delegationsStore } from './delegations.js';
 import { entitiesStore } from './entities.js';
 import { perTurnFeed, type ChangeFeed } from './changes.js';
 import { keysStore } from './keys.js';
@@ -38,6 +39,7 @@ function modules(sql: Sql, changes: ChangeFeed, clock: Clock) {
     roles: rolesStore(sql, clock),
     agents: agentsStore(sql, clock),
     agentAuth: agentAuthStore(sql, clock),
+    delegations: delegationsStore(sql, clock),
     entities: entitiesStore(sql, clock),
     relationships: relationshipsStore(sql, changes, clock),
     rules: rulesStore(sql, clock),
