@@ -4,27 +4,33 @@ import { errors, ProtocolError } from '../errors.js';
 import { recordAuditOrLog } from '../authz/audit.js';
 import { authenticateAgent } from './assertion.js';
 import { CIBA_GRANT_TYPE, cibaGrant } from './ciba.js';
+import { TOKEN_EXCHANGE_GRANT, tokenExchangeGrant } from './token-exchange.js';
 import { agentAudience, issueAgentAccessToken, requestedCapabilities, sendTokenResponse } from './issue-token.js';
 
-const GRANTS = ['client_credentials', CIBA_GRANT_TYPE];
+const GRANTS = ['client_credentials', CIBA_GRANT_TYPE, TOKEN_EXCHANGE_GRANT];
 
 /**
  * POST /apis/regional/v1/ai/auth/token: agent sign-in (`client_credentials`, autonomous agents)
- * and CIBA polling. Steps: check the grant type, authenticate the agent's assertion, run the grant.
+ * CIBA polling and token exchange (`token-exchange.ts`). Steps: check the grant type, authenticate the agent's assertion, run the grant.
  */
 export async function agentToken(ctx: AppContext, req: Request, res: Response): Promise<void> {
   const body = (req.body ?? {}) as Record<string, unknown>;
   const grantType = body.grant_type;
   if (grantType === undefined || grantType === '') throw errors.invalidRequest('grant_type is required');
   if (typeof grantType !== 'string' || !GRANTS.includes(grantType)) {
-    throw errors.unsupportedGrantType('grant_type must be client_credentials or urn:openid:params:grant-type:ciba');
+    throw errors.unsupportedGrantType(`grant_type must be client_credentials, ${CIBA_GRANT_TYPE} or ${TOKEN_EXCHANGE_GRANT}`);
   }
-  const { agent } = await authenticateAgent(
+  const state = await authenticateAgent(
     ctx,
     body,
     [ctx.urls.agentToken, ctx.urls.issuer],
-    grantType === CIBA_GRANT_TYPE ? 'token:ciba' : 'token:client_credentials',
+    grantType === CIBA_GRANT_TYPE ? 'token:ciba' : grantType === TOKEN_EXCHANGE_GRANT ? 'token:token_exchange' : 'token:client_credentials',
   );
+  const { agent } = state;
+  if (grantType === TOKEN_EXCHANGE_GRANT) {
+    await tokenExchangeGrant(ctx, state, body, res);
+    return;
+  }
   if (grantType === CIBA_GRANT_TYPE) {
     await cibaGrant(ctx, agent, body, res);
     return;

@@ -86,6 +86,11 @@ export function mayActAgents(claim: unknown): string[] | null {
   return parties.flatMap((p) => (p && typeof p === 'object' && typeof (p as { sub?: unknown }).sub === 'string' ? [(p as { sub: string }).sub] : []));
 }
 
+/** The claims that carry a chain on (into a transaction token): `act`, the marker and the session. */
+export function chainClaims(chain: TokenChain): Record<string, unknown> {
+  return { act: nestedAct(chain.agents), [DELEGATION_CLAIM]: DELEGATION_BY_CONSENT, ...(chain.sid ? { sid: chain.sid } : {}) };
+}
+
 // ---- consents, as the decisions read them -------------------------------------------------
 
 /** Consents cached per process, dropped whenever the `delegations` counter moves. */

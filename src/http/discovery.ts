@@ -47,7 +47,7 @@ export function discoveryDocuments(ctx: AppContext) {
       authorization_endpoint: u.authorize,
       token_endpoint: u.agentToken,
       jwks_uri: u.jwks,
-      grant_types_supported: ['client_credentials', 'urn:openid:params:grant-type:ciba'],
+      grant_types_supported: ['client_credentials', 'urn:openid:params:grant-type:ciba', 'urn:ietf:params:oauth:grant-type:token-exchange'],
       token_endpoint_auth_methods_supported: ['private_key_jwt'],
       token_endpoint_auth_signing_alg_values_supported: ['EdDSA'],
       access_token_signing_alg_values_supported: ['EdDSA'],
