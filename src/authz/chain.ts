@@ -4,7 +4,7 @@ import { agentKnown, type AgentState } from './agent-cache.js';
 import { countersFor, type Counter } from './budgets.js';
 import type { PipelineCause } from './cause.js';
 import { decideOn, type PipelineDecision } from './core.js';
-import { usageLimitsFor, type DecisionRequest, type PersonFacts, type PolicySet, type SubjectFacts, type TraceStep, type UsageCheck, type UsageFacts } from './policy-interface.js';
+import { chainAgents, decideOverChain, usageLimitsFor, type DecisionRequest, type PersonFacts, type PolicySet, type SubjectFacts, type UsageFacts } from './policy-interface.js';
 
 /**
  * Delegation chains: a person lets an agent act for them (consent), that agent hands work to a
@@ -168,47 +168,18 @@ export function chainFacts(agents: readonly AgentState[], person: PersonFacts | 
 /** A request with each chain agent's usage (by agent ID): a chain's agents count on counters of the same usage key. */
 export type ChainRequest = DecisionRequest & { chainUsage?: ReadonlyMap<string, UsageFacts> };
 
-/** The agents of a request's chain, when it has more than one (else it is decided as always). */
-function agentsOf(request: DecisionRequest): SubjectFacts[] | null {
-  const agents = request.chain?.agents;
-  return agents && agents.length > 1 ? agents : null;
-}
-
 /**
- * Steps 2–6 over a chain: the decision order once per agent, the current actor first and then
- * each agent above it (each with its own usage). A deny of any agent is the answer (its reason
- * names the agent when it is not the current one); else an approval any of them needs; else
- * the current actor's allow, carrying every agent's limits over time so that the allow
- * consumes on all their counters. Without a chain: `decideOn`.
+ * Steps 2–6 over a chain (`decideOverChain`: every agent decided, each with its own usage);
+ * without a chain, `decideOn`.
  */
 export function decideChain(request: ChainRequest, policy: PolicySet | null): PipelineDecision {
-  const agents = agentsOf(request);
-  if (!agents) return decideOn(request, policy);
-  const last = agents.length - 1;
-  const trace: TraceStep[] = [];
-  const usage: UsageCheck[] = [];
-  let current: PipelineDecision | undefined;
-  let approval: PipelineDecision | undefined;
-  for (let i = last; i >= 0; i--) {
-    const agent = agents[i]!;
-    const own = request.chainUsage?.get(agent.id);
-    const d = decideOn({ ...request, subject: agent, ...(request.chainUsage ? { usage: own ?? {} } : {}) }, policy);
-    for (const t of d.trace) trace.push(i === last ? t : { ...t, check: `${agent.id} (chain): ${t.check}` });
-    if (d.usage) usage.push(...d.usage);
-    if (d.decision === 'deny') {
-      const reason = i === last ? d.reason : `${d.reason} (agent ${agent.id} in the chain)`;
-      return { ...d, reason, trace, ...(usage.length ? { usage } : {}) };
-    }
-    if (i === last) current = d;
-    if (d.decision === 'approval_required') approval ??= d;
-  }
-  const answer = approval ?? current!;
-  return { ...answer, trace, ...(usage.length ? { usage } : {}) };
+  const usage = request.chainUsage;
+  return decideOverChain(request, (r) => decideOn(r, policy), usage ? (id) => usage.get(id) ?? {} : undefined);
 }
 
 /** The counters of a chain's limits over time: every agent's own, for the same action (in id order, as a decision locks them). */
 export function chainCounters(request: DecisionRequest, policy: PolicySet): Counter[] | null {
-  const agents = agentsOf(request);
+  const agents = chainAgents(request);
   if (!agents) return null;
   const personId = request.person && request.person.id !== '' ? request.person.id : null;
   const byId = new Map<string, Counter>();
