@@ -1,9 +1,9 @@
 import { decodeJwt } from 'jose';
 import * as client from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { TestServer } from '../helpers/server.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
 import { discover, signInAndExchange, startFixture, type Fixture } from '../oauth/helpers.js';
-import { bind, bindAndDecide, postForm, putRole, registerAgent, assertion, JWT_BEARER, type TestAgent } from './helpers.js';
+import { bind, bindAndDecide, postForm, postJson, putRole, registerAgent, assertion, JWT_BEARER, type TestAgent } from './helpers.js';
 import { EVENT_TYPES } from '../../src/signals.js';
 import { Receiver, setVerifier } from '../ssf/receiver.js';
 
@@ -265,6 +265,32 @@ describe('decisions over the chain', () => {
     const usage = await server.admin('GET', `/agents/${encodeURIComponent(parent.id)}/usage`);
     expect(JSON.stringify(usage.body)).toContain('"used":12');
     expect((await decide(parent, t1)).decision?.reason ?? 'refused at binding').toMatch(/constraint_violated|refused at binding/);
+  });
+
+  it('a consent withdrawn on one instance stops the chain on another at its next decision', async () => {
+    // Another process over the same database, with the same issuer (as instances behind one name are).
+    const other = await startTestServer({ dir: server.dir, role: 'worker', env: { GATEHOUSE_ISSUER: server.ctx.urls.issuer } });
+    const at = (url: string) => `${other.url}${new URL(url).pathname}`;
+    expect(other.url).not.toBe(server.url);
+    try {
+      const roamer = await registerAgent(server, { name: 'roamer', mode: 'delegated', roles: ['docs'], capabilities: [{ name: 'read:docs' }] });
+      const helper = await registerAgent(server, { name: 'roamer-helper', mode: 'delegated', roles: ['docs'], capabilities: [{ name: 'read:docs' }] });
+      await server.admin('PATCH', `/agents/${encodeURIComponent(roamer.id)}`, { sub_agents: [helper.id] });
+      await server.admin('PUT', `/users/${f.user.id}/delegations/${encodeURIComponent(roamer.id)}`, { capabilities: ['read:docs'] });
+      const { tokens } = await signInAndExchange(await discover(f, f.web), f, { email: f.user.email, password: f.user.password });
+      const t2 = (await exchange(helper, (await exchange(roamer, tokens.access_token)).access_token)).access_token;
+      const onOther = async () => {
+        const b = await postJson(at(server.ctx.urls.transactionToken), { action: 'read:docs', resource: 'doc:1', context: {} }, { authorization: `Bearer ${t2}` });
+        if (b.status !== 200) return b.status;
+        const d = await postJson(at(server.ctx.urls.agentAuthorize), { agent_id: helper.id, transaction_token: b.body.data.transaction_token, action: 'read:docs', resource: 'doc:1', context: {} });
+        return d.body.data.decision as string;
+      };
+      expect(await onOther()).toBe('allow');
+      expect((await server.admin('DELETE', `/users/${f.user.id}/delegations/${encodeURIComponent(roamer.id)}`)).status).toBe(204);
+      expect(await onOther()).toBe(401);
+    } finally {
+      await other.stop();
+    }
   });
 
   it("the person's sign-out with session revocation stops the chain's tokens", async () => {
