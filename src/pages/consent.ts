@@ -13,6 +13,8 @@ export interface ConsentPageInput {
   applicationName: string;
   userEmail: string;
   scopes: string[];
+  /** an agent the application asks to act for the person */
+  delegate?: { agent_id: string; name: string; capabilities: string[] };
 }
 
 /** Consent for a third-party application: the scopes, and approve / deny buttons named `decision`. */
@@ -26,6 +28,11 @@ export function consentPage(p: ConsentPageInput): string {
 <ul class="scopes">
 ${items}
 </ul>
+${p.delegate ? `<p>It also asks you to let the agent <strong>${escapeHtml(p.delegate.name)}</strong> <span class="muted">(${escapeHtml(p.delegate.agent_id)})</span> act for you, with:</p>
+<ul class="delegation">
+${p.delegate.capabilities.map((c) => `<li><code>${escapeHtml(c)}</code></li>`).join('\n')}
+</ul>
+<p class="muted">You can stop it at any time from your account page.</p>` : ''}
 <form method="post" action="/consent">
 ${hiddenInput('csrf', p.csrf)}
 ${hiddenInput('request', p.requestId)}

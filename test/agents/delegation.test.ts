@@ -2,7 +2,7 @@ import { decodeJwt } from 'jose';
 import * as client from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { discover, signInAndExchange, startFixture, type Fixture } from '../oauth/helpers.js';
+import { authorizationUrl, Browser, discover, parseForms, signInAndExchange, startFixture, type Fixture } from '../oauth/helpers.js';
 import { bind, bindAndDecide, postForm, postJson, putRole, registerAgent, assertion, JWT_BEARER, type TestAgent } from './helpers.js';
 import { EVENT_TYPES } from '../../src/signals.js';
 import { Receiver, setVerifier } from '../ssf/receiver.js';
@@ -110,6 +110,44 @@ describe('consent', () => {
     expect((await server.admin('PUT', `/users/nobody/delegations/${encodeURIComponent(agents.planner!.id)}`, { capabilities: [] })).status).toBe(404);
     expect((await server.admin('DELETE', `/users/${f.user.id}/delegations/${encodeURIComponent(agents.stranger!.id)}`)).status).toBe(404);
     expect((await server.admin('PUT', `/users/${f.user.id}/delegations/${encodeURIComponent(agents.planner!.id)}`, { capabilities: 'read:docs' })).status).toBe(400);
+  });
+});
+
+describe('consent from the person', () => {
+  it('a client asks for it at sign-in (delegate_agent): the consent page names the agent, and the token carries it', async () => {
+    const browser = new Browser(f.issuer);
+    const config = await discover(f, f.web);
+    const flow = await authorizationUrl(config, f, { delegate_agent: agents.quoter!.id, delegate_capabilities: 'read:docs' });
+    // The application is first party, yet the page asks: an agent acting for the person always does.
+    const page = await browser.get(flow.url);
+    const consent = await browser.get(new URL(page.headers.get('location')!, f.issuer).toString());
+    expect(consent.status).toBe(200);
+    const signIn = await consent.text();
+    const afterLogin = await browser.submit(signIn, { email: f.user.email, password: f.user.password }, consent.url || f.issuer);
+    const consentUrl = new URL(afterLogin.headers.get('location')!, f.issuer).toString();
+    expect(consentUrl).toContain('/consent');
+    const html = await (await browser.get(consentUrl)).text();
+    expect(html).toContain(agents.quoter!.id);
+    const callback = new URL((await browser.submit(html, { decision: 'approve' }, consentUrl)).headers.get('location')!, f.issuer);
+    expect(callback.origin).toBe(new URL(f.redirectUri).origin);
+    const tokens = await client.authorizationCodeGrant(config, callback, { pkceCodeVerifier: flow.verifier, expectedState: flow.state, expectedNonce: flow.nonce });
+    expect(decodeJwt(tokens.access_token).may_act).toEqual(expect.arrayContaining([{ sub: agents.quoter!.id }]));
+    const list = await server.admin('GET', `/users/${f.user.id}/delegations`);
+    expect(list.body.data.find((d: { agent_id: string }) => d.agent_id === agents.quoter!.id)?.capabilities).toEqual(['read:docs']);
+    expect(decodeJwt((await exchange(agents.quoter!, tokens.access_token)).access_token).act).toEqual({ sub: agents.quoter!.id });
+
+    // An unknown agent is refused at the authorization request.
+    const bad = await authorizationUrl(config, f, { delegate_agent: 'spiffe://nowhere/agent/x' });
+    const refused = new URL((await browser.get(bad.url)).headers.get('location')!);
+    expect(refused.searchParams.get('error')).toBe('invalid_request');
+
+    // The person stops it from their account page.
+    const account = await (await browser.get('/account')).text();
+    const form = parseForms(account).find((x) => x.action === '/account/agents/withdraw' && x.fields.agent_id === agents.quoter!.id);
+    expect(form).toBeDefined();
+    const done = await browser.post('/account/agents/withdraw', form!.fields);
+    expect(done.status).toBe(303);
+    expect((await server.admin('GET', `/users/${f.user.id}/delegations`)).body.data.some((d: { agent_id: string }) => d.agent_id === agents.quoter!.id)).toBe(false);
   });
 });
 
