@@ -101,6 +101,10 @@ describe('consent', () => {
     expect(list.status).toBe(200);
     expect(list.body.data).toEqual([{ agent_id: agents.planner!.id, capabilities: ['read:docs', 'write:docs'], created_at: expect.any(String) }]);
     expect(decodeJwt(personToken).may_act).toEqual({ sub: agents.planner!.id });
+    // Introspection by the application shows it too (openid-client's tokenIntrospection).
+    const introspected = await client.tokenIntrospection(await discover(f, f.web), personToken);
+    expect(introspected.active).toBe(true);
+    expect(introspected.may_act).toEqual({ sub: agents.planner!.id });
   });
 
   it('refuses a capability the agent does not hold, an unknown person, and a withdrawal of nothing', async () => {
