@@ -317,3 +317,37 @@ async function redeemFresh() {
   const callback = await followSignIn(new Browser(idp.ctx.urls.issuer), url.toString(), { email: 'ada@example.com', password: PASSWORD });
   return client.authorizationCodeGrant(idpConfig, callback, { pkceCodeVerifier: verifier, expectedState: state });
 }
+
+describe('other clients redeeming an ID-JAG', () => {
+  it('an application gets a person access token, only for a person assigned to it', async () => {
+    const web = (await createApp(as, { type: 'web', redirect_uris: [REDIRECT] })) as { client_id: string; client_secret: string };
+    const auth = { authorization: basic(web.client_id, web.client_secret) };
+    const person = (await as.admin('GET', '/users')).body.data.find((u: { email: string }) => u.email === 'ada@example.com');
+    const unassigned = await postForm(as.ctx.urls.token, { grant_type: JWT_BEARER, assertion: await partnerIdJag({ client_id: web.client_id }) }, auth);
+    expect(unassigned.body).toMatchObject({ error: 'invalid_grant', error_description: expect.stringContaining('not assigned') });
+    await assign(as, web.client_id, person.id);
+    const ok = await postForm(as.ctx.urls.token, { grant_type: JWT_BEARER, assertion: await partnerIdJag({ client_id: web.client_id, scope: 'profile' }) }, auth);
+    expect(ok.status, JSON.stringify(ok.body)).toBe(200);
+    expect(ok.body).toMatchObject({ token_type: 'Bearer', scope: 'profile' });
+    expect(decodeJwt(ok.body.access_token)).toMatchObject({ sub: person.id, aud: web.client_id, client_id: web.client_id });
+  });
+
+  it('the agent token endpoint (the one the MCP metadata names) redeems one too', async () => {
+    const clientAssertion = await new SignJWT({ jti: randomUUID() })
+      .setProtectedHeader({ alg: 'EdDSA' })
+      .setIssuer(agent.id)
+      .setSubject(agent.id)
+      .setAudience(as.ctx.urls.issuer)
+      .setIssuedAt()
+      .setExpirationTime('2m')
+      .sign(agent.key);
+    const r = await postForm(as.ctx.urls.agentToken, {
+      grant_type: JWT_BEARER,
+      assertion: await freshIdJag(),
+      client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer',
+      client_assertion: clientAssertion,
+    });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(decodeJwt(r.body.access_token)).toMatchObject({ act: { sub: agent.id }, aud: as.ctx.urls.mcp });
+  });
+});
