@@ -6,6 +6,7 @@ import { errors } from '../errors.js';
 import { iso } from '../clock.js';
 import { outboundProblem } from '../oauth/outbound.js';
 import { SUBJECT_MAPPINGS, type TrustedIssuer } from '../store/id-jag.js';
+import type { Recorder } from './audit.js';
 import { adminRoute, param, parseWith } from './route.js';
 import { listOf } from './schemas.js';
 
@@ -79,21 +80,29 @@ const fieldError = (path: string, message: string) =>
 export async function putTrustedIssuer(
   ctx: AppContext,
   input: { issuer: string; jwks_uri?: string | undefined; jwks?: { keys: Record<string, unknown>[] } | undefined; subject_mapping: TrustedIssuer['subject_mapping'] },
-  mode: 'create' | 'replace' | 'either',
+  mode: 'create' | 'replace',
+  record?: Recorder<TrustedIssuer>,
 ): Promise<{ issuer: TrustedIssuer; created: boolean }> {
   if (input.issuer === ctx.urls.issuer) throw fieldError('issuer', 'is this server: its own ID-JAGs are for other servers');
   if (input.jwks_uri !== undefined) {
     const problem = await outboundProblem(input.jwks_uri, ctx.config.outboundAllowPrivate);
     if (problem) throw fieldError('jwks_uri', problem);
   }
-  const exists = (await ctx.store.idJag.getIssuer(input.issuer)) !== undefined;
-  if (mode === 'create' && exists) throw errors.conflict(`the issuer ${input.issuer} is already trusted`);
-  if (mode === 'replace' && !exists) throw errors.notFound(`no trusted issuer ${input.issuer}`);
-  return ctx.store.idJag.putIssuer({ issuer: input.issuer, jwks_uri: input.jwks_uri ?? null, jwks: input.jwks ?? null, subject_mapping: input.subject_mapping });
+  return ctx.store.transaction(async (tx) => {
+    const exists = (await tx.idJag.getIssuer(input.issuer)) !== undefined;
+    if (mode === 'create' && exists) throw errors.conflict(`the issuer ${input.issuer} is already trusted`);
+    if (mode === 'replace' && !exists) throw errors.notFound(`no trusted issuer ${input.issuer}`);
+    const saved = await tx.idJag.putIssuer({ issuer: input.issuer, jwks_uri: input.jwks_uri ?? null, jwks: input.jwks ?? null, subject_mapping: input.subject_mapping });
+    await record?.(tx, saved.issuer);
+    return saved;
+  });
 }
 
-export async function deleteTrustedIssuer(ctx: AppContext, issuer: string): Promise<void> {
-  if (!(await ctx.store.idJag.deleteIssuer(issuer))) throw errors.notFound(`no trusted issuer ${issuer}`);
+export async function deleteTrustedIssuer(ctx: AppContext, issuer: string, record?: Recorder): Promise<void> {
+  await ctx.store.transaction(async (tx) => {
+    if (!(await tx.idJag.deleteIssuer(issuer))) throw errors.notFound(`no trusted issuer ${issuer}`);
+    await record?.(tx);
+  });
 }
 
 /** The identity providers whose ID-JAGs this server redeems (the jwt-bearer grant). */
