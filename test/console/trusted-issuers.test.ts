@@ -56,3 +56,25 @@ describe('the trusted issuers page', () => {
     expect(actions).toEqual(expect.arrayContaining(['console.trusted_issuers.create', 'console.trusted_issuers.delete']));
   });
 });
+
+describe("an application's ID-JAG audiences in the console", () => {
+  it('are edited one per line, with the client ID there after a space', async () => {
+    const created = await server.admin('POST', '/applications', { name: 'wiki', type: 'web', redirect_uris: ['https://wiki.example/cb'] });
+    expect(created.status).toBe(201);
+    const id = created.body.client_id as string;
+    const html = await (await browser.get(`/console/applications/${id}`)).text();
+    expect(html).toContain('ID-JAG audiences');
+    const form = {
+      csrf: csrfOf(html), name: 'wiki', redirect_uris: 'https://wiki.example/cb', post_logout_redirect_uris: '', first_party: 'on',
+      id_jag_audiences: 'https://chat.example\nhttps://tools.example wiki-at-tools',
+    };
+    expect((await browser.post(`/console/applications/${id}`, form)).status).toBe(303);
+    expect((await server.admin('GET', `/applications/${id}`)).body.id_jag_audiences).toEqual([
+      { audience: 'https://chat.example', client_id: null },
+      { audience: 'https://tools.example', client_id: 'wiki-at-tools' },
+    ]);
+    const bad = await browser.post(`/console/applications/${id}`, { ...form, id_jag_audiences: 'chat' });
+    expect(bad.status).toBe(400);
+    expect(await bad.text()).toContain('must be an http or https URL');
+  });
+});
