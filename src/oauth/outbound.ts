@@ -1,5 +1,8 @@
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { lookup } from 'node:dns/promises';
-import { BlockList, isIP } from 'node:net';
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { BlockList, isIP, type LookupFunction } from 'node:net';
 
 /**
  * Addresses an outbound fetch never reaches unless the configuration allows private ones:
@@ -48,22 +51,53 @@ export async function outboundProblem(url: string, allowPrivate: boolean): Promi
 }
 
 /**
+ * The DNS lookup of an outbound connection: the addresses it connects to are the ones checked
+ * (a host that resolves to a public address when checked and to a private one when connecting
+ * gets no second chance).
+ */
+function guardedLookup(allowPrivate: boolean): LookupFunction {
+  return (hostname, options, callback) => {
+    dnsLookup(hostname, { ...options, all: true }, (err, addresses) => {
+      if (err) return callback(err, '', 4);
+      const list = addresses as unknown as LookupAddress[];
+      if (!allowPrivate && (list.length === 0 || !list.every((a) => isPublicAddress(a.address)))) {
+        return callback(new OutboundRefused(`${hostname} is not a public address (loopback, private and link-local addresses are refused)`), '', 4);
+      }
+      if (options.all) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, list);
+      callback(null, list[0]!.address, list[0]!.family);
+    });
+  };
+}
+
+/**
  * GET a JSON document under the outbound rules: no redirects followed, a 5-second limit, at
  * most 256 KiB. Throws OutboundRefused (with the reason) for anything else.
  */
 export async function fetchJson(url: string, opts: { allowPrivate: boolean; timeoutMs?: number; maxBytes?: number }): Promise<unknown> {
   const problem = await outboundProblem(url, opts.allowPrivate);
   if (problem) throw new OutboundRefused(problem);
-  let res: Response;
-  try {
-    res = await fetch(url, { redirect: 'manual', headers: { accept: 'application/json' }, signal: AbortSignal.timeout(opts.timeoutMs ?? 5000) });
-  } catch (err) {
-    throw new OutboundRefused(`the fetch failed: ${(err as Error).message}`);
-  }
-  if (res.status !== 200) throw new OutboundRefused(`answered ${res.status}`);
   const max = opts.maxBytes ?? 256 * 1024;
-  const text = await res.text();
-  if (Buffer.byteLength(text) > max) throw new OutboundRefused('the document is too large');
+  const text = await new Promise<string>((resolve, reject) => {
+    const request = url.startsWith('https:') ? httpsRequest : httpRequest;
+    const req = request(url, { method: 'GET', headers: { accept: 'application/json' }, lookup: guardedLookup(opts.allowPrivate) }, (res) => {
+      if (res.statusCode !== 200) {
+        res.resume();
+        return reject(new OutboundRefused(`answered ${res.statusCode ?? 'nothing'}`));
+      }
+      const chunks: Buffer[] = [];
+      let size = 0;
+      res.on('data', (c: Buffer) => {
+        size += c.length;
+        if (size > max) req.destroy(new OutboundRefused('the document is too large'));
+        else chunks.push(c);
+      });
+      res.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+      res.on('error', reject);
+    });
+    req.setTimeout(opts.timeoutMs ?? 5000, () => req.destroy(new OutboundRefused('no answer in time')));
+    req.on('error', (err) => reject(err instanceof OutboundRefused ? err : new OutboundRefused(`the fetch failed: ${err.message}`)));
+    req.end();
+  });
   try {
     return JSON.parse(text) as unknown;
   } catch {
