@@ -1,4 +1,3 @@
-import { bumpCounter, type ChangeFeed } from './changes.js';
 import type { Sql } from './sql.js';
 import type { Clock } from '../clock.js';
 import { parseJson, secondsOf } from './util.js';
@@ -41,18 +40,11 @@ const toIssuer = (r: IssuerRow): TrustedIssuer => ({
   updated_at: r.updated_at,
 });
 
-/** The change counter every write to trusted issuers moves (the token endpoint caches on it). */
-export const TRUSTED_ISSUERS_DOMAIN = 'trusted_issuers';
-
-export function idJagStore(sql: Sql, changes: ChangeFeed, clock: Clock) {
+/** Trusted issuers are read from the database at each redemption: a change holds on every instance at once. */
+export function idJagStore(sql: Sql, clock: Clock) {
   const now = (): number => secondsOf(clock);
   const byIssuer = (issuer: string) => sql.get<IssuerRow>('SELECT * FROM trusted_issuers WHERE issuer = ?', [issuer]);
-  const write = <T>(fn: (tx: Sql) => Promise<T>): Promise<T> =>
-    sql.transaction(async (tx) => {
-      const out = await fn(tx);
-      await bumpCounter(tx, changes, TRUSTED_ISSUERS_DOMAIN);
-      return out;
-    });
+  const write = <T>(fn: (tx: Sql) => Promise<T>): Promise<T> => sql.transaction(fn);
   return {
     async getIssuer(issuer: string): Promise<TrustedIssuer | undefined> {
       const r = await byIssuer(issuer);

@@ -53,7 +53,7 @@ function modules(sql: Sql, changes: ChangeFeed, clock: Clock) {
     policyVersions: policyVersionsStore(sql, clock),
     usage: usageStore(sql),
     webauthn: webauthnStore(sql, clock),
-    idJag: idJagStore(sql, changes, clock),
+    idJag: idJagStore(sql, clock),
   };
 }
 
