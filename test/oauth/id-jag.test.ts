@@ -181,6 +181,10 @@ describe('ID-JAG between two Gatehouse instances', () => {
     } finally {
       await mcp.close();
     }
+    const vouched = await idp.admin('GET', '/audit?kind=token&limit=20');
+    expect(vouched.body.data).toEqual(expect.arrayContaining([
+      expect.objectContaining({ action: 'token:id-jag', user_id: ada.id, resource: as.ctx.urls.issuer, caller: app.client_id, decision: 'issued' }),
+    ]));
     const audit = await as.admin('GET', '/audit?kind=token&limit=20');
     expect(audit.body.data.some((r: { action: string; user_id: string }) => r.action === 'token:jwt-bearer' && r.user_id === person.id)).toBe(true);
   });
@@ -330,6 +334,8 @@ describe('other clients redeeming an ID-JAG', () => {
     expect(ok.status, JSON.stringify(ok.body)).toBe(200);
     expect(ok.body).toMatchObject({ token_type: 'Bearer', scope: 'profile' });
     expect(decodeJwt(ok.body.access_token)).toMatchObject({ sub: person.id, aud: web.client_id, client_id: web.client_id });
+    const audit = await as.admin('GET', '/audit?kind=token&limit=5');
+    expect(audit.body.data[0]).toMatchObject({ action: 'token:jwt-bearer', user_id: person.id, caller: web.client_id });
   });
 
   it('the agent token endpoint (the one the MCP metadata names) redeems one too', async () => {

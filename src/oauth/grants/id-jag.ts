@@ -3,6 +3,7 @@ import { errors as joseErrors } from 'jose';
 import type { AppContext } from '../../context.js';
 import { nowSeconds } from '../../clock.js';
 import { errors } from '../../errors.js';
+import { recordAudit } from '../../authz/audit.js';
 import type { AuthenticatedClient } from '../client-auth.js';
 import { mayUseApplication } from '../built-in-applications.js';
 import { parseScope, required, single, type Params } from '../params.js';
@@ -107,6 +108,17 @@ export async function idJagExchange(ctx: AppContext, client: AuthenticatedClient
     email_verified: user.email_verified,
   };
   const token = await ctx.keys.sign('RS256', claims, ID_JAG_TYP);
+  // Whom the enterprise vouched for, where and to which client: in the audit trail like any token issue.
+  await recordAudit(ctx, {
+    kind: 'token',
+    user_id: user.id,
+    action: 'token:id-jag',
+    resource: audience,
+    context: { jti: claims.jti, client_id: claims.client_id, ...(claims.scope ? { scope: claims.scope } : {}) },
+    decision: 'issued',
+    reason: 'token issued',
+    caller: client.app.client_id,
+  });
   ctx.metrics.tokens.inc({ grant: 'id_jag' });
   return {
     issued_token_type: ID_JAG_TOKEN_TYPE,

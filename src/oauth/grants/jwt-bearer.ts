@@ -3,6 +3,7 @@ import { decodeJwt, decodeProtectedHeader, errors as joseErrors, jwtVerify, type
 import type { AppContext } from '../../context.js';
 import { nowSeconds } from '../../clock.js';
 import { errors } from '../../errors.js';
+import { recordAudit } from '../../authz/audit.js';
 import { authenticateAgent } from '../../agents/assertion.js';
 import { agentAudience, issueAgentAccessToken } from '../../agents/issue-token.js';
 import type { Agent } from '../../store/agents.js';
@@ -142,15 +143,17 @@ async function applicationToken(ctx: AppContext, client: AuthenticatedClient, us
   }
   const scope = (scopeOf(claims) ?? []).filter((s) => s !== 'openid' && s !== 'offline_access');
   const iat = nowSeconds(ctx.clock);
+  const jti = randomUUID();
+  const audience = resource ?? client.app.client_id;
   const token = await ctx.keys.sign(
     'RS256',
     {
       iss: ctx.urls.issuer,
       sub: user.id,
-      aud: resource ?? client.app.client_id,
+      aud: audience,
       exp: iat + ACCESS_TOKEN_TTL,
       iat,
-      jti: randomUUID(),
+      jti,
       client_id: client.app.client_id,
       scope: scope.join(' '),
       ...(typeof claims.auth_time === 'number' ? { auth_time: claims.auth_time } : {}),
@@ -161,6 +164,16 @@ async function applicationToken(ctx: AppContext, client: AuthenticatedClient, us
     },
     ACCESS_TOKEN_TYP,
   );
+  await recordAudit(ctx, {
+    kind: 'token',
+    user_id: user.id,
+    action: 'token:jwt-bearer',
+    resource: audience,
+    context: { jti, scope: scope.join(' '), assertion_issuer: claims.iss, assertion_jti: claims.jti },
+    decision: 'issued',
+    reason: 'token issued',
+    caller: client.app.client_id,
+  });
   ctx.metrics.tokens.inc({ grant: 'jwt_bearer' });
   return { access_token: token, token_type: 'Bearer', expires_in: ACCESS_TOKEN_TTL, scope: scope.join(' ') };
 }
