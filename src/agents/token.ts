@@ -11,8 +11,8 @@ export const AGENT_TOKEN_GRANT_TYPES = ['client_credentials', CIBA_GRANT_TYPE, J
 const GRANTS = AGENT_TOKEN_GRANT_TYPES;
 
 /**
- * POST /apis/regional/v1/ai/auth/token: agent sign-in (`client_credentials`, autonomous agents)
- * and CIBA polling. Steps: check the grant type, authenticate the agent's assertion, run the grant.
+ * POST /apis/regional/v1/ai/auth/token: agent sign-in (`client_credentials`, autonomous agents),
+ * CIBA polling and ID-JAG redemption (jwt-bearer, delegated agents). Steps: check the grant type, authenticate the agent's assertion, run the grant.
  */
 export async function agentToken(ctx: AppContext, req: Request, res: Response): Promise<void> {
   const body = (req.body ?? {}) as Record<string, unknown>;
