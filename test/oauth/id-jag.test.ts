@@ -195,6 +195,8 @@ describe('ID-JAG between two Gatehouse instances', () => {
     const again = await redeem(idJag);
     expect(again.status).toBe(400);
     expect(again.body).toMatchObject({ error: 'invalid_grant', error_description: expect.stringContaining('already used') });
+    const audit = await as.admin('GET', `/audit?kind=token&agent_id=${encodeURIComponent(agent.id)}&limit=1`);
+    expect(audit.body.data[0]).toMatchObject({ action: 'token:jwt-bearer', decision: 'refused', reason: expect.stringContaining('already used') });
   });
 
   it('refuses an ID-JAG for another authorization server (aud)', async () => {

@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { decodeJwt, decodeProtectedHeader, errors as joseErrors, jwtVerify, type JWTPayload } from 'jose';
 import type { AppContext } from '../../context.js';
 import { nowSeconds } from '../../clock.js';
-import { errors } from '../../errors.js';
-import { recordAudit } from '../../authz/audit.js';
+import { errors, ProtocolError } from '../../errors.js';
+import { recordAudit, recordAuditOrLog } from '../../authz/audit.js';
 import { authenticateAgent } from '../../agents/assertion.js';
 import { agentAudience, issueAgentAccessToken } from '../../agents/issue-token.js';
 import type { Agent } from '../../store/agents.js';
@@ -189,8 +189,29 @@ export async function jwtBearerGrant(ctx: AppContext, req: ClientRequest, body: 
   return redeemIdJag(ctx, await redeemer(ctx, req, body), body);
 }
 
-/** The grant's steps after the client is authenticated (also run by the agent token endpoint). */
+/**
+ * The grant's steps after the client is authenticated (also run by the agent token endpoint).
+ * A refusal is in the audit trail (kind `token`, decision `refused`), under the agent or the
+ * application that asked.
+ */
 export async function redeemIdJag(ctx: AppContext, who: Redeemer, body: Params): Promise<JwtBearerResponse> {
+  try {
+    return await redeem(ctx, who, body);
+  } catch (err) {
+    if (err instanceof ProtocolError) {
+      await recordAuditOrLog(ctx, {
+        kind: 'token',
+        ...(who.kind === 'agent' ? { agent_id: who.id } : { caller: who.id }),
+        action: 'token:jwt-bearer',
+        decision: 'refused',
+        reason: `${err.error}: ${err.description ?? ''}`,
+      });
+    }
+    throw err;
+  }
+}
+
+async function redeem(ctx: AppContext, who: Redeemer, body: Params): Promise<JwtBearerResponse> {
   // 1. The assertion
   const assertion = required(body, 'assertion');
   if (assertion.length > 16_384) throw grantError('the assertion is too large');
