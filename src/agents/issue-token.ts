@@ -41,7 +41,7 @@ export interface IssuedAgentToken { access_token: string; expires_in: number; sc
  */
 export async function issueAgentAccessToken(
   ctx: AppContext,
-  p: { agent: Agent; userId: string | null; capabilities: string[]; audience: string; chain?: { agents: string[]; sid: string | null; notAfter: number } },
+  p: { agent: Agent; userId: string | null; capabilities: string[]; audience: string; grant?: string; chain?: { agents: string[]; sid: string | null; notAfter: number } },
 ): Promise<IssuedAgentToken> {
   const iat = nowSeconds(ctx.clock);
   const jti = randomUUID();
@@ -61,7 +61,7 @@ export async function issueAgentAccessToken(
       ? { act: nestedAct(p.chain.agents), [DELEGATION_CLAIM]: DELEGATION_BY_CONSENT, ...(p.chain.sid ? { sid: p.chain.sid } : {}) }
       : p.userId ? { act: { sub: p.agent.agent_id } } : {}),
   };
-  const grant = p.chain ? 'token_exchange' : p.userId ? 'ciba' : 'client_credentials';
+  const grant = p.grant ?? (p.chain ? 'token_exchange' : p.userId ? 'ciba' : 'client_credentials');
   const token = await ctx.keys.sign('EdDSA', claims, AGENT_ACCESS_TOKEN_TYP);
   rememberIssued(ctx, token, p.audience, JSON.parse(JSON.stringify(claims)) as JWTPayload);
   await recordAudit(ctx, {
@@ -75,7 +75,7 @@ export async function issueAgentAccessToken(
     decision: 'issued',
     reason: 'token issued',
   });
-  ctx.metrics.tokens.inc({ grant: grant === 'client_credentials' ? 'agent_client_credentials' : grant });
+  ctx.metrics.tokens.inc({ grant: grant === 'client_credentials' ? 'agent_client_credentials' : grant.replace(/-/g, '_') });
   return { access_token: token, expires_in: exp - iat, scope, jti };
 }
 
