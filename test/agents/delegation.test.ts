@@ -5,6 +5,7 @@ import { startTestServer, type TestServer } from '../helpers/server.js';
 import { authorizationUrl, Browser, discover, parseForms, signInAndExchange, startFixture, type Fixture } from '../oauth/helpers.js';
 import { bind, bindAndDecide, postForm, postJson, putRole, registerAgent, assertion, JWT_BEARER, type TestAgent } from './helpers.js';
 import { EVENT_TYPES } from '../../src/signals.js';
+import { consoleSignIn } from '../console/helpers.js';
 import { Receiver, setVerifier } from '../ssf/receiver.js';
 
 process.env.GATEHOUSE_SSF_POLL_MS = '20';
@@ -62,7 +63,8 @@ beforeAll(async () => {
   expect(stream.status).toBe(201);
   streamAud = ((await stream.json()) as { aud: string }).aud;
   await putRole(server, 'docs', ['read:docs', 'write:docs']);
-  expect((await server.admin('PATCH', `/users/${f.user.id}`, { roles: ['docs'] })).status).toBe(200);
+  // (admin: the person also signs in to the console below)
+  expect((await server.admin('PATCH', `/users/${f.user.id}`, { roles: ['admin', 'docs'] })).status).toBe(200);
   const caps = (...names: string[]) => names.map((name) => ({ name }));
   // planner → researcher → summariser → quoter → citer → extra: a chain one too deep at the end.
   for (const [name, c] of [
@@ -188,6 +190,18 @@ describe('token exchange down a chain', () => {
     // The audit trail names the chain of the sub-sub-agent's decision.
     const audit = await server.admin('GET', `/audit?agent_id=${encodeURIComponent(agents.summariser!.id)}`);
     expect(audit.body.data[0].chain).toEqual([agents.planner!.id, agents.researcher!.id, agents.summariser!.id]);
+
+    // The console shows the chain: on the audit page beside the agent, and on the agent's page.
+    const { browser, last } = await consoleSignIn(server, f.user.email, f.user.password, `/console/audit?agent_id=${encodeURIComponent(agents.summariser!.id)}`);
+    expect(last.status).toBe(200);
+    const auditPage = await last.text();
+    expect(auditPage).toContain(`for ${f.user.id} through`);
+    expect(auditPage).toContain(agents.researcher!.id);
+    const agentPage = await (await browser.get(`/console/agents/${encodeURIComponent(agents.researcher!.id)}`)).text();
+    expect(agentPage).toMatch(/Sub-agents<\/dt><dd>.*summariser/);
+    expect(agentPage).toMatch(/Sub-agent of<\/dt><dd>.*planner/);
+    const plannerPage = await (await browser.get(`/console/agents/${encodeURIComponent(agents.planner!.id)}`)).text();
+    expect(plannerPage).toMatch(new RegExp(`Acts for</dt><dd>.*${f.user.id}.*read:docs, write:docs`));
   });
 
   it('refuses an exchange without consent, without the parent listing the sub-agent, beyond the depth, or widening scope', async () => {
