@@ -6,6 +6,8 @@ import { authorizationUrl, Browser, discover, parseForms, signInAndExchange, sta
 import { bind, bindAndDecide, postForm, postJson, putRole, registerAgent, assertion, JWT_BEARER, type TestAgent } from './helpers.js';
 import { EVENT_TYPES } from '../../src/signals.js';
 import { consoleSignIn } from '../console/helpers.js';
+import { mayList } from '../../src/authz/listing.js';
+import { verifyAgentAccessToken } from '../../src/authz/agent-access-token.js';
 import { Receiver, setVerifier } from '../ssf/receiver.js';
 
 process.env.GATEHOUSE_SSF_POLL_MS = '20';
@@ -299,6 +301,9 @@ describe('decisions over the chain', () => {
     const denied = await decide(helper, t2, 'write:docs');
     expect(denied.decision?.decision).toBe('deny');
     expect(denied.decision?.reason).toBe(`not_granted: write:docs (agent ${boss.id} in the chain)`);
+    // The MCP gateway's listing agrees: the sub-agent's tools are those every agent may use.
+    const may = await mayList(server.ctx, await verifyAgentAccessToken(server.ctx, t2));
+    expect([may('read:docs', 'doc:1'), may('write:docs', 'doc:1')]).toEqual([true, false]);
   });
 
   it("50 concurrent sub-agent calls against a parent's 10 remaining give exactly 10 allows", async () => {
