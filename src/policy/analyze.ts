@@ -15,6 +15,8 @@ import { StringSearchTooLarge } from './strings.js';
 import { envOf } from './values.js';
 import { matchTyped, parseTypedPattern, permissionCovers, singularOf, splitFirstColon } from './patterns.js';
 
+import { actionGroupsOf, ruleRelations, type ActionGroups } from './action-groups.js';
+
 const POINTS_MAX = 50_000;
 
 function warning(loc: Loc | undefined, code: string, message: string): Diagnostic {
@@ -33,16 +35,42 @@ function principalKinds(subjects: string[]): PrincipalKind[] {
 }
 
 /** true: some request makes the condition hold; false: none does; null: too many cells to tell. */
-export function satisfiable(rule: RuleNode, zone: string): boolean | null {
+/**
+ * Actions that stand for every action a rule covers, as its condition reads them: each relation
+ * without a wildcard, and for one with a wildcard an action of no constant the condition compares
+ * the action with, and each such constant it covers.
+ */
+function exampleActions(rule: RuleNode, groups: ActionGroups): string[] {
+  const consts = new Set<string>();
+  if (rule.when) for (const a of atomsOf(rule.when)) {
+    const sides = [a.left, a.right];
+    const at = sides.findIndex((o) => o.type === 'path' && o.root === 'action');
+    const other = at < 0 ? undefined : sides[1 - at]!;
+    if (!other || other.type !== 'lit') continue;
+    const seg = (sides[at] as { segs: string[] }).segs[0];
+    for (const v of Array.isArray(other.value) ? other.value : [other.value]) if (typeof v === 'string') consts.add(seg === undefined ? v : seg === 'verb' ? `${v}:` : `:${v}`);
+  }
+  const out = new Set<string>();
+  for (const rel of ruleRelations(rule, groups)) {
+    const [verb, kinds] = splitFirstColon(rel) ?? ['act', 'things'];
+    if (verb !== '*' && kinds !== '*') { out.add(rel); continue; }
+    const verbs = verb !== '*' ? [verb] : ['act', ...[...consts].flatMap((c) => (c.endsWith(':') ? [c.slice(0, -1)] : c.includes(':') && !c.startsWith(':') ? [c.slice(0, c.indexOf(':'))] : []))];
+    const kindsList = kinds !== '*' ? [kinds] : ['things', ...[...consts].flatMap((c) => (c.startsWith(':') ? [c.slice(1)] : c.includes(':') && !c.endsWith(':') ? [c.slice(c.indexOf(':') + 1)] : []))];
+    for (const v of verbs) for (const k of kindsList) out.add(`${v}:${k}`);
+  }
+  return [...out];
+}
+
+export function satisfiable(rule: RuleNode, zone: string, groups: ActionGroups = new Map()): boolean | null {
   if (!rule.when) return true;
   // A relationship question depends on the relationships, which the request space does not hold.
   if (relQuestionsOf(rule.when).length) return null;
   const cond = compileCondition(rule.when, zone);
   const atoms = atomsOf(rule.when).map((atom) => ({ atom, zone }));
-  const relation = rule.relation.includes('*') ? 'act:things' : rule.relation;
+  const actions = exampleActions(rule, groups);
   const [objType, objId] = splitFirstColon(rule.object) ?? ['*', '*'];
   let unknown = false;
-  for (const kind of principalKinds(rule.subjects)) {
+  for (const relation of actions) for (const kind of principalKinds(rule.subjects)) {
     const principal: Principal = {
       kind,
       subjectId: { witness: 'example-subject', cons: [] },
@@ -80,15 +108,23 @@ export function analyzePolicy(files: PolicyFileNode[], apiRules: RuleNode[]): Di
     ...files.flatMap((f) => f.items.filter((i): i is RuleNode => i.kind === 'rule').map((rule) => ({ rule, zone: zoneOf(f) }))),
     ...apiRules.map((rule) => ({ rule, zone: 'UTC' })),
   ];
+  const groups = actionGroupsOf(files);
   for (const { rule, zone } of rules) {
-    const [verb, kinds] = splitFirstColon(rule.relation) ?? ['', ''];
     const objKind = splitFirstColon(rule.object)?.[0] ?? '*';
-    if (verb && kinds !== '*' && objKind !== '*' && !permissionCovers('*:*', rule.relation.replace(/^\*:/, 'any:'), `${objKind}:x`, singulars)) {
+    const relations = ruleRelations(rule, groups);
+    const mismatch = (relation: string) => {
+      const [verb, kinds] = splitFirstColon(relation) ?? ['', ''];
+      return verb !== '' && kinds !== '*' && objKind !== '*' && !permissionCovers('*:*', relation.replace(/^\*:/, 'any:'), `${objKind}:x`, singulars);
+    };
+    // Only when no relation of the rule can meet its object is the whole rule dead.
+    if (relations.length && relations.every(mismatch)) {
+      const kinds = splitFirstColon(relations[0]!)?.[1] ?? '';
       const sing = (Object.hasOwn(singulars, kinds) ? singulars[kinds] : undefined) ?? singularOf(kinds);
+      const what = relations.length === 1 ? `relation "${relations[0]}" covers ${sing} objects` : `none of its relations (${relations.map((r) => `"${r}"`).join(', ')}) covers ${objKind} objects`;
       out.push(warning(rule.fieldLocs?.object ?? rule.loc, 'kind_mismatch',
-        `rule "${rule.name}" can never apply: relation "${rule.relation}" covers ${sing} objects, and object "${rule.object}" is never one (nothing grants the action on it)`));
+        `rule "${rule.name}" can never apply: ${what}, and object "${rule.object}" is never one (nothing grants the action on it)`));
     }
-    if (rule.when && satisfiable(rule, zone) === false) {
+    if (rule.when && satisfiable(rule, zone, groups) === false) {
       const tail = rule.effect === 'permit'
         ? 'it never grants'
         : 'it applies only when a value it reads is missing or of the wrong type';
@@ -97,7 +133,7 @@ export function analyzePolicy(files: PolicyFileNode[], apiRules: RuleNode[]): Di
   }
   for (const f of files) for (const item of f.items) {
     if (item.kind !== 'limits') continue;
-    const named = rules.some(({ rule }) => { const p = parseTypedPattern(rule.relation); return p !== null && matchTyped(p, item.capability); });
+    const named = rules.some(({ rule }) => ruleRelations(rule, groups).some((r) => { const p = parseTypedPattern(r); return p !== null && matchTyped(p, item.capability); }));
     if (!named) {
       out.push(warning(item.loc, 'unreachable_limits',
         `limits on "${item.capability}": no rule in the policy names this capability (roles are not in policy files: if a role grants it, the limits apply)`));

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import * as ohm from 'ohm-js';
 import type { Diagnostic, ConditionOp } from './types.js';
 import type {
-  Comments, Expr, Item, JsonValue, KindNode, LimitField, Literal, LimitsNode, Loc, Operand, PathNode, PolicyFileNode, RelObject, RelWho, Root,
+  ActionGroupNode, Comments, Expr, Item, JsonValue, KindNode, LimitField, Literal, LimitsNode, Loc, Operand, PathNode, PolicyFileNode, RelObject, RelWho, Root,
   RuleNode, SchemaEntry, SchemaNode, TestFacts, TestNode, TimezoneNode,
 } from './ast.js';
 import { ROOTS } from './ast.js';
@@ -102,7 +102,8 @@ type FactLine = { key: 'roles' | 'groups' | 'email' | 'attributes'; apply: (f: T
 /** `amount` is the context field; `subject.x` starts at a root; `amount.x` is a nested context field. */
 export function pathFromText(text: string, loc?: Loc): PathNode {
   const parts = text.split('.');
-  const node: PathNode = (ROOTS as readonly string[]).includes(parts[0]!) && parts.length > 1
+  // `action` alone is the action asked; `context.action` is a context field of that name.
+  const node: PathNode = (ROOTS as readonly string[]).includes(parts[0]!) && (parts.length > 1 || parts[0] === 'action')
     ? { type: 'path', root: parts[0] as Root, segs: parts.slice(1) }
     : { type: 'path', root: 'context', segs: parts, bare: true };
   if (loc) node.loc = loc;
@@ -147,6 +148,12 @@ function semantics(): ohm.Semantics {
         anchor(rule, f.key, f.node);
         if (f.key === 'subjects') { rule.subjects = f.value as string[]; rule.subjectLocs = stringLocs(f.node.child(1)); }
         else if (f.key === 'when') rule.when = f.value as Expr;
+        else if (f.key === 'relation') {
+          const list = f.value as string[];
+          rule.relation = list[0] ?? '';
+          rule.relationLocs = stringLocs(f.node.child(1));
+          if (list.length !== 1 || !list[0]!.includes(':')) rule.relations = list;
+        }
         else rule[f.key] = f.value as string;
       }
       if (fields.numChildren) anchor(rule, 'end', close);
@@ -154,7 +161,7 @@ function semantics(): ohm.Semantics {
     },
     RuleField_effect(_kw, w) { return { key: 'effect', value: w.sourceString, loc: locOf(w), node: this }; },
     RuleField_subjects(_kw, l) { return { key: 'subjects', value: l.ast(), loc: locOf(l), node: this }; },
-    RuleField_relation(_kw, v) { return { key: 'relation', value: v.ast(), loc: locOf(v), node: this }; },
+    RuleField_relation(_kw, l) { return { key: 'relation', value: l.ast(), loc: locOf(l), node: this }; },
     RuleField_object(_kw, v) { return { key: 'object', value: v.ast(), loc: locOf(v), node: this }; },
     RuleField_when(_kw, e) { return { key: 'when', value: e.ast(), loc: locOf(e), node: this }; },
     StringList_brackets(_o, list, _c) { return listOf(list).map((c) => c.ast()); },
@@ -174,6 +181,10 @@ function semantics(): ohm.Semantics {
     Primary_paren(_o, e, _c) { return e.ast(); },
     Primary_has(who, _h, rel, _on, obj) {
       return { type: 'has', who: who.sourceString as RelWho, relation: rel.sourceString, object: obj.ast(), loc: locOf(this), relationLoc: locOf(rel) };
+    },
+    Primary_present(base, _h, field) {
+      const path = pathFromText(`${base.sourceString}.${field.sourceString}`, locOf(base));
+      return { type: 'present', left: path, right: { type: 'lit', value: true }, loc: locOf(this) } satisfies Expr;
     },
     Primary_within(obj, _in, anc, _t, rel) {
       return { type: 'within', object: obj.ast(), ancestor: anc.ast(), relation: rel.sourceString, loc: locOf(this), relationLoc: locOf(rel) };
@@ -435,6 +446,11 @@ function semantics(): ohm.Semantics {
       return field;
     },
 
+    ActionGroup(_k, name, _eq, list) {
+      const node: ActionGroupNode = { kind: 'actions', name: name.ast(), members: list.ast(), memberLocs: stringLocs(list), loc: locOf(this) };
+      anchor(node, 'item', this);
+      return node;
+    },
     KindDecl(_k, plural, _s, singular) {
       const node: KindNode = { kind: 'kind', plural: plural.ast(), singular: singular.ast(), loc: locOf(this) };
       anchor(node, 'item', this);
@@ -662,7 +678,7 @@ function pruneComments(item: { comments?: Record<string, Comments> }): void {
 /** After a failed match, parse every top-level block on its own to report each broken block. */
 function recover(g: ohm.Grammar, path: string, text: string, idx: LineIndex, first: Diagnostic): Diagnostic[] {
   const starts: number[] = [];
-  const re = /^(policy|rule|limits|kind|timezone|schema|test|type|condition|relationships)\b/gm;
+  const re = /^(policy|rule|limits|kind|actions|timezone|schema|test|type|condition|relationships)\b/gm;
   for (let m = re.exec(text); m; m = re.exec(text)) starts.push(m.index);
   const out: Diagnostic[] = [first];
   const seen = new Set([`${first.line}:${first.col}`]);

@@ -7,6 +7,7 @@
 //                  agent acts for; for a person acting directly (subject type user), the subject.
 //   resource.<a>   id and type from `<type>:<id>`; else the resource's attributes
 //   time.<p>       hour, minute, weekday, date (in the rule's time zone), epoch
+//   action         the action asked (`push:repos`); action.verb (`push`), action.kind (`repos`)
 //
 // Deeper segments read nested objects. A value is missing when any step is absent, or
 // is not an object to step into.
@@ -33,6 +34,8 @@ export interface Env {
   resource: string;
   attrs: Attributes;
   now: number;
+  /** The action asked, `<verb>:<kinds>`. */
+  action: string;
   /** The relation model of the policy set (set by decide), for relationship questions. */
   model?: RelationModel;
   /** The request's relationships, for relationship questions; none given: such questions cannot be evaluated. */
@@ -54,6 +57,7 @@ export function envOf(req: DecisionRequest): Env {
     resource: req.resource,
     attrs: isRecord(req.resourceAttributes) ? req.resourceAttributes : EMPTY,
     now: req.now,
+    action: req.action,
     ...(req.relationships ? { relationships: req.relationships } : {}),
   };
 }
@@ -67,6 +71,7 @@ export const BUILTINS: Record<Exclude<Root, 'context'>, Record<string, ValueType
   person: table({ id: 'string', email: 'string', roles: '[string]', groups: '[string]' }),
   resource: table({ id: 'string', type: 'string' }),
   time: table({ hour: 'number', minute: 'number', weekday: 'string', date: 'string', epoch: 'number' }),
+  action: table({ verb: 'string', kind: 'string' }),
 };
 
 /** The types a value can have for the language: a scalar, or a list of one scalar type. */
@@ -136,6 +141,18 @@ export function compileReader(p: PathNode, zone: string): (env: Env) => Read {
         };
       }
       return (env) => step(env.attrs, segs, 0);
+    case 'action': {
+      if (segs.length > 1) return () => MISSING;
+      if (segs.length === 0) return (env) => (typeof env.action === 'string' ? env.action : MISSING);
+      if (first !== 'verb' && first !== 'kind') return () => MISSING;
+      const verb = first === 'verb';
+      return (env) => {
+        const a = env.action;
+        const i = typeof a === 'string' ? a.indexOf(':') : -1;
+        if (i < 0) return MISSING;
+        return verb ? a.slice(0, i) : a.slice(i + 1);
+      };
+    }
     case 'time': {
       if (deep) return () => MISSING;
       const f = first as TimeField;
