@@ -8,9 +8,10 @@
 
 import type { Diagnostic } from './types.js';
 import type { Loc, PolicyFileNode, RuleNode } from './ast.js';
-import { atomsOf, relQuestionsOf } from './ast.js';
+import { atomsOf, pathKey, pathText, relQuestionsOf, type PathNode } from './ast.js';
+import { fmtExpr } from './format.js';
 import { compileCondition, zoneOf } from './compile.js';
-import { buildSpace, construct, dimSize, SpaceTooLarge, type Principal, type PrincipalKind } from './space.js';
+import { buildSpace, construct, dimSize, normalize, SpaceTooLarge, statusOf, type Principal, type PrincipalKind } from './space.js';
 import { StringSearchTooLarge } from './strings.js';
 import { envOf } from './values.js';
 import { matchTyped, parseTypedPattern, permissionCovers, singularOf, splitFirstColon } from './patterns.js';
@@ -100,8 +101,74 @@ export function satisfiable(rule: RuleNode, zone: string, groups: ActionGroups =
   return unknown ? null : false;
 }
 
-export function analyzePolicy(files: PolicyFileNode[], apiRules: RuleNode[]): Diagnostic[] {
+/**
+ * Traps a condition can fall into without an error:
+ *  - `x != null`: the language has no null, so `null` is a context field of that name, which is
+ *    missing, and the comparison fails closed;
+ *  - a bare word (`action`-like typos, `amout`) read once in a file and declared by no schema: a
+ *    context field nobody sends fails closed too;
+ *  - a path no request a rule applies to can carry (`person.*` for agents acting alone and people
+ *    only... `subject.mode` for people): always missing.
+ */
+function trapWarnings(files: PolicyFileNode[]): Diagnostic[] {
   const out: Diagnostic[] = [];
+  const declared = new Set<string>();
+  for (const f of files) for (const i of f.items) if (i.kind === 'schema') for (const e of i.entries) declared.add(pathKey(e.path));
+  for (const f of files) {
+    const bare = new Map<string, { count: number; path: PathNode; loc?: Loc }>();
+    for (const item of f.items) {
+      if (item.kind !== 'rule' || !item.when) continue;
+      const kinds = principalKinds(item.subjects);
+      const warnedHere = new Set<string>();
+      for (const a of atomsOf(item.when)) for (const o of [a.left, a.right]) {
+        if (o.type !== 'path') continue;
+        const loc = o.loc ?? a.loc ?? item.fieldLocs?.when ?? item.loc;
+        const key = pathKey(o);
+        if (o.bare && o.segs.length === 1 && o.segs[0] === 'null') {
+          out.push(warning(loc, 'null_compared', `${fmtExpr(a)}: the language has no null; "null" here is a context field of that name, always missing, so the comparison fails closed. To ask whether a value is there, write "<path> has <field>" (or "not (... has ...)")`));
+          continue;
+        }
+        if (o.bare) {
+          const b = bare.get(key);
+          if (b) b.count++; else bare.set(key, { count: 1, path: o, ...(loc ? { loc } : {}) });
+        }
+        if (warnedHere.has(key) || o.root === 'context' || o.root === 'action' || o.root === 'time') continue;
+        const never = kinds.every((k) => neverCarried(o, k));
+        if (never) {
+          warnedHere.add(key);
+          out.push(warning(loc, 'never_present', `rule "${item.name}": no request it applies to carries ${pathText(o)} (${whyNever(o, kinds)}), so every comparison of it fails closed`));
+        }
+      }
+    }
+    // A field the file's limits name is meant: limits read it too.
+    for (const item of f.items) if (item.kind === 'limits') {
+      for (const lf of item.fields) bare.get('context.' + lf.field) && (bare.get('context.' + lf.field)!.count += 1);
+      for (const u of item.usage ?? []) if (u.field) bare.get('context.' + u.field) && (bare.get('context.' + u.field)!.count += 1);
+    }
+    for (const [key, b] of bare) {
+      if (b.count !== 1 || declared.has(key) || b.path.segs[0] === 'null') continue;
+      out.push(warning(b.loc, 'undeclared_field', `${pathText(b.path)} is read only here and no schema declares it: it is the context field ${key}, which a request must send (declare it in a schema, or write ${key}, to say that is meant)`));
+    }
+  }
+  return out;
+}
+
+/** No request of this kind of subject carries the path: fixed absent, or an agent's email, or a person's mode. */
+function neverCarried(p: PathNode, k: PrincipalKind): boolean {
+  const st = statusOf(normalize(p, k), k);
+  if (st.status === 'fixed' && !st.fixed!.present) return true;
+  return p.root === 'subject' && p.segs.length === 1 && p.segs[0] === 'email' && k !== 'user';
+}
+
+function whyNever(p: PathNode, kinds: PrincipalKind[]): string {
+  if (p.root === 'person' && kinds.every((k) => k === 'auto')) return 'an agent acting alone has no person';
+  if (p.root === 'subject' && p.segs[0] === 'mode') return 'people have no mode';
+  if (p.root === 'subject' && p.segs[0] === 'email') return 'agents have no email; a delegated agent\'s person does: person.email';
+  return `${p.root}.${p.segs[0]} has no parts`;
+}
+
+export function analyzePolicy(files: PolicyFileNode[], apiRules: RuleNode[]): Diagnostic[] {
+  const out: Diagnostic[] = trapWarnings(files);
   const singulars: Record<string, string> = Object.create(null);
   for (const f of files) for (const i of f.items) if (i.kind === 'kind') singulars[i.plural] = i.singular;
   const rules: { rule: RuleNode; zone: string }[] = [

@@ -16,6 +16,7 @@ import type { UsedLine } from './ast.js';
 import type { UsageLimitNode } from './usage.js';
 import { projectRoot } from '../paths.js';
 import { setOwn } from './own.js';
+import { nearest } from './action-groups.js';
 import type {
   CExpr, CondParamNode, ConditionNode, ParamTypeNode, RelAssertion, RelExpr, RelationNode, RelationshipLineNode, RelationshipsNode, TypeNode, TypeRefNode,
 } from './relations/ast.js';
@@ -644,10 +645,47 @@ function attachComments(file: PolicyFileNode, text: string): void {
 
 export interface ParseResult { file: PolicyFileNode | null; diagnostics: Diagnostic[] }
 
-function failure(m: ohm.FailedMatchResult, file: string, idx: LineIndex, offset: number): Diagnostic {
+const KEYWORDS = ['policy', 'version', 'rule', 'effect', 'subjects', 'relation', 'object', 'when', 'limits', 'for', 'kind', 'singular', 'actions',
+  'timezone', 'schema', 'test', 'type', 'condition', 'relationships', 'and', 'or', 'not', 'in', 'like', 'contains', 'any', 'all', 'has', 'on', 'through',
+  'agent', 'user', 'permissions', 'capability', 'person', 'roles', 'groups', 'email', 'attributes', 'action', 'resource', 'context', 'now', 'used',
+  'approved', 'expect', 'relationship', 'check', 'list', 'objects', 'sum', 'max', 'min', 'count', 'per'];
+
+/**
+ * A parse error: where the match stopped and what would have fitted there; where an opening
+ * parenthesis before it is never closed, the error points at that parenthesis; where a word
+ * stands that is close to one that fits (`efect`), the nearest is suggested.
+ */
+function failure(m: ohm.FailedMatchResult, file: string, idx: LineIndex, offset: number, text: string): Diagnostic {
   const pos = m.getRightmostFailurePosition();
+  const expected = m.getExpectedText();
+  const open = unclosedParen(text, pos);
+  if (open !== null && /"\)"/.test(expected)) {
+    const at = idx.loc(offset + open), stop = idx.loc(offset + pos);
+    return { file, line: at.line, col: at.col, message: `this "(" is never closed (expected ")" by line ${stop.line}, column ${stop.col})`, severity: 'error' };
+  }
   const loc = idx.loc(offset + pos);
-  return { file, line: loc.line, col: loc.col, message: `expected ${m.getExpectedText()}`, severity: 'error' };
+  const word = /^[A-Za-z_][A-Za-z0-9_-]*/.exec(text.slice(pos))?.[0];
+  let hint = '';
+  if (word) {
+    const fits = [...expected.matchAll(/"([A-Za-z_]+)"/g)].map((x) => x[1]!);
+    const near = nearest(word, fits.length ? fits : KEYWORDS);
+    if (near && near !== word) hint = ` (did you mean "${near}"?)`;
+  }
+  return { file, line: loc.line, col: loc.col, message: `expected ${expected}${hint}`, severity: 'error' };
+}
+
+/** The offset of the last "(" before `end` that no ")" closes (strings and comments skipped), or null. */
+function unclosedParen(text: string, end: number): number | null {
+  const stack: number[] = [];
+  for (let i = 0; i < end && i < text.length; i++) {
+    const c = text[i]!;
+    if (c === '"') { for (i++; i < end && text[i] !== '"' && text[i] !== '\n'; i++) if (text[i] === '\\') i++; continue; }
+    if (c === '#' || (c === '/' && text[i + 1] === '/')) { while (i < end && text[i] !== '\n') i++; continue; }
+    if (c === '{' || c === '}') stack.length = 0;
+    else if (c === '(') stack.push(i);
+    else if (c === ')') stack.pop();
+  }
+  return stack.length ? stack[stack.length - 1]! : null;
 }
 
 /** Parse one policy or tests file. The AST is null when the text does not parse. */
@@ -655,7 +693,7 @@ export function parsePolicy(path: string, text: string): ParseResult {
   const g = policyGrammar();
   const m = g.match(text, 'File');
   const idx = new LineIndex(path, text);
-  if (m.failed()) return { file: null, diagnostics: recover(g, path, text, idx, failure(m as ohm.FailedMatchResult, path, idx, 0)) };
+  if (m.failed()) return { file: null, diagnostics: recover(g, path, text, idx, failure(m as ohm.FailedMatchResult, path, idx, 0, text)) };
   lines = idx;
   anchors = [];
   const file = semantics()(m).ast() as PolicyFileNode;
@@ -687,7 +725,7 @@ function recover(g: ohm.Grammar, path: string, text: string, idx: LineIndex, fir
     const rule = chunk.startsWith('policy') ? 'Header' : 'Item';
     const m = g.match(chunk, rule);
     if (m.failed()) {
-      const d = failure(m as ohm.FailedMatchResult, path, idx, starts[i]!);
+      const d = failure(m as ohm.FailedMatchResult, path, idx, starts[i]!, chunk);
       const key = `${d.line}:${d.col}`;
       if (!seen.has(key)) { seen.add(key); out.push(d); }
     }
@@ -700,7 +738,7 @@ export function parseExpr(text: string, path = '<expr>'): { expr: Expr | null; d
   const g = policyGrammar();
   const m = g.match(text, 'Expr');
   const idx = new LineIndex(path, text);
-  if (m.failed()) return { expr: null, diagnostics: [failure(m as ohm.FailedMatchResult, path, idx, 0)] };
+  if (m.failed()) return { expr: null, diagnostics: [failure(m as ohm.FailedMatchResult, path, idx, 0, text)] };
   lines = idx;
   anchors = [];
   const expr = semantics()(m).ast() as Expr;

@@ -167,7 +167,7 @@ export function normalize(p: PathNode, kind: PrincipalKind): PathNode {
 
 type Status = 'free' | 'optionalString' | 'string' | 'list' | 'fixed' | 'time';
 
-function statusOf(p: PathNode, kind: PrincipalKind): { status: Status; fixed?: { present: boolean; value?: unknown } } {
+export function statusOf(p: PathNode, kind: PrincipalKind): { status: Status; fixed?: { present: boolean; value?: unknown } } {
   if (p.root === 'context') return { status: 'free' };
   if (p.root === 'time') return { status: 'time' };
   const first = p.segs[0]!;

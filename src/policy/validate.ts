@@ -15,7 +15,7 @@ import { normalizeUsageKey, validateUsageNodes } from './usage.js';
 import { buildModel, validateModel, type RelationModel } from './relations/model.js';
 import { parseObject } from './relations/tuple.js';
 import { validateRelationshipFixtures } from './relations/validate.js';
-import { actionGroupsOf, ruleRelations, validateActionGroups, validateRuleRelations, type ActionGroups } from './action-groups.js';
+import { actionGroupsOf, nearest, ruleRelations, validateActionGroups, validateRuleRelations, type ActionGroups } from './action-groups.js';
 
 export { FIELD_NAME, RESERVED, KIND_NAME, checkFieldName } from './names.js';
 
@@ -289,7 +289,9 @@ export function validateCondition(e: Expr, at: Loc, out: Diagnostic[], schema: S
       const k = pathKey(o);
       if (schema.has(k) || seen.has(k)) continue;
       seen.add(k);
-      out.push(diag(o.loc ?? a.loc, at, `${pathText(o)} is not declared in the schema`));
+      const near = nearest(k, schema.keys());
+      const hint = near === null ? '' : ` (did you mean ${o.bare && near.startsWith('context.') ? near.slice('context.'.length) : near}?)`;
+      out.push(diag(o.loc ?? a.loc, at, `${pathText(o)} is not declared in the schema${hint}`));
     }
   }
 }

@@ -8,6 +8,7 @@ import { diffPolicySets, inRegion, DiffTooLarge, type Change } from '../../src/p
 import { completeRequest } from '../../src/policy/explain.js';
 import { formatFile } from '../../src/policy/format.js';
 import { parsePolicy } from '../../src/policy/parser.js';
+import { parseAndValidate } from '../../src/policy/load.js';
 import type { Expr, Item, PathNode, PolicyFileNode } from '../../src/policy/ast.js';
 import { L, P, reference, setFromAst, setOf } from './helpers.js';
 
@@ -187,8 +188,8 @@ const file = fc.tuple(
 ).map(([rules, write]): PolicyFileNode => ({
   path: 's.policy',
   items: [
-    { kind: 'actions', name: 'write', members: write },
-    ...rules.map((r, i) => ({ kind: 'rule' as const, name: `r${i}`, effect: r.effect, subjects: r.subjects, relation: r.relations[0]!, relations: r.relations, object: 'repo:*', ...(r.when ? { when: r.when } : {}) })),
+    { kind: "actions", name: "write", members: [...write] },
+    ...rules.map((r, i) => ({ kind: "rule" as const, name: `r${i}`, effect: r.effect, subjects: [...r.subjects], relation: r.relations[0]!, relations: [...r.relations], object: 'repo:*', ...(r.when ? { when: r.when } : {}) })),
   ] as Item[],
 }));
 
@@ -227,4 +228,43 @@ describe('brute force over a small domain with presence, the action and groups',
       expectExact(changes, sa, sb, all);
     }), { numRuns: 25 });
   }, 300_000);
+});
+
+describe('check: the traps it now names', () => {
+  const warningsOf = (text: string) => parseAndValidate({ files: [{ path: 'p.policy', text }] }, { warnings: true }).diagnostics;
+  const rule = (when: string, subjects = '"agent:*"') => `rule "r" {\n  effect deny\n  subjects ${subjects}\n  relation "read:repos"\n  object "repo:*"\n  when ${when}\n}\n`;
+
+  it('comparing with null warns, and --strict makes it an error', () => {
+    const w = warningsOf(rule('coupon != null and coupon == "x"'));
+    expect(w.map((d) => d.code)).toContain('null_compared');
+    expect(w.find((d) => d.code === 'null_compared')!.message).toMatch(/has no null/);
+    const strict = parseAndValidate({ files: [{ path: 'p.policy', text: rule('coupon != null and coupon == "x"') }] }, { warnings: true, strict: true }).diagnostics;
+    expect(strict.some((d) => d.severity === 'error' && d.code === 'null_compared')).toBe(true);
+  });
+
+  it('a bare word read once and declared nowhere warns; read twice, or declared, it does not', () => {
+    expect(warningsOf(rule('amout > 5')).map((d) => [d.code, d.line])).toEqual([['undeclared_field', 6]]);
+    expect(warningsOf(rule('amount > 5 and amount < 100')).filter((d) => d.code === 'undeclared_field')).toEqual([]);
+    expect(warningsOf('schema {\n  context.amount: number\n}\n' + rule('amount > 5')).filter((d) => d.code === 'undeclared_field')).toEqual([]);
+  });
+
+  it('a path no request the rule applies to carries warns', () => {
+    const w = warningsOf(rule('subject.email like "*@example.com"'));
+    expect(w.map((d) => d.code)).toContain('never_present');
+    expect(w.find((d) => d.code === 'never_present')!.message).toMatch(/person.email/);
+    expect(warningsOf(rule('subject.email like "*@example.com"', '"agent:*", "user:*"')).filter((d) => d.code === 'never_present')).toEqual([]);
+  });
+
+  it('a parse error points at the unclosed parenthesis, and a misspelt keyword gets the nearest one', () => {
+    const open = parsePolicy('p.policy', rule('(amount > 5 and coupon == "x"'));
+    expect(open.diagnostics[0]!.message).toMatch(/this "\(" is never closed/);
+    expect([open.diagnostics[0]!.line, open.diagnostics[0]!.col]).toEqual([6, 8]);
+    const typo = parsePolicy('p.policy', rule('amount > 5').replace('effect deny', 'efect deny'));
+    expect(typo.diagnostics[0]!.message).toMatch(/did you mean "effect"\?/);
+  });
+
+  it('an undeclared path under a schema suggests the nearest declared one', () => {
+    const errs = errorsOf('schema {\n  context.amount: number\n}\n' + rule('amuont > 5'));
+    expect(errs.join("\n")).toMatch(/amuont is not declared in the schema \(did you mean amount\?\)/);
+  });
 });
