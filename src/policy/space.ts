@@ -265,6 +265,8 @@ export interface Space {
   readers: Map<string, (env: ReturnType<typeof envOf>) => unknown>;
   /** No relation ties two values together (and no object id depends on the object's kind): each cell has one value of its own. */
   simple: boolean;
+  /** A value dimension lies inside another (a presence test of an object and a path into it): what is built is checked. */
+  nested: boolean;
   /** Per value dimension and cell, its representative (filled as needed). */
   reps: (Val | null)[][];
   plans?: RelPlan[];
@@ -493,7 +495,10 @@ export function buildSpace(reading: Reading, principal: Principal, grants: { sub
   const timeDims = dims.map((d, i) => (d.kind === 'value' && d.status === 'time' ? i : -1)).filter((i) => i >= 0);
   const readers = new Map([...valueDims.values()].map((d) => [d.key, compileReader(d.path, d.zone)]));
   const simple = !dims.some((d) => d.kind === 'rel') && !(valueDims.has('resource.id') && principal.objectExceptions.length > 0);
-  const space: Space = { principal, dims, fixed, signatures: null, timeDims, valueDims, readers, simple, reps: [] };
+  const keys = [...valueDims.keys()];
+  // A value tested for presence and a path inside it (`resource.owner`, `resource.owner.tier`) are not independent.
+  const nested = keys.some((k) => keys.some((o) => o.startsWith(k + '.')));
+  const space: Space = { principal, dims, fixed, signatures: null, timeDims, valueDims, readers, simple, nested, reps: [] };
   if (timeDims.length) space.signatures = timeSignaturesOf(timeDims.map((i) => dims[i] as ValueDim));
   return space;
 }
@@ -772,6 +777,15 @@ function constructSimple(space: Space, point: number[]): Built | null {
   }
   const request = requestAt(space, point, vals, now, grantSubject, grantPerson);
   if (request === null) return null;
+  if (space.nested) {
+    const env = envOf(request);
+    for (let i = 0; i < dims.length; i++) {
+      const d = dims[i]!;
+      if (d.kind !== 'value' || d.status === 'time') continue;
+      const v = space.readers.get(d.key)!(env);
+      if (!cellHolds(d.cells[point[i]!]!, v !== MISSING, v)) return null;
+    }
+  }
   return { request, values: vals };
 }
 
@@ -1192,7 +1206,10 @@ const partsCache = new Map<string, string[]>();
 /** The values under each root, as nested objects: `resource.owner.team` → `{owner: {team}}`. */
 function nestAll(vals: Map<string, Val>): Record<string, Record<string, unknown>> {
   const out: Record<string, Record<string, unknown>> = { context: {}, subject: {}, person: {}, resource: {} };
-  for (const [k, v] of vals) {
+  // Shorter paths first: a value tested only for presence (`resource has customer`) gives way to the
+  // object its deeper paths build (`resource.customer.tier`), and stays there.
+  const entries = [...vals].sort((a, b) => a[0].split('.').length - b[0].split('.').length);
+  for (const [k, v] of entries) {
     if (!v.present) continue;
     let parts = partsCache.get(k);
     if (!parts) { parts = k.includes('@') ? [] : k.split('.'); if (partsCache.size > 10_000) partsCache.clear(); partsCache.set(k, parts); }

@@ -656,7 +656,8 @@ function checkValueAndObject(rules: RuleNode[], groups: ActionGroups, out: Diagn
     if (!r.when) continue;
     const seen = new Set<string>();
     for (const a of atomsOf(r.when)) for (const o of [a.left, a.right]) {
-      if (o.type !== 'path' || o.root === 'time' || builtinType(o)) continue;
+      // A presence test reads no value: `resource has customer` beside `resource.customer.tier` is fine.
+      if (o.type !== 'path' || o.root === 'time' || builtinType(o) || a.type === 'present') continue;
       const k = pathKey(o);
       if (!seen.has(k)) { seen.add(k); uses.push({ k, p: o, loc: o.loc ?? a.loc ?? r.loc, rule: r }); }
     }

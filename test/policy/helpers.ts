@@ -274,10 +274,21 @@ function isObj(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-function walk(v: unknown, segs: string[]): V {
+/** Steps into nested objects; an object without the name that is a reference `{type, id}` is followed into the entity. */
+function walk(v: unknown, segs: string[], entities?: ReadonlyMap<string, unknown>): V {
   let cur = v;
-  for (const s of segs) {
-    if (!isObj(cur) || !Object.prototype.hasOwnProperty.call(cur, s)) return { present: false };
+  let hops = 0;
+  for (let i = 0; i < segs.length; i++) {
+    const s = segs[i]!;
+    if (!isObj(cur)) return { present: false };
+    if (!Object.prototype.hasOwnProperty.call(cur, s)) {
+      const ref = typeof cur.type === 'string' && typeof cur.id === 'string' && cur.type && cur.id && !cur.type.includes(':') ? `${cur.type}:${cur.id}` : null;
+      const target = ref && entities ? entities.get(ref) : undefined;
+      if (!isObj(target) || ++hops > 8) return { present: false };
+      cur = target;
+      i--;
+      continue;
+    }
     cur = cur[s];
   }
   return cur === undefined ? { present: false } : { present: true, value: cur };
@@ -317,7 +328,7 @@ export function refRead(req: DecisionRequest, p: PathNode, zone: string): V {
       if (rest.length || i < 0 || (first !== 'verb' && first !== 'kind')) return { present: false };
       return { present: true, value: first === 'verb' ? req.action.slice(0, i) : req.action.slice(i + 1) };
     }
-    case 'context': return walk(req.context, p.segs);
+    case 'context': return walk(req.context, p.segs, req.entities);
     case 'time': return rest.length ? { present: false } : refTime(req.now, zone, first!);
     case 'resource': {
       if (first === 'id' || first === 'type') {
@@ -325,7 +336,7 @@ export function refRead(req: DecisionRequest, p: PathNode, zone: string): V {
         if (rest.length || i < 0) return { present: false };
         return { present: true, value: first === 'id' ? req.resource.slice(i + 1) : req.resource.slice(0, i) };
       }
-      return walk(req.resourceAttributes ?? {}, p.segs);
+      return walk(req.resourceAttributes ?? {}, p.segs, req.entities);
     }
     case 'subject': case 'person': {
       const who = p.root === 'subject' ? req.subject : personOf(req);
@@ -336,7 +347,7 @@ export function refRead(req: DecisionRequest, p: PathNode, zone: string): V {
         const v = (who as unknown as Record<string, unknown>)[first!];
         return v === undefined ? { present: false } : { present: true, value: v };
       }
-      return walk(who.attributes, p.segs);
+      return walk(who.attributes, p.segs, req.entities);
     }
   }
 }

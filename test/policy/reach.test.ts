@@ -151,13 +151,20 @@ function* smallRequests(): Generator<DecisionRequest> {
   for (const who of ['auto', 'user'] as const)
     for (const action of ['push:repos', 'merge:repos', 'read:repos'])
       for (const coupon of [undefined, 'X', 'Y', 5])
-        for (const fraud of [undefined, true, false, 'x']) {
+        for (const fraud of [undefined, true, false, 'x'])
+        for (const owner of ['none', 'inline', 'ref', 'dangling'] as const) {
           const subject: SubjectFacts = who === 'user'
             ? { type: 'user', id: 'u1', roles: [], groups: [], permissions: ['push:repos', 'merge:repos', 'read:repos'], attributes: {} }
             : agent({ capabilities: [{ name: action }] });
           const r: DecisionRequest = { subject, action, resource: 'repo:1', context: {}, now: NOW, resourceAttributes: {}, approved: false };
           if (coupon !== undefined) r.context.coupon = coupon;
           if (fraud !== undefined) r.resourceAttributes!.fraud = fraud;
+          // the owner: absent, an inline object, a reference to a stored entity, a reference to none
+          if (owner === 'inline') r.resourceAttributes!.owner = { tier: coupon === 'X' ? 'gold' : 'basic' };
+          if (owner === 'ref' || owner === 'dangling') {
+            r.resourceAttributes!.owner = { type: 'customer', id: owner === 'ref' ? 'c-1' : 'c-9' };
+            r.entities = new Map([['customer:c-1', { tier: fraud === true ? 'gold' : 'basic' }], ['customer:c-9', null]]);
+          }
           yield r;
         }
 }
@@ -171,6 +178,9 @@ const atom: fc.Arbitrary<Expr> = fc.constantFrom<Expr>(
   { type: 'cmp', left: P('action'), op: 'eq', right: L('push:repos') },
   { type: 'cmp', left: P('action'), op: 'ne', right: L('read:repos') },
   { type: 'in', left: P('action.verb'), negated: false, right: L(['merge']) },
+  { type: 'cmp', left: P('resource.owner.tier'), op: 'eq', right: L('gold') },
+  present('resource.owner.tier'),
+  present('resource.owner'),
 );
 const expr: fc.Arbitrary<Expr> = fc.oneof(
   atom,
@@ -266,5 +276,34 @@ describe('check: the traps it now names', () => {
   it('an undeclared path under a schema suggests the nearest declared one', () => {
     const errs = errorsOf('schema {\n  context.amount: number\n}\n' + rule('amuont > 5'));
     expect(errs.join("\n")).toMatch(/amuont is not declared in the schema \(did you mean amount\?\)/);
+  });
+});
+
+describe('entity references in the evaluator and explain', () => {
+  const rule = `rule "fraud" {\n  effect deny\n  subjects "agent:*"\n  relation "read:repos"\n  object "repo:*"\n  when resource.owner.fraud == true\n}\n`;
+  const set = () => setOf(rule);
+  const owner = { type: 'customer', id: 'c-1' };
+
+  it('a path steps through a reference into the stored entity the request brings', () => {
+    const r = req('read:repos', { resourceAttributes: { owner }, entities: new Map([['customer:c-1', { fraud: true }]]) });
+    expect(decide(r, set()).reason).toBe('rule_denied: fraud');
+    expect(decide({ ...r, entities: new Map([['customer:c-1', { fraud: false }]]) }, set()).reason).toBe('allowed');
+  });
+
+  it('a reference to no entity, or one not loaded, is missing: the deny rule fails closed', () => {
+    expect(decide(req('read:repos', { resourceAttributes: { owner }, entities: new Map([['customer:c-1', null]]) }), set()).reason).toBe('rule_denied: fraud');
+    expect(decide(req('read:repos', { resourceAttributes: { owner } }), set()).reason).toBe('rule_denied: fraud');
+  });
+
+  it('an inline object reads the same as a reference to an entity with those attributes', () => {
+    expect(decide(req('read:repos', { resourceAttributes: { owner: { fraud: false } } }), set()).reason).toBe('allowed');
+    // its own type and id are read as fields, not followed
+    const own = setOf(rule.replace('resource.owner.fraud == true', 'resource.owner.type == "customer"'));
+    expect(decide(req('read:repos', { resourceAttributes: { owner } }), own).reason).toBe('rule_denied: fraud');
+  });
+
+  it('explain takes the entities with the request', () => {
+    const { request } = completeRequest({ agent: { id: 'a', permissions: ['read:repos'] }, action: 'read:repos', resource: 'repo:1', resource_attributes: { owner }, entities: { 'customer:c-1': { fraud: false } } });
+    expect(decide(request, set()).reason).toBe('allowed');
   });
 });
