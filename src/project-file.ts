@@ -105,6 +105,7 @@ const applicationsSection = defineSection<ProjectApplication>({
         ...(a.refresh_tokens !== undefined ? { refresh_tokens: a.refresh_tokens } : {}),
         first_party: a.first_party,
         ...(secretDiffers ? { client_secret: a.client_secret } : {}),
+        ...(a.id_jag_audiences !== undefined ? { id_jag_audiences: a.id_jag_audiences } : {}),
       });
       ids.push(cur.client_id);
     }

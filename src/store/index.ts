@@ -3,6 +3,7 @@ import { agentAuthStore } from './agent-auth.js';
 import { applicationsStore } from './applications.js';
 import { auditStore } from './audit.js';
 import { entitiesStore } from './entities.js';
+import { idJagStore } from './id-jag.js';
 import { perTurnFeed, type ChangeFeed } from './changes.js';
 import { keysStore } from './keys.js';
 import { leasesStore } from './leases.js';
@@ -52,6 +53,7 @@ function modules(sql: Sql, changes: ChangeFeed, clock: Clock) {
     policyVersions: policyVersionsStore(sql, clock),
     usage: usageStore(sql),
     webauthn: webauthnStore(sql, clock),
+    idJag: idJagStore(sql, clock),
   };
 }
 
