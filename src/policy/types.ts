@@ -108,6 +108,12 @@ export interface DecisionRequest {
    */
   relationships?: RelationshipIndex;
   /**
+   * Stored entities a path may step into through a reference (`{"type": "customer", "id": "c-1"}`),
+   * by `<type>:<id>`: their attributes, or null when there is no such entity (fail closed). A
+   * reference not in the map is not followed (the caller did not load it: missing).
+   */
+  entities?: ReadonlyMap<string, Attributes | null>;
+  /**
    * A delegation chain of more than one agent: the agents acting for `person`, first (the one
    * the person let act for them) to last (the subject, acting now). Every one of them must be
    * granted the action (the pipeline decides once per agent); rules read it as `chain.*`.

@@ -11,9 +11,13 @@
 //                  person, 1 for one agent, more through sub-agents), agents (their IDs, first
 //                  to current); else the list of the chain's agents' attributes.<a> (those that
 //                  have it; missing when none does)
+//   action         the action asked (`push:repos`); action.verb (`push`), action.kind (`repos`)
 //
 // Deeper segments read nested objects. A value is missing when any step is absent, or
-// is not an object to step into.
+// is not an object to step into. An object that names a stored entity (`{"type":
+// "customer", "id": "c-1"}`) and lacks the next segment is followed into that entity's
+// attributes (`resource.customer.fraud`), to any depth, each hop through a reference; a
+// reference to no stored entity is missing (fail closed).
 
 import type { PathNode, Root } from './ast.js';
 import type { Attributes, DecisionRequest, PersonFacts, SubjectFacts } from './types.js';
@@ -37,12 +41,16 @@ export interface Env {
   resource: string;
   attrs: Attributes;
   now: number;
+  /** The action asked, `<verb>:<kinds>`. */
+  action: string;
   /** The relation model of the policy set (set by decide), for relationship questions. */
   model?: RelationModel;
   /** The request's relationships, for relationship questions; none given: such questions cannot be evaluated. */
   relationships?: RelationshipIndex;
   /** The agents acting for the person, first to current (one, the subject, for a delegated agent; none without a person). */
   chain: readonly SubjectFacts[];
+  /** Stored entities that references lead to (see DecisionRequest.entities). */
+  entities?: ReadonlyMap<string, Attributes | null>;
 }
 
 function isRecord(v: unknown): v is Record<string, unknown> {
@@ -60,8 +68,10 @@ export function envOf(req: DecisionRequest): Env {
     resource: req.resource,
     attrs: isRecord(req.resourceAttributes) ? req.resourceAttributes : EMPTY,
     now: req.now,
+    action: req.action,
     ...(req.relationships ? { relationships: req.relationships } : {}),
     chain: chainOf(req, subject, person),
+    ...(req.entities ? { entities: req.entities } : {}),
   };
 }
 
@@ -74,6 +84,17 @@ function chainOf(req: DecisionRequest, subject: SubjectFacts, person: unknown): 
   return [subject];
 }
 
+
+/** The `<type>:<id>` an object names when it is a reference to a stored entity, else null. */
+export function referenceOf(v: unknown): string | null {
+  if (!isRecord(v)) return null;
+  const t = v.type, id = v.id;
+  return typeof t === 'string' && typeof id === 'string' && t !== '' && id !== '' && !t.includes(':') ? `${t}:${id}` : null;
+}
+
+/** How many references one path may follow: enough for real models, bounded against cycles. */
+export const REFERENCE_HOPS = 8;
+
 /** A table keyed by names a rule writes: no prototype, so `constructor` or `__proto__` is just a name it lacks. */
 const table = <T>(entries: Record<string, T>): Record<string, T> => Object.assign(Object.create(null) as Record<string, T>, entries);
 
@@ -84,6 +105,7 @@ export const BUILTINS: Record<Exclude<Root, 'context'>, Record<string, ValueType
   resource: table({ id: 'string', type: 'string' }),
   time: table({ hour: 'number', minute: 'number', weekday: 'string', date: 'string', epoch: 'number' }),
   chain: table({ depth: 'number', agents: '[string]' }),
+  action: table({ verb: 'string', kind: 'string' }),
 };
 
 /** The types a value can have for the language: a scalar, or a list of one scalar type. */
@@ -108,10 +130,20 @@ export function hasType(v: unknown, t: ValueType): boolean {
   return true;
 }
 
-function step(v: unknown, segs: string[], from: number): Read {
+function step(v: unknown, segs: string[], from: number, entities?: ReadonlyMap<string, Attributes | null>): Read {
   let cur = v;
+  let hops = 0;
   for (let i = from; i < segs.length; i++) {
-    if (!isRecord(cur) || !hasOwn(cur, segs[i]!)) return MISSING;
+    if (!isRecord(cur)) return MISSING;
+    if (!hasOwn(cur, segs[i]!)) {
+      const ref = entities ? referenceOf(cur) : null;
+      if (ref === null || ++hops > REFERENCE_HOPS) return MISSING;
+      const target = entities!.get(ref);
+      if (!target) return MISSING;
+      cur = target;
+      i--;
+      continue;
+    }
     cur = cur[segs[i]!];
   }
   return cur === undefined ? MISSING : cur;
@@ -130,17 +162,17 @@ export function compileReader(p: PathNode, zone: string): (env: Env) => Read {
   switch (p.root) {
     case 'context':
       if (!deep) return (env) => (hasOwn(env.ctx, first) && env.ctx[first] !== undefined ? env.ctx[first] : MISSING);
-      return (env) => step(env.ctx, segs, 0);
+      return (env) => step(env.ctx, segs, 0, env.entities);
     case 'subject':
       if (hasOwn(BUILTINS.subject, first)) {
         return deep ? () => MISSING : (env) => builtin(env.subject, first);
       }
-      return (env) => step(env.subject.attributes, segs, 0);
+      return (env) => step(env.subject.attributes, segs, 0, env.entities);
     case 'person':
       if (hasOwn(BUILTINS.person, first)) {
         return deep ? () => MISSING : (env) => (env.person ? builtin(env.person, first) : MISSING);
       }
-      return (env) => (env.person ? step(env.person.attributes, segs, 0) : MISSING);
+      return (env) => (env.person ? step(env.person.attributes, segs, 0, env.entities) : MISSING);
     case 'resource':
       if (first === 'id' || first === 'type') {
         if (deep) return () => MISSING;
@@ -152,14 +184,26 @@ export function compileReader(p: PathNode, zone: string): (env: Env) => Read {
           return wantId ? r.slice(i + 1) : r.slice(0, i);
         };
       }
-      return (env) => step(env.attrs, segs, 0);
+      return (env) => step(env.attrs, segs, 0, env.entities);
+    case 'action': {
+      if (segs.length > 1) return () => MISSING;
+      if (segs.length === 0) return (env) => (typeof env.action === 'string' ? env.action : MISSING);
+      if (first !== 'verb' && first !== 'kind') return () => MISSING;
+      const verb = first === 'verb';
+      return (env) => {
+        const a = env.action;
+        const i = typeof a === 'string' ? a.indexOf(':') : -1;
+        if (i < 0) return MISSING;
+        return verb ? a.slice(0, i) : a.slice(i + 1);
+      };
+    }
     case 'chain':
       if (first === 'depth') return deep ? () => MISSING : (env) => env.chain.length;
       if (first === 'agents') return deep ? () => MISSING : (env) => env.chain.map((a) => a.id);
       return (env) => {
         const out: unknown[] = [];
         for (const a of env.chain) {
-          const v = step(a.attributes, segs, 0);
+          const v = step(a.attributes, segs, 0, env.entities);
           if (v !== MISSING) out.push(v);
         }
         return out.length ? out : MISSING;
