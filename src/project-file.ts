@@ -104,6 +104,7 @@ const applicationsSection = defineSection<ProjectApplication>({
         ...(a.confidential !== undefined ? { confidential: a.confidential } : {}),
         ...(a.refresh_tokens !== undefined ? { refresh_tokens: a.refresh_tokens } : {}),
         first_party: a.first_party,
+        require_pushed_authorization_requests: a.require_pushed_authorization_requests ?? false,
         ...(secretDiffers ? { client_secret: a.client_secret } : {}),
       });
       ids.push(cur.client_id);
