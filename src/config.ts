@@ -36,6 +36,8 @@ export interface Config {
   metricsOpen: boolean;
   /** the agent endpoints' request limits (GATEHOUSE_AGENT_RATE_LIMIT, GATEHOUSE_ADDRESS_RATE_LIMIT, GATEHOUSE_TRUSTED_PROXIES) */
   agentRequestLimits: { perAgent: number; perAddress: number; trustedProxies: string[] };
+  /** NODE_ENV=development: outbound fetches (client metadata documents) may reach loopback and private addresses */
+  development: boolean;
 }
 
 /** GATEHOUSE_SECRET and GATEHOUSE_ADMIN_TOKEN, when set, are at least this long (outside NODE_ENV=development). */
@@ -148,5 +150,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
       perAddress: parseVar<number>('GATEHOUSE_ADDRESS_RATE_LIMIT', env.GATEHOUSE_ADDRESS_RATE_LIMIT, '5000'),
       trustedProxies: parseVar<string[]>('GATEHOUSE_TRUSTED_PROXIES', env.GATEHOUSE_TRUSTED_PROXIES, ''),
     },
+    development: env.NODE_ENV === 'development',
   };
 }

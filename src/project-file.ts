@@ -9,6 +9,7 @@ import { createApplication, updateApplication, putGrant, assignUser } from './ad
 import { putRole } from './admin/roles.js';
 import { createRule, disableRule, enableRule, updateRule, validateAndRecord } from './admin/rules.js';
 import { putEntity } from './admin/entities.js';
+import { authorizationDetailsTypesSection } from './admin/authorization-details-types.js';
 import { relationModel } from './authz/relationships.js';
 import { relationshipProblem } from './admin/relationships.js';
 import { relationshipText } from './policy/relations/tuple.js';
@@ -176,7 +177,7 @@ const rulesSection = defineSection<ProjectRule>({
 });
 
 /** The sections in the order they apply: roles and people before the things that refer to them. */
-export const projectSections: ProjectSection[] = [rolesSection, usersSection, applicationsSection, agentsSection, entitiesSection, relationshipsSection, rulesSection, defineSection(mcpUpstreamsSection), defineSection(samlConnectionsSection)];
+export const projectSections: ProjectSection[] = [rolesSection, usersSection, applicationsSection, agentsSection, entitiesSection, relationshipsSection, rulesSection, defineSection(authorizationDetailsTypesSection), defineSection(mcpUpstreamsSection), defineSection(samlConnectionsSection)];
 
 /** Adds a section (for example `mcp_upstreams`) after the built-in ones. */
 export function registerProjectSection(section: ProjectSection): void {

@@ -1,6 +1,8 @@
 import { Router, type RequestHandler } from 'express';
 import type { AppContext } from '../context.js';
 import { ACR_VALUES_SUPPORTED } from '../oauth/acr.js';
+import { declaredTypes } from '../oauth/authorization-details.js';
+import { CLIENT_ASSERTION_ALGORITHMS } from '../oauth/client-metadata-document.js';
 import { SUPPORTED_EVENT_TYPES } from '../signals.js';
 
 /** Discovery documents and keys: no authentication, open CORS, a short public cache. */
@@ -35,11 +37,18 @@ export function discoveryDocuments(ctx: AppContext) {
       grant_types_supported: ['authorization_code', 'refresh_token', 'client_credentials'],
       subject_types_supported: ['public'],
       id_token_signing_alg_values_supported: ['RS256'],
-      token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
+      token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none', 'private_key_jwt'],
+      // private_key_jwt is for clients known by their metadata document (their keys are published)
+      token_endpoint_auth_signing_alg_values_supported: CLIENT_ASSERTION_ALGORITHMS,
       code_challenge_methods_supported: ['S256'],
       scopes_supported: SCOPES_SUPPORTED,
       claims_supported: CLAIMS_SUPPORTED,
       acr_values_supported: ACR_VALUES_SUPPORTED,
+      pushed_authorization_request_endpoint: u.par,
+      require_pushed_authorization_requests: false,
+      // the declared types, filled in per request (they change through the management API)
+      authorization_details_types_supported: [] as string[],
+      client_id_metadata_document_supported: true,
     },
     'oauth-authorization-server': {
       issuer: u.issuer,
@@ -95,6 +104,14 @@ export function discoveryRouter(ctx: AppContext): Router {
   paths.push([`/.well-known/oauth-protected-resource${new URL(ctx.urls.mcp).pathname}`, docs['oauth-protected-resource']]);
   for (const [path, body] of paths) {
     const json = JSON.stringify(body);
+    if (body === docs['openid-configuration']) {
+      router.get(path, doc, async (_req, res) => {
+        const types = [...(await declaredTypes(ctx)).keys()];
+        res.type('application/json').send(JSON.stringify({ ...body, authorization_details_types_supported: types }));
+      });
+      router.options(path, doc, (_req, res) => void res.sendStatus(204));
+      continue;
+    }
     router.get(path, doc, (_req, res) => {
       res.type('application/json').send(json);
     });
