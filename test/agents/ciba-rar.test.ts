@@ -61,7 +61,7 @@ describe('CIBA with authorization details (RFC 9396)', () => {
   let token: string;
 
   it('the approval page shows what the person approves; the token carries it', async () => {
-    const req = await backchannel({ scope: 'pay:invoices', binding_message: 'Invoice 42', authorization_details: JSON.stringify([PAYMENT]) });
+    const req = await backchannel({ scope: 'read:invoices pay:invoices', binding_message: 'Invoice 42', authorization_details: JSON.stringify([PAYMENT]) });
     expect(req.status).toBe(200);
     const browser = new Browser(server.url);
     await browser.signIn(ALICE.email, ALICE.password);
