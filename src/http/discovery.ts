@@ -2,7 +2,6 @@ import { Router, type RequestHandler } from 'express';
 import type { AppContext } from '../context.js';
 import { ACR_VALUES_SUPPORTED } from '../oauth/acr.js';
 import { declaredTypes } from '../oauth/authorization-details.js';
-import { CLIENT_ASSERTION_ALGORITHMS } from '../oauth/client-metadata-document.js';
 import { SUPPORTED_EVENT_TYPES } from '../signals.js';
 
 /** Discovery documents and keys: no authentication, open CORS, a short public cache. */
@@ -37,9 +36,9 @@ export function discoveryDocuments(ctx: AppContext) {
       grant_types_supported: ['authorization_code', 'refresh_token', 'client_credentials'],
       subject_types_supported: ['public'],
       id_token_signing_alg_values_supported: ['RS256'],
-      token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none', 'private_key_jwt'],
-      // private_key_jwt is for clients known by their metadata document (their keys are published)
-      token_endpoint_auth_signing_alg_values_supported: CLIENT_ASSERTION_ALGORITHMS,
+      // As the interface fixes it; clients known by their metadata document may also use
+      // private_key_jwt with the keys they publish (their document says which).
+      token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
       code_challenge_methods_supported: ['S256'],
       scopes_supported: SCOPES_SUPPORTED,
       claims_supported: CLAIMS_SUPPORTED,

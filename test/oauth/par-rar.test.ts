@@ -57,7 +57,7 @@ afterAll(() => f.server.stop());
 
 describe('discovery', () => {
   it('names the PAR endpoint, the declared types and metadata document support', async () => {
-    const doc = await (await fetch(`${f.issuer}/.well-known/openid-configuration`)).json();
+    const doc = (await (await fetch(`${f.issuer}/.well-known/openid-configuration`)).json()) as any;
     expect(doc).toMatchObject({
       pushed_authorization_request_endpoint: `${f.issuer}/oauth/par`,
       require_pushed_authorization_requests: false,
@@ -65,7 +65,7 @@ describe('discovery', () => {
     });
     expect(doc.authorization_details_types_supported).toEqual(['payment_initiation']);
     // The agents' metadata stays as it was.
-    const as = await (await fetch(`${f.issuer}/.well-known/oauth-authorization-server`)).json();
+    const as = (await (await fetch(`${f.issuer}/.well-known/oauth-authorization-server`)).json()) as any;
     expect(as.response_types_supported).toEqual([]);
     expect(as.client_id_metadata_document_supported).toBeUndefined();
   });
