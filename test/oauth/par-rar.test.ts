@@ -258,3 +258,30 @@ describe('authorization details types in the management API', () => {
     expect((await f.server.admin('PUT', '/authorization-details-types/x', { description: 'no schema' })).status).toBe(400);
   });
 });
+
+describe('the project file', () => {
+  it('declares authorization_details_types and require_pushed_authorization_requests, idempotently', async () => {
+    const { mkdtempSync, writeFileSync, rmSync } = await import('node:fs');
+    const { join } = await import('node:path');
+    const { tmpdir } = await import('node:os');
+    const { startTestServer } = await import('../helpers/server.js');
+    const dir = mkdtempSync(join(tmpdir(), 'gatehouse-project-'));
+    const file = join(dir, 'project.json');
+    writeFileSync(file, JSON.stringify({
+      applications: [{ name: 'Bank', type: 'web', client_id: 'bank', client_secret: 'b'.repeat(40), redirect_uris: ['https://bank.example/cb'], require_pushed_authorization_requests: true }],
+      authorization_details_types: [{ type: 'payment_initiation', description: 'A payment', schema: { type: 'object', required: ['amount'] } }],
+    }));
+    const server = await startTestServer({ env: { GATEHOUSE_PROJECT_FILE: file } });
+    try {
+      expect((await server.admin('GET', '/applications/bank')).body.require_pushed_authorization_requests).toBe(true);
+      const t = await server.admin('GET', '/authorization-details-types/payment_initiation');
+      expect(t.body).toMatchObject({ description: 'A payment', schema: { type: 'object', required: ['amount'] } });
+      const { applyProjectFile } = await import('../../src/project-file.js');
+      await applyProjectFile(server.ctx, file);
+      expect((await server.admin('GET', '/authorization-details-types/payment_initiation')).body.updated_at).toBe(t.body.updated_at);
+    } finally {
+      await server.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
