@@ -163,7 +163,7 @@ export async function validateRequest(ctx: AppContext, app: Application, q: Para
   if (responseType !== undefined && responseType !== 'code') throw unsupportedResponseType('response_type must be code');
   if (app.type === 'm2m' || app.type === 'api') throw errors.unauthorizedClient('this application may not use the authorization code flow');
   if (single(q, 'request') !== undefined) throw errors.requestNotSupported('request objects are not supported');
-  if (single(q, 'request_uri') !== undefined) throw errors.invalidRequest('request_uri is taken only with client_id and nothing else');
+  if (single(q, 'request_uri') !== undefined) throw errors.invalidRequest('request_uri cannot be part of a pushed request');
 
   const scope = parseScope(single(q, 'scope')) ?? ['openid'];
   if (scope.length === 0) scope.push('openid');
