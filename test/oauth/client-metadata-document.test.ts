@@ -144,6 +144,16 @@ describe('a client known by its metadata document', () => {
     expect([bare.status, bare.body.error]).toEqual([401, 'invalid_client']);
   });
 
+  it('pushes its request to /oauth/par like any public client', async () => {
+    const clientId = serve('/apps/pushed.json', (url) => json({ client_id: url, redirect_uris: [REDIRECT], token_endpoint_auth_method: 'none' }));
+    const config = await client.discovery(new URL(cluster.base), clientId, undefined, client.None(), { execute: [client.allowInsecureRequests] });
+    const verifier = client.randomPKCECodeVerifier();
+    const url = await client.buildAuthorizationUrlWithPAR(config, { redirect_uri: REDIRECT, scope: 'openid', code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state: 'p1' });
+    const callback = await followSignIn(new Browser(cluster.base), url.toString(), { ...PERSON, consent: 'approve' });
+    const tokens = await client.authorizationCodeGrant(config, callback, { pkceCodeVerifier: verifier, expectedState: 'p1' });
+    expect(tokens.claims()!.aud).toBe(clientId);
+  });
+
   it('refuses a document whose client_id is not its URL', async () => {
     const clientId = serve('/apps/liar.json', () => json({ client_id: 'https://elsewhere.example/app.json', redirect_uris: [REDIRECT], token_endpoint_auth_method: 'none' }));
     const page = await refusal(clientId);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { jsonEqual, schemaProblems, validateJson } from '../../src/oauth/json-schema.js';
-import { isPublicAddress } from '../../src/outbound-address.js';
+import { guardedLookup, isPublicAddress, OutboundAddressError } from '../../src/outbound-address.js';
 import { cacheSeconds, checkDocument, documentUrlProblem } from '../../src/oauth/client-metadata-document.js';
 
 describe('the JSON Schema subset', () => {
@@ -59,6 +59,16 @@ describe('the outbound address rule', () => {
       expect([a, isPublicAddress(a)]).toEqual([a, false]);
     }
     for (const a of ['93.184.216.34', '8.8.8.8', '2606:2800:220:1:248:1893:25c8:1946', '::ffff:8.8.8.8']) expect([a, isPublicAddress(a)]).toEqual([a, true]);
+  });
+
+  it('a name that resolves to loopback is refused at connection time, unless private addresses are allowed', async () => {
+    const resolve = (allowPrivate: boolean) =>
+      new Promise<{ err: unknown; address: unknown }>((done) => guardedLookup(allowPrivate)('localhost', {}, (err, address) => done({ err, address })));
+    const refused = await resolve(false);
+    expect(refused.err).toBeInstanceOf(OutboundAddressError);
+    const allowed = await resolve(true);
+    expect(allowed.err).toBeNull();
+    expect(['127.0.0.1', '::1']).toContain(allowed.address);
   });
 });
 
