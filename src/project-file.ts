@@ -107,6 +107,7 @@ const applicationsSection = defineSection<ProjectApplication>({
         first_party: a.first_party,
         require_pushed_authorization_requests: a.require_pushed_authorization_requests ?? false,
         ...(secretDiffers ? { client_secret: a.client_secret } : {}),
+        ...(a.id_jag_audiences !== undefined ? { id_jag_audiences: a.id_jag_audiences } : {}),
       });
       ids.push(cur.client_id);
     }

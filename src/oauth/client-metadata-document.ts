@@ -3,7 +3,7 @@ import type { IncomingMessage } from 'node:http';
 import { createLocalJWKSet, decodeJwt, jwtVerify, type JWTPayload } from 'jose';
 import type { AppContext } from '../context.js';
 import { errors, ProtocolError } from '../errors.js';
-import { guardedLookup, literalHostRefused, OutboundAddressError } from '../outbound-address.js';
+import { guardedLookup, OutboundRefused, outboundProblem } from './outbound.js';
 import type { Application } from '../store/applications.js';
 import { nowSeconds } from '../clock.js';
 
@@ -11,8 +11,8 @@ import { nowSeconds } from '../clock.js';
  * Clients that need no registration (OAuth Client ID Metadata Document): a `client_id` that is
  * an https URL names a JSON document the client publishes there. Steps: the URL's shape, the
  * stored copy while its cache time lasts, else a fetch (Node's standard TLS trust, so
- * NODE_EXTRA_CA_CERTS adds an operator's CA; public addresses only outside development; at
- * most 5 KB and 5 s; no redirects), the document's checks, and the application row kept from
+ * NODE_EXTRA_CA_CERTS adds an operator's CA; public addresses only unless
+ * GATEHOUSE_OUTBOUND_ALLOW_PRIVATE; at most 5 KB and 5 s; no redirects), the document's checks, and the application row kept from
  * it. Every failure is an OAuth error (`invalid_client` for the document, `invalid_request`
  * for the URL), never a 500.
  */
@@ -66,11 +66,14 @@ interface Fetched {
   ttl: number;
 }
 
-/** GET of a JSON document within the byte and time caps, from a public address (outside development). */
-export function fetchJsonDocument(url: string, opts: { allowPrivate: boolean; maxBytes: number; timeoutMs: number; nowMs: number }): Promise<Fetched> {
+/**
+ * GET of a JSON document within the byte and time caps, under the outbound rules
+ * (`./outbound.ts`: the host's addresses checked first, and again on the connection itself).
+ */
+export async function fetchJsonDocument(url: string, opts: { allowPrivate: boolean; maxBytes: number; timeoutMs: number; nowMs: number }): Promise<Fetched> {
+  const problem = await outboundProblem(url, opts.allowPrivate);
+  if (problem) throw documentError(problem);
   return new Promise<Fetched>((resolve, reject) => {
-    const u = new URL(url);
-    if (literalHostRefused(u, opts.allowPrivate)) return reject(documentError(`${u.hostname} is not a public address`));
     let settled = false;
     const done = (err: ProtocolError | undefined, value?: Fetched) => {
       if (settled) return;
@@ -79,10 +82,10 @@ export function fetchJsonDocument(url: string, opts: { allowPrivate: boolean; ma
       if (err) reject(err);
       else resolve(value!);
     };
-    const req = httpsRequest(u, {
+    const req = httpsRequest(url, {
       method: 'GET',
       headers: { accept: 'application/json' },
-      lookup: guardedLookup(opts.allowPrivate) as never,
+      lookup: guardedLookup(opts.allowPrivate),
       agent: false,
     });
     const timer = setTimeout(() => {
@@ -90,7 +93,7 @@ export function fetchJsonDocument(url: string, opts: { allowPrivate: boolean; ma
       req.destroy();
     }, opts.timeoutMs);
     req.on('error', (err) => {
-      if (err instanceof OutboundAddressError) return done(documentError(`${err.host} is not a public address`));
+      if (err instanceof OutboundRefused) return done(documentError(err.message));
       done(documentError(`could not be fetched (${(err as NodeJS.ErrnoException).code ?? err.message})`));
     });
     req.on('response', (res) => {
@@ -206,7 +209,7 @@ export async function documentClient(ctx: AppContext, clientId: string): Promise
 
 async function refresh(ctx: AppContext, clientId: string): Promise<void> {
   const fetched = await fetchJsonDocument(clientId, {
-    allowPrivate: ctx.config.development,
+    allowPrivate: ctx.config.outboundAllowPrivate,
     maxBytes: DOCUMENT_MAX_BYTES,
     timeoutMs: DOCUMENT_TIMEOUT_MS,
     nowMs: ctx.clock.now(),
@@ -252,7 +255,7 @@ async function documentKeys(ctx: AppContext, jwksUri: string) {
   if (!cache) jwksCache.set(ctx, (cache = new Map()));
   const hit = cache.get(jwksUri);
   if (hit && hit.until > ctx.clock.now()) return hit.keys;
-  const fetched = await fetchJsonDocument(jwksUri, { allowPrivate: ctx.config.development, maxBytes: JWKS_MAX_BYTES, timeoutMs: DOCUMENT_TIMEOUT_MS, nowMs: ctx.clock.now() });
+  const fetched = await fetchJsonDocument(jwksUri, { allowPrivate: ctx.config.outboundAllowPrivate, maxBytes: JWKS_MAX_BYTES, timeoutMs: DOCUMENT_TIMEOUT_MS, nowMs: ctx.clock.now() });
   let keys: ReturnType<typeof createLocalJWKSet>;
   try {
     keys = createLocalJWKSet(fetched.body as Parameters<typeof createLocalJWKSet>[0]);

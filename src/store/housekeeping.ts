@@ -32,6 +32,7 @@ export function startHousekeeping(store: Store, opts: HousekeepingOptions): () =
       agent_auth: await store.agentAuth.purgeExpired(t),
       usage_counters: await store.usage.purgeIdle(t, 1000),
       relationship_changes: await store.relationships.purgeChangesBefore(t - RELATIONSHIP_CHANGES_KEPT_SECONDS),
+      id_jag_jtis: await store.idJag.purgeExpiredJtis(t),
     };
     opts.onDone?.(removed);
   };

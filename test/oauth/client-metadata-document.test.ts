@@ -14,8 +14,8 @@ import { Browser, followSignIn, postForm } from './helpers.js';
 /**
  * Clients known by the URL of their metadata document, against a gatehouse process that trusts
  * a test CA through NODE_EXTRA_CA_CERTS (Node's standard TLS trust) and runs with
- * NODE_ENV=development (so that the documents, served here on 127.0.0.1, may be fetched); and,
- * outside development, the same loopback URLs refused.
+ * NODE_ENV=development (so that GATEHOUSE_OUTBOUND_ALLOW_PRIVATE defaults to true and the documents, served here on 127.0.0.1, may be fetched); and,
+ * without it, the same loopback URLs refused.
  */
 
 interface Served {
