@@ -41,7 +41,7 @@ export interface IssuedAgentToken { access_token: string; expires_in: number; sc
  */
 export async function issueAgentAccessToken(
   ctx: AppContext,
-  p: { agent: Agent; userId: string | null; capabilities: string[]; audience: string; grant?: string; chain?: { agents: string[]; sid: string | null; notAfter: number } },
+  p: { agent: Agent; userId: string | null; capabilities: string[]; audience: string; grant?: string; authorizationDetails?: Record<string, unknown>[]; chain?: { agents: string[]; sid: string | null; notAfter: number } },
 ): Promise<IssuedAgentToken> {
   const iat = nowSeconds(ctx.clock);
   const jti = randomUUID();
@@ -60,6 +60,8 @@ export async function issueAgentAccessToken(
     ...(p.chain
       ? { act: nestedAct(p.chain.agents), [DELEGATION_CLAIM]: DELEGATION_BY_CONSENT, ...(p.chain.sid ? { sid: p.chain.sid } : {}) }
       : p.userId ? { act: { sub: p.agent.agent_id } } : {}),
+    // RFC 9396: what the person approved; every decision on this token stays within it
+    ...(p.authorizationDetails?.length ? { authorization_details: p.authorizationDetails } : {}),
   };
   const grant = p.grant ?? (p.chain ? 'token_exchange' : p.userId ? 'ciba' : 'client_credentials');
   const token = await ctx.keys.sign('EdDSA', claims, AGENT_ACCESS_TOKEN_TYP);

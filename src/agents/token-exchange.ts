@@ -120,7 +120,13 @@ async function exchange(ctx: AppContext, state: AgentState, body: Record<string,
 
   // 6. The audience.
   const audience = agentAudience(ctx, body.resource);
-  return { agent, userId: subject.userId, capabilities, audience, chain: { agents, sid: subject.sid, notAfter: claims.exp! } };
+  // What the person approved in detail (RFC 9396) goes down the chain: never wider.
+  const details = Array.isArray(claims.authorization_details) ? (claims.authorization_details as Record<string, unknown>[]) : undefined;
+  return {
+    agent, userId: subject.userId, capabilities, audience,
+    ...(details?.length ? { authorizationDetails: details } : {}),
+    chain: { agents, sid: subject.sid, notAfter: claims.exp! },
+  };
 }
 
 /** `actor_token`, when sent: an assertion of this same agent (RFC 7523), used once like the client assertion. */

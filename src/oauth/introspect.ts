@@ -43,6 +43,7 @@ export function introspectEndpoint(ctx: AppContext): RequestHandler {
       // The delegation the token carries: who acts (nested per hop, RFC 8693), who may act.
       ...(claims.act !== undefined ? { act: claims.act } : {}),
       ...(claims.may_act !== undefined ? { may_act: claims.may_act } : {}),
+      ...(claims.authorization_details !== undefined ? { authorization_details: claims.authorization_details } : {}),
     });
   };
 }

@@ -1,3 +1,4 @@
+import { authorizationDetailsHtml } from './authorization-details.js';
 import { escapeHtml, hiddenInput, renderPage } from './layout.js';
 
 const SCOPE_TEXT: Record<string, string> = {
@@ -13,6 +14,11 @@ export interface ConsentPageInput {
   applicationName: string;
   userEmail: string;
   scopes: string[];
+  /** the host of a client known by its metadata document (its URL), shown beside the name it gives itself */
+  clientHost?: string;
+  /** RFC 9396: exactly what the person approves, beyond the scopes */
+  authorizationDetails?: readonly Record<string, unknown>[];
+  typeDescriptions?: ReadonlyMap<string, string>;
   /** an agent the application asks to act for the person */
   delegate?: { agent_id: string; name: string; capabilities: string[] };
 }
@@ -24,10 +30,11 @@ export function consentPage(p: ConsentPageInput): string {
     .join('\n');
   return renderPage(
     'Allow access?',
-    `<p><strong>${escapeHtml(p.applicationName)}</strong> asks to access your account <strong>${escapeHtml(p.userEmail)}</strong>:</p>
+    `<p><strong>${escapeHtml(p.applicationName)}</strong>${p.clientHost ? ` <small>(from <strong>${escapeHtml(p.clientHost)}</strong>, not registered here)</small>` : ''} asks to access your account <strong>${escapeHtml(p.userEmail)}</strong>:</p>
 <ul class="scopes">
 ${items}
 </ul>
+${p.authorizationDetails?.length ? `<p>and, exactly:</p>\n${authorizationDetailsHtml(p.authorizationDetails, p.typeDescriptions)}` : ''}
 ${p.delegate ? `<p>It also asks you to let the agent <strong>${escapeHtml(p.delegate.name)}</strong> <span class="muted">(${escapeHtml(p.delegate.agent_id)})</span> act for you, with:</p>
 <ul class="delegation">
 ${p.delegate.capabilities.map((c) => `<li><code>${escapeHtml(c)}</code></li>`).join('\n')}
