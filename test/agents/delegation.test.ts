@@ -227,6 +227,18 @@ describe('token exchange down a chain', () => {
     expect(await refusal(exchange(agents.planner!, personToken, { actor_token: 'x.y.z', actor_token_type: 'urn:ietf:params:oauth:token-type:jwt' }))).toMatch(/^invalid_request: actor_token/);
   });
 
+  it('carries what the person approved in detail (authorization_details) down the chain', async () => {
+    const schema = { type: 'object', properties: { actions: { type: 'array', items: { enum: ['read'] } } }, required: ['actions'] };
+    expect((await server.admin('PUT', '/authorization-details-types/docs_access', { description: 'Reading your documents', schema })).status).toBe(201);
+    const details = [{ type: 'docs_access', actions: ['read'] }];
+    const { tokens } = await signInAndExchange(await discover(f, f.web), f, { email: f.user.email, password: f.user.password }, { authorization_details: JSON.stringify(details) });
+    expect(decodeJwt(tokens.access_token).authorization_details).toEqual(details);
+    const t1 = await exchange(agents.planner!, tokens.access_token);
+    const t2 = await exchange(agents.researcher!, t1.access_token);
+    expect(decodeJwt(t1.access_token).authorization_details).toEqual(details);
+    expect(decodeJwt(t2.access_token).authorization_details).toEqual(details);
+  });
+
   it('takes an actor_token that is the same agent’s assertion, and refuses another agent’s', async () => {
     const own = await assertion(server, agents.planner!);
     const ok = await exchange(agents.planner!, personToken, { actor_token: own, actor_token_type: 'urn:ietf:params:oauth:token-type:jwt' });
