@@ -360,6 +360,11 @@ describe('decisions over the chain', () => {
       };
       expect(await onOther()).toBe('allow');
       expect((await server.admin('DELETE', `/users/${f.user.id}/delegations/${encodeURIComponent(roamer.id)}`)).status).toBe(204);
+      // The other instance learns of the change from its change feed (read per turn on SQLite,
+      // pushed on PostgreSQL): once it has, its very next call is refused.
+      const stamp = await server.ctx.store.changes.version('delegations');
+      for (let i = 0; i < 100 && (await other.ctx.store.changes.version('delegations')) < stamp; i++) await new Promise((r) => setTimeout(r, 20));
+      expect(await other.ctx.store.changes.version('delegations')).toBeGreaterThanOrEqual(stamp);
       expect(await onOther()).toBe(401);
     } finally {
       await other.stop();
