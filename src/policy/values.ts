@@ -213,7 +213,7 @@ export function compileReader(p: PathNode, zone: string): (env: Env) => Read {
       return (env) => {
         const out: unknown[] = [];
         for (const a of env.chain) {
-          const v = step(a.attributes, segs, 0, env.entities);
+          const v = step(a.attributes, segs, 0, env, 'chain');
           if (v !== MISSING) out.push(v);
         }
         return out.length ? out : MISSING;
