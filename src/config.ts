@@ -41,6 +41,8 @@ export interface Config {
    * addresses (GATEHOUSE_OUTBOUND_ALLOW_PRIVATE=true; the default under NODE_ENV=development)
    */
   outboundAllowPrivate: boolean;
+  /** An AuthZEN search decides at most this many candidates per request (GATEHOUSE_AUTHZEN_SEARCH_MAX_CANDIDATES) */
+  authzenSearchMaxCandidates: number;
 }
 
 /** GATEHOUSE_SECRET and GATEHOUSE_ADMIN_TOKEN, when set, are at least this long (outside NODE_ENV=development). */
@@ -67,6 +69,7 @@ const fields = {
   GATEHOUSE_METRICS_TOKEN: z.string().min(1).optional(),
   GATEHOUSE_METRICS_OPEN: z.enum(['true', 'false']),
   GATEHOUSE_OUTBOUND_ALLOW_PRIVATE: z.enum(['true', 'false']),
+  GATEHOUSE_AUTHZEN_SEARCH_MAX_CANDIDATES: z.coerce.number().int().min(1).max(10_000_000),
   GATEHOUSE_AGENT_RATE_LIMIT: z.coerce.number().int().min(0).max(1_000_000),
   GATEHOUSE_ADDRESS_RATE_LIMIT: z.coerce.number().int().min(0).max(1_000_000),
   GATEHOUSE_TRUSTED_PROXIES: z
@@ -156,5 +159,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     },
     outboundAllowPrivate:
       parseVar<string>('GATEHOUSE_OUTBOUND_ALLOW_PRIVATE', env.GATEHOUSE_OUTBOUND_ALLOW_PRIVATE, env.NODE_ENV === 'development' ? 'true' : 'false') === 'true',
+    authzenSearchMaxCandidates: parseVar<number>('GATEHOUSE_AUTHZEN_SEARCH_MAX_CANDIDATES', env.GATEHOUSE_AUTHZEN_SEARCH_MAX_CANDIDATES, '10000'),
   };
 }
