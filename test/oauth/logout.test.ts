@@ -74,10 +74,11 @@ describe('logout started by another site', () => {
 
   it('with a hint for another application than client_id, or a forged one, asks first', async () => {
     const { browser, tokens } = await signIn();
-    for (const q of [
+    const requests: Record<string, string>[] = [
       { client_id: f.spa.client_id, id_token_hint: tokens.id_token! },
       { id_token_hint: `${tokens.id_token!.slice(0, -4)}AAAA` },
-    ]) {
+    ];
+    for (const q of requests) {
       const res = await fromElsewhere(browser, logoutUrl(q));
       expect(res.status).toBe(200);
       expect(await res.text()).toContain('Sign out?');
