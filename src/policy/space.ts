@@ -346,15 +346,16 @@ export function buildSpace(reading: Reading, principal: Principal, grants: { sub
     u.types.add(t);
     if (t === 'number') u.nums.add(v as number); else if (t === 'string') u.strs.add(v as string);
   };
-  const rels = new Map<string, { rel: RelKind; a: string; b: string; ordering: boolean }>();
+  const rels = new Map<string, { rel: RelKind; a: string; b: string; ordering: boolean; equality: boolean }>();
   const addRel = (rel: RelKind, a: Use | null, b: Use | null, ordering: boolean, aKey?: string, bKey?: string) => {
     const ka = a?.key ?? aKey, kb = b?.key ?? bKey;
     if (!ka || !kb || ka === kb) return;
     // One dimension per pair: the first comparison written names the order of the two.
     const key = relKey(rel, ka, kb);
     const prev = rels.get(key);
-    if (prev) prev.ordering ||= ordering;
-    else rels.set(key, { rel, a: ka, b: kb, ordering });
+    const equality = rel === 'cmp' && !ordering;
+    if (prev) { prev.ordering ||= ordering; prev.equality ||= equality; }
+    else rels.set(key, { rel, a: ka, b: kb, ordering, equality });
   };
   const keyOf = (p: PathNode, zone: string) => useKey(normalize(p, kind), zone);
 
@@ -444,6 +445,17 @@ export function buildSpace(reading: Reading, principal: Principal, grants: { sub
         for (const t of b ? itemOf(b) : []) add(a, `[${t}]`);
       }
     }
+  }
+  // `==`/`!=` of two values compares any two scalars of one type, not only the types their
+  // constants name: two equal numbers where the conditions compare the values with strings are
+  // equal, not mistyped; and where the pair is also ordered (numbers only: strings and booleans
+  // err) two strings decide otherwise than two numbers. So both take cells of every scalar type
+  // (unless one is built in, whose type fixes which pairs compare).
+  for (const r of rels.values()) {
+    if (r.rel !== 'cmp' || !r.equality) continue;
+    const a = uses.get(r.a), b = uses.get(r.b);
+    if (!a || !b || builtinType(a) || builtinType(b)) continue;
+    for (const u of [a, b]) for (const t of SCALARS) u.types.add(t);
   }
   for (const r of rels.values()) {
     for (const [k, asList] of [[r.a, r.rel === 'any' || r.rel === 'all'], [r.b, r.rel !== 'cmp']] as const) {
