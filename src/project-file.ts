@@ -104,6 +104,7 @@ const applicationsSection = defineSection<ProjectApplication>({
         ...(a.confidential !== undefined ? { confidential: a.confidential } : {}),
         ...(a.refresh_tokens !== undefined ? { refresh_tokens: a.refresh_tokens } : {}),
         first_party: a.first_party,
+        ...(a.dpop_bound_access_tokens !== undefined ? { dpop_bound_access_tokens: a.dpop_bound_access_tokens } : {}),
         ...(secretDiffers ? { client_secret: a.client_secret } : {}),
       });
       ids.push(cur.client_id);
@@ -127,7 +128,8 @@ const agentsSection = defineSection<z.output<typeof agentCreate>>({
     for (const a of items) {
       const id = a.agent_id ?? defaultAgentId(ctx.config.issuerHost, a.name);
       if (!(await ctx.store.agents.get(id))) await createAgent(ctx, a);
-      else await updateAgent(ctx, id, { name: a.name, mode: a.mode, public_jwk: a.public_jwk, roles: a.roles, capabilities: a.capabilities, attributes: a.attributes });
+      else await updateAgent(ctx, id, { name: a.name, mode: a.mode, public_jwk: a.public_jwk, roles: a.roles, capabilities: a.capabilities, attributes: a.attributes,
+        ...(a.dpop_bound_access_tokens !== undefined ? { dpop_bound_access_tokens: a.dpop_bound_access_tokens } : {}) });
     }
   },
 });

@@ -30,6 +30,7 @@ export function agentJson(a: Agent) {
     roles: a.roles,
     capabilities: a.capabilities,
     attributes: a.attributes,
+    dpop_bound_access_tokens: a.dpop_bound_access_tokens,
     revoked: a.revoked,
     revoked_at: iso(a.revoked_at),
     created_at: iso(a.created_at),
@@ -64,7 +65,7 @@ export function createAgent(ctx: AppContext, input: AgentCreate, record?: Record
       if (await tx.agents.get(agentId)) throw errors.conflict(`an agent ${agentId} exists`);
       const agent = await tx.agents.create(
         agentId,
-        { name: input.name, mode: input.mode, public_jwk: publicJwk(input.public_jwk), roles: input.roles, attributes: input.attributes },
+        { name: input.name, mode: input.mode, public_jwk: publicJwk(input.public_jwk), roles: input.roles, attributes: input.attributes, dpop_bound_access_tokens: input.dpop_bound_access_tokens },
         capabilities(input.capabilities),
       );
       await tx.settings.bump('agents');
@@ -85,6 +86,7 @@ export function updateAgent(ctx: AppContext, agentId: string, patch: AgentPatch,
         public_jwk: patch.public_jwk ? publicJwk(patch.public_jwk) : cur.public_jwk,
         roles: patch.roles ?? cur.roles,
         attributes: patch.attributes ?? cur.attributes,
+        dpop_bound_access_tokens: patch.dpop_bound_access_tokens ?? cur.dpop_bound_access_tokens,
       },
       patch.capabilities ? capabilities(patch.capabilities) : undefined,
     ))!;

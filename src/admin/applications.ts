@@ -33,6 +33,7 @@ export async function applicationJson(ctx: AppContext, app: Application) {
     confidential: app.confidential,
     refresh_tokens: app.refresh_tokens,
     first_party: app.first_party,
+    dpop_bound_access_tokens: app.dpop_bound_access_tokens,
     has_secret: app.has_secret,
     grants: await ctx.store.applications.listGrants(app.client_id),
     assignments: await ctx.store.applications.listAssignments(app.client_id),
@@ -75,6 +76,7 @@ export async function createApplication(ctx: AppContext, input: ApplicationCreat
         secret_hash: secret ? sha256(secret) : null,
         refresh_tokens: input.refresh_tokens ?? REFRESH_BY_DEFAULT[input.type],
         first_party: input.first_party,
+        dpop_bound_access_tokens: input.dpop_bound_access_tokens ?? false,
       });
       await tx.settings.bump('applications');
       await record?.(tx, created);
@@ -101,6 +103,7 @@ export function updateApplication(ctx: AppContext, clientId: string, patch: Appl
       confidential,
       refresh_tokens: patch.refresh_tokens ?? cur.refresh_tokens,
       first_party: patch.first_party ?? cur.first_party,
+      dpop_bound_access_tokens: patch.dpop_bound_access_tokens ?? cur.dpop_bound_access_tokens,
     };
     const builtIn = builtInApplicationProblem(ctx, clientId, next);
     if (builtIn) throw fieldError(builtIn.path, builtIn.message);

@@ -212,6 +212,9 @@ const applicationFields = {
   confidential: z.boolean(),
   refresh_tokens: z.boolean(),
   first_party: z.boolean(),
+  dpop_bound_access_tokens: z
+    .boolean()
+    .meta({ description: 'RFC 9449: every access token is bound to a DPoP key; a token request without a DPoP proof is refused' }),
   client_secret: z.string().min(32, 'a client secret must be at least 32 characters').max(512),
 };
 
@@ -231,6 +234,7 @@ export const applicationCreate = z.object({
     .optional()
     .meta({ description: 'default true for web, spa and native' }),
   first_party: applicationFields.first_party.default(true),
+  dpop_bound_access_tokens: applicationFields.dpop_bound_access_tokens.optional().meta({ description: 'default false' }),
   client_id: clientIdSchema.optional(),
   client_secret: applicationFields.client_secret.optional(),
 });
@@ -244,6 +248,7 @@ export const applicationPatch = z.object({
   confidential: applicationFields.confidential.optional(),
   refresh_tokens: applicationFields.refresh_tokens.optional(),
   first_party: applicationFields.first_party.optional(),
+  dpop_bound_access_tokens: applicationFields.dpop_bound_access_tokens.optional(),
   client_secret: applicationFields.client_secret.optional().meta({ description: 'sets a new secret' }),
   rotate_secret: z.boolean().optional().meta({ description: 'true: generates a new secret, returned once' }),
 });
@@ -262,6 +267,7 @@ export const applicationView = z.object({
   confidential: z.boolean(),
   refresh_tokens: z.boolean(),
   first_party: z.boolean(),
+  dpop_bound_access_tokens: z.boolean(),
   has_secret: z.boolean(),
   grants: z.array(z.object({ api_client_id: z.string(), scopes: z.array(z.string()) })),
   assignments: z.array(z.string()).meta({ description: 'ids of the people assigned to the application' }),
@@ -405,6 +411,10 @@ export const agentCreate = z
     roles: z.array(tag).max(200).default([]),
     capabilities: z.array(capability).max(500).default([]),
     attributes: attributes.default({}),
+    dpop_bound_access_tokens: z
+      .boolean()
+      .optional()
+      .meta({ description: 'default false. RFC 9449: every access token is bound to a DPoP key; a token request without a DPoP proof is refused' }),
   })
   .superRefine((a, c) => uniqueCapabilities(a.capabilities, c));
 export type AgentCreate = z.output<typeof agentCreate>;
@@ -417,6 +427,7 @@ export const agentPatch = z
     roles: z.array(tag).max(200).optional(),
     capabilities: z.array(capability).max(500).optional().meta({ description: 'replaces all capabilities' }),
     attributes: attributes.optional().meta({ description: 'replaces all attributes' }),
+    dpop_bound_access_tokens: z.boolean().optional(),
   })
   .superRefine((a, c) => uniqueCapabilities(a.capabilities, c));
 export type AgentPatch = z.output<typeof agentPatch>;
@@ -433,6 +444,7 @@ export const agentView = z.object({
   roles: z.array(z.string()),
   capabilities: z.array(capabilityView),
   attributes: z.record(z.string(), z.unknown()),
+  dpop_bound_access_tokens: z.boolean(),
   revoked: z.boolean(),
   revoked_at: nullableTimestamp,
   created_at: timestamp,

@@ -7,6 +7,7 @@ import type { JWTPayload } from 'jose';
 import { recordAudit } from '../authz/audit.js';
 import { AGENT_ACCESS_TOKEN_TTL, AGENT_ACCESS_TOKEN_TYP, rememberIssued } from '../authz/agent-access-token.js';
 import { nowSeconds } from '../clock.js';
+import { confirmation } from '../oauth/dpop.js';
 
 /**
  * The capabilities a token carries: all of the agent's, or the requested `scope` narrowed to
@@ -36,7 +37,7 @@ export interface IssuedAgentToken { access_token: string; expires_in: number; sc
 /** An agent access token (EdDSA, `typ: at+jwt`); `userId` makes it a delegated token (`sub` the person, `act` the agent). */
 export async function issueAgentAccessToken(
   ctx: AppContext,
-  p: { agent: Agent; userId: string | null; capabilities: string[]; audience: string },
+  p: { agent: Agent; userId: string | null; capabilities: string[]; audience: string; jkt?: string | undefined },
 ): Promise<IssuedAgentToken> {
   const iat = nowSeconds(ctx.clock);
   const jti = randomUUID();
@@ -52,6 +53,7 @@ export async function issueAgentAccessToken(
     scope,
     capabilities: p.capabilities,
     ...(p.userId ? { act: { sub: p.agent.agent_id } } : {}),
+    ...confirmation(p.jkt),
   };
   const token = await ctx.keys.sign('EdDSA', claims, AGENT_ACCESS_TOKEN_TYP);
   rememberIssued(ctx, token, p.audience, JSON.parse(JSON.stringify(claims)) as JWTPayload);

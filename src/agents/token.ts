@@ -3,6 +3,7 @@ import type { AppContext } from '../context.js';
 import { errors, ProtocolError } from '../errors.js';
 import { recordAuditOrLog } from '../authz/audit.js';
 import { authenticateAgent } from './assertion.js';
+import { tokenRequestBinding } from '../oauth/dpop.js';
 import { CIBA_GRANT_TYPE, cibaGrant } from './ciba.js';
 import { agentAudience, issueAgentAccessToken, requestedCapabilities, sendTokenResponse } from './issue-token.js';
 
@@ -10,7 +11,8 @@ const GRANTS = ['client_credentials', CIBA_GRANT_TYPE];
 
 /**
  * POST /apis/regional/v1/ai/auth/token: agent sign-in (`client_credentials`, autonomous agents)
- * and CIBA polling. Steps: check the grant type, authenticate the agent's assertion, run the grant.
+ * and CIBA polling. Steps: check the grant type, authenticate the agent's assertion, the DPoP
+ * proof (its key binds the token; required of an agent with dpop_bound_access_tokens), run the grant.
  */
 export async function agentToken(ctx: AppContext, req: Request, res: Response): Promise<void> {
   const body = (req.body ?? {}) as Record<string, unknown>;
@@ -25,8 +27,9 @@ export async function agentToken(ctx: AppContext, req: Request, res: Response): 
     [ctx.urls.agentToken, ctx.urls.issuer],
     grantType === CIBA_GRANT_TYPE ? 'token:ciba' : 'token:client_credentials',
   );
+  const jkt = await tokenRequestBinding(ctx, req, ctx.urls.agentToken, agent.dpop_bound_access_tokens);
   if (grantType === CIBA_GRANT_TYPE) {
-    await cibaGrant(ctx, agent, body, res);
+    await cibaGrant(ctx, agent, body, res, jkt);
     return;
   }
 
@@ -51,10 +54,10 @@ export async function agentToken(ctx: AppContext, req: Request, res: Response): 
     }
     throw err;
   }
-  const token = await issueAgentAccessToken(ctx, { agent, userId: null, capabilities, audience });
+  const token = await issueAgentAccessToken(ctx, { agent, userId: null, capabilities, audience, jkt });
   sendTokenResponse(res, {
     access_token: token.access_token,
-    token_type: 'Bearer',
+    token_type: jkt ? 'DPoP' : 'Bearer',
     expires_in: token.expires_in,
     scope: token.scope,
   });

@@ -1,6 +1,7 @@
 import { Router, type RequestHandler } from 'express';
 import type { AppContext } from '../context.js';
 import { ACR_VALUES_SUPPORTED } from '../oauth/acr.js';
+import { DPOP_SIGNING_ALGS } from '../oauth/dpop.js';
 import { SUPPORTED_EVENT_TYPES } from '../signals.js';
 
 /** Discovery documents and keys: no authentication, open CORS, a short public cache. */
@@ -40,6 +41,7 @@ export function discoveryDocuments(ctx: AppContext) {
       scopes_supported: SCOPES_SUPPORTED,
       claims_supported: CLAIMS_SUPPORTED,
       acr_values_supported: ACR_VALUES_SUPPORTED,
+      dpop_signing_alg_values_supported: DPOP_SIGNING_ALGS,
     },
     'oauth-authorization-server': {
       issuer: u.issuer,
@@ -56,6 +58,7 @@ export function discoveryDocuments(ctx: AppContext) {
       backchannel_user_code_parameter_supported: false,
       agent_configuration_endpoint: u.agentConfiguration,
       response_types_supported: [],
+      dpop_signing_alg_values_supported: DPOP_SIGNING_ALGS,
     },
     'agent-configuration': {
       modes: ['delegated', 'autonomous'],
@@ -68,6 +71,9 @@ export function discoveryDocuments(ctx: AppContext) {
     'oauth-protected-resource': {
       resource: u.mcp,
       authorization_servers: [u.issuer],
+      // RFC 9728: DPoP-bound tokens are accepted (with their proofs); bearer tokens too.
+      dpop_signing_alg_values_supported: DPOP_SIGNING_ALGS,
+      dpop_bound_access_tokens_required: false,
     },
     'ssf-configuration': {
       issuer: u.issuer,

@@ -10,3 +10,23 @@ export function bearerToken(authorization: string | undefined): string | undefin
 }
 
 const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;
+
+/** An access token as a resource receives it: with its scheme, `Bearer` or `DPoP` (RFC 9449 section 7.1). */
+export interface AccessCredential {
+  scheme: 'Bearer' | 'DPoP';
+  token: string;
+}
+
+/**
+ * The access token of `Authorization: Bearer <token>` or `Authorization: DPoP <token>`, for the
+ * doors that take access tokens (userinfo, the MCP gateway, the transaction-token endpoint,
+ * AuthZEN). Whether a DPoP-bound token came with its proof is checkSenderConstraint's question.
+ */
+export function accessCredential(authorization: string | undefined): AccessCredential | undefined {
+  if (!authorization) return undefined;
+  const m = CREDENTIAL.exec(authorization);
+  if (!m) return undefined;
+  return { scheme: m[1]!.toLowerCase() === 'dpop' ? 'DPoP' : 'Bearer', token: m[2]! };
+}
+
+const CREDENTIAL = /^(Bearer|DPoP)[ \t]+(\S+)[ \t]*$/i;

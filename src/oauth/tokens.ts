@@ -5,6 +5,7 @@ import type { Grant } from '../store/oauth.js';
 import type { User } from '../store/users.js';
 import { mayUseApplication } from './built-in-applications.js';
 import { nowSeconds } from '../clock.js';
+import { confirmation } from './dpop.js';
 
 /** Lifetimes in seconds (access tokens 900 s; the others are listed in docs/sign-in.md). */
 export const ACCESS_TOKEN_TTL = 900;
@@ -18,7 +19,7 @@ export const ACCESS_TOKEN_TYP = 'at+jwt';
 /** A service's token (client credentials): no person claims. */
 export async function issueServiceAccessToken(
   ctx: AppContext,
-  t: { clientId: string; audience: string; scope: string | undefined },
+  t: { clientId: string; audience: string; scope: string | undefined; jkt?: string | undefined },
 ): Promise<string> {
   const iat = nowSeconds(ctx.clock);
   return ctx.keys.sign(
@@ -32,13 +33,14 @@ export async function issueServiceAccessToken(
       jti: randomUUID(),
       client_id: t.clientId,
       ...(t.scope !== undefined ? { scope: t.scope } : {}),
+      ...confirmation(t.jkt),
     },
     ACCESS_TOKEN_TYP,
   );
 }
 
-/** A person's access token: `aud` is the resource asked for, else the client. */
-export async function issuePersonAccessToken(ctx: AppContext, user: User, grant: Grant, scope: string[]): Promise<string> {
+/** A person's access token: `aud` is the resource asked for, else the client; `jkt` binds it to a DPoP key. */
+export async function issuePersonAccessToken(ctx: AppContext, user: User, grant: Grant, scope: string[], jkt?: string): Promise<string> {
   const iat = nowSeconds(ctx.clock);
   return ctx.keys.sign(
     'RS256',
@@ -57,6 +59,7 @@ export async function issuePersonAccessToken(ctx: AppContext, user: User, grant:
       acr: grant.acr,
       groups: user.groups,
       roles: user.roles,
+      ...confirmation(jkt),
     },
     ACCESS_TOKEN_TYP,
   );
@@ -99,7 +102,7 @@ export async function issueIdToken(
 
 export interface TokenResponse {
   access_token: string;
-  token_type: 'Bearer';
+  token_type: 'Bearer' | 'DPoP';
   expires_in: number;
   id_token?: string;
   refresh_token?: string;
@@ -128,10 +131,10 @@ export async function personTokenResponse(
   ctx: AppContext,
   user: User,
   grant: Grant,
-  opts: { scope: string[]; nonce?: string | null; refreshToken?: string },
+  opts: { scope: string[]; nonce?: string | null; refreshToken?: string; jkt?: string | undefined },
 ): Promise<TokenResponse> {
-  const accessToken = await issuePersonAccessToken(ctx, user, grant, opts.scope);
-  const body: TokenResponse = { access_token: accessToken, token_type: 'Bearer', expires_in: ACCESS_TOKEN_TTL };
+  const accessToken = await issuePersonAccessToken(ctx, user, grant, opts.scope, opts.jkt);
+  const body: TokenResponse = { access_token: accessToken, token_type: opts.jkt ? 'DPoP' : 'Bearer', expires_in: ACCESS_TOKEN_TTL };
   if (opts.scope.includes('openid')) body.id_token = await issueIdToken(ctx, user, grant, accessToken, opts.nonce);
   if (opts.refreshToken) body.refresh_token = opts.refreshToken;
   body.scope = opts.scope.join(' ');

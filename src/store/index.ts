@@ -2,6 +2,7 @@ import { agentsStore } from './agents.js';
 import { agentAuthStore } from './agent-auth.js';
 import { applicationsStore } from './applications.js';
 import { auditStore } from './audit.js';
+import { dpopStore } from './dpop.js';
 import { entitiesStore } from './entities.js';
 import { perTurnFeed, type ChangeFeed } from './changes.js';
 import { keysStore } from './keys.js';
@@ -52,6 +53,7 @@ function modules(sql: Sql, changes: ChangeFeed, clock: Clock) {
     policyVersions: policyVersionsStore(sql, clock),
     usage: usageStore(sql),
     webauthn: webauthnStore(sql, clock),
+    dpop: dpopStore(sql, clock),
   };
 }
 
