@@ -18,7 +18,7 @@ import type { AccessCredential } from './bearer.js';
  * resource endpoints then want `Authorization: DPoP <token>` and a proof by the same key.
  */
 
-/** Signature algorithms a proof may use: asymmetric only. */
+/** Signature algorithms a proof may use (the metadata's list): asymmetric only. */
 export const DPOP_SIGNING_ALGS = ['ES256', 'EdDSA'] as const;
 /** A proof is accepted this many seconds after its `iat` (and its jti remembered that long). */
 export const DPOP_PROOF_MAX_AGE_SECONDS = 60;
@@ -29,9 +29,14 @@ export const DPOP_NONCE_TTL_SECONDS = 300;
 /** A proof longer than this is refused unread (an ES256 or Ed25519 proof is well under 1 KB). */
 const MAX_PROOF_LENGTH = 4096;
 
-const KEY_TYPE: Record<(typeof DPOP_SIGNING_ALGS)[number], { kty: string; crv: string }> = {
+/**
+ * The key type each accepted `alg` needs. `Ed25519` is the fully specified name of EdDSA over
+ * Ed25519 (RFC 9864), the one openid-client and oauth4webapi put in proofs made with Ed25519 keys.
+ */
+const KEY_TYPE: Record<string, { kty: string; crv: string }> = {
   ES256: { kty: 'EC', crv: 'P-256' },
   EdDSA: { kty: 'OKP', crv: 'Ed25519' },
+  Ed25519: { kty: 'OKP', crv: 'Ed25519' },
 };
 const PRIVATE_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'];
 
@@ -94,20 +99,18 @@ export async function verifyDpopProof(ctx: AppContext, header: string, expect: P
   }
   if (protectedHeader.typ !== 'dpop+jwt') throw refuse('the DPoP proof must have typ dpop+jwt');
   const alg = protectedHeader.alg;
-  if (!DPOP_SIGNING_ALGS.includes(alg as (typeof DPOP_SIGNING_ALGS)[number])) {
-    throw refuse(`the DPoP proof alg must be one of ${DPOP_SIGNING_ALGS.join(', ')}`);
-  }
+  if (alg === undefined || !Object.hasOwn(KEY_TYPE, alg)) throw refuse(`the DPoP proof alg must be one of ${DPOP_SIGNING_ALGS.join(', ')}`);
   const jwk = protectedHeader.jwk as JWK | undefined;
   if (!jwk || typeof jwk !== 'object' || Array.isArray(jwk)) throw refuse('the DPoP proof header must carry the public key as jwk');
   if (PRIVATE_MEMBERS.some((m) => m in jwk)) throw refuse('the DPoP proof jwk must be a public key');
-  const want = KEY_TYPE[alg as (typeof DPOP_SIGNING_ALGS)[number]];
+  const want = KEY_TYPE[alg]!;
   if (jwk.kty !== want.kty || jwk.crv !== want.crv) throw refuse(`the DPoP proof jwk must be an ${want.kty} ${want.crv} key for ${alg}`);
 
   // 3. Signature
   let claims: JWTPayload;
   try {
     const key = await importJWK(jwk, alg);
-    ({ payload: claims } = await jwtVerify(proof, key, { typ: 'dpop+jwt', algorithms: [alg!] }));
+    ({ payload: claims } = await jwtVerify(proof, key, { typ: 'dpop+jwt', algorithms: [alg] }));
   } catch {
     throw refuse('the DPoP proof signature does not verify');
   }
