@@ -53,3 +53,20 @@ export async function readJson(res: Response): Promise<{ status: number; body: a
   }
   return { status: res.status, body, headers: res.headers };
 }
+
+/** client_credentials at the agent token endpoint, with `dpop` as the DPoP header when given. */
+export async function agentTokenRequest(
+  server: import('../helpers/server.js').TestServer,
+  agent: import('../agents/helpers.js').TestAgent,
+  dpop?: string,
+  fields: Record<string, string> = {},
+) {
+  const { assertion, JWT_BEARER } = await import('../agents/helpers.js');
+  return readJson(
+    await fetch(server.ctx.urls.agentToken, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', ...(dpop !== undefined ? { dpop } : {}) },
+      body: new URLSearchParams({ grant_type: 'client_credentials', client_assertion_type: JWT_BEARER, client_assertion: await assertion(server, agent), ...fields }),
+    }),
+  );
+}
