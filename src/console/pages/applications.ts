@@ -63,6 +63,7 @@ ${select({ ...at('confidential'), label: 'Confidential (has a secret)', value: v
 ${select({ ...at('refresh_tokens'), label: 'Refresh tokens', value: v.refresh_tokens ?? '', options: TRI })}
 </div>
 ${checkbox({ ...at('first_party'), label: 'First party (no consent screen)', checked: v.first_party === undefined ? true : ticked(v, 'first_party') })}
+${checkbox({ ...at('dpop_bound_access_tokens'), label: 'DPoP-bound tokens only (no token without a DPoP proof)', checked: ticked(v, 'dpop_bound_access_tokens') })}
 ${button('Create application')}`,
   );
 }
@@ -115,6 +116,7 @@ const detailPage: DetailPage<DetailForms> = async (ctx, req, res, id, forms = {}
     post_logout_redirect_uris: app.post_logout_redirect_uris.join('\n'),
     ...(app.refresh_tokens ? { refresh_tokens: 'on' } : {}),
     ...(app.first_party ? { first_party: 'on' } : {}),
+    ...(app.dpop_bound_access_tokens ? { dpop_bound_access_tokens: 'on' } : {}),
   });
   const ev = edit.values;
   const editForm = stateForm(
@@ -125,7 +127,8 @@ const detailPage: DetailPage<DetailForms> = async (ctx, req, res, id, forms = {}
 ${builtIn ? '' : `${textarea({ ...at('redirect_uris'), label: 'Redirect URIs', hint: 'One per line.', rows: 3, mono: true })}
 ${textarea({ ...at('post_logout_redirect_uris'), label: 'Post-logout redirect URIs', hint: 'One per line.', rows: 2, mono: true })}
 ${checkbox({ ...at('refresh_tokens'), label: 'Refresh tokens', checked: ticked(ev, 'refresh_tokens') })}
-${checkbox({ ...at('first_party'), label: 'First party (no consent screen)', checked: ticked(ev, 'first_party') })}`}
+${checkbox({ ...at('first_party'), label: 'First party (no consent screen)', checked: ticked(ev, 'first_party') })}
+${checkbox({ ...at('dpop_bound_access_tokens'), label: 'DPoP-bound tokens only (no token without a DPoP proof)', checked: ticked(ev, 'dpop_bound_access_tokens') })}`}
 ${button('Save changes')}`,
   );
 
@@ -181,6 +184,7 @@ const appInput = (v: Values) => ({
   ...(tri(v.confidential) !== undefined ? { confidential: tri(v.confidential) } : {}),
   ...(tri(v.refresh_tokens) !== undefined ? { refresh_tokens: tri(v.refresh_tokens) } : {}),
   first_party: ticked(v, 'first_party'),
+  dpop_bound_access_tokens: ticked(v, 'dpop_bound_access_tokens'),
 });
 
 /** The application and the person of an assignment, read from a form of one's page (`id` is that one). */
@@ -243,6 +247,7 @@ export function applicationPages(router: Router, ctx: AppContext): void {
               post_logout_redirect_uris: lines(v.post_logout_redirect_uris),
               refresh_tokens: ticked(v, 'refresh_tokens'),
               first_party: ticked(v, 'first_party'),
+              dpop_bound_access_tokens: ticked(v, 'dpop_bound_access_tokens'),
             };
       const { app } = await updateApplication(ctx, id, parseWith(applicationPatch, patch), audit(() => ({ action: 'applications.update', target: `application:${id}`, details: patch })));
       return `Application ${app.name} saved.`;
