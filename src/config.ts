@@ -38,6 +38,11 @@ export interface Config {
   dpopNonce: 'off' | 'required';
   /** the agent endpoints' request limits (GATEHOUSE_AGENT_RATE_LIMIT, GATEHOUSE_ADDRESS_RATE_LIMIT, GATEHOUSE_TRUSTED_PROXIES) */
   agentRequestLimits: { perAgent: number; perAddress: number; trustedProxies: string[] };
+  /**
+   * Outbound fetches (a trusted issuer's JWKS) may reach loopback, private and link-local
+   * addresses (GATEHOUSE_OUTBOUND_ALLOW_PRIVATE=true; the default under NODE_ENV=development)
+   */
+  outboundAllowPrivate: boolean;
 }
 
 /** GATEHOUSE_SECRET and GATEHOUSE_ADMIN_TOKEN, when set, are at least this long (outside NODE_ENV=development). */
@@ -64,6 +69,7 @@ const fields = {
   GATEHOUSE_METRICS_TOKEN: z.string().min(1).optional(),
   GATEHOUSE_METRICS_OPEN: z.enum(['true', 'false']),
   GATEHOUSE_DPOP_NONCE: z.enum(['off', 'required']),
+  GATEHOUSE_OUTBOUND_ALLOW_PRIVATE: z.enum(['true', 'false']),
   GATEHOUSE_AGENT_RATE_LIMIT: z.coerce.number().int().min(0).max(1_000_000),
   GATEHOUSE_ADDRESS_RATE_LIMIT: z.coerce.number().int().min(0).max(1_000_000),
   GATEHOUSE_TRUSTED_PROXIES: z
@@ -152,5 +158,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
       perAddress: parseVar<number>('GATEHOUSE_ADDRESS_RATE_LIMIT', env.GATEHOUSE_ADDRESS_RATE_LIMIT, '5000'),
       trustedProxies: parseVar<string[]>('GATEHOUSE_TRUSTED_PROXIES', env.GATEHOUSE_TRUSTED_PROXIES, ''),
     },
+    outboundAllowPrivate:
+      parseVar<string>('GATEHOUSE_OUTBOUND_ALLOW_PRIVATE', env.GATEHOUSE_OUTBOUND_ALLOW_PRIVATE, env.NODE_ENV === 'development' ? 'true' : 'false') === 'true',
   };
 }

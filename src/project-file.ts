@@ -106,6 +106,7 @@ const applicationsSection = defineSection<ProjectApplication>({
         first_party: a.first_party,
         ...(a.dpop_bound_access_tokens !== undefined ? { dpop_bound_access_tokens: a.dpop_bound_access_tokens } : {}),
         ...(secretDiffers ? { client_secret: a.client_secret } : {}),
+        ...(a.id_jag_audiences !== undefined ? { id_jag_audiences: a.id_jag_audiences } : {}),
       });
       ids.push(cur.client_id);
     }

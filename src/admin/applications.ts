@@ -37,6 +37,7 @@ export async function applicationJson(ctx: AppContext, app: Application) {
     has_secret: app.has_secret,
     grants: await ctx.store.applications.listGrants(app.client_id),
     assignments: await ctx.store.applications.listAssignments(app.client_id),
+    id_jag_audiences: await ctx.store.idJag.audiences(app.client_id),
     created_at: iso(app.created_at),
     updated_at: iso(app.updated_at),
   };
@@ -78,6 +79,7 @@ export async function createApplication(ctx: AppContext, input: ApplicationCreat
         first_party: input.first_party,
         dpop_bound_access_tokens: input.dpop_bound_access_tokens ?? false,
       });
+      if (input.id_jag_audiences?.length) await tx.idJag.setAudiences(clientId, input.id_jag_audiences.map((a) => ({ audience: a.audience, client_id: a.client_id ?? null })));
       await tx.settings.bump('applications');
       await record?.(tx, created);
       return created;
@@ -108,6 +110,9 @@ export function updateApplication(ctx: AppContext, clientId: string, patch: Appl
     const builtIn = builtInApplicationProblem(ctx, clientId, next);
     if (builtIn) throw fieldError(builtIn.path, builtIn.message);
     const app = (await tx.applications.update(next))!;
+    if (patch.id_jag_audiences !== undefined) {
+      await tx.idJag.setAudiences(clientId, patch.id_jag_audiences.map((a) => ({ audience: a.audience, client_id: a.client_id ?? null })));
+    }
     let secret: string | undefined;
     if (!confidential) {
       if (cur.has_secret) await tx.applications.setSecretHash(clientId, null);

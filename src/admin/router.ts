@@ -12,6 +12,7 @@ import { policyRoutes } from './policy.js';
 import { relationshipRoutes } from './relationships.js';
 import { roleRoutes } from './roles.js';
 import { ruleRoutes } from './rules.js';
+import { trustedIssuerRoutes } from './trusted-issuers.js';
 import { usageRoutes } from './usage.js';
 import { userRoutes } from './users.js';
 
@@ -52,6 +53,7 @@ export function adminRouter(ctx: AppContext): Router {
   ruleRoutes(router, ctx);
   policyRoutes(router, ctx);
   keyRoutes(router, ctx);
+  trustedIssuerRoutes(router, ctx);
   auditRoutes(router, ctx);
   return router;
 }

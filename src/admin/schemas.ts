@@ -222,6 +222,32 @@ export const clientIdSchema = z
   .string()
   .regex(/^[A-Za-z0-9._~:@-]{1,200}$/, 'must be 1 to 200 characters of letters, digits and . _ ~ : @ -');
 
+/** An authorization server the application may ask an ID-JAG for (token exchange), and its client ID there. */
+export const idJagAudience = z.object({
+  audience: z
+    .url({ protocol: /^https?$/, error: 'must be an http or https URL' })
+    .max(2000)
+    .meta({ description: "the other authorization server's issuer (the ID-JAG's `aud`)" }),
+  client_id: z
+    .string()
+    .min(1)
+    .max(2000)
+    .nullable()
+    .optional()
+    .meta({ description: "the application's client ID at that server (the ID-JAG's `client_id`); absent: its client ID here" }),
+});
+export const idJagAudiences = z
+  .array(idJagAudience)
+  .max(100)
+  .superRefine((list, c) => {
+    const seen = new Set<string>();
+    for (const [i, a] of list.entries()) {
+      if (seen.has(a.audience)) c.addIssue({ code: 'custom', path: [i, 'audience'], message: `listed twice: ${a.audience}` });
+      seen.add(a.audience);
+    }
+  })
+  .meta({ description: 'the authorization servers this application may ask an ID-JAG for (none: it may ask for none)' });
+
 export const applicationCreate = z.object({
   name: applicationFields.name,
   type: z.enum(APPLICATION_TYPES),
@@ -237,6 +263,7 @@ export const applicationCreate = z.object({
   dpop_bound_access_tokens: applicationFields.dpop_bound_access_tokens.optional().meta({ description: 'default false' }),
   client_id: clientIdSchema.optional(),
   client_secret: applicationFields.client_secret.optional(),
+  id_jag_audiences: idJagAudiences.optional(),
 });
 export type ApplicationCreate = z.output<typeof applicationCreate>;
 
@@ -251,6 +278,7 @@ export const applicationPatch = z.object({
   dpop_bound_access_tokens: applicationFields.dpop_bound_access_tokens.optional(),
   client_secret: applicationFields.client_secret.optional().meta({ description: 'sets a new secret' }),
   rotate_secret: z.boolean().optional().meta({ description: 'true: generates a new secret, returned once' }),
+  id_jag_audiences: idJagAudiences.optional().meta({ description: 'replaces the list' }),
 });
 export type ApplicationPatch = z.output<typeof applicationPatch>;
 
@@ -271,6 +299,7 @@ export const applicationView = z.object({
   has_secret: z.boolean(),
   grants: z.array(z.object({ api_client_id: z.string(), scopes: z.array(z.string()) })),
   assignments: z.array(z.string()).meta({ description: 'ids of the people assigned to the application' }),
+  id_jag_audiences: z.array(z.object({ audience: z.string(), client_id: z.string().nullable() })),
   created_at: timestamp,
   updated_at: timestamp,
 });

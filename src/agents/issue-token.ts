@@ -37,7 +37,7 @@ export interface IssuedAgentToken { access_token: string; expires_in: number; sc
 /** An agent access token (EdDSA, `typ: at+jwt`); `userId` makes it a delegated token (`sub` the person, `act` the agent). */
 export async function issueAgentAccessToken(
   ctx: AppContext,
-  p: { agent: Agent; userId: string | null; capabilities: string[]; audience: string; jkt?: string | undefined },
+  p: { agent: Agent; userId: string | null; capabilities: string[]; audience: string; grant?: string; jkt?: string | undefined },
 ): Promise<IssuedAgentToken> {
   const iat = nowSeconds(ctx.clock);
   const jti = randomUUID();
@@ -61,13 +61,13 @@ export async function issueAgentAccessToken(
     kind: 'token',
     agent_id: p.agent.agent_id,
     user_id: p.userId,
-    action: p.userId ? 'token:ciba' : 'token:client_credentials',
+    action: `token:${p.grant ?? (p.userId ? 'ciba' : 'client_credentials')}`,
     resource: p.audience,
     context: { jti, scope },
     decision: 'issued',
     reason: 'token issued',
   });
-  ctx.metrics.tokens.inc({ grant: p.userId ? 'ciba' : 'agent_client_credentials' });
+  ctx.metrics.tokens.inc({ grant: p.grant?.replace(/-/g, '_') ?? (p.userId ? 'ciba' : 'agent_client_credentials') });
   return { access_token: token, expires_in: AGENT_ACCESS_TOKEN_TTL, scope, jti };
 }
 

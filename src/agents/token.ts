@@ -6,28 +6,36 @@ import { authenticateAgent } from './assertion.js';
 import { tokenRequestBinding } from '../oauth/dpop.js';
 import { CIBA_GRANT_TYPE, cibaGrant } from './ciba.js';
 import { agentAudience, issueAgentAccessToken, requestedCapabilities, sendTokenResponse } from './issue-token.js';
+import { JWT_BEARER_GRANT, redeemIdJag } from '../oauth/grants/jwt-bearer.js';
 
-const GRANTS = ['client_credentials', CIBA_GRANT_TYPE];
+export const AGENT_TOKEN_GRANT_TYPES = ['client_credentials', CIBA_GRANT_TYPE, JWT_BEARER_GRANT];
+const GRANTS = AGENT_TOKEN_GRANT_TYPES;
 
 /**
- * POST /apis/regional/v1/ai/auth/token: agent sign-in (`client_credentials`, autonomous agents)
- * and CIBA polling. Steps: check the grant type, authenticate the agent's assertion, the DPoP
- * proof (its key binds the token; required of an agent with dpop_bound_access_tokens), run the grant.
+ * POST /apis/regional/v1/ai/auth/token: agent sign-in (`client_credentials`, autonomous agents),
+ * CIBA polling and ID-JAG redemption (jwt-bearer, delegated agents). Steps: check the grant type,
+ * authenticate the agent's assertion, the DPoP proof (its key binds the token; required of an
+ * agent with dpop_bound_access_tokens), run the grant.
  */
 export async function agentToken(ctx: AppContext, req: Request, res: Response): Promise<void> {
   const body = (req.body ?? {}) as Record<string, unknown>;
   const grantType = body.grant_type;
   if (grantType === undefined || grantType === '') throw errors.invalidRequest('grant_type is required');
   if (typeof grantType !== 'string' || !GRANTS.includes(grantType)) {
-    throw errors.unsupportedGrantType('grant_type must be client_credentials or urn:openid:params:grant-type:ciba');
+    throw errors.unsupportedGrantType(`grant_type must be one of ${GRANTS.join(', ')}`);
   }
   const { agent } = await authenticateAgent(
     ctx,
     body,
     [ctx.urls.agentToken, ctx.urls.issuer],
-    grantType === CIBA_GRANT_TYPE ? 'token:ciba' : 'token:client_credentials',
+    grantType === CIBA_GRANT_TYPE ? 'token:ciba' : grantType === JWT_BEARER_GRANT ? 'token:jwt-bearer' : 'token:client_credentials',
   );
   const jkt = await tokenRequestBinding(ctx, req, ctx.urls.agentToken, agent.dpop_bound_access_tokens);
+  if (grantType === JWT_BEARER_GRANT) {
+    // An ID-JAG from a trusted identity provider: a delegated token for the person it names.
+    sendTokenResponse(res, { ...(await redeemIdJag(ctx, { kind: 'agent', agent, id: agent.agent_id }, body, jkt)) });
+    return;
+  }
   if (grantType === CIBA_GRANT_TYPE) {
     await cibaGrant(ctx, agent, body, res, jkt);
     return;

@@ -36,6 +36,7 @@ export const SECTIONS = [
   ['approvals', 'Approvals'],
   ['audit', 'Audit trail'],
   ['keys', 'Keys'],
+  ['trusted-issuers', 'Trusted issuers'],
   ['streams', 'Streams'],
 ] as const;
 export type Section = (typeof SECTIONS)[number][0] | 'home';

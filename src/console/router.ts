@@ -16,6 +16,7 @@ import { relationshipPages } from './pages/relationships.js';
 import { rolePages } from './pages/roles.js';
 import { rulePages } from './pages/rules.js';
 import { streamPages } from './pages/streams.js';
+import { trustedIssuerPages } from './pages/trusted-issuers.js';
 import { csrfMatches, currentPerson, type Person } from './session.js';
 import { finishSignIn, refusedPage, signedOut, signOut, startSignIn } from './sign-in.js';
 import { staticFiles } from './static-files.js';
@@ -141,6 +142,7 @@ export function consoleRouter(ctx: AppContext): Router {
   auditPages(router, ctx);
   keyPages(router, ctx);
   streamPages(router, ctx);
+  trustedIssuerPages(router, ctx);
 
   router.use(notFound());
   router.use(errorPage(ctx));

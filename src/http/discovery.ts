@@ -1,6 +1,9 @@
 import { Router, type RequestHandler } from 'express';
 import type { AppContext } from '../context.js';
 import { ACR_VALUES_SUPPORTED } from '../oauth/acr.js';
+import { AGENT_TOKEN_GRANT_TYPES } from '../agents/token.js';
+import { ID_JAG_TOKEN_TYPE } from '../oauth/grants/id-jag.js';
+import { TOKEN_ENDPOINT_GRANT_TYPES } from '../oauth/token.js';
 import { DPOP_SIGNING_ALGS } from '../oauth/dpop.js';
 import { SUPPORTED_EVENT_TYPES } from '../signals.js';
 
@@ -33,7 +36,9 @@ export function discoveryDocuments(ctx: AppContext) {
       end_session_endpoint: u.logout,
       introspection_endpoint: u.introspect,
       response_types_supported: ['code'],
-      grant_types_supported: ['authorization_code', 'refresh_token', 'client_credentials'],
+      grant_types_supported: TOKEN_ENDPOINT_GRANT_TYPES,
+      // ID-JAGs are issued by token exchange at the token endpoint (Identity Chaining's metadata).
+      identity_chaining_requested_token_types_supported: [ID_JAG_TOKEN_TYPE],
       subject_types_supported: ['public'],
       id_token_signing_alg_values_supported: ['RS256'],
       token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
@@ -49,7 +54,7 @@ export function discoveryDocuments(ctx: AppContext) {
       authorization_endpoint: u.authorize,
       token_endpoint: u.agentToken,
       jwks_uri: u.jwks,
-      grant_types_supported: ['client_credentials', 'urn:openid:params:grant-type:ciba'],
+      grant_types_supported: AGENT_TOKEN_GRANT_TYPES,
       token_endpoint_auth_methods_supported: ['private_key_jwt'],
       token_endpoint_auth_signing_alg_values_supported: ['EdDSA'],
       access_token_signing_alg_values_supported: ['EdDSA'],

@@ -4,6 +4,8 @@ import { authenticateClient, type ClientRequest } from './client-auth.js';
 import { tokenRequestBinding } from './dpop.js';
 import { authorizationCodeGrant } from './grants/authorization-code.js';
 import { clientCredentialsGrant } from './grants/client-credentials.js';
+import { idJagExchange, TOKEN_EXCHANGE_GRANT } from './grants/id-jag.js';
+import { JWT_BEARER_GRANT, jwtBearerGrant } from './grants/jwt-bearer.js';
 import { refreshTokenGrant } from './grants/refresh-token.js';
 import { single, type Params } from './params.js';
 
@@ -11,9 +13,20 @@ const GRANTS = {
   authorization_code: authorizationCodeGrant,
   refresh_token: refreshTokenGrant,
   client_credentials: clientCredentialsGrant,
+  [TOKEN_EXCHANGE_GRANT]: idJagExchange,
 } as const;
 type GrantType = keyof typeof GRANTS;
 const isGrantType = (v: string): v is GrantType => Object.hasOwn(GRANTS, v);
+
+/** Grants whose client may be an agent (private_key_jwt) as well as an application: they authenticate it themselves. */
+const SELF_AUTHENTICATING = {
+  [JWT_BEARER_GRANT]: jwtBearerGrant,
+} as const;
+type SelfAuthenticatingGrant = keyof typeof SELF_AUTHENTICATING;
+const isSelfAuthenticating = (v: string): v is SelfAuthenticatingGrant => Object.hasOwn(SELF_AUTHENTICATING, v);
+
+/** The grant types this endpoint serves (the discovery document lists them). */
+export const TOKEN_ENDPOINT_GRANT_TYPES = [...Object.keys(GRANTS), ...Object.keys(SELF_AUTHENTICATING)];
 
 /**
  * The token endpoint's steps after the body is read: grant type, client authentication, the
@@ -24,6 +37,7 @@ export async function tokenResponse(ctx: AppContext, req: ClientRequest, body: P
   // 1. Grant type
   const grantType = single(body, 'grant_type');
   if (grantType === undefined) throw errors.invalidRequest('grant_type is required');
+  if (isSelfAuthenticating(grantType)) return SELF_AUTHENTICATING[grantType](ctx, req, body);
   if (!isGrantType(grantType)) throw errors.unsupportedGrantType(`grant_type ${grantType.slice(0, 60)} is not supported`);
   // 2. Client authentication
   const client = await authenticateClient(ctx, req, body);

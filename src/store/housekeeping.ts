@@ -33,6 +33,7 @@ export function startHousekeeping(store: Store, opts: HousekeepingOptions): () =
       usage_counters: await store.usage.purgeIdle(t, 1000),
       relationship_changes: await store.relationships.purgeChangesBefore(t - RELATIONSHIP_CHANGES_KEPT_SECONDS),
       dpop: await store.dpop.purgeExpired(t),
+      id_jag_jtis: await store.idJag.purgeExpiredJtis(t),
     };
     opts.onDone?.(removed);
   };

@@ -4,6 +4,7 @@ import { applicationsStore } from './applications.js';
 import { auditStore } from './audit.js';
 import { dpopStore } from './dpop.js';
 import { entitiesStore } from './entities.js';
+import { idJagStore } from './id-jag.js';
 import { perTurnFeed, type ChangeFeed } from './changes.js';
 import { keysStore } from './keys.js';
 import { leasesStore } from './leases.js';
@@ -54,6 +55,7 @@ function modules(sql: Sql, changes: ChangeFeed, clock: Clock) {
     usage: usageStore(sql),
     webauthn: webauthnStore(sql, clock),
     dpop: dpopStore(sql, clock),
+    idJag: idJagStore(sql, clock),
   };
 }
 

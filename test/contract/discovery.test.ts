@@ -30,7 +30,11 @@ describe('Discovery document fields: OpenID configuration', () => {
     expect(d.end_session_endpoint).toBe(`${base}/oauth/logout`);
     expect(d.introspection_endpoint).toBe(`${base}/oauth/token/introspect`);
     expect(d.response_types_supported).toEqual(['code']);
-    expect([...d.grant_types_supported].sort()).toEqual(['authorization_code', 'client_credentials', 'refresh_token']);
+    expect([...d.grant_types_supported].sort()).toEqual([
+      'authorization_code', 'client_credentials', 'refresh_token',
+      'urn:ietf:params:oauth:grant-type:jwt-bearer', 'urn:ietf:params:oauth:grant-type:token-exchange',
+    ]);
+    expect(d.identity_chaining_requested_token_types_supported).toEqual(['urn:ietf:params:oauth:token-type:id-jag']);
     expect(d.subject_types_supported).toEqual(['public']);
     expect(d.id_token_signing_alg_values_supported).toEqual(['RS256']);
     expect([...d.token_endpoint_auth_methods_supported].sort()).toEqual(['client_secret_basic', 'client_secret_post', 'none']);
@@ -56,7 +60,7 @@ describe('Discovery document fields: authorization server metadata for agents', 
     expect(d.issuer).toBe(base);
     expect(d.token_endpoint).toBe(`${base}/apis/regional/v1/ai/auth/token`);
     expect(d.jwks_uri).toBe(`${base}/.well-known/jwks.json`);
-    expect([...d.grant_types_supported].sort()).toEqual(['client_credentials', 'urn:openid:params:grant-type:ciba']);
+    expect([...d.grant_types_supported].sort()).toEqual(['client_credentials', 'urn:ietf:params:oauth:grant-type:jwt-bearer', 'urn:openid:params:grant-type:ciba']);
     expect(d.token_endpoint_auth_methods_supported).toEqual(['private_key_jwt']);
     expect(d.token_endpoint_auth_signing_alg_values_supported).toEqual(['EdDSA']);
     expect(d.access_token_signing_alg_values_supported).toEqual(['EdDSA']);

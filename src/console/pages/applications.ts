@@ -114,6 +114,7 @@ const detailPage: DetailPage<DetailForms> = async (ctx, req, res, id, forms = {}
     name: app.name,
     redirect_uris: app.redirect_uris.join('\n'),
     post_logout_redirect_uris: app.post_logout_redirect_uris.join('\n'),
+    id_jag_audiences: app.id_jag_audiences.map((a) => (a.client_id ? `${a.audience} ${a.client_id}` : a.audience)).join('\n'),
     ...(app.refresh_tokens ? { refresh_tokens: 'on' } : {}),
     ...(app.first_party ? { first_party: 'on' } : {}),
     ...(app.dpop_bound_access_tokens ? { dpop_bound_access_tokens: 'on' } : {}),
@@ -126,6 +127,7 @@ const detailPage: DetailPage<DetailForms> = async (ctx, req, res, id, forms = {}
     (at) => `${input({ ...at('name'), label: 'Name', required: true })}
 ${builtIn ? '' : `${textarea({ ...at('redirect_uris'), label: 'Redirect URIs', hint: 'One per line.', rows: 3, mono: true })}
 ${textarea({ ...at('post_logout_redirect_uris'), label: 'Post-logout redirect URIs', hint: 'One per line.', rows: 2, mono: true })}
+${textarea({ ...at('id_jag_audiences'), label: 'ID-JAG audiences', hint: 'Authorization servers this application may ask an ID-JAG for, one issuer per line; after a space, its client ID there when not the same.', rows: 2, mono: true })}
 ${checkbox({ ...at('refresh_tokens'), label: 'Refresh tokens', checked: ticked(ev, 'refresh_tokens') })}
 ${checkbox({ ...at('first_party'), label: 'First party (no consent screen)', checked: ticked(ev, 'first_party') })}
 ${checkbox({ ...at('dpop_bound_access_tokens'), label: 'DPoP-bound tokens only (no token without a DPoP proof)', checked: ticked(ev, 'dpop_bound_access_tokens') })}`}
@@ -175,6 +177,13 @@ ${section('Assigned people', `${assigned}${assignForm}`)}
 ${builtIn ? '' : section('Delete', `${errorList(danger.general)}${dangerForm(`${base}/delete`, person, 'Delete application', 'Yes, delete this application, its grants, assignments and tokens', 'delete-app')}`, { cls: 'danger' })}`,
   });
 };
+
+/** `issuer [client_id]` per line: the ID-JAG audiences of an application. */
+const idJagAudienceLines = (text: string | undefined) =>
+  lines(text).map((l) => {
+    const [audience, clientId] = l.split(/\s+/);
+    return { audience: audience!, ...(clientId ? { client_id: clientId } : {}) };
+  });
 
 const appInput = (v: Values) => ({
   name: v.name,
@@ -245,6 +254,7 @@ export function applicationPages(router: Router, ctx: AppContext): void {
               name: v.name,
               redirect_uris: lines(v.redirect_uris),
               post_logout_redirect_uris: lines(v.post_logout_redirect_uris),
+              id_jag_audiences: idJagAudienceLines(v.id_jag_audiences),
               refresh_tokens: ticked(v, 'refresh_tokens'),
               first_party: ticked(v, 'first_party'),
               dpop_bound_access_tokens: ticked(v, 'dpop_bound_access_tokens'),
