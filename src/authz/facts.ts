@@ -53,11 +53,12 @@ type StoredPerson = NonNullable<Awaited<ReturnType<AppContext['store']['users'][
  */
 class EntityCache {
   private version = -1;
-  private byKey = new Map<string, Attributes>();
+  private byKey = new Map<string, Attributes | null>();
 
   constructor(private readonly ctx: AppContext) {}
 
-  async attributes(type: string, id: string): Promise<Attributes> {
+  /** The stored entity's attributes, or null when there is none. */
+  async attributes(type: string, id: string): Promise<Attributes | null> {
     const v = await this.ctx.store.changes.version(ENTITIES_DOMAIN);
     if (v !== this.version) {
       this.byKey.clear();
@@ -67,7 +68,7 @@ class EntityCache {
     let attributes = this.byKey.get(key);
     if (attributes === undefined) {
       const entity = await this.ctx.store.entities.get(type, id);
-      attributes = entity ? entity.attributes : EMPTY;
+      attributes = entity ? entity.attributes : null;
       // Bounded: a flood of distinct resources must not grow memory without limit.
       if (this.byKey.size >= 10_000) this.byKey.clear();
       this.byKey.set(key, attributes);
@@ -80,12 +81,17 @@ const EMPTY: Attributes = Object.freeze({});
 const entityCaches = new WeakMap<AppContext, EntityCache>();
 
 /** The stored entity `<type>:<id>`'s attributes; `{}` when there is none. */
-export function entityAttributes(ctx: AppContext, resource: string): Promise<Attributes> | Attributes {
-  const i = resource.indexOf(':');
-  if (i <= 0) return EMPTY;
+export async function entityAttributes(ctx: AppContext, resource: string): Promise<Attributes> {
+  return (await storedEntity(ctx, resource)) ?? EMPTY;
+}
+
+/** The stored entity `<type>:<id>`'s attributes, or null when there is none. */
+export function storedEntity(ctx: AppContext, key: string): Promise<Attributes | null> | null {
+  const i = key.indexOf(':');
+  if (i <= 0) return null;
   let cache = entityCaches.get(ctx);
   if (!cache) entityCaches.set(ctx, (cache = new EntityCache(ctx)));
-  return cache.attributes(resource.slice(0, i), resource.slice(i + 1));
+  return cache.attributes(key.slice(0, i), key.slice(i + 1));
 }
 
 /**

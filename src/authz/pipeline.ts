@@ -5,6 +5,7 @@ import { agentKnown } from './agent-cache.js';
 import { actionKey, canonicalJson } from './canonical.js';
 import { recordAudit } from './audit.js';
 import { auditRecord, decideOn, denial, type PipelineDecision, type Via } from './core.js';
+import { loadReferences } from './references.js';
 import { entityAttributes, loadFacts, namedSubjectFacts, withProperties, withSubjectProperties } from './facts.js';
 import type { PipelineCause } from './cause.js';
 import { usageLimitsFor, type Attributes, type DecisionRequest, type PolicySet, type SubjectFacts } from './policy-interface.js';
@@ -230,6 +231,7 @@ async function tokenMatches(
  * Bind: the usage is read, nothing consumed, and only the limits can refuse.
  */
 async function decisionOrder(ctx: AppContext, mode: Mode, policy: PolicySet | null, request: DecisionRequest): Promise<AuthorizeResult> {
+  await loadReferences(ctx, policy, request);
   const counters = policy ? countersOf(request, policy) : [];
   if (counters.length && mode.via !== 'bind') {
     return decideOnCounters(ctx, mode.via as 'decision' | 'mcp' | 'authzen', policy!, request, counters, mode.txn, mode.name, mode.caller);
@@ -257,6 +259,7 @@ async function decisionOrder(ctx: AppContext, mode: Mode, policy: PolicySet | nu
  * they stand; no approval is created or consumed, nothing counted, nothing recorded.
  */
 export async function decideDry(ctx: AppContext, policy: PolicySet, request: DecisionRequest): Promise<PipelineDecision> {
+  await loadReferences(ctx, policy, request);
   const counters = countersOf(request, policy);
   if (counters.length) await readLimits(ctx, counters, request);
   // The same relationships as a decision's, so that asking agrees with acting.

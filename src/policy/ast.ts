@@ -14,13 +14,13 @@ export type Scalar = number | string | boolean;
 /** A literal as written: a scalar or a (possibly nested, then invalid) list. */
 export type Literal = Scalar | Literal[];
 
-/** Where a path starts: the request's context, the acting subject, its person, the object, the clock. */
-export type Root = 'context' | 'subject' | 'person' | 'resource' | 'time';
-export const ROOTS: readonly Root[] = ['context', 'subject', 'person', 'resource', 'time'];
+/** Where a path starts: the request's context, the acting subject, its person, the object, the clock, the action. */
+export type Root = 'context' | 'subject' | 'person' | 'resource' | 'time' | 'action';
+export const ROOTS: readonly Root[] = ['context', 'subject', 'person', 'resource', 'time', 'action'];
 
 /**
  * A path into the request: `context.amount` (or bare `amount`), `resource.owner.team`,
- * `time.hour`. `bare` remembers a context field written without `context.`, so that
+ * `time.hour`, `action` (the action itself: no segments) and `action.verb`. `bare` remembers a context field written without `context.`, so that
  * `fmt` prints it back as written.
  */
 export interface PathNode { type: 'path'; root: Root; segs: string[]; bare?: boolean; loc?: Loc }
@@ -34,6 +34,13 @@ export type Expr =
   | { type: 'in'; left: Operand; negated: boolean; right: Operand; loc?: Loc }
   /** `list contains v`, `list contains any [..]`, `list contains all [..]`. */
   | { type: 'contains'; left: Operand; mode: 'one' | 'any' | 'all'; right: Operand; loc?: Loc }
+  /**
+   * `resource has fraud`: is the value at `left` (`resource.fraud`) there at all. Never cannot be
+   * evaluated, and a guard: a conjunction with a false presence test is false, a disjunction with a
+   * true one is true, whatever its other parts (`resource has fraud and resource.fraud == true`).
+   * `right` is always the constant true.
+   */
+  | { type: 'present'; left: PathNode; right: LitNode; loc?: Loc }
   /** `s like "pattern"` and `not like`: `*` matches any text, the rest is literal, case-sensitive. */
   | { type: 'like'; left: Operand; negated: boolean; right: Operand; loc?: Loc }
   | { type: 'and'; items: Expr[]; loc?: Loc }
@@ -73,7 +80,16 @@ export interface RuleNode {
   name: string;
   effect: string;            // validated to Effect
   subjects: string[];
+  /** The first relation as written (the only one of a management API rule). */
   relation: string;
+  /**
+   * Every relation as written, in order, when the file names more than one
+   * (`relation "push:repos", "merge:repos"`) or an action group (`relation "write"`).
+   * Read through `writtenRelations`.
+   */
+  relations?: string[];
+  /** The location of each relation as written, in order. */
+  relationLocs?: Loc[];
   object: string;
   when?: Expr;
   loc?: Loc;
@@ -110,6 +126,16 @@ export interface LimitsNode {
   fields: LimitField[];
   /** Limits over time (`amount sum max 2000 per 24h`, `count max 20 per 1h`), in the order written. */
   usage?: UsageLimitNode[];
+  loc?: Loc;
+  comments?: Record<string, Comments>;
+}
+
+/** `actions "write" = ["push:repos", "merge:repos"]`: a name for several relations, usable wherever a relation is. */
+export interface ActionGroupNode {
+  kind: 'actions';
+  name: string;
+  members: string[];
+  memberLocs?: Loc[];
   loc?: Loc;
   comments?: Record<string, Comments>;
 }
@@ -188,7 +214,7 @@ export interface TestNode {
 /** A line `used <count | field> <amount> in <window> [per <scope>]`. */
 export interface UsedLine { what: string; amount: Literal; per: string; scope?: string; loc?: Loc }
 
-export type Item = RuleNode | LimitsNode | KindNode | TestNode | TimezoneNode | SchemaNode | TypeNode | ConditionNode | RelationshipsNode;
+export type Item = RuleNode | LimitsNode | KindNode | ActionGroupNode | TestNode | TimezoneNode | SchemaNode | TypeNode | ConditionNode | RelationshipsNode;
 
 export interface PolicyFileNode {
   path: string;
@@ -202,6 +228,11 @@ export function locString(loc: Loc | undefined): string | undefined {
   return loc ? `${loc.file}:${loc.line}` : undefined;
 }
 
+/** A rule's relations as written (action group names unexpanded). */
+export function writtenRelations(r: RuleNode): string[] {
+  return r.relations ?? (r.relation ? [r.relation] : []);
+}
+
 /** The path as written: `context.amount`, or `amount` when written bare. */
 export function pathText(p: PathNode): string {
   return p.bare ? p.segs.join('.') : [p.root, ...p.segs].join('.');
@@ -210,6 +241,23 @@ export function pathText(p: PathNode): string {
 /** The path in full: `context.amount` also when written bare. */
 export function pathKey(p: PathNode): string {
   return [p.root, ...p.segs].join('.');
+}
+
+/** Is this item of an `and` or `or` a presence test, or its negation (a guard)? */
+export function isGuard(e: Expr): boolean {
+  return e.type === 'present' || (e.type === 'not' && e.expr.type === 'present');
+}
+
+/**
+ * The value of `and`/`or` over its items' values (0 false, 1 true, 2 cannot be evaluated): a false
+ * guard decides an `and`, a true guard an `or`; otherwise any part that cannot be evaluated makes the
+ * whole unevaluable (fail closed), else the plain truth.
+ */
+export function combine(isAnd: boolean, items: Expr[], values: (0 | 1 | 2)[]): 0 | 1 | 2 {
+  const decisive = isAnd ? 0 : 1;
+  for (let i = 0; i < items.length; i++) if (values[i] === decisive && isGuard(items[i]!)) return decisive;
+  if (values.includes(2)) return 2;
+  return values.includes(decisive) ? decisive : ((1 - decisive) as 0 | 1);
 }
 
 /** Every comparison of an expression, left to right (relationship questions are not comparisons). */

@@ -9,13 +9,14 @@
 
 import type { PersonFacts, PolicySetSource, SubjectFacts, ValueRead } from './types.js';
 import type { Atom, Expr, LimitField, LimitsNode, Operand, PathNode, PolicyFileNode, RelQuestion, RuleNode, Scalar } from './ast.js';
-import { atomsOf, pathText, relQuestionPaths, relQuestionsOf } from './ast.js';
+import { atomsOf, isGuard, pathText, relQuestionPaths, relQuestionsOf } from './ast.js';
 import { compileObject, compileQuestion, type QuestionAnswer } from './relations/questions.js';
 import { fmtExpr, fmtLimitField } from './format.js';
 import { compileAgentMatcher, compileTypedMatcher, permissionCovers, splitFirstColon } from './patterns.js';
 import { compileReader, MISSING, scalarTypeOf, type Env, type Read } from './values.js';
 import { usageLimitOf, type UsageLimit } from './usage.js';
 import { buildModel, type RelationModel } from './relations/model.js';
+import { actionGroupsOf, ruleRelations, type ActionGroups } from './action-groups.js';
 
 export type Ctx = Record<string, unknown>;
 
@@ -44,6 +45,8 @@ export interface CompiledRule {
   /** Permit rules: does a subject pattern match this entity subject (neither agent nor person) by its roles or groups? */
   matchesEntity: (s: SubjectFacts) => boolean;
   object: (resource: string) => boolean;
+  /** The relations the rule covers, action groups expanded (one for a management API rule). */
+  relations: string[];
   cond: Cond | null;
   /** The paths the condition reads, each once, in order, and as written. */
   paths: PathNode[];
@@ -245,6 +248,7 @@ export function compileAtomWith(a: Atom, L: (env: Env) => Read, R: (env: Env) =>
         return 0;
       };
     }
+    case 'present': return (env) => (L(env) === MISSING ? 0 : 1);
     case 'like': {
       const m = likeMatcher(a.right.type === 'lit' ? String(a.right.value) : '');
       const neg = a.negated;
@@ -263,6 +267,21 @@ export function compileCondition(e: Expr, zone = 'UTC'): Cond {
     case 'and': case 'or': {
       const fs = e.items.map((i) => compileCondition(i, zone));
       const isAnd = e.type === 'and';
+      if (e.items.some(isGuard)) {
+        // Guards first: a false one decides an `and` (a true one an `or`) before the rest can fail.
+        const decisive: Tri = isAnd ? 0 : 1;
+        const guards = fs.filter((_, i) => isGuard(e.items[i]!)), rest = fs.filter((_, i) => !isGuard(e.items[i]!));
+        return (env) => {
+          for (const g of guards) if (g(env) === decisive) return decisive;
+          let r: Tri = (1 - decisive) as Tri;
+          for (const f of rest) {
+            const x = f(env);
+            if (x === 2) return 2;
+            if (x === decisive) r = decisive;
+          }
+          return r;
+        };
+      }
       if (fs.length === 2) {
         const [f, g] = fs as [Cond, Cond];
         return isAnd
@@ -395,7 +414,7 @@ function ruleSourceOf(r: RuleNode): string {
 
 const EFFECT_WORD = { deny: 'deny', require_approval: 'approval', permit: 'permit' } as const;
 
-export function compileRule(r: RuleNode, index: number, zone = 'UTC'): CompiledRule {
+export function compileRule(r: RuleNode, index: number, zone = 'UTC', groups: ActionGroups = new Map()): CompiledRule {
   const effect = r.effect as CompiledRule['effect'];
   const paths = r.when ? distinctPaths(r.when) : [];
   const c: CompiledRule = {
@@ -406,6 +425,7 @@ export function compileRule(r: RuleNode, index: number, zone = 'UTC'): CompiledR
     zone,
     ...compileSubjects(r.subjects),
     object: compileTypedMatcher(r.object),
+    relations: ruleRelations(r, groups),
     cond: r.when ? compileCondition(r.when, zone) : null,
     paths,
     pathTexts: paths.map(pathText),
@@ -427,10 +447,11 @@ export function compilePolicy(files: PolicyFileNode[], apiRules: RuleNode[]): Co
   const rules: CompiledRule[] = [];
   const limits = new Map<string, CompiledLimitBlock[]>();
   const singulars: Record<string, string> = Object.create(null);
+  const groups = actionGroupsOf(files);
   for (const f of files) {
     const zone = zoneOf(f);
     for (const item of f.items) {
-      if (item.kind === 'rule') rules.push(compileRule(item, rules.length, zone));
+      if (item.kind === 'rule') rules.push(compileRule(item, rules.length, zone, groups));
       else if (item.kind === 'kind') singulars[item.plural] = item.singular;
       else if (item.kind === 'limits') {
         const block: CompiledLimitBlock = {
@@ -451,10 +472,12 @@ export function compilePolicy(files: PolicyFileNode[], apiRules: RuleNode[]): Co
   const index = new Map<string, Map<string, CompiledRule[]>>();
   for (const r of rules) {
     const kind = splitFirstColon(r.ast.object)?.[0] ?? '*';
-    let byKind = index.get(r.ast.relation);
-    if (!byKind) index.set(r.ast.relation, (byKind = new Map()));
-    const list = byKind.get(kind);
-    if (list) list.push(r); else byKind.set(kind, [r]);
+    for (const relation of r.relations) {
+      let byKind = index.get(relation);
+      if (!byKind) index.set(relation, (byKind = new Map()));
+      const list = byKind.get(kind);
+      if (list) list.push(r); else byKind.set(kind, [r]);
+    }
   }
   return { files, apiRules, rules, index, limits, singulars, cache: new Map(), relations: buildModel(files) };
 }
@@ -477,6 +500,8 @@ export function candidates(p: CompiledPolicy, action: string, kind: string): Buc
     if (kind !== '*') { const b = byKind.get('*'); if (b) found.push(...b); }
   }
   found.sort((x, y) => x.index - y.index);
+  // A rule with several relations can be found under more than one of them (`push:*` and `*:repos`).
+  for (let i = found.length - 1; i > 0; i--) if (found[i] === found[i - 1]) found.splice(i, 1);
   const bucket: Bucket = {
     deny: found.filter((r) => r.effect === 'deny'),
     approval: found.filter((r) => r.effect === 'require_approval'),

@@ -11,7 +11,7 @@
 // once), each comparison (true once, false once).
 
 import type { Expr, PolicyFileNode, TestNode } from './ast.js';
-import { atomsOf, relQuestionsOf, type Atom, type RelQuestion } from './ast.js';
+import { atomsOf, combine, isGuard, relQuestionsOf, type Atom, type RelQuestion } from './ast.js';
 import type { CompiledRule, Cond, PolicySet, Tri } from './compile.js';
 import { compileCondition } from './compile.js';
 import type { DecisionRequest, TraceStep } from './types.js';
@@ -42,6 +42,7 @@ interface RuleTally { rule: CompiledRule; cov: RuleCoverage; atoms: Map<Atom | R
 function walk(e: Expr, env: Env, atoms: RuleTally['atoms']): Tri {
   switch (e.type) {
     case 'and': case 'or': {
+      if (e.items.some(isGuard)) return combine(e.type === 'and', e.items, e.items.map((item) => walk(item, env, atoms)));
       const isAnd = e.type === 'and';
       let r: Tri = isAnd ? 1 : 0;
       for (const item of e.items) {

@@ -33,7 +33,7 @@ import type { Atom, LimitField, PathNode } from './ast.js';
 import { atomsOf, relQuestionsOf, ROOTS } from './ast.js';
 import { fmtExpr } from './format.js';
 import { decide } from './decide.js';
-import { matchTyped, matchValue, meetPatterns, parseAgentPattern, parseTypedPattern, permissionCovers, patternToString, singularOf, type Pattern } from './patterns.js';
+import { checkPermissionKey, matchTyped, matchValue, meetPatterns, parseAgentPattern, parseTypedPattern, permissionCovers, patternToString, singularOf, type Pattern } from './patterns.js';
 import { fmtLiteral } from './format.js';
 import { pathFromText } from './parser.js';
 import {
@@ -323,6 +323,7 @@ function describeParts(all: Cell[], chosen: Set<number>, integers = false): Fiel
   all.forEach((c, i) => {
     if (!chosen.has(i)) return;
     if (c.t === 'absent') parts.push({ missing_or_not: c.types });
+    if (c.t === 'other') parts.push({ present_not: c.types });
     if (c.t === 'missing') parts.push({ missing: true });
   });
   return parts.length === 1 ? parts[0]! : { any_of: parts };
@@ -335,6 +336,7 @@ export function matchesFieldDesc(d: FieldDesc, present: boolean, v: unknown): bo
   if (d.missing === true) return !present;
   if (Array.isArray(d.missing_or_not)) return !present || isOther(d.missing_or_not as never, v);
   if (!present) return false;
+  if (Array.isArray(d.present_not)) return isOther(d.present_not as never, v);
   if (Array.isArray(d.missing_or_not)) return !present || isOther(d.missing_or_not as never, v);
   if (d.empty === true) return Array.isArray(v) && v.length === 0;
   if (typeof d.list_of === 'string') {
@@ -629,10 +631,38 @@ function usageReads(blocks: CompiledLimitBlock[]): UsageRead[] {
 
 interface Computed { dims: Dim[]; boxes: { sets: Set<number>[]; point: number[]; before: DecisionValue; after: DecisionValue }[] }
 
+/**
+ * The action patterns a rule's condition compares the action with: `action == "push:repos"`,
+ * `action.verb in ["push", "merge"]` (`push:*`, `merge:*`), `action.kind == "repos"` (`*:repos`).
+ * A comparison of the action with another value, or a `like` pattern on it, is not modelled.
+ */
+function actionConstantPatterns(r: CompiledRule): Pattern[] {
+  const out: Pattern[] = [];
+  if (!r.ast.when) return out;
+  for (const a of atomsOf(r.ast.when)) {
+    const sides = [a.left, a.right];
+    const at = sides.findIndex((o) => o.type === 'path' && o.root === 'action');
+    if (at < 0) continue;
+    const path = sides[at] as PathNode, other = sides[1 - at]!;
+    if (other.type === 'path') throw new DiffRefused(`rule "${r.name}" (${r.source}) compares ${fmtExpr(a)}: the action against another value, which diff does not model yet`);
+    if (a.type === 'like') throw new DiffRefused(`rule "${r.name}" (${r.source}) matches the action with a pattern (${fmtExpr(a)}), which diff does not model yet`);
+    const values = Array.isArray(other.value) ? other.value : [other.value];
+    for (const v of values) {
+      if (typeof v !== 'string' || v === '' || v.includes('*')) continue;
+      const text = path.segs.length === 0 ? v : path.segs[0] === 'verb' ? `${v}:*` : `*:${v}`;
+      if (path.segs.length === 0 ? checkPermissionKey(v, 'action', false) : v.includes(':')) continue;
+      const p = parseTypedPattern(text);
+      if (p) out.push(p);
+    }
+  }
+  return out;
+}
+
 export function diffPolicySets(before: PolicySet, after: PolicySet, options: DiffOptions = {}): DiffResult {
   for (const set of [before, after]) for (const r of set.compiled.rules) {
     const q = r.ast.when ? relQuestionsOf(r.ast.when)[0] : undefined;
     if (q) throw new DiffRefused(`rule "${r.name}" (${r.source}) asks a relationship question (${fmtExpr(q)}), which diff does not model yet`);
+    actionConstantPatterns(r);
   }
   try {
     const budget = new Budget(options.steps ?? DIFF_STEPS);
@@ -657,7 +687,12 @@ function diffInner(before: PolicySet, after: PolicySet, budget: Budget): DiffRes
 
   const allRules = [...sb.rules, ...sa.rules];
   const allLimits = [...sb.limits, ...sa.limits];
-  const actionPats = [...allRules.map((r) => parseTypedPattern(r.ast.relation)!), ...allLimits.map((l) => parseTypedPattern(l.capability)!)];
+  const actionPats = [
+    ...allRules.flatMap((r) => r.relations.map((rel) => parseTypedPattern(rel)!)),
+    ...allLimits.map((l) => parseTypedPattern(l.capability)!),
+    // every constant a condition compares the action with cuts the actions, so that on each cell such a comparison is constant
+    ...allRules.flatMap((r) => actionConstantPatterns(r)),
+  ];
   const objectPats = allRules.map((r) => parseTypedPattern(r.ast.object)!);
   // `<kind>:*` for the kind each concrete action covers, on either side's singulars
   for (const a of actionPats) {
@@ -688,7 +723,7 @@ function diffInner(before: PolicySet, after: PolicySet, budget: Budget): DiffRes
 
   for (const ac of actionCells) {
     const kindsWild = !(ac.pattern.segs && ac.pattern.segs.length === 1 && ac.pattern.segs[0] !== null);
-    const relOk = (r: CompiledRule) => matchTyped(parseTypedPattern(r.ast.relation)!, ac.witness);
+    const relOk = (r: CompiledRule) => r.relations.some((rel) => matchTyped(parseTypedPattern(rel)!, ac.witness));
     const rulesA = allRules.filter(relOk);
     const limitsA = allLimits.filter((l) => l.capability === ac.witness);
     if (!rulesA.length && !limitsA.length) continue;
@@ -740,6 +775,7 @@ function diffInner(before: PolicySet, after: PolicySet, budget: Budget): DiffRes
         const hasPermit = rulesP.some((r) => r.effect === 'permit');
         const principal: Principal = {
           kind: pc.kind,
+          actionWitness: ac.witness,
           subjectId: pc.kind === 'user' ? { witness: personW!, cons: idConstraints(pc.person!) } : { witness: agentW!, cons: idConstraints(pc.agent!) },
           ...(pc.kind === 'deleg' ? { personId: { witness: personW!, cons: idConstraints(pc.person!) } } : {}),
           ...objectCell,
@@ -762,6 +798,8 @@ function diffInner(before: PolicySet, after: PolicySet, budget: Budget): DiffRes
           ...rulesP.map((r) => (sb.rules.includes(r) ? 'b' : 'a') + r.index + idMatch(r)), '|',
           ...limitsP.map((l) => allLimits.indexOf(l)),
           ...(readsIdentity ? ['|', agentW, personW, oc.witness, ac.witness] : []),
+          // the action a condition reads is fixed by the cell: another action cell may decide otherwise
+          ...([...space.fixed.keys()].some((k) => k === 'action' || k.startsWith('action.')) ? ['|', String(space.fixed.get('action')?.value ?? ''), String(space.fixed.get('action.verb')?.value ?? ''), String(space.fixed.get('action.kind')?.value ?? '')] : []),
         ].join(',');
         const probes: [Probe, Probe] = [
           decider(space, { rules: rulesP.filter((r) => sb.rules.includes(r)), limits: limitsP.filter((l) => sb.limits.includes(l)).flatMap(limitFieldsOf), usage: limitsP.filter((l) => sb.limits.includes(l)).flatMap(usageOf), singulars: before.compiled.singulars, action: kindsWild ? null : ac.witness, actionFor }, { agent: agentW, person: personW }),
@@ -1147,6 +1185,7 @@ export function fieldDescText(f: string, d: FieldDesc): string {
   if (f.startsWith(USED) && f.includes(' + ') && d.missing) return `${f.slice(f.indexOf(' + ') + 3)} is missing, not a number or below 0`;
   if (d.missing) return `${f} missing`;
   if (Array.isArray(d.missing_or_not)) return `${f} is missing or not a ${(d.missing_or_not as string[]).join('/') || 'value'}`;
+  if (Array.isArray(d.present_not)) return (d.present_not as string[]).length ? `${f} is there but not a ${(d.present_not as string[]).join('/')}` : `${f} is there`;
   if (d.empty) return `${f} is an empty list`;
   if (typeof d.list_of === 'string') {
     const parts = [`${f} is a ${d.nonempty ? 'non-empty ' : ''}list of ${d.list_of}s`];

@@ -63,6 +63,9 @@ export function completeRequest(raw: unknown, clock: () => number = Date.now): {
   const request: DecisionRequest = { subject, action, resource: typeof r.resource === 'string' ? r.resource : '', context: obj(r.context) ?? {}, now: 0 };
   const attrs = obj(r.resource_attributes) ?? obj(r.resourceAttributes);
   if (attrs) request.resourceAttributes = attrs;
+  // Stored entities that references in the request lead to: `{"customer:c-1": {"fraud": true}}`; a reference to none is missing.
+  const entities = obj(r.entities);
+  if (entities) request.entities = new Map(Object.entries(entities).map(([k, v]) => [k, obj(v) ?? null]));
   if (rawPerson) {
     const p: PersonFacts = {
       id: typeof rawPerson.id === 'string' ? rawPerson.id : '',

@@ -5,7 +5,7 @@ import type {
   Comments, Expr, Item, JsonValue, LimitField, LimitsNode, Literal, Operand, PolicyFileNode, RelObject, RuleNode, SchemaNode, SchemaType,
   TestFacts, TestNode,
 } from './ast.js';
-import { pathText } from './ast.js';
+import { pathText, writtenRelations } from './ast.js';
 import { FIELD_NAME, RESERVED } from './names.js';
 import { formatUsageNode } from './usage.js';
 import type { ConditionNode, RelationshipsNode, TypeNode } from './relations/ast.js';
@@ -50,6 +50,11 @@ export function fmtExpr(e: Expr): string {
     case 'in': return `${fmtOperand(e.left)} ${e.negated ? 'not in' : 'in'} ${fmtOperand(e.right)}`;
     case 'contains': return `${fmtOperand(e.left)} contains${e.mode === 'one' ? '' : ' ' + e.mode} ${fmtOperand(e.right)}`;
     case 'like': return `${fmtOperand(e.left)} ${e.negated ? 'not like' : 'like'} ${fmtOperand(e.right)}`;
+    case 'present': {
+      const p = e.left;
+      const base = p.bare ? p.segs.slice(0, -1).join('.') : [p.root, ...p.segs.slice(0, -1)].join('.');
+      return `${base} has ${p.segs[p.segs.length - 1]}`;
+    }
     case 'has': return `${e.who} has ${e.relation} on ${fmtRelObject(e.object)}`;
     case 'within': return `${fmtRelObject(e.object)} in ${fmtRelObject(e.ancestor)} through ${e.relation}`;
   }
@@ -104,7 +109,7 @@ function fmtRule(o: Out, r: RuleNode): void {
   o.line(0, `rule ${fmtString(r.name)} {`, c.item);
   if (r.effect) o.line(1, `effect ${r.effect}`, c.effect);
   if (r.subjects.length) o.line(1, `subjects ${fmtStrings(r.subjects)}`, c.subjects);
-  if (r.relation) o.line(1, `relation ${fmtString(r.relation)}`, c.relation);
+  if (r.relation) o.line(1, `relation ${fmtStrings(writtenRelations(r))}`, c.relation);
   if (r.object) o.line(1, `object ${fmtString(r.object)}`, c.object);
   if (r.when) o.line(1, `when ${fmtExpr(r.when)}`, c.when);
   o.line(0, '}', c.end);
@@ -201,6 +206,7 @@ export function fmtItem(o: Out, item: Item): void {
     case 'rule': fmtRule(o, item); break;
     case 'limits': fmtLimits(o, item); break;
     case 'kind': o.line(0, `kind ${fmtString(item.plural)} singular ${fmtString(item.singular)}`, item.comments?.item); break;
+    case 'actions': o.line(0, `actions ${fmtString(item.name)} = [${fmtStrings(item.members)}]`, item.comments?.item); break;
     case 'test': fmtTest(o, item); break;
     case 'timezone': o.line(0, `timezone ${fmtString(item.name)}`, item.comments?.item); break;
     case 'schema': fmtSchema(o, item); break;

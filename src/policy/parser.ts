@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import * as ohm from 'ohm-js';
 import type { Diagnostic, ConditionOp } from './types.js';
 import type {
-  Comments, Expr, Item, JsonValue, KindNode, LimitField, Literal, LimitsNode, Loc, Operand, PathNode, PolicyFileNode, RelObject, RelWho, Root,
+  ActionGroupNode, Comments, Expr, Item, JsonValue, KindNode, LimitField, Literal, LimitsNode, Loc, Operand, PathNode, PolicyFileNode, RelObject, RelWho, Root,
   RuleNode, SchemaEntry, SchemaNode, TestFacts, TestNode, TimezoneNode,
 } from './ast.js';
 import { ROOTS } from './ast.js';
@@ -16,6 +16,7 @@ import type { UsedLine } from './ast.js';
 import type { UsageLimitNode } from './usage.js';
 import { projectRoot } from '../paths.js';
 import { setOwn } from './own.js';
+import { nearest } from './action-groups.js';
 import type {
   CExpr, CondParamNode, ConditionNode, ParamTypeNode, RelAssertion, RelExpr, RelationNode, RelationshipLineNode, RelationshipsNode, TypeNode, TypeRefNode,
 } from './relations/ast.js';
@@ -102,7 +103,8 @@ type FactLine = { key: 'roles' | 'groups' | 'email' | 'attributes'; apply: (f: T
 /** `amount` is the context field; `subject.x` starts at a root; `amount.x` is a nested context field. */
 export function pathFromText(text: string, loc?: Loc): PathNode {
   const parts = text.split('.');
-  const node: PathNode = (ROOTS as readonly string[]).includes(parts[0]!) && parts.length > 1
+  // `action` alone is the action asked; `context.action` is a context field of that name.
+  const node: PathNode = (ROOTS as readonly string[]).includes(parts[0]!) && (parts.length > 1 || parts[0] === 'action')
     ? { type: 'path', root: parts[0] as Root, segs: parts.slice(1) }
     : { type: 'path', root: 'context', segs: parts, bare: true };
   if (loc) node.loc = loc;
@@ -147,6 +149,12 @@ function semantics(): ohm.Semantics {
         anchor(rule, f.key, f.node);
         if (f.key === 'subjects') { rule.subjects = f.value as string[]; rule.subjectLocs = stringLocs(f.node.child(1)); }
         else if (f.key === 'when') rule.when = f.value as Expr;
+        else if (f.key === 'relation') {
+          const list = f.value as string[];
+          rule.relation = list[0] ?? '';
+          rule.relationLocs = stringLocs(f.node.child(1));
+          if (list.length !== 1 || !list[0]!.includes(':')) rule.relations = list;
+        }
         else rule[f.key] = f.value as string;
       }
       if (fields.numChildren) anchor(rule, 'end', close);
@@ -154,7 +162,7 @@ function semantics(): ohm.Semantics {
     },
     RuleField_effect(_kw, w) { return { key: 'effect', value: w.sourceString, loc: locOf(w), node: this }; },
     RuleField_subjects(_kw, l) { return { key: 'subjects', value: l.ast(), loc: locOf(l), node: this }; },
-    RuleField_relation(_kw, v) { return { key: 'relation', value: v.ast(), loc: locOf(v), node: this }; },
+    RuleField_relation(_kw, l) { return { key: 'relation', value: l.ast(), loc: locOf(l), node: this }; },
     RuleField_object(_kw, v) { return { key: 'object', value: v.ast(), loc: locOf(v), node: this }; },
     RuleField_when(_kw, e) { return { key: 'when', value: e.ast(), loc: locOf(e), node: this }; },
     StringList_brackets(_o, list, _c) { return listOf(list).map((c) => c.ast()); },
@@ -174,6 +182,10 @@ function semantics(): ohm.Semantics {
     Primary_paren(_o, e, _c) { return e.ast(); },
     Primary_has(who, _h, rel, _on, obj) {
       return { type: 'has', who: who.sourceString as RelWho, relation: rel.sourceString, object: obj.ast(), loc: locOf(this), relationLoc: locOf(rel) };
+    },
+    Primary_present(base, _h, field) {
+      const path = pathFromText(`${base.sourceString}.${field.sourceString}`, locOf(base));
+      return { type: 'present', left: path, right: { type: 'lit', value: true }, loc: locOf(this) } satisfies Expr;
     },
     Primary_within(obj, _in, anc, _t, rel) {
       return { type: 'within', object: obj.ast(), ancestor: anc.ast(), relation: rel.sourceString, loc: locOf(this), relationLoc: locOf(rel) };
@@ -435,6 +447,11 @@ function semantics(): ohm.Semantics {
       return field;
     },
 
+    ActionGroup(_k, name, _eq, list) {
+      const node: ActionGroupNode = { kind: 'actions', name: name.ast(), members: list.ast(), memberLocs: stringLocs(list), loc: locOf(this) };
+      anchor(node, 'item', this);
+      return node;
+    },
     KindDecl(_k, plural, _s, singular) {
       const node: KindNode = { kind: 'kind', plural: plural.ast(), singular: singular.ast(), loc: locOf(this) };
       anchor(node, 'item', this);
@@ -628,10 +645,47 @@ function attachComments(file: PolicyFileNode, text: string): void {
 
 export interface ParseResult { file: PolicyFileNode | null; diagnostics: Diagnostic[] }
 
-function failure(m: ohm.FailedMatchResult, file: string, idx: LineIndex, offset: number): Diagnostic {
+const KEYWORDS = ['policy', 'version', 'rule', 'effect', 'subjects', 'relation', 'object', 'when', 'limits', 'for', 'kind', 'singular', 'actions',
+  'timezone', 'schema', 'test', 'type', 'condition', 'relationships', 'and', 'or', 'not', 'in', 'like', 'contains', 'any', 'all', 'has', 'on', 'through',
+  'agent', 'user', 'permissions', 'capability', 'person', 'roles', 'groups', 'email', 'attributes', 'action', 'resource', 'context', 'now', 'used',
+  'approved', 'expect', 'relationship', 'check', 'list', 'objects', 'sum', 'max', 'min', 'count', 'per'];
+
+/**
+ * A parse error: where the match stopped and what would have fitted there; where an opening
+ * parenthesis before it is never closed, the error points at that parenthesis; where a word
+ * stands that is close to one that fits (`efect`), the nearest is suggested.
+ */
+function failure(m: ohm.FailedMatchResult, file: string, idx: LineIndex, offset: number, text: string): Diagnostic {
   const pos = m.getRightmostFailurePosition();
+  const expected = m.getExpectedText();
+  const open = unclosedParen(text, pos);
+  if (open !== null && /"\)"/.test(expected)) {
+    const at = idx.loc(offset + open), stop = idx.loc(offset + pos);
+    return { file, line: at.line, col: at.col, message: `this "(" is never closed (expected ")" by line ${stop.line}, column ${stop.col})`, severity: 'error' };
+  }
   const loc = idx.loc(offset + pos);
-  return { file, line: loc.line, col: loc.col, message: `expected ${m.getExpectedText()}`, severity: 'error' };
+  const word = /^[A-Za-z_][A-Za-z0-9_-]*/.exec(text.slice(pos))?.[0];
+  let hint = '';
+  if (word) {
+    const fits = [...expected.matchAll(/"([A-Za-z_]+)"/g)].map((x) => x[1]!);
+    const near = nearest(word, fits.length ? fits : KEYWORDS);
+    if (near && near !== word) hint = ` (did you mean "${near}"?)`;
+  }
+  return { file, line: loc.line, col: loc.col, message: `expected ${expected}${hint}`, severity: 'error' };
+}
+
+/** The offset of the last "(" before `end` that no ")" closes (strings and comments skipped), or null. */
+function unclosedParen(text: string, end: number): number | null {
+  const stack: number[] = [];
+  for (let i = 0; i < end && i < text.length; i++) {
+    const c = text[i]!;
+    if (c === '"') { for (i++; i < end && text[i] !== '"' && text[i] !== '\n'; i++) if (text[i] === '\\') i++; continue; }
+    if (c === '#' || (c === '/' && text[i + 1] === '/')) { while (i < end && text[i] !== '\n') i++; continue; }
+    if (c === '{' || c === '}') stack.length = 0;
+    else if (c === '(') stack.push(i);
+    else if (c === ')') stack.pop();
+  }
+  return stack.length ? stack[stack.length - 1]! : null;
 }
 
 /** Parse one policy or tests file. The AST is null when the text does not parse. */
@@ -639,7 +693,7 @@ export function parsePolicy(path: string, text: string): ParseResult {
   const g = policyGrammar();
   const m = g.match(text, 'File');
   const idx = new LineIndex(path, text);
-  if (m.failed()) return { file: null, diagnostics: recover(g, path, text, idx, failure(m as ohm.FailedMatchResult, path, idx, 0)) };
+  if (m.failed()) return { file: null, diagnostics: recover(g, path, text, idx, failure(m as ohm.FailedMatchResult, path, idx, 0, text)) };
   lines = idx;
   anchors = [];
   const file = semantics()(m).ast() as PolicyFileNode;
@@ -662,7 +716,7 @@ function pruneComments(item: { comments?: Record<string, Comments> }): void {
 /** After a failed match, parse every top-level block on its own to report each broken block. */
 function recover(g: ohm.Grammar, path: string, text: string, idx: LineIndex, first: Diagnostic): Diagnostic[] {
   const starts: number[] = [];
-  const re = /^(policy|rule|limits|kind|timezone|schema|test|type|condition|relationships)\b/gm;
+  const re = /^(policy|rule|limits|kind|actions|timezone|schema|test|type|condition|relationships)\b/gm;
   for (let m = re.exec(text); m; m = re.exec(text)) starts.push(m.index);
   const out: Diagnostic[] = [first];
   const seen = new Set([`${first.line}:${first.col}`]);
@@ -671,7 +725,7 @@ function recover(g: ohm.Grammar, path: string, text: string, idx: LineIndex, fir
     const rule = chunk.startsWith('policy') ? 'Header' : 'Item';
     const m = g.match(chunk, rule);
     if (m.failed()) {
-      const d = failure(m as ohm.FailedMatchResult, path, idx, starts[i]!);
+      const d = failure(m as ohm.FailedMatchResult, path, idx, starts[i]!, chunk);
       const key = `${d.line}:${d.col}`;
       if (!seen.has(key)) { seen.add(key); out.push(d); }
     }
@@ -684,7 +738,7 @@ export function parseExpr(text: string, path = '<expr>'): { expr: Expr | null; d
   const g = policyGrammar();
   const m = g.match(text, 'Expr');
   const idx = new LineIndex(path, text);
-  if (m.failed()) return { expr: null, diagnostics: [failure(m as ohm.FailedMatchResult, path, idx, 0)] };
+  if (m.failed()) return { expr: null, diagnostics: [failure(m as ohm.FailedMatchResult, path, idx, 0, text)] };
   lines = idx;
   anchors = [];
   const expr = semantics()(m).ast() as Expr;

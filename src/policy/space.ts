@@ -43,6 +43,8 @@ export type Cell =
   | { t: 'missing' }
   /** Missing, or of none of the types the conditions compare it with: every comparison of it fails alike. */
   | { t: 'absent'; types: ValueType[] }
+  /** There, but of none of the types the conditions compare it with (cut from `absent` where a condition asks `has`). */
+  | { t: 'other'; types: ValueType[] }
   | { t: 'num'; lo: number; hi: number; point: boolean }
   | { t: 'str'; v: string }
   | { t: 'strOther'; not: string[]; like: string[]; notLike: string[] }
@@ -71,6 +73,7 @@ export function isOther(types: ValueType[], v: unknown): boolean {
 export function cellHolds(c: Cell, present: boolean, v: unknown): boolean {
   if (c.t === 'missing') return !present;
   if (c.t === 'absent') return !present || isOther(c.types, v);
+  if (c.t === 'other') return present && isOther(c.types, v);
   if (!present) return false;
   switch (c.t) {
     case 'num': return typeof v === 'number' && Number.isFinite(v) && (c.point ? v === c.lo : v > c.lo && v < c.hi);
@@ -85,6 +88,12 @@ export function cellHolds(c: Cell, present: boolean, v: unknown): boolean {
       return c.has.every((h) => v.includes(h)) && !c.hasNot.some((h) => v.includes(h));
     }
   }
+}
+
+/** A value of none of these types, for an `other` cell: a plain one where it can be. */
+export function otherValue(types: ValueType[]): unknown {
+  for (const v of ['other', 1, true, ['other'], { other: true }]) if (isOther(types, v)) return v;
+  return { other: true };
 }
 
 function numberCells(nums: Set<number>): Cell[] {
@@ -144,6 +153,8 @@ export interface Principal {
   objectExceptions: { type: string; id: string }[];
   /** The action for an object of this kind (null: none of the cell's actions can apply to it). */
   actionFor: (kind: string) => string | null;
+  /** An action of the cell, read by `action` paths where no action covers the object's example kind. */
+  actionWitness?: string;
   /** Do the ids of a request lie in the cells? */
   check: (req: DecisionRequest) => boolean;
 }
@@ -156,7 +167,7 @@ export function normalize(p: PathNode, kind: PrincipalKind): PathNode {
 
 type Status = 'free' | 'optionalString' | 'string' | 'list' | 'fixed' | 'time';
 
-function statusOf(p: PathNode, kind: PrincipalKind): { status: Status; fixed?: { present: boolean; value?: unknown } } {
+export function statusOf(p: PathNode, kind: PrincipalKind): { status: Status; fixed?: { present: boolean; value?: unknown } } {
   if (p.root === 'context') return { status: 'free' };
   if (p.root === 'time') return { status: 'time' };
   const first = p.segs[0]!;
@@ -176,6 +187,17 @@ function statusOf(p: PathNode, kind: PrincipalKind): { status: Status; fixed?: {
     case 'mode': return kind === 'user' ? { status: 'fixed', fixed: { present: false } } : { status: 'fixed', fixed: { present: true, value: kind === 'deleg' ? 'delegated' : 'autonomous' } };
     default: return { status: 'optionalString' };
   }
+}
+
+/** `action`, `action.verb` or `action.kind` of the cell's action (the action for its object's kind). */
+function actionFact(principal: Principal, p: PathNode): { present: boolean; value?: unknown } {
+  const action = principal.actionFor(principal.resourceType.witness) ?? principal.actionWitness ?? null;
+  const i = action === null ? -1 : action.indexOf(':');
+  if (i < 0 || p.segs.length > 1) return { present: false };
+  if (p.segs.length === 0) return { present: true, value: action };
+  if (p.segs[0] === 'verb') return { present: true, value: action!.slice(0, i) };
+  if (p.segs[0] === 'kind') return { present: true, value: action!.slice(i + 1) };
+  return { present: false };
 }
 
 // ---- dimensions ------------------------------------------------------------------------------
@@ -243,6 +265,8 @@ export interface Space {
   readers: Map<string, (env: ReturnType<typeof envOf>) => unknown>;
   /** No relation ties two values together (and no object id depends on the object's kind): each cell has one value of its own. */
   simple: boolean;
+  /** A value dimension lies inside another (a presence test of an object and a path into it): what is built is checked. */
+  nested: boolean;
   /** Per value dimension and cell, its representative (filled as needed). */
   reps: (Val | null)[][];
   plans?: RelPlan[];
@@ -258,6 +282,8 @@ interface Use {
   strs: Set<string>;
   likes: Set<string>;
   items: { number: Set<number>; string: Set<string>; boolean: Set<boolean> };
+  /** A condition asks whether it is there at all (`has`): missing is a cell of its own. */
+  presence?: boolean;
 }
 
 /** The time zone a time path is read in, as part of its key (`time.epoch` has none). */
@@ -300,8 +326,10 @@ export function buildSpace(reading: Reading, principal: Principal, grants: { sub
   const fixed = new Map<string, { present: boolean; value?: unknown }>();
   const use = (p0: PathNode, zone: string): Use | null => {
     const p = normalize(p0, kind);
-    const st = statusOf(p, kind);
     const key = useKey(p, zone);
+    // The action is fixed by the cell of actions and objects (diff cuts the actions at every constant they are compared with).
+    if (p.root === 'action') { fixed.set(key, actionFact(principal, p)); return null; }
+    const st = statusOf(p, kind);
     if (st.status === 'fixed') { fixed.set(key, st.fixed!); return null; }
     let u = uses.get(key);
     if (!u) {
@@ -363,6 +391,9 @@ export function buildSpace(reading: Reading, principal: Principal, grants: { sub
         break;
       case 'like':
         if (L) { L.types.add('string'); L.likes.add(String((a.right as { value: unknown }).value)); }
+        break;
+      case 'present':
+        if (L) L.presence = true;
         break;
     }
   }
@@ -440,7 +471,8 @@ export function buildSpace(reading: Reading, principal: Principal, grants: { sub
       if (items.length) cells.push({ t: 'empty' });
       for (const it of items) cells.push(...listCells(it, [...(u.items[it] as Set<Scalar>)].sort()));
       // Missing and mistyped fail every comparison alike, and every limit alike: one cell.
-      if (st === 'free') cells.push({ t: 'absent', types: [...u.types].sort() });
+      if (st === 'free' && u.presence) cells.push({ t: 'missing' }, { t: 'other', types: [...u.types].sort() });
+      else if (st === 'free') cells.push({ t: 'absent', types: [...u.types].sort() });
       if (st === 'optionalString') cells.push({ t: 'missing' });
     }
     valueDims.set(u.key, { kind: 'value', key: u.key, path: u.path, zone: u.zone, status: st, cells });
@@ -463,7 +495,10 @@ export function buildSpace(reading: Reading, principal: Principal, grants: { sub
   const timeDims = dims.map((d, i) => (d.kind === 'value' && d.status === 'time' ? i : -1)).filter((i) => i >= 0);
   const readers = new Map([...valueDims.values()].map((d) => [d.key, compileReader(d.path, d.zone)]));
   const simple = !dims.some((d) => d.kind === 'rel') && !(valueDims.has('resource.id') && principal.objectExceptions.length > 0);
-  const space: Space = { principal, dims, fixed, signatures: null, timeDims, valueDims, readers, simple, reps: [] };
+  const keys = [...valueDims.keys()];
+  // A value tested for presence and a path inside it (`resource.owner`, `resource.owner.tier`) are not independent.
+  const nested = keys.some((k) => keys.some((o) => o.startsWith(k + '.')));
+  const space: Space = { principal, dims, fixed, signatures: null, timeDims, valueDims, readers, simple, nested, reps: [] };
   if (timeDims.length) space.signatures = timeSignaturesOf(timeDims.map((i) => dims[i] as ValueDim));
   return space;
 }
@@ -657,6 +692,7 @@ export function representative(space: Space, i: number, ci: number): Val | null 
   let v: Val | null;
   switch (c.t) {
     case 'missing': case 'absent': v = { present: false }; break;
+    case 'other': v = { present: true, value: otherValue(c.types) }; break;
     case 'num': v = { present: true, value: c.point ? c.lo : between(c.lo, c.hi) }; break;
     case 'bool': v = { present: true, value: c.v }; break;
     case 'str': case 'strOther': {
@@ -741,6 +777,15 @@ function constructSimple(space: Space, point: number[]): Built | null {
   }
   const request = requestAt(space, point, vals, now, grantSubject, grantPerson);
   if (request === null) return null;
+  if (space.nested) {
+    const env = envOf(request);
+    for (let i = 0; i < dims.length; i++) {
+      const d = dims[i]!;
+      if (d.kind !== 'value' || d.status === 'time') continue;
+      const v = space.readers.get(d.key)!(env);
+      if (!cellHolds(d.cells[point[i]!]!, v !== MISSING, v)) return null;
+    }
+  }
   return { request, values: vals };
 }
 
@@ -1034,6 +1079,7 @@ function constructGeneral(space: Space, point: number[]): Built | null {
   for (const [k, c] of cellOf) {
     if (vals.has(k)) continue;
     if (c.t === 'missing' || c.t === 'absent') vals.set(k, { present: false });
+    else if (c.t === 'other') vals.set(k, { present: true, value: otherValue(c.types) });
     else if (c.t === 'empty') lists.set(k, []);
     else if (c.t === 'list') lists.set(k, [...c.has]);
     else return null;
@@ -1160,7 +1206,10 @@ const partsCache = new Map<string, string[]>();
 /** The values under each root, as nested objects: `resource.owner.team` → `{owner: {team}}`. */
 function nestAll(vals: Map<string, Val>): Record<string, Record<string, unknown>> {
   const out: Record<string, Record<string, unknown>> = { context: {}, subject: {}, person: {}, resource: {} };
-  for (const [k, v] of vals) {
+  // Shorter paths first: a value tested only for presence (`resource has customer`) gives way to the
+  // object its deeper paths build (`resource.customer.tier`), and stays there.
+  const entries = [...vals].sort((a, b) => a[0].split('.').length - b[0].split('.').length);
+  for (const [k, v] of entries) {
     if (!v.present) continue;
     let parts = partsCache.get(k);
     if (!parts) { parts = k.includes('@') ? [] : k.split('.'); if (partsCache.size > 10_000) partsCache.clear(); partsCache.set(k, parts); }

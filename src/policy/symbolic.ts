@@ -12,7 +12,7 @@
 
 import type { DecisionValue } from './types.js';
 import type { Atom, Expr, LimitField, Scalar } from './ast.js';
-import { atomsOf } from './ast.js';
+import { atomsOf, isGuard } from './ast.js';
 import type { CompiledRule } from './compile.js';
 import { compileAtomWith, compileLimitField } from './compile.js';
 import { matchTyped, parseTypedPattern, permissionCovers } from './patterns.js';
@@ -133,16 +133,36 @@ export function decider(space: Space, side: SideFacts, who: Who): Probe {
       if (x.type === 'has' || x.type === 'within') throw new Error('relationship questions are not modelled by diff');
       return (r) => r.get(x) === 1;
     };
+    // With presence tests, the three-valued walk of the evaluator (a guard decides its `and`/`or`).
+    const tree3 = (x: Expr): ((r: Map<Atom, Q>) => Q) => {
+      if (x.type === 'and' || x.type === 'or') {
+        const fs = x.items.map(tree3);
+        const decisive: Q = x.type === 'and' ? 0 : 1;
+        return (r) => {
+          const vs = fs.map((f) => f(r));
+          for (let i = 0; i < vs.length; i++) if (vs[i] === decisive && isGuard(x.items[i]!)) return decisive;
+          if (vs.includes(3)) return 3;
+          if (vs.includes(2)) return 2;
+          return vs.includes(decisive) ? decisive : ((1 - decisive) as Q);
+        };
+      }
+      if (x.type === 'not') { const f = tree3(x.expr); return (r) => { const v = f(r); return v === 0 ? 1 : v === 1 ? 0 : v; }; }
+      if (x.type === 'has' || x.type === 'within') throw new Error('relationship questions are not modelled by diff');
+      return (r) => r.get(x)!;
+    };
+    const guarded = atoms.some((a) => a.type === 'present');
     const value = tree(e);
+    const value3 = guarded ? tree3(e) : null;
     return (point, chosen) => {
       const r = new Map<Atom, Q>();
       let unknown = false;
       for (let i = 0; i < atoms.length; i++) {
         const q = fns[i]!(point, chosen);
-        if (q === 2) return 2;
+        if (q === 2 && !value3) return 2;
         if (q === 3) unknown = true;
         r.set(atoms[i]!, q);
       }
+      if (value3) return value3(r);
       if (unknown) return 3;
       return value(r) ? 1 : 0;
     };

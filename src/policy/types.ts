@@ -107,6 +107,12 @@ export interface DecisionRequest {
    * on `t:<id>` to `user:<id>` and `agent:<id>` subjects that hold it. None: relations grant nothing.
    */
   relationships?: RelationshipIndex;
+  /**
+   * Stored entities a path may step into through a reference (`{"type": "customer", "id": "c-1"}`),
+   * by `<type>:<id>`: their attributes, or null when there is no such entity (fail closed). A
+   * reference not in the map is not followed (the caller did not load it: missing).
+   */
+  entities?: ReadonlyMap<string, Attributes | null>;
 }
 
 export type DecisionValue = 'allow' | 'deny' | 'approval_required';

@@ -15,6 +15,7 @@ import { normalizeUsageKey, validateUsageNodes } from './usage.js';
 import { buildModel, validateModel, type RelationModel } from './relations/model.js';
 import { parseObject } from './relations/tuple.js';
 import { validateRelationshipFixtures } from './relations/validate.js';
+import { actionGroupsOf, nearest, ruleRelations, validateActionGroups, validateRuleRelations, type ActionGroups } from './action-groups.js';
 
 export { FIELD_NAME, RESERVED, KIND_NAME, checkFieldName } from './names.js';
 
@@ -55,6 +56,7 @@ export type Schema = Map<string, { type: ValueType; loc?: Loc }>;
 
 /** A built-in path's type (`subject.roles` is a list of strings), or null. */
 export function builtinType(p: PathNode): ValueType | null {
+  if (p.root === 'action') return p.segs.length === 0 || (p.segs.length === 1 && Object.hasOwn(BUILTINS.action, p.segs[0]!)) ? 'string' : null;
   if (p.root === 'context' || p.segs.length !== 1) return null;
   const t = BUILTINS[p.root][p.segs[0]!];
   return t ?? null;
@@ -64,6 +66,10 @@ export function builtinType(p: PathNode): ValueType | null {
 function checkPath(p: PathNode): string | null {
   for (const s of p.segs) if (!FIELD_NAME.test(s)) return `"${s}" in ${pathText(p)} is not a name (letters, digits, _ and -, not starting with a digit or -)`;
   if (p.bare && p.segs.length === 1) { const e = checkFieldName(p.segs[0]!); if (e) return e; }
+  if (p.root === 'action') {
+    if (p.segs.length > 1 || (p.segs.length === 1 && !Object.hasOwn(BUILTINS.action, p.segs[0]!))) return `unknown action value ${pathText(p)} (use action, action.verb or action.kind; context.action reads a context field)`;
+    return null;
+  }
   if (p.root === 'time') {
     if (!(TIME_FIELDS as readonly string[]).includes(p.segs[0]!)) return `unknown time value ${pathText(p)} (use time.hour, time.minute, time.weekday, time.date or time.epoch)`;
     if (p.segs.length > 1) return `${pathText(p)}: time.${p.segs[0]} has no parts`;
@@ -189,6 +195,8 @@ function validateAtom(a: Atom, at: Loc, out: Diagnostic[], types: Types): void {
   const l = a.left, r = a.right;
   if (l.type === 'lit' && r.type === 'lit') { err(`a comparison needs a path on one side (${fmtExpr(a)})`); return; }
   switch (a.type) {
+    // Any path can be tested for presence; it says nothing of the value's type.
+    case 'present': return;
     case 'cmp': {
       if (a.opText !== undefined) { err(`unknown operator "${a.opText}" (use >=, >, <=, <, == or !=)`); return; }
       const op = CMP_TEXT[a.op];
@@ -281,12 +289,15 @@ export function validateCondition(e: Expr, at: Loc, out: Diagnostic[], schema: S
       const k = pathKey(o);
       if (schema.has(k) || seen.has(k)) continue;
       seen.add(k);
-      out.push(diag(o.loc ?? a.loc, at, `${pathText(o)} is not declared in the schema`));
+      const near = nearest(k, schema.keys());
+      const hint = near === null ? '' : ` (did you mean ${o.bare && near.startsWith('context.') ? near.slice('context.'.length) : near}?)`;
+      out.push(diag(o.loc ?? a.loc, at, `${pathText(o)} is not declared in the schema${hint}`));
     }
   }
 }
 
-export function validateRule(rule: RuleNode, out: Diagnostic[], where: string, schema: Schema | null = null): void {
+/** `groups`: the set's action groups (files only; a management API rule names one relation). */
+export function validateRule(rule: RuleNode, out: Diagnostic[], where: string, schema: Schema | null = null, groups?: ActionGroups): void {
   const at = rule.loc ?? { file: where, line: 1, col: 1 };
   const fl = rule.fieldLocs ?? {};
   if (!rule.name) out.push(diag(fl.name, at, 'a rule needs a non-empty name'));
@@ -303,6 +314,7 @@ export function validateRule(rule: RuleNode, out: Diagnostic[], where: string, s
     if (e) out.push(diag(rule.subjectLocs?.[i] ?? fl.subjects, at, e));
   });
   if (rule.relation === '') missing('relation');
+  else if (groups) validateRuleRelations(rule, groups, out, at);
   else {
     const e = checkPermissionKey(rule.relation, 'relation', true);
     if (e) out.push(diag(fl.relation, at, e));
@@ -520,6 +532,8 @@ export function validateAcross(files: PolicyFileNode[], apiRules: RuleNode[], ou
   const testNames = new Map<string, string>();
   const where = (l: Loc | undefined, fallback: string) => (l ? `${l.file}:${l.line}` : fallback);
   const schema = schemaOf(files, out);
+  const groups = actionGroupsOf(files);
+  validateActionGroups(files, out);
   for (const f of files) {
     if (f.header && f.header.name) {
       const prev = policyNames.get(f.header.name);
@@ -527,7 +541,7 @@ export function validateAcross(files: PolicyFileNode[], apiRules: RuleNode[], ou
       else policyNames.set(f.header.name, where(f.header.loc, f.path));
     }
     for (const item of f.items) {
-      if (item.kind === 'rule') validateRule(item, out, f.path, schema);
+      if (item.kind === 'rule') validateRule(item, out, f.path, schema, groups);
       else if (item.kind === 'kind') {
         const prev = singulars.get(item.plural);
         if (prev && prev.singular !== item.singular) {
@@ -570,7 +584,7 @@ export function validateAcross(files: PolicyFileNode[], apiRules: RuleNode[], ou
     if (prev) out.push(diag(rule.fieldLocs?.name ?? rule.loc, rule.loc ?? { file: w, line: 1, col: 1 }, `duplicate rule name "${rule.name}" (also at ${prev})`));
     else ruleNames.set(rule.name, w);
   }
-  checkValueAndObject(allRules.map((r) => r.rule), out);
+  checkValueAndObject(allRules.map((r) => r.rule), groups, out);
   validateModel(files, out);
   const model = buildModel(files);
   for (const { rule, where: w } of allRules) {
@@ -635,14 +649,15 @@ function validateRelQuestion(q: RelQuestion, rule: RuleNode, model: RelationMode
  * of different kinds (`document:*`, `customer:*`) or on different actions never read the
  * same request, so each may use the name its own way.
  */
-function checkValueAndObject(rules: RuleNode[], out: Diagnostic[]): void {
+function checkValueAndObject(rules: RuleNode[], groups: ActionGroups, out: Diagnostic[]): void {
   interface Use { k: string; p: PathNode; loc?: Loc; rule: RuleNode }
   const uses: Use[] = [];
   for (const r of rules) {
     if (!r.when) continue;
     const seen = new Set<string>();
     for (const a of atomsOf(r.when)) for (const o of [a.left, a.right]) {
-      if (o.type !== 'path' || o.root === 'time' || builtinType(o)) continue;
+      // A presence test reads no value: `resource has customer` beside `resource.customer.tier` is fine.
+      if (o.type !== 'path' || o.root === 'time' || builtinType(o) || a.type === 'present') continue;
       const k = pathKey(o);
       if (!seen.has(k)) { seen.add(k); uses.push({ k, p: o, loc: o.loc ?? a.loc ?? r.loc, rule: r }); }
     }
@@ -654,7 +669,8 @@ function checkValueAndObject(rules: RuleNode[], out: Diagnostic[]): void {
       const pa = parseTypedPattern(a), pb = parseTypedPattern(b);
       return !pa || !pb || meetPatterns(pa, pb) !== null;
     };
-    return meets(x.relation, y.relation) && meets(x.object, y.object);
+    const rx = ruleRelations(x, groups), ry = ruleRelations(y, groups);
+    return rx.some((a) => ry.some((b) => meets(a, b))) && meets(x.object, y.object);
   };
   const reported = new Set<string>();
   for (const u of uses) {

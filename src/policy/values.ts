@@ -7,9 +7,13 @@
 //                  agent acts for; for a person acting directly (subject type user), the subject.
 //   resource.<a>   id and type from `<type>:<id>`; else the resource's attributes
 //   time.<p>       hour, minute, weekday, date (in the rule's time zone), epoch
+//   action         the action asked (`push:repos`); action.verb (`push`), action.kind (`repos`)
 //
 // Deeper segments read nested objects. A value is missing when any step is absent, or
-// is not an object to step into.
+// is not an object to step into. An object that names a stored entity (`{"type":
+// "customer", "id": "c-1"}`) and lacks the next segment is followed into that entity's
+// attributes (`resource.customer.fraud`), to any depth, each hop through a reference; a
+// reference to no stored entity is missing (fail closed).
 
 import type { PathNode, Root } from './ast.js';
 import type { Attributes, DecisionRequest, PersonFacts, SubjectFacts } from './types.js';
@@ -33,10 +37,14 @@ export interface Env {
   resource: string;
   attrs: Attributes;
   now: number;
+  /** The action asked, `<verb>:<kinds>`. */
+  action: string;
   /** The relation model of the policy set (set by decide), for relationship questions. */
   model?: RelationModel;
   /** The request's relationships, for relationship questions; none given: such questions cannot be evaluated. */
   relationships?: RelationshipIndex;
+  /** Stored entities that references lead to (see DecisionRequest.entities). */
+  entities?: ReadonlyMap<string, Attributes | null>;
 }
 
 function isRecord(v: unknown): v is Record<string, unknown> {
@@ -54,9 +62,21 @@ export function envOf(req: DecisionRequest): Env {
     resource: req.resource,
     attrs: isRecord(req.resourceAttributes) ? req.resourceAttributes : EMPTY,
     now: req.now,
+    action: req.action,
     ...(req.relationships ? { relationships: req.relationships } : {}),
+    ...(req.entities ? { entities: req.entities } : {}),
   };
 }
+
+/** The `<type>:<id>` an object names when it is a reference to a stored entity, else null. */
+export function referenceOf(v: unknown): string | null {
+  if (!isRecord(v)) return null;
+  const t = v.type, id = v.id;
+  return typeof t === 'string' && typeof id === 'string' && t !== '' && id !== '' && !t.includes(':') ? `${t}:${id}` : null;
+}
+
+/** How many references one path may follow: enough for real models, bounded against cycles. */
+export const REFERENCE_HOPS = 8;
 
 /** A table keyed by names a rule writes: no prototype, so `constructor` or `__proto__` is just a name it lacks. */
 const table = <T>(entries: Record<string, T>): Record<string, T> => Object.assign(Object.create(null) as Record<string, T>, entries);
@@ -67,6 +87,7 @@ export const BUILTINS: Record<Exclude<Root, 'context'>, Record<string, ValueType
   person: table({ id: 'string', email: 'string', roles: '[string]', groups: '[string]' }),
   resource: table({ id: 'string', type: 'string' }),
   time: table({ hour: 'number', minute: 'number', weekday: 'string', date: 'string', epoch: 'number' }),
+  action: table({ verb: 'string', kind: 'string' }),
 };
 
 /** The types a value can have for the language: a scalar, or a list of one scalar type. */
@@ -91,10 +112,20 @@ export function hasType(v: unknown, t: ValueType): boolean {
   return true;
 }
 
-function step(v: unknown, segs: string[], from: number): Read {
+function step(v: unknown, segs: string[], from: number, entities?: ReadonlyMap<string, Attributes | null>): Read {
   let cur = v;
+  let hops = 0;
   for (let i = from; i < segs.length; i++) {
-    if (!isRecord(cur) || !hasOwn(cur, segs[i]!)) return MISSING;
+    if (!isRecord(cur)) return MISSING;
+    if (!hasOwn(cur, segs[i]!)) {
+      const ref = entities ? referenceOf(cur) : null;
+      if (ref === null || ++hops > REFERENCE_HOPS) return MISSING;
+      const target = entities!.get(ref);
+      if (!target) return MISSING;
+      cur = target;
+      i--;
+      continue;
+    }
     cur = cur[segs[i]!];
   }
   return cur === undefined ? MISSING : cur;
@@ -113,17 +144,17 @@ export function compileReader(p: PathNode, zone: string): (env: Env) => Read {
   switch (p.root) {
     case 'context':
       if (!deep) return (env) => (hasOwn(env.ctx, first) && env.ctx[first] !== undefined ? env.ctx[first] : MISSING);
-      return (env) => step(env.ctx, segs, 0);
+      return (env) => step(env.ctx, segs, 0, env.entities);
     case 'subject':
       if (hasOwn(BUILTINS.subject, first)) {
         return deep ? () => MISSING : (env) => builtin(env.subject, first);
       }
-      return (env) => step(env.subject.attributes, segs, 0);
+      return (env) => step(env.subject.attributes, segs, 0, env.entities);
     case 'person':
       if (hasOwn(BUILTINS.person, first)) {
         return deep ? () => MISSING : (env) => (env.person ? builtin(env.person, first) : MISSING);
       }
-      return (env) => (env.person ? step(env.person.attributes, segs, 0) : MISSING);
+      return (env) => (env.person ? step(env.person.attributes, segs, 0, env.entities) : MISSING);
     case 'resource':
       if (first === 'id' || first === 'type') {
         if (deep) return () => MISSING;
@@ -135,7 +166,19 @@ export function compileReader(p: PathNode, zone: string): (env: Env) => Read {
           return wantId ? r.slice(i + 1) : r.slice(0, i);
         };
       }
-      return (env) => step(env.attrs, segs, 0);
+      return (env) => step(env.attrs, segs, 0, env.entities);
+    case 'action': {
+      if (segs.length > 1) return () => MISSING;
+      if (segs.length === 0) return (env) => (typeof env.action === 'string' ? env.action : MISSING);
+      if (first !== 'verb' && first !== 'kind') return () => MISSING;
+      const verb = first === 'verb';
+      return (env) => {
+        const a = env.action;
+        const i = typeof a === 'string' ? a.indexOf(':') : -1;
+        if (i < 0) return MISSING;
+        return verb ? a.slice(0, i) : a.slice(i + 1);
+      };
+    }
     case 'time': {
       if (deep) return () => MISSING;
       const f = first as TimeField;

@@ -12,7 +12,7 @@ import type { UsageLimitNode } from '../../src/policy/usage.js';
 
 /** Remove what the parser adds (locations, comments) so ASTs compare by meaning. */
 export function strip<T>(x: T): T {
-  return JSON.parse(JSON.stringify(x, (k, v) => (['loc', 'fieldLocs', 'subjectLocs', 'comments', 'lineLocs', 'duplicateFields'].includes(k) ? undefined : v)));
+  return JSON.parse(JSON.stringify(x, (k, v) => (['loc', 'fieldLocs', 'subjectLocs', 'relationLocs', 'memberLocs', 'comments', 'lineLocs', 'duplicateFields'].includes(k) ? undefined : v)));
 }
 
 export function setOf(text: string, path = 'p.policy'): PolicySet {
@@ -25,7 +25,7 @@ export function setOf(text: string, path = 'p.policy'): PolicySet {
 
 export const P = (text: string): PathNode => {
   const parts = text.split('.');
-  return ['context', 'subject', 'person', 'resource', 'time'].includes(parts[0]!) && parts.length > 1
+  return ['context', 'subject', 'person', 'resource', 'time', 'action'].includes(parts[0]!) && (parts.length > 1 || parts[0] === 'action')
     ? { type: 'path', root: parts[0] as PathNode['root'], segs: parts.slice(1) }
     : { type: 'path', root: 'context', segs: parts, bare: true };
 };
@@ -274,10 +274,21 @@ function isObj(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-function walk(v: unknown, segs: string[]): V {
+/** Steps into nested objects; an object without the name that is a reference `{type, id}` is followed into the entity. */
+function walk(v: unknown, segs: string[], entities?: ReadonlyMap<string, unknown>): V {
   let cur = v;
-  for (const s of segs) {
-    if (!isObj(cur) || !Object.prototype.hasOwnProperty.call(cur, s)) return { present: false };
+  let hops = 0;
+  for (let i = 0; i < segs.length; i++) {
+    const s = segs[i]!;
+    if (!isObj(cur)) return { present: false };
+    if (!Object.prototype.hasOwnProperty.call(cur, s)) {
+      const ref = typeof cur.type === 'string' && typeof cur.id === 'string' && cur.type && cur.id && !cur.type.includes(':') ? `${cur.type}:${cur.id}` : null;
+      const target = ref && entities ? entities.get(ref) : undefined;
+      if (!isObj(target) || ++hops > 8) return { present: false };
+      cur = target;
+      i--;
+      continue;
+    }
     cur = cur[s];
   }
   return cur === undefined ? { present: false } : { present: true, value: cur };
@@ -311,7 +322,13 @@ export function refTime(now: number, zone: string, field: string): V {
 export function refRead(req: DecisionRequest, p: PathNode, zone: string): V {
   const [first, ...rest] = p.segs;
   switch (p.root) {
-    case 'context': return walk(req.context, p.segs);
+    case 'action': {
+      const i = req.action.indexOf(':');
+      if (p.segs.length === 0) return { present: true, value: req.action };
+      if (rest.length || i < 0 || (first !== 'verb' && first !== 'kind')) return { present: false };
+      return { present: true, value: first === 'verb' ? req.action.slice(0, i) : req.action.slice(i + 1) };
+    }
+    case 'context': return walk(req.context, p.segs, req.entities);
     case 'time': return rest.length ? { present: false } : refTime(req.now, zone, first!);
     case 'resource': {
       if (first === 'id' || first === 'type') {
@@ -319,7 +336,7 @@ export function refRead(req: DecisionRequest, p: PathNode, zone: string): V {
         if (rest.length || i < 0) return { present: false };
         return { present: true, value: first === 'id' ? req.resource.slice(i + 1) : req.resource.slice(0, i) };
       }
-      return walk(req.resourceAttributes ?? {}, p.segs);
+      return walk(req.resourceAttributes ?? {}, p.segs, req.entities);
     }
     case 'subject': case 'person': {
       const who = p.root === 'subject' ? req.subject : personOf(req);
@@ -330,7 +347,7 @@ export function refRead(req: DecisionRequest, p: PathNode, zone: string): V {
         const v = (who as unknown as Record<string, unknown>)[first!];
         return v === undefined ? { present: false } : { present: true, value: v };
       }
-      return walk(who.attributes, p.segs);
+      return walk(who.attributes, p.segs, req.entities);
     }
   }
 }
@@ -346,6 +363,7 @@ function likeRef(pattern: string, s: string): boolean {
 }
 
 function refAtom(e: Expr, req: DecisionRequest, zone: string): boolean | typeof ERR {
+  if (e.type === 'present') return refRead(req, e.left, zone).present;
   const val = (o: Operand): V => (o.type === 'lit' ? { present: true, value: o.value } : refRead(req, o, zone));
   const a = val((e as { left: Operand }).left), b = val((e as { right: Operand }).right);
   if (!a.present || !b.present) return ERR;
@@ -388,9 +406,20 @@ export function refCondition(e: Expr, req: DecisionRequest, zone: string): boole
   const atoms: Expr[] = [];
   const collect = (x: Expr) => { if (x.type === 'and' || x.type === 'or') x.items.forEach(collect); else if (x.type === 'not') collect(x.expr); else atoms.push(x); };
   collect(e);
-  const results = new Map<Expr, boolean>();
-  for (const a of atoms) { const r = refAtom(a, req, zone); if (r === ERR) return ERR; results.set(a, r); }
-  const ev = (x: Expr): boolean => x.type === 'and' ? x.items.every(ev) : x.type === 'or' ? x.items.some(ev) : x.type === 'not' ? !ev(x.expr) : results.get(x)!;
+  // Kleene-free: any comparison that cannot be evaluated makes the whole unevaluable, except where a
+  // presence test (or its negation) decides its `and` (false) or `or` (true) on its own.
+  const ev = (x: Expr): boolean | typeof ERR => {
+    if (x.type === 'not') { const v = ev(x.expr); return v === ERR ? ERR : !v; }
+    if (x.type === 'and' || x.type === 'or') {
+      const vs = x.items.map(ev);
+      const decisive = x.type === 'or';
+      const guard = (i: Expr) => i.type === 'present' || (i.type === 'not' && i.expr.type === 'present');
+      if (x.items.some((i, k) => guard(i) && vs[k] === decisive)) return decisive;
+      if (vs.includes(ERR)) return ERR;
+      return x.type === 'and' ? vs.every((v) => v === true) : vs.some((v) => v === true);
+    }
+    return refAtom(x, req, zone);
+  };
   return ev(e);
 }
 
@@ -459,7 +488,10 @@ export function reference(file: PolicyFileNode, req: DecisionRequest): Pick<Deci
     }
   }
   const rules = file.items.filter((i): i is RuleNode => i.kind === 'rule');
-  const targets = (r: RuleNode) => typedMatch(r.relation, req.action) && typedMatch(r.object, req.resource);
+  const groups = new Map<string, string[]>();
+  for (const i of file.items) if (i.kind === 'actions' && !groups.has(i.name)) groups.set(i.name, i.members);
+  const relationsOf = (r: RuleNode) => (r.relations ?? [r.relation]).flatMap((x) => (x.includes(':') ? [x] : groups.get(x) ?? []));
+  const targets = (r: RuleNode) => relationsOf(r).some((x) => typedMatch(x, req.action)) && typedMatch(r.object, req.resource);
   const matchesAny = (r: RuleNode) => r.subjects.some((p) => namesAgent(p, s) || (person !== null && namesPerson(p, person)));
   const applies = (r: RuleNode) => !r.when || refCondition(r.when, req, zone) !== false;
   const d = rules.find((r) => r.effect === 'deny' && targets(r) && matchesAny(r) && applies(r));
