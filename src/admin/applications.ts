@@ -35,6 +35,7 @@ export async function applicationJson(ctx: AppContext, app: Application) {
     first_party: app.first_party,
     dpop_bound_access_tokens: app.dpop_bound_access_tokens,
     has_secret: app.has_secret,
+    require_pushed_authorization_requests: app.require_pushed_authorization_requests,
     grants: await ctx.store.applications.listGrants(app.client_id),
     assignments: await ctx.store.applications.listAssignments(app.client_id),
     id_jag_audiences: await ctx.store.idJag.audiences(app.client_id),
@@ -77,6 +78,7 @@ export async function createApplication(ctx: AppContext, input: ApplicationCreat
         secret_hash: secret ? sha256(secret) : null,
         refresh_tokens: input.refresh_tokens ?? REFRESH_BY_DEFAULT[input.type],
         first_party: input.first_party,
+        require_pushed_authorization_requests: input.require_pushed_authorization_requests,
         dpop_bound_access_tokens: input.dpop_bound_access_tokens ?? false,
       });
       if (input.id_jag_audiences?.length) await tx.idJag.setAudiences(clientId, input.id_jag_audiences.map((a) => ({ audience: a.audience, client_id: a.client_id ?? null })));
@@ -105,6 +107,7 @@ export function updateApplication(ctx: AppContext, clientId: string, patch: Appl
       confidential,
       refresh_tokens: patch.refresh_tokens ?? cur.refresh_tokens,
       first_party: patch.first_party ?? cur.first_party,
+      require_pushed_authorization_requests: patch.require_pushed_authorization_requests ?? cur.require_pushed_authorization_requests,
       dpop_bound_access_tokens: patch.dpop_bound_access_tokens ?? cur.dpop_bound_access_tokens,
     };
     const builtIn = builtInApplicationProblem(ctx, clientId, next);

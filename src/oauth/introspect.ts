@@ -42,6 +42,7 @@ export function introspectEndpoint(ctx: AppContext): RequestHandler {
       ...(boundKey(claims) ? { token_type: 'DPoP', cnf: { jkt: boundKey(claims) } } : { token_type: 'Bearer' }),
       aud: claims.aud,
       ...(claims.jti ? { jti: claims.jti } : {}),
+      ...(claims.authorization_details !== undefined ? { authorization_details: claims.authorization_details } : {}),
     });
   };
 }

@@ -1,6 +1,7 @@
 import { agentsStore } from './agents.js';
 import { agentAuthStore } from './agent-auth.js';
 import { applicationsStore } from './applications.js';
+import { clientRequestsStore } from './client-requests.js';
 import { auditStore } from './audit.js';
 import { dpopStore } from './dpop.js';
 import { entitiesStore } from './entities.js';
@@ -56,6 +57,7 @@ function modules(sql: Sql, changes: ChangeFeed, clock: Clock) {
     webauthn: webauthnStore(sql, clock),
     dpop: dpopStore(sql, clock),
     idJag: idJagStore(sql, clock),
+    clientRequests: clientRequestsStore(sql, changes, clock),
   };
 }
 

@@ -63,6 +63,7 @@ ${select({ ...at('confidential'), label: 'Confidential (has a secret)', value: v
 ${select({ ...at('refresh_tokens'), label: 'Refresh tokens', value: v.refresh_tokens ?? '', options: TRI })}
 </div>
 ${checkbox({ ...at('first_party'), label: 'First party (no consent screen)', checked: v.first_party === undefined ? true : ticked(v, 'first_party') })}
+${checkbox({ ...at('require_pushed_authorization_requests'), label: 'Pushed authorization requests only (PAR)', checked: ticked(v, 'require_pushed_authorization_requests') })}
 ${checkbox({ ...at('dpop_bound_access_tokens'), label: 'DPoP-bound tokens only (no token without a DPoP proof)', checked: ticked(v, 'dpop_bound_access_tokens') })}
 ${button('Create application')}`,
   );
@@ -117,6 +118,7 @@ const detailPage: DetailPage<DetailForms> = async (ctx, req, res, id, forms = {}
     id_jag_audiences: app.id_jag_audiences.map((a) => (a.client_id ? `${a.audience} ${a.client_id}` : a.audience)).join('\n'),
     ...(app.refresh_tokens ? { refresh_tokens: 'on' } : {}),
     ...(app.first_party ? { first_party: 'on' } : {}),
+    ...(app.require_pushed_authorization_requests ? { require_pushed_authorization_requests: 'on' } : {}),
     ...(app.dpop_bound_access_tokens ? { dpop_bound_access_tokens: 'on' } : {}),
   });
   const ev = edit.values;
@@ -130,6 +132,7 @@ ${textarea({ ...at('post_logout_redirect_uris'), label: 'Post-logout redirect UR
 ${textarea({ ...at('id_jag_audiences'), label: 'ID-JAG audiences', hint: 'Authorization servers this application may ask an ID-JAG for, one issuer per line; after a space, its client ID there when not the same.', rows: 2, mono: true })}
 ${checkbox({ ...at('refresh_tokens'), label: 'Refresh tokens', checked: ticked(ev, 'refresh_tokens') })}
 ${checkbox({ ...at('first_party'), label: 'First party (no consent screen)', checked: ticked(ev, 'first_party') })}
+${checkbox({ ...at('require_pushed_authorization_requests'), label: 'Pushed authorization requests only (PAR)', checked: ticked(ev, 'require_pushed_authorization_requests') })}
 ${checkbox({ ...at('dpop_bound_access_tokens'), label: 'DPoP-bound tokens only (no token without a DPoP proof)', checked: ticked(ev, 'dpop_bound_access_tokens') })}`}
 ${button('Save changes')}`,
   );
@@ -193,6 +196,7 @@ const appInput = (v: Values) => ({
   ...(tri(v.confidential) !== undefined ? { confidential: tri(v.confidential) } : {}),
   ...(tri(v.refresh_tokens) !== undefined ? { refresh_tokens: tri(v.refresh_tokens) } : {}),
   first_party: ticked(v, 'first_party'),
+  require_pushed_authorization_requests: ticked(v, 'require_pushed_authorization_requests'),
   dpop_bound_access_tokens: ticked(v, 'dpop_bound_access_tokens'),
 });
 
@@ -257,6 +261,7 @@ export function applicationPages(router: Router, ctx: AppContext): void {
               id_jag_audiences: idJagAudienceLines(v.id_jag_audiences),
               refresh_tokens: ticked(v, 'refresh_tokens'),
               first_party: ticked(v, 'first_party'),
+              require_pushed_authorization_requests: ticked(v, 'require_pushed_authorization_requests'),
               dpop_bound_access_tokens: ticked(v, 'dpop_bound_access_tokens'),
             };
       const { app } = await updateApplication(ctx, id, parseWith(applicationPatch, patch), audit(() => ({ action: 'applications.update', target: `application:${id}`, details: patch })));
