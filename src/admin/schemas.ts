@@ -446,6 +446,7 @@ export const agentCreate = z
     roles: z.array(tag).max(200).default([]),
     capabilities: z.array(capability).max(500).default([]),
     attributes: attributes.default({}),
+    sub_agents: z.array(spiffeId).max(100).default([]).meta({ description: 'the agents it may hand work to by token exchange' }),
     dpop_bound_access_tokens: z
       .boolean()
       .optional()
@@ -462,6 +463,7 @@ export const agentPatch = z
     roles: z.array(tag).max(200).optional(),
     capabilities: z.array(capability).max(500).optional().meta({ description: 'replaces all capabilities' }),
     attributes: attributes.optional().meta({ description: 'replaces all attributes' }),
+    sub_agents: z.array(spiffeId).max(100).optional().meta({ description: 'replaces the sub-agents it may hand work to' }),
     dpop_bound_access_tokens: z.boolean().optional(),
   })
   .superRefine((a, c) => uniqueCapabilities(a.capabilities, c));
@@ -479,6 +481,7 @@ export const agentView = z.object({
   roles: z.array(z.string()),
   capabilities: z.array(capabilityView),
   attributes: z.record(z.string(), z.unknown()),
+  sub_agents: z.array(z.string()),
   dpop_bound_access_tokens: z.boolean(),
   revoked: z.boolean(),
   revoked_at: nullableTimestamp,
@@ -712,3 +715,10 @@ export const relationshipListSubjects = z.object({
   ...questionExtras,
 }).strict();
 export const relationshipSubjects = z.object({ subjects: z.array(z.string()) });
+
+// ---- delegations ---------------------------------------------------------------------------
+
+export const delegationPut = z.object({
+  capabilities: z.array(capabilityName).max(500).meta({ description: 'the capabilities the agent may use for the person (each one the agent holds)' }),
+});
+export const delegationView = z.object({ agent_id: z.string(), capabilities: z.array(z.string()), created_at: timestamp });

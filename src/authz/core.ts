@@ -74,12 +74,13 @@ export function grantsThroughRelations(d: Pick<PipelineDecision, 'trace'>): stri
  */
 export function auditRecord(
   via: Via,
-  request: Pick<DecisionRequest, 'subject' | 'person' | 'action' | 'resource' | 'context' | 'now'>,
+  request: Pick<DecisionRequest, 'subject' | 'person' | 'action' | 'resource' | 'context' | 'now' | 'chain'>,
   d: PipelineDecision,
   issued?: string,
   caller?: string,
 ): AuditInput {
   const bind = via === 'bind';
+  const chain = request.chain && request.chain.agents.length > 1 ? request.chain.agents.map((a) => a.id) : undefined;
   return {
     kind: bind ? 'token' : 'decision',
     time: Math.floor(request.now / 1000),
@@ -94,6 +95,7 @@ export function auditRecord(
     reason: bind && d.decision === 'allow' && issued !== undefined ? issued : withRelations(d),
     policy_version: d.policyVersion,
     ...(caller !== undefined ? { caller } : {}),
+    ...(chain ? { chain } : {}),
   };
 }
 

@@ -60,6 +60,8 @@ export interface ExampleRequest {
   now?: string | null;
   /** Prior usage by usage key (`{"count per 1h": 3}`), when the limits count any. */
   usage?: Record<string, number>;
+  /** A delegation chain's agents, first to current (the subject), when the region depends on its depth. */
+  chain?: string[];
 }
 
 export interface Change {
@@ -96,6 +98,8 @@ export class DiffRefused extends Error {
  * DiffTooLarge rather than a partial answer. The default keeps every diff to a few seconds.
  */
 export const DIFF_STEPS = 200_000;
+/** The steps rendering one region costs besides one per dimension it describes. */
+const RENDER_STEPS = 4;
 
 /**
  * Combinations checked while widening and tightening the boxes of a diff. Both only make
@@ -815,7 +819,11 @@ function diffInner(before: PolicySet, after: PolicySet, budget: Budget): DiffRes
           budget.spend(computed.boxes.length * CONSTRUCT_STEPS);
           built = computed.boxes.map((b) => construct(space, b.point));
         }
-        computed.boxes.forEach((b, i) => changes.push(render(space, computed!.dims, b, built![i]!.request, ac, oc, pc)));
+        // Rendering a region is work too: a step per dimension it describes.
+        computed.boxes.forEach((b, i) => {
+          budget.spend(RENDER_STEPS + computed!.dims.length);
+          changes.push(render(space, computed!.dims, b, built![i]!.request, ac, oc, pc));
+        });
       }
     }
   }
@@ -1119,6 +1127,7 @@ function exampleOf(req: DecisionRequest, space: Space): ExampleRequest {
   if (req.resourceAttributes && Object.keys(req.resourceAttributes).length) ex.resource_attributes = req.resourceAttributes;
   if (space.timeDims.length) ex.now = Number.isFinite(req.now) ? new Date(req.now).toISOString() : null;
   if (req.usage) ex.usage = { ...req.usage };
+  if (req.chain && req.chain.agents.length > 1) ex.chain = req.chain.agents.map((a) => a.id);
   return ex;
 }
 

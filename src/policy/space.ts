@@ -165,7 +165,10 @@ export function normalize(p: PathNode, kind: PrincipalKind): PathNode {
   return { type: 'path', root: p.root, segs: p.segs };
 }
 
-type Status = 'free' | 'optionalString' | 'string' | 'list' | 'fixed' | 'time';
+type Status = 'free' | 'optionalString' | 'string' | 'list' | 'fixed' | 'time' | 'depth';
+
+/** The depths a delegation chain can have (the pipeline refuses deeper ones). */
+export const CHAIN_DEPTHS = [1, 2, 3, 4, 5];
 
 export function statusOf(p: PathNode, kind: PrincipalKind): { status: Status; fixed?: { present: boolean; value?: unknown } } {
   if (p.root === 'context') return { status: 'free' };
@@ -177,6 +180,16 @@ export function statusOf(p: PathNode, kind: PrincipalKind): { status: Status; fi
     return { status: 'free' };
   }
   if (p.root === 'person' && kind === 'auto') return { status: 'fixed', fixed: { present: false } };
+  if (p.root === 'chain') {
+    // Without a person there is no chain: depth 0, no agents. A delegated agent's chain is 1 to 5 deep.
+    if ((first === 'depth' || first === 'agents') && deep) return { status: 'fixed', fixed: { present: false } };
+    if (kind !== 'deleg') {
+      if (first === 'depth') return { status: 'fixed', fixed: { present: true, value: 0 } };
+      return first === 'agents' ? { status: 'fixed', fixed: { present: true, value: [] } } : { status: 'fixed', fixed: { present: false } };
+    }
+    if (first === 'depth') return { status: 'depth' };
+    throw new SpaceTooLarge(`chain.${p.segs.join('.')}: the agents of a delegation chain (and their attributes) are not part of the modelled request space; only chain.depth is`);
+  }
   const builtins = BUILTINS[p.root];
   if (!Object.hasOwn(builtins, first)) return { status: 'free' };
   if (deep) return { status: 'fixed', fixed: { present: false } };
@@ -346,15 +359,16 @@ export function buildSpace(reading: Reading, principal: Principal, grants: { sub
     u.types.add(t);
     if (t === 'number') u.nums.add(v as number); else if (t === 'string') u.strs.add(v as string);
   };
-  const rels = new Map<string, { rel: RelKind; a: string; b: string; ordering: boolean }>();
+  const rels = new Map<string, { rel: RelKind; a: string; b: string; ordering: boolean; equality: boolean }>();
   const addRel = (rel: RelKind, a: Use | null, b: Use | null, ordering: boolean, aKey?: string, bKey?: string) => {
     const ka = a?.key ?? aKey, kb = b?.key ?? bKey;
     if (!ka || !kb || ka === kb) return;
     // One dimension per pair: the first comparison written names the order of the two.
     const key = relKey(rel, ka, kb);
     const prev = rels.get(key);
-    if (prev) prev.ordering ||= ordering;
-    else rels.set(key, { rel, a: ka, b: kb, ordering });
+    const equality = rel === 'cmp' && !ordering;
+    if (prev) { prev.ordering ||= ordering; prev.equality ||= equality; }
+    else rels.set(key, { rel, a: ka, b: kb, ordering, equality });
   };
   const keyOf = (p: PathNode, zone: string) => useKey(normalize(p, kind), zone);
 
@@ -445,6 +459,17 @@ export function buildSpace(reading: Reading, principal: Principal, grants: { sub
       }
     }
   }
+  // `==`/`!=` of two values compares any two scalars of one type, not only the types their
+  // constants name: two equal numbers where the conditions compare the values with strings are
+  // equal, not mistyped; and where the pair is also ordered (numbers only: strings and booleans
+  // err) two strings decide otherwise than two numbers. So both take cells of every scalar type
+  // (unless one is built in, whose type fixes which pairs compare).
+  for (const r of rels.values()) {
+    if (r.rel !== 'cmp' || !r.equality) continue;
+    const a = uses.get(r.a), b = uses.get(r.b);
+    if (!a || !b || builtinType(a) || builtinType(b)) continue;
+    for (const u of [a, b]) for (const t of SCALARS) u.types.add(t);
+  }
   for (const r of rels.values()) {
     for (const [k, asList] of [[r.a, r.rel === 'any' || r.rel === 'all'], [r.b, r.rel !== 'cmp']] as const) {
       const u = uses.get(k);
@@ -460,7 +485,10 @@ export function buildSpace(reading: Reading, principal: Principal, grants: { sub
     const cells: Cell[] = [];
     const scalars = scalarOf(u) as ScalarType[];
     const items = itemOf(u) as ScalarType[];
-    if (st === 'time') {
+    if (st === 'depth') {
+      // Exact: one cell per depth a chain can have.
+      for (const n of CHAIN_DEPTHS) cells.push({ t: 'num', lo: n, hi: n, point: true });
+    } else if (st === 'time') {
       if (scalars.includes('number')) cells.push(...numberCells(u.nums));
       else cells.push(...stringCells(u.strs, new Set()));
       cells.push({ t: 'missing' });
@@ -1262,6 +1290,12 @@ function assemble(space: Space, vals: Map<string, Val>, now: number, grantSubjec
     const e = get('person.email');
     if (e?.present) person.email = e.value as string;
     request.person = person;
+    // A chain of the depth chosen: the subject acting last, for agents standing in above it.
+    const depth = get('chain.depth');
+    if (depth?.present && typeof depth.value === 'number' && depth.value > 1) {
+      const above = Array.from({ length: depth.value - 1 }, (_, i): SubjectFacts => ({ ...subject, id: `${subject.id}~above-${i + 1}` }));
+      request.chain = { agents: [...above, subject] };
+    }
   }
   return request;
 }

@@ -14,6 +14,8 @@ export interface Agent {
   capabilities: Capability[];
   /** custom attributes for policy conditions (`subject.<name>`); `{}` when none */
   attributes: Attributes;
+  /** the agents it may hand work to (token exchange by a sub-agent); `[]` when none */
+  sub_agents: string[];
   /** RFC 9449 section 5.2: every access token is DPoP-bound; a token request without a proof is refused */
   dpop_bound_access_tokens: boolean;
   revoked: boolean;
@@ -28,6 +30,7 @@ interface Row {
   public_jwk: string;
   roles: string;
   attributes: string;
+  sub_agents: string | null;
   dpop_bound_access_tokens: number;
   revoked_at: number | null;
   created_at: number;
@@ -41,6 +44,8 @@ export interface AgentFields {
   roles: string[];
   /** absent: `{}` on create, unchanged on update */
   attributes?: Attributes;
+  /** absent: `[]` on create, unchanged on update */
+  sub_agents?: string[];
   /** absent: false on create, unchanged on update */
   dpop_bound_access_tokens?: boolean;
 }
@@ -57,6 +62,7 @@ const toAgent = (r: Row, caps: { name: string; limits: string }[]): Agent => ({
   roles: parseJson(r.roles, []),
   capabilities: caps.map((c) => ({ name: c.name, limits: parseJson(c.limits, {}) })),
   attributes: attributesOf(r.attributes),
+  sub_agents: parseJson(r.sub_agents, []),
   dpop_bound_access_tokens: bool(r.dpop_bound_access_tokens),
   revoked: r.revoked_at != null,
   revoked_at: r.revoked_at,
@@ -71,6 +77,7 @@ const params = (id: string, f: AgentFields, t: number) => ({
   public_jwk: JSON.stringify(f.public_jwk),
   roles: JSON.stringify(f.roles),
   attributes: f.attributes === undefined ? null : JSON.stringify(f.attributes),
+  sub_agents: f.sub_agents === undefined ? null : JSON.stringify(f.sub_agents),
   dpop_bound_access_tokens: f.dpop_bound_access_tokens === undefined ? null : f.dpop_bound_access_tokens ? 1 : 0,
   t,
 });
@@ -88,8 +95,8 @@ export function agentsStore(sql: Sql, clock: Clock) {
     create(id: string, f: AgentFields, capabilities: Capability[]): Promise<Agent> {
       return sql.transaction(async (tx) => {
         await tx.run(
-          `INSERT INTO agents (agent_id, name, mode, public_jwk, roles, attributes, dpop_bound_access_tokens, created_at, updated_at)
-           VALUES (@agent_id, @name, @mode, @public_jwk, @roles, COALESCE(CAST(@attributes AS TEXT), '{}'),
+          `INSERT INTO agents (agent_id, name, mode, public_jwk, roles, attributes, sub_agents, dpop_bound_access_tokens, created_at, updated_at)
+           VALUES (@agent_id, @name, @mode, @public_jwk, @roles, COALESCE(CAST(@attributes AS TEXT), '{}'), COALESCE(CAST(@sub_agents AS TEXT), '[]'),
              COALESCE(CAST(@dpop_bound_access_tokens AS INTEGER), 0), @t, @t)`,
           params(id, f, now()),
         );
@@ -112,6 +119,7 @@ export function agentsStore(sql: Sql, clock: Clock) {
         const changed = await tx.run(
           `UPDATE agents SET name = @name, mode = @mode, public_jwk = @public_jwk, roles = @roles,
              attributes = COALESCE(CAST(@attributes AS TEXT), attributes),
+             sub_agents = COALESCE(CAST(@sub_agents AS TEXT), sub_agents),
              dpop_bound_access_tokens = COALESCE(CAST(@dpop_bound_access_tokens AS INTEGER), dpop_bound_access_tokens), updated_at = @t WHERE agent_id = @agent_id`,
           params(id, f, now()),
         );
