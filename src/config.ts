@@ -45,6 +45,8 @@ export interface Config {
   outboundAllowPrivate: boolean;
   /** An AuthZEN search decides at most this many candidates per request (GATEHOUSE_AUTHZEN_SEARCH_MAX_CANDIDATES) */
   authzenSearchMaxCandidates: number;
+  /** The sign-in strength the console requires (GATEHOUSE_CONSOLE_SIGN_IN_STRENGTH): `any`, `mfa` or `passkey` */
+  consoleSignInStrength: 'any' | 'mfa' | 'passkey';
 }
 
 /** GATEHOUSE_SECRET and GATEHOUSE_ADMIN_TOKEN, when set, are at least this long (outside NODE_ENV=development). */
@@ -72,6 +74,7 @@ const fields = {
   GATEHOUSE_METRICS_OPEN: z.enum(['true', 'false']),
   GATEHOUSE_DPOP_NONCE: z.enum(['off', 'required']),
   GATEHOUSE_OUTBOUND_ALLOW_PRIVATE: z.enum(['true', 'false']),
+  GATEHOUSE_CONSOLE_SIGN_IN_STRENGTH: z.enum(['any', 'mfa', 'passkey']),
   GATEHOUSE_AUTHZEN_SEARCH_MAX_CANDIDATES: z.coerce.number().int().min(1).max(10_000_000),
   GATEHOUSE_AGENT_RATE_LIMIT: z.coerce.number().int().min(0).max(1_000_000),
   GATEHOUSE_ADDRESS_RATE_LIMIT: z.coerce.number().int().min(0).max(1_000_000),
@@ -163,6 +166,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     },
     outboundAllowPrivate:
       parseVar<string>('GATEHOUSE_OUTBOUND_ALLOW_PRIVATE', env.GATEHOUSE_OUTBOUND_ALLOW_PRIVATE, env.NODE_ENV === 'development' ? 'true' : 'false') === 'true',
+    consoleSignInStrength: parseVar<'any' | 'mfa' | 'passkey'>('GATEHOUSE_CONSOLE_SIGN_IN_STRENGTH', env.GATEHOUSE_CONSOLE_SIGN_IN_STRENGTH, 'any'),
     authzenSearchMaxCandidates: parseVar<number>('GATEHOUSE_AUTHZEN_SEARCH_MAX_CANDIDATES', env.GATEHOUSE_AUTHZEN_SEARCH_MAX_CANDIDATES, '10000'),
   };
 }
