@@ -34,7 +34,7 @@ export const JWT_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:jwt';
  * The token: `sub` the person, `act` nested one level per agent (the outermost this agent),
  * `exp` never after the subject token's. Refusals past the assertion are recorded.
  */
-export async function tokenExchangeGrant(ctx: AppContext, state: AgentState, body: Record<string, unknown>, res: Response): Promise<void> {
+export async function tokenExchangeGrant(ctx: AppContext, state: AgentState, body: Record<string, unknown>, res: Response, jkt?: string): Promise<void> {
   const agent = state.agent;
   let issued: Parameters<typeof issueAgentAccessToken>[1];
   try {
@@ -51,11 +51,12 @@ export async function tokenExchangeGrant(ctx: AppContext, state: AgentState, bod
     }
     throw err;
   }
-  const token = await issueAgentAccessToken(ctx, issued);
+  // bound to the DPoP key of the request's proof, when one came
+  const token = await issueAgentAccessToken(ctx, { ...issued, jkt });
   sendTokenResponse(res, {
     access_token: token.access_token,
     issued_token_type: ACCESS_TOKEN_TYPE,
-    token_type: 'Bearer',
+    token_type: jkt ? 'DPoP' : 'Bearer',
     expires_in: token.expires_in,
     scope: token.scope,
   });
