@@ -30,8 +30,8 @@ const agents: Record<string, TestAgent> = {};
 /** The agent's openid-client configuration: the agent token endpoint, private_key_jwt with its Ed25519 key. */
 function agentConfig(agent: TestAgent): client.Configuration {
   const metadata = { issuer: server.ctx.urls.issuer, token_endpoint: server.ctx.urls.agentToken };
-  // openid-client names an Ed25519 signature `Ed25519` (RFC 9864); the agent endpoint takes `EdDSA`.
-  const auth = client.PrivateKeyJwt(agent.privateKey, { [client.modifyAssertion]: (header) => void (header.alg = 'EdDSA') });
+  // openid-client names an Ed25519 signature `Ed25519` (RFC 9864), which the agent endpoint takes as it takes `EdDSA`.
+  const auth = client.PrivateKeyJwt(agent.privateKey);
   const config = new client.Configuration(metadata, agent.id, undefined, auth);
   client.allowInsecureRequests(config);
   return config;
