@@ -73,6 +73,16 @@ export const COMMANDS: CommandSpec[] = [
     run: async (a, io) => (await import('./policy.js')).diff(a, io),
   },
   {
+    path: ['policy', 'verify'],
+    args: '[dir]',
+    summary: 'prove the invariants the policies state, or print a request that breaks one',
+    description: 'Prove each `invariant` of the policies in dir over every possible request (any subject, person, attributes, time and prior usage), with the same exact engine as diff; for one that does not hold, print a counterexample request as `policy explain --request` takes it.',
+    positionals: { min: 0, max: 1 },
+    options: [FORMAT, JSON_FLAG],
+    details: [POLICY_DIR, 'Requests are taken without a prior approval. Rules or invariants that ask relationship questions cannot be proven (exit 2), nor sets too large to walk exactly.', 'Exit 0 when every invariant holds, 1 when one does not, 2 on an error.'],
+    run: async (a, io) => (await import('./policy.js')).verify(a, io),
+  },
+  {
     path: ['policy', 'explain'],
     args: '[dir]',
     summary: 'the decision for one request and every check behind it',

@@ -115,7 +115,7 @@ export interface DiffOptions {
 }
 
 /** What a diff has spent, and where it is (for the message when it runs out). */
-class Budget {
+export class Budget {
   spent = 0;
   tidy = TIDY_STEPS;
   where = '';
@@ -140,7 +140,7 @@ const meet = meetPatterns;
 
 const key = (p: Pattern) => `${p.type === null ? '\u0001' : p.type}\u0000${p.segs === null ? '\u0001' : p.segs.map((s) => (s === null ? '\u0001' : s)).join('\u0000')}`;
 
-interface Cell0 { pattern: Pattern; except: Pattern[]; witness: string }
+export interface Cell0 { pattern: Pattern; except: Pattern[]; witness: string }
 
 const CLOSURE_MAX = 2000;
 
@@ -633,7 +633,7 @@ function usageReads(blocks: CompiledLimitBlock[]): UsageRead[] {
   return [...byKey.values()];
 }
 
-interface Computed { dims: Dim[]; boxes: { sets: Set<number>[]; point: number[]; before: DecisionValue; after: DecisionValue }[] }
+export interface Computed { dims: Dim[]; boxes: { sets: Set<number>[]; point: number[]; before: DecisionValue; after: DecisionValue }[] }
 
 /**
  * The action patterns a rule's condition compares the action with: `action == "push:repos"`,
@@ -666,12 +666,17 @@ function actionConstantsOfAtoms(atoms: Atom[], who: string): Pattern[] {
   return out;
 }
 
-export function diffPolicySets(before: PolicySet, after: PolicySet, options: DiffOptions = {}): DiffResult {
-  for (const set of [before, after]) for (const r of set.compiled.rules) {
+/** Refuse sets whose rules ask what the exact engine does not model (relationship questions, the action against a value). */
+export function refuseUnmodelled(sets: PolicySet[]): void {
+  for (const set of sets) for (const r of set.compiled.rules) {
     const q = r.ast.when ? relQuestionsOf(r.ast.when)[0] : undefined;
     if (q) throw new DiffRefused(`rule "${r.name}" (${r.source}) asks a relationship question (${fmtExpr(q)}), which diff does not model yet`);
     actionConstantPatterns(r);
   }
+}
+
+export function diffPolicySets(before: PolicySet, after: PolicySet, options: DiffOptions = {}): DiffResult {
+  refuseUnmodelled([before, after]);
   try {
     const budget = new Budget(options.steps ?? DIFF_STEPS);
     try {
@@ -720,7 +725,7 @@ interface CellWalk {
  * The request space of some policy sets, cut into cells of actions, objects and subjects (see the
  * header); for each cell some rule or limit is weighed on, `visit` is called with its space.
  */
-function forEachCell(sets: PolicySet[], budget: Budget, walk: CellWalk, visit: (c: CellContext) => void): { personCells: number } {
+export function forEachCell(sets: PolicySet[], budget: Budget, walk: CellWalk, visit: (c: CellContext) => void): { personCells: number } {
   const sides = sets.map(sideOf);
   const singularsAll = sets.map((s) => s.compiled.singulars);
   const allRules = sides.flatMap((s) => s.rules);
@@ -850,7 +855,7 @@ function forEachCell(sets: PolicySet[], budget: Budget, walk: CellWalk, visit: (
 }
 
 /** The decider of one set on a cell: its rules and limits among those the cell weighs. */
-function sideProbe(set: PolicySet, c: CellContext): Probe {
+export function sideProbe(set: PolicySet, c: CellContext): Probe {
   const side = sideOf(set);
   const limits = c.limits.filter((l) => side.limits.includes(l));
   return decider(c.space, {
@@ -890,7 +895,7 @@ function diffInner(before: PolicySet, after: PolicySet, budget: Budget): DiffRes
  * decisions, one box (the node's cells, and every cell of the dimensions not chosen yet), with
  * an example request built below it and checked with decide().
  */
-function compare(space: Space, probes: [Probe, Probe], rules: CompiledRule[], budget: Budget, decideBoth: (req: DecisionRequest) => [DecisionValue, DecisionValue]): Computed {
+export function compare(space: Space, probes: [Probe, Probe], rules: CompiledRule[], budget: Budget, decideBoth: (req: DecisionRequest) => [DecisionValue, DecisionValue]): Computed {
   const dims = space.dims;
   const sizes = dims.map(dimSize);
   const order = walkOrder(space, rules);
@@ -1155,7 +1160,7 @@ function render(
   return c;
 }
 
-function exampleOf(req: DecisionRequest, space: Space): ExampleRequest {
+export function exampleOf(req: DecisionRequest, space: Space): ExampleRequest {
   const s = req.subject;
   const subject: Record<string, unknown> = { type: s.type, id: s.id };
   if (s.mode) subject.mode = s.mode;
