@@ -107,7 +107,12 @@ function counterexample(set: PolicySet, inv: InvariantNode, zone: string, option
         for (const b of computed.boxes) {
           const built = construct(c.space, b.point);
           const req = built && accept(c, built.request);
-          if (req) throw new Found(exampleOf(req, c.space));
+          if (req) {
+            const example = exampleOf(req, c.space);
+            // an agent without the capability of its action says so (explain would assume it held)
+            if (req.subject.capabilities && !req.subject.capabilities.some((k) => k.name === req.action)) example.subject.capabilities = req.subject.capabilities;
+            throw new Found(example);
+          }
         }
         clear.add(c.sig);
       });
@@ -132,7 +137,7 @@ function counterexample(set: PolicySet, inv: InvariantNode, zone: string, option
   if (found || ruledOut !== 'deny') return found;
 
   // Step 3: an agent without its capability, on a request where the condition holds.
-  const withoutCapability = (req: DecisionRequest): DecisionRequest => ({ ...req, subject: { ...req.subject, permissions: [] } });
+  const withoutCapability = (req: DecisionRequest): DecisionRequest => ({ ...req, subject: { ...req.subject, capabilities: [] } });
   const holds = (req: DecisionRequest) => !inv.when || compileCondition(inv.when, zone)(envOf(req)) === 1;
   return search(budget, holds, (c) => {
     const cond = conditionProbe(c.space, inv.when, zone);
