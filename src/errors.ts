@@ -57,6 +57,12 @@ export const errors = {
   /** the database cannot do its part now (away, out of connections, out of time): try again shortly */
   storeUnavailable: (description = 'the database is unavailable; try again shortly') =>
     new ProtocolError(503, 'temporarily_unavailable', description, {}, { 'Retry-After': String(STORE_RETRY_AFTER_SECONDS) }),
+  /** authorization_details of an undeclared type, or one its type's schema refuses (RFC 9396 section 5) */
+  invalidAuthorizationDetails: make(400, 'invalid_authorization_details'),
+  /** a request_uri that is unknown, used, expired or another client's (RFC 9126 section 4) */
+  invalidRequestUri: make(400, 'invalid_request_uri'),
+  /** request objects (`request`) are not taken (OpenID Connect Core 6) */
+  requestNotSupported: make(400, 'request_not_supported'),
   /** a relationship question that needs more hops through the graph than the limit allows */
   resolutionTooComplex: make(400, 'resolution_too_complex'),
 };

@@ -9,6 +9,7 @@ import { createApplication, updateApplication, putGrant, assignUser } from './ad
 import { putRole } from './admin/roles.js';
 import { createRule, disableRule, enableRule, updateRule, validateAndRecord } from './admin/rules.js';
 import { putEntity } from './admin/entities.js';
+import { authorizationDetailsTypesSection } from './admin/authorization-details-types.js';
 import { relationModel } from './authz/relationships.js';
 import { relationshipProblem } from './admin/relationships.js';
 import { relationshipText } from './policy/relations/tuple.js';
@@ -104,6 +105,7 @@ const applicationsSection = defineSection<ProjectApplication>({
         ...(a.confidential !== undefined ? { confidential: a.confidential } : {}),
         ...(a.refresh_tokens !== undefined ? { refresh_tokens: a.refresh_tokens } : {}),
         first_party: a.first_party,
+        require_pushed_authorization_requests: a.require_pushed_authorization_requests ?? false,
         ...(secretDiffers ? { client_secret: a.client_secret } : {}),
         ...(a.id_jag_audiences !== undefined ? { id_jag_audiences: a.id_jag_audiences } : {}),
       });
@@ -176,7 +178,7 @@ const rulesSection = defineSection<ProjectRule>({
 });
 
 /** The sections in the order they apply: roles and people before the things that refer to them. */
-export const projectSections: ProjectSection[] = [rolesSection, usersSection, applicationsSection, agentsSection, entitiesSection, relationshipsSection, rulesSection, defineSection(mcpUpstreamsSection), defineSection(samlConnectionsSection)];
+export const projectSections: ProjectSection[] = [rolesSection, usersSection, applicationsSection, agentsSection, entitiesSection, relationshipsSection, rulesSection, defineSection(authorizationDetailsTypesSection), defineSection(mcpUpstreamsSection), defineSection(samlConnectionsSection)];
 
 /** Adds a section (for example `mcp_upstreams`) after the built-in ones. */
 export function registerProjectSection(section: ProjectSection): void {

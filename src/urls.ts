@@ -5,6 +5,7 @@ export function endpointUrls(issuer: string) {
     issuer,
     authorize: u('/oauth/authorize'),
     token: u('/oauth/token'),
+    par: u('/oauth/par'),
     userinfo: u('/oauth/userinfo'),
     introspect: u('/oauth/token/introspect'),
     revoke: u('/oauth/token/revoke'),

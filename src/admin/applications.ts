@@ -34,6 +34,7 @@ export async function applicationJson(ctx: AppContext, app: Application) {
     refresh_tokens: app.refresh_tokens,
     first_party: app.first_party,
     has_secret: app.has_secret,
+    require_pushed_authorization_requests: app.require_pushed_authorization_requests,
     grants: await ctx.store.applications.listGrants(app.client_id),
     assignments: await ctx.store.applications.listAssignments(app.client_id),
     id_jag_audiences: await ctx.store.idJag.audiences(app.client_id),
@@ -76,6 +77,7 @@ export async function createApplication(ctx: AppContext, input: ApplicationCreat
         secret_hash: secret ? sha256(secret) : null,
         refresh_tokens: input.refresh_tokens ?? REFRESH_BY_DEFAULT[input.type],
         first_party: input.first_party,
+        require_pushed_authorization_requests: input.require_pushed_authorization_requests,
       });
       if (input.id_jag_audiences?.length) await tx.idJag.setAudiences(clientId, input.id_jag_audiences.map((a) => ({ audience: a.audience, client_id: a.client_id ?? null })));
       await tx.settings.bump('applications');
@@ -103,6 +105,7 @@ export function updateApplication(ctx: AppContext, clientId: string, patch: Appl
       confidential,
       refresh_tokens: patch.refresh_tokens ?? cur.refresh_tokens,
       first_party: patch.first_party ?? cur.first_party,
+      require_pushed_authorization_requests: patch.require_pushed_authorization_requests ?? cur.require_pushed_authorization_requests,
     };
     const builtIn = builtInApplicationProblem(ctx, clientId, next);
     if (builtIn) throw fieldError(builtIn.path, builtIn.message);

@@ -3,6 +3,7 @@ import type { AppContext } from '../context.js';
 import { errors } from '../errors.js';
 import { agentRoutes } from './agents.js';
 import { applicationRoutes } from './applications.js';
+import { authorizationDetailsTypeRoutes } from './authorization-details-types.js';
 import { auditRoutes } from './audit.js';
 import { entityRoutes } from './entities.js';
 import { requireAdmin } from './auth.js';
@@ -44,6 +45,7 @@ export function adminRouter(ctx: AppContext): Router {
   router.use(requireAdmin(ctx));
   router.use(adminRequest);
   applicationRoutes(router, ctx);
+  authorizationDetailsTypeRoutes(router, ctx);
   userRoutes(router, ctx);
   roleRoutes(router, ctx);
   usageRoutes(router, ctx);

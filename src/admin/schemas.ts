@@ -212,6 +212,9 @@ const applicationFields = {
   confidential: z.boolean(),
   refresh_tokens: z.boolean(),
   first_party: z.boolean(),
+  require_pushed_authorization_requests: z
+    .boolean()
+    .meta({ description: 'true: authorization requests only through the pushed authorization request endpoint (RFC 9126)' }),
   client_secret: z.string().min(32, 'a client secret must be at least 32 characters').max(512),
 };
 
@@ -257,6 +260,7 @@ export const applicationCreate = z.object({
     .optional()
     .meta({ description: 'default true for web, spa and native' }),
   first_party: applicationFields.first_party.default(true),
+  require_pushed_authorization_requests: applicationFields.require_pushed_authorization_requests.optional().meta({ description: 'default false' }),
   client_id: clientIdSchema.optional(),
   client_secret: applicationFields.client_secret.optional(),
   id_jag_audiences: idJagAudiences.optional(),
@@ -271,6 +275,7 @@ export const applicationPatch = z.object({
   confidential: applicationFields.confidential.optional(),
   refresh_tokens: applicationFields.refresh_tokens.optional(),
   first_party: applicationFields.first_party.optional(),
+  require_pushed_authorization_requests: applicationFields.require_pushed_authorization_requests.optional(),
   client_secret: applicationFields.client_secret.optional().meta({ description: 'sets a new secret' }),
   rotate_secret: z.boolean().optional().meta({ description: 'true: generates a new secret, returned once' }),
   id_jag_audiences: idJagAudiences.optional().meta({ description: 'replaces the list' }),
@@ -291,6 +296,7 @@ export const applicationView = z.object({
   refresh_tokens: z.boolean(),
   first_party: z.boolean(),
   has_secret: z.boolean(),
+  require_pushed_authorization_requests: z.boolean(),
   grants: z.array(z.object({ api_client_id: z.string(), scopes: z.array(z.string()) })),
   assignments: z.array(z.string()).meta({ description: 'ids of the people assigned to the application' }),
   id_jag_audiences: z.array(z.object({ audience: z.string(), client_id: z.string().nullable() })),

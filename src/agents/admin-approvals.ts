@@ -16,6 +16,7 @@ const approvalSchema = z.object({
   action: z.string().nullable(),
   resource: z.string().nullable(),
   context: z.record(z.string(), z.unknown()).nullable(),
+  authorization_details: z.array(z.record(z.string(), z.unknown())).nullable().meta({ description: 'CIBA: the authorization details (RFC 9396) asked for' }),
   created_at: z.string(),
   expires_at: z.string(),
   decided_at: z.string().nullable(),

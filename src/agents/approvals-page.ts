@@ -7,6 +7,8 @@ import { csrfToken, verifyCsrf, CSRF_FIELD } from '../oauth/csrf.js';
 import { currentSession } from '../oauth/session.js';
 import type { Approval } from '../store/agent-auth.js';
 import { escapeHtml, hiddenInput, notice, renderPage, sendPage } from '../pages/layout.js';
+import { authorizationDetailsHtml } from '../pages/authorization-details.js';
+import { declaredTypes } from '../oauth/authorization-details.js';
 
 const RETURN_TO = '/approvals';
 // `/` may stay as is in a query: the sign-in page reads the same value either way.
@@ -36,10 +38,15 @@ ${pending.length ? `<ul class="approvals">\n${items}\n</ul>` : '<p>Nothing is wa
 }
 
 async function approvalItem(ctx: AppContext, a: Approval, csrf: string): Promise<string> {
+  const descriptions = a.authorization_details?.length
+    ? new Map([...(await declaredTypes(ctx))].map(([k, t]) => [k, t.description]))
+    : undefined;
   const agentName = (await agentCache(ctx).get(a.agent_id))?.agent.name ?? a.agent_id;
   const what =
     a.kind === 'ciba'
-      ? `<p>wants to act for you with: ${escapeHtml(a.scope.join(', ') || '(no capabilities)')}</p>`
+      ? `<p>wants to act for you with: ${escapeHtml(a.scope.join(', ') || '(no capabilities)')}</p>${
+          a.authorization_details?.length ? `\n<p>and, exactly:</p>\n${authorizationDetailsHtml(a.authorization_details, descriptions)}` : ''
+        }`
       : `<p>wants to <code>${escapeHtml(a.action)}</code> on <code>${escapeHtml(a.resource)}</code></p>
 <pre class="context">${escapeHtml(JSON.stringify(a.context ?? {}, null, 2))}</pre>`;
   return `<li class="approval" id="approval-${escapeHtml(a.id)}">

@@ -18,6 +18,8 @@ export interface ApprovalView {
   action: string | null;
   resource: string | null;
   context: Record<string, unknown> | null;
+  /** CIBA: the authorization details (RFC 9396) the person is asked to approve */
+  authorization_details: Record<string, unknown>[] | null;
   created_at: string;
   expires_at: string;
   decided_at: string | null;
@@ -45,6 +47,7 @@ export function approvalView(ctx: AppContext, a: Approval): ApprovalView {
     action: a.action,
     resource: a.resource,
     context: a.context,
+    authorization_details: a.authorization_details,
     created_at: iso(a.created_at)!,
     expires_at: iso(a.expires_at)!,
     decided_at: iso(a.decided_at),

@@ -8,6 +8,7 @@ import type { User } from '../store/users.js';
 import { authenticateAgent } from './assertion.js';
 import { agentAudience, issueAgentAccessToken, requestedCapabilities, sendTokenResponse } from './issue-token.js';
 import { nowSeconds } from '../clock.js';
+import { parseAuthorizationDetails } from '../oauth/authorization-details.js';
 
 export const CIBA_GRANT_TYPE = 'urn:openid:params:grant-type:ciba';
 export const CIBA_DEFAULT_EXPIRY = 300;
@@ -47,6 +48,8 @@ export async function backchannelAuthorize(ctx: AppContext, req: Request, res: R
   const user = await findPerson(ctx, body);
   const bindingMessage = checkBindingMessage(one(body.binding_message, 'binding_message'));
   const expiresIn = requestedExpiry(body.requested_expiry);
+  // RFC 9396 section 3 (CIBA): what the person approves, beyond the capabilities.
+  const authorizationDetails = await parseAuthorizationDetails(ctx, body.authorization_details);
 
   const authReqId = randomToken();
   await ctx.store.agentAuth.createCiba({
@@ -60,6 +63,7 @@ export async function backchannelAuthorize(ctx: AppContext, req: Request, res: R
     openid,
     poll_interval: CIBA_INTERVAL,
     expires_at: nowSeconds(ctx.clock) + expiresIn,
+    authorization_details: authorizationDetails ?? null,
   });
   sendTokenResponse(res, { auth_req_id: authReqId, expires_in: expiresIn, interval: CIBA_INTERVAL });
 }
@@ -126,12 +130,14 @@ export async function cibaGrant(ctx: AppContext, agent: Agent, body: Record<stri
   // Capabilities removed since the request are not granted.
   const held = new Set(agent.capabilities.map((c) => c.name));
   const capabilities = request.scope.filter((c) => held.has(c));
-  const token = await issueAgentAccessToken(ctx, { agent, userId: user.id, capabilities, audience: ctx.urls.mcp });
+  const authorizationDetails = request.authorization_details?.length ? request.authorization_details : undefined;
+  const token = await issueAgentAccessToken(ctx, { agent, userId: user.id, capabilities, audience: ctx.urls.mcp, authorizationDetails });
   const response: Record<string, unknown> = {
     access_token: token.access_token,
     token_type: 'Bearer',
     expires_in: token.expires_in,
     scope: [...(request.openid ? ['openid'] : []), ...capabilities].join(' '),
+    ...(authorizationDetails ? { authorization_details: authorizationDetails } : {}),
   };
   if (request.openid) response.id_token = await idToken(ctx, agent, user, request.decided_at ?? t);
   sendTokenResponse(res, response);

@@ -36,7 +36,7 @@ export interface IssuedAgentToken { access_token: string; expires_in: number; sc
 /** An agent access token (EdDSA, `typ: at+jwt`); `userId` makes it a delegated token (`sub` the person, `act` the agent). */
 export async function issueAgentAccessToken(
   ctx: AppContext,
-  p: { agent: Agent; userId: string | null; capabilities: string[]; audience: string; grant?: string },
+  p: { agent: Agent; userId: string | null; capabilities: string[]; audience: string; grant?: string; authorizationDetails?: Record<string, unknown>[] },
 ): Promise<IssuedAgentToken> {
   const iat = nowSeconds(ctx.clock);
   const jti = randomUUID();
@@ -52,6 +52,8 @@ export async function issueAgentAccessToken(
     scope,
     capabilities: p.capabilities,
     ...(p.userId ? { act: { sub: p.agent.agent_id } } : {}),
+    // RFC 9396: what the person approved; every decision on this token stays within it
+    ...(p.authorizationDetails?.length ? { authorization_details: p.authorizationDetails } : {}),
   };
   const token = await ctx.keys.sign('EdDSA', claims, AGENT_ACCESS_TOKEN_TYP);
   rememberIssued(ctx, token, p.audience, JSON.parse(JSON.stringify(claims)) as JWTPayload);

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { AppContext } from '../context.js';
 import type { AgentPrincipal } from './agent-access-token.js';
 import { agentKnown } from './agent-cache.js';
+import { beyondAuthorizationDetails } from './authorization-details.js';
 import { actionKey, canonicalJson } from './canonical.js';
 import { recordAudit } from './audit.js';
 import { auditRecord, decideOn, denial, type PipelineDecision, type Via } from './core.js';
@@ -60,6 +61,8 @@ export type AuthorizeResult =
  *   2. token matches   the door's credential holds for this action: the transaction token at the
  *                      decision endpoint, the access token's capability at the gateway and binding
  *                      (`tokenMatches`)
+ *   2½. details       the action stays within the access token's authorization details (RFC 9396,
+ *                      `beyondAuthorizationDetails`): else deny `constraint_violated: authorization_details`
  *   3. limits          limits over time: read, and consumed by an allow (`decisionOrder`)
  *   4. deny rules, 5. grants, 6. approval rules, 7. allow: the policy's own order (`decideOn`),
  *                      then the approvals an approval rule asks for; the grants and conditions
@@ -196,6 +199,16 @@ async function run(ctx: AppContext, req: Exclude<AuthorizeRequest, { via: 'authz
   // 2. The door's credential matches the action.
   const matched = await tokenMatches(ctx, req, agentId);
   if ('refused' in matched) return record(ctx, req.via, early(agentId, matched.userId, req, now), denial(matched.refused, version));
+  // 2½. Within what the person approved: the access token's authorization details, checked
+  // like a limit. (A transaction token is bound to one action, context and all, that was
+  // checked here when it was bound.)
+  if (req.via !== 'decision') {
+    const why = beyondAuthorizationDetails(req.principal.claims.authorization_details, req);
+    if (why !== undefined) {
+      ctx.logger.debug({ agent_id: agentId, action, why }, 'beyond the token\'s authorization details');
+      return record(ctx, req.via, early(agentId, matched.userId, req, now), denial(AUTHORIZATION_DETAILS_EXCEEDED, version));
+    }
+  }
 
   // 3–7. The decision order on the current facts.
   const [facts, relationships] = await Promise.all([loadFacts(ctx, state, matched.userId, resource), relationshipGraph(ctx).current()]);
@@ -203,6 +216,9 @@ async function run(ctx: AppContext, req: Exclude<AuthorizeRequest, { via: 'authz
   const binding = req.via === 'bind' ? `transaction token ${req.txn}` : undefined;
   return decisionOrder(ctx, { via: req.via, txn: matched.txn, binding, name: state.agent.name }, policy.set, request);
 }
+
+/** The cause of an action beyond the token's authorization details: `constraint_violated: authorization_details`. */
+const AUTHORIZATION_DETAILS_EXCEEDED: PipelineCause = { code: 'constraint_violated', field: 'authorization_details', operator: '' };
 
 /**
  * Step 2: the decision endpoint's transaction token holds for this action (and names the

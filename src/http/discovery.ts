@@ -2,6 +2,7 @@ import { Router, type RequestHandler } from 'express';
 import type { AppContext } from '../context.js';
 import { ACR_VALUES_SUPPORTED } from '../oauth/acr.js';
 import { AGENT_TOKEN_GRANT_TYPES } from '../agents/token.js';
+import { declaredTypes } from '../oauth/authorization-details.js';
 import { ID_JAG_TOKEN_TYPE } from '../oauth/grants/id-jag.js';
 import { TOKEN_ENDPOINT_GRANT_TYPES } from '../oauth/token.js';
 import { SUPPORTED_EVENT_TYPES } from '../signals.js';
@@ -40,11 +41,18 @@ export function discoveryDocuments(ctx: AppContext) {
       identity_chaining_requested_token_types_supported: [ID_JAG_TOKEN_TYPE],
       subject_types_supported: ['public'],
       id_token_signing_alg_values_supported: ['RS256'],
+      // As the interface fixes it; clients known by their metadata document may also use
+      // private_key_jwt with the keys they publish (their document says which).
       token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
       code_challenge_methods_supported: ['S256'],
       scopes_supported: SCOPES_SUPPORTED,
       claims_supported: CLAIMS_SUPPORTED,
       acr_values_supported: ACR_VALUES_SUPPORTED,
+      pushed_authorization_request_endpoint: u.par,
+      require_pushed_authorization_requests: false,
+      // the declared types, filled in per request (they change through the management API)
+      authorization_details_types_supported: [] as string[],
+      client_id_metadata_document_supported: true,
     },
     'oauth-authorization-server': {
       issuer: u.issuer,
@@ -100,6 +108,14 @@ export function discoveryRouter(ctx: AppContext): Router {
   paths.push([`/.well-known/oauth-protected-resource${new URL(ctx.urls.mcp).pathname}`, docs['oauth-protected-resource']]);
   for (const [path, body] of paths) {
     const json = JSON.stringify(body);
+    if (body === docs['openid-configuration']) {
+      router.get(path, doc, async (_req, res) => {
+        const types = [...(await declaredTypes(ctx)).keys()];
+        res.type('application/json').send(JSON.stringify({ ...body, authorization_details_types_supported: types }));
+      });
+      router.options(path, doc, (_req, res) => void res.sendStatus(204));
+      continue;
+    }
     router.get(path, doc, (_req, res) => {
       res.type('application/json').send(json);
     });

@@ -12,6 +12,9 @@ import { currentSession, type SignedIn } from './session.js';
 import { CODE_TTL } from './tokens.js';
 import { mayUseApplication } from './built-in-applications.js';
 import { nowSeconds } from '../clock.js';
+import { parseAuthorizationDetails } from './authorization-details.js';
+import { resolveClient } from './client-metadata-document.js';
+import { takePushedRequest } from './par.js';
 
 /** How long a person has to finish signing in before the request must start again. */
 export const PENDING_REQUEST_TTL = 30 * 60;
@@ -154,14 +157,13 @@ async function checkResource(ctx: AppContext, resource: string | undefined): Pro
   throw errors.invalidTarget('resource is not an API of this project');
 }
 
-/** Everything after client and redirect URI: errors from here on go to the redirect URI. */
-async function validateRequest(ctx: AppContext, app: Application, q: Params, redirectUri: string): Promise<AuthorizationParams> {
+/** Everything after client and redirect URI: errors from here on go to the redirect URI (at PAR: the JSON answer). */
+export async function validateRequest(ctx: AppContext, app: Application, q: Params, redirectUri: string): Promise<AuthorizationParams> {
   const responseType = single(q, 'response_type');
   if (responseType !== undefined && responseType !== 'code') throw unsupportedResponseType('response_type must be code');
   if (app.type === 'm2m' || app.type === 'api') throw errors.unauthorizedClient('this application may not use the authorization code flow');
-  if (single(q, 'request') !== undefined || single(q, 'request_uri') !== undefined) {
-    throw new ProtocolError(400, 'request_not_supported', 'request objects are not supported');
-  }
+  if (single(q, 'request') !== undefined) throw errors.requestNotSupported('request objects are not supported');
+  if (single(q, 'request_uri') !== undefined) throw errors.invalidRequest('request_uri cannot be part of a pushed request');
 
   const scope = parseScope(single(q, 'scope')) ?? ['openid'];
   if (scope.length === 0) scope.push('openid');
@@ -202,34 +204,61 @@ async function validateRequest(ctx: AppContext, app: Application, q: Params, red
     acr_values: acceptedStrengths(single(q, 'acr_values')),
     login_hint: loginHint,
     resource: await checkResource(ctx, single(q, 'resource')),
+    authorization_details: await parseAuthorizationDetails(ctx, q.authorization_details),
   };
 }
 
 /** GET (or POST) /oauth/authorize. */
 export function authorizeEndpoint(ctx: AppContext): RequestHandler {
   return async (req, res) => {
-    const q: Params = req.method === 'POST' ? ((req.body as Params) ?? {}) : (req.query as Params);
+    const outer: Params = req.method === 'POST' ? ((req.body as Params) ?? {}) : (req.query as Params);
 
-    // 1. The application: unknown → a 401 page, no redirect
+    // 1. The application: unknown → a 401 page, no redirect (a client_id URL: its metadata document)
     let clientId: string | undefined;
-    let redirectUri: string | undefined;
+    let requestUri: string | undefined;
     try {
-      clientId = single(q, 'client_id');
-      redirectUri = single(q, 'redirect_uri');
+      clientId = single(outer, 'client_id');
+      requestUri = single(outer, 'request_uri');
     } catch {
-      return showErrorPage(res, errors.invalidRequest('client_id and redirect_uri must be given once'));
+      return showErrorPage(res, errors.invalidRequest('client_id, redirect_uri and request_uri must be given once'));
     }
     if (clientId === undefined) return showErrorPage(res, errors.invalidRequest('client_id is required'));
-    const app = await ctx.store.applications.get(clientId);
+    let app: Application | undefined;
+    try {
+      app = await resolveClient(ctx, clientId);
+    } catch (err) {
+      if (!(err instanceof ProtocolError)) throw err;
+      return showErrorPage(res, err);
+    }
     if (!app) return showErrorPage(res, errors.invalidClient('unknown client_id'));
 
+    // 1½. A pushed request (RFC 9126): its parameters only, once; an application that requires one takes no other
+    let q = outer;
+    if (requestUri !== undefined) {
+      try {
+        q = await takePushedRequest(ctx, app.client_id, requestUri);
+      } catch (err) {
+        if (!(err instanceof ProtocolError)) throw err;
+        return showErrorPage(res, err);
+      }
+    }
+
     // 2. The redirect URI: missing or not registered → a 400 page; never a redirect there
+    let redirectUri: string | undefined;
+    try {
+      redirectUri = single(q, 'redirect_uri');
+    } catch {
+      return showErrorPage(res, errors.invalidRequest('client_id, redirect_uri and request_uri must be given once'));
+    }
     if (redirectUri === undefined) return showErrorPage(res, errors.invalidRequest('redirect_uri is required'));
     if (!app.redirect_uris.includes(redirectUri)) return showErrorPage(res, errors.invalidRequest('redirect_uri is not registered for this application'));
 
     // 3. The rest of the request: errors go back to the redirect URI with state
     let params: AuthorizationParams;
     try {
+      if (requestUri === undefined && app.require_pushed_authorization_requests) {
+        throw errors.invalidRequest('this application sends its authorization requests through the pushed authorization request endpoint (request_uri)');
+      }
       params = await validateRequest(ctx, app, q, redirectUri);
     } catch (err) {
       if (!(err instanceof ProtocolError)) throw err;
@@ -264,7 +293,12 @@ export async function continueAuthorization(
 ): Promise<void> {
   const signedIn = signedInGiven ?? (await currentSession(ctx, req));
   const p = pending.params;
-  const app = await ctx.store.applications.get(pending.client_id);
+  let app: Application | undefined;
+  try {
+    app = await resolveClient(ctx, pending.client_id);
+  } catch (err) {
+    if (!(err instanceof ProtocolError)) throw err;
+  }
   if (!app || !app.redirect_uris.includes(p.redirect_uri)) {
     await ctx.store.oauth.deleteRequest(pending.id);
     return showErrorPage(res, errors.invalidRequest('the application or its redirect URI changed; start again'));
@@ -301,10 +335,12 @@ export async function continueAuthorization(
     return goTo(step === 'otp' ? '/login/otp' : '/login/passkey');
   }
 
-  // 4. Consent for a third-party application
-  if (!app.first_party && !pending.consented) {
+  // 4. Consent for a third-party application, and for any request with authorization details
+  // (each is a one-time approval of exactly what it says: nothing remembered covers it)
+  const detailed = !!p.authorization_details?.length;
+  if ((!app.first_party || detailed) && !pending.consented) {
     const had = await ctx.store.oauth.consentedScopes(user.id, app.client_id);
-    const covered = p.scope.every((s) => had.includes(s));
+    const covered = !detailed && p.scope.every((s) => had.includes(s));
     if (!covered || p.prompt.includes('consent')) {
       if (silent) return fail(consentRequired('the person has not allowed this application these scopes'));
       return goTo('/consent');
@@ -327,6 +363,7 @@ export async function continueAuthorization(
       auth_time: session.auth_time,
       amr: session.amr,
       acr: session.acr,
+      authorization_details: p.authorization_details ?? null,
     },
     CODE_TTL,
   );

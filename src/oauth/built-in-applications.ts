@@ -48,10 +48,14 @@ export function builtInApplicationProblem(ctx: AppContext, clientId: string, nex
 
 /**
  * Who may sign in to an application: a person assigned to it, and, for the console, every
- * person holding the role `admin` (administrators need no assignment; the role is the grant).
+ * person holding the role `admin` (administrators need no assignment; the role is the grant);
+ * anyone, for a client known by its metadata document.
  * Checked at authorize and at every token issue.
  */
 export async function mayUseApplication(ctx: AppContext, clientId: string, user: User): Promise<boolean> {
   if (clientId === CONSOLE_CLIENT_ID && user.roles.includes(CONSOLE_ROLE)) return true;
-  return ctx.store.applications.isAssigned(clientId, user.id);
+  if (await ctx.store.applications.isAssigned(clientId, user.id)) return true;
+  // A client known by its metadata document is nobody's to assign: every person may sign in
+  // to it, after consenting (it is never first party).
+  return ctx.store.clientRequests.isDocumentClient(clientId);
 }

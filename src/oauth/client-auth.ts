@@ -4,8 +4,9 @@ import { errors } from '../errors.js';
 import { APPLICATIONS_DOMAIN, type Application } from '../store/applications.js';
 import { single, type Params } from './params.js';
 import { clientAuthLimiter } from './rate-limit.js';
+import { authenticateWithAssertion, isDocumentClientId, resolveClient } from './client-metadata-document.js';
 
-export type ClientAuthMethod = 'client_secret_basic' | 'client_secret_post' | 'none';
+export type ClientAuthMethod = 'client_secret_basic' | 'client_secret_post' | 'none' | 'private_key_jwt';
 
 export interface AuthenticatedClient {
   app: Application;
@@ -98,7 +99,17 @@ export async function authenticateClient(
   body: Params,
   opts: { requireSecret?: boolean } = {},
 ): Promise<AuthenticatedClient> {
+  // A client known by its metadata document: a key it publishes, or (public) its client_id alone.
+  if (body.client_assertion_type !== undefined || body.client_assertion !== undefined) {
+    const audiences = [ctx.urls.issuer, ctx.urls.token, ctx.urls.par, ctx.urls.introspect, ctx.urls.revoke];
+    return { app: await authenticateWithAssertion(ctx, body, audiences), method: 'private_key_jwt' };
+  }
   const presented = presentedCredentials(req, body);
+  if (isDocumentClientId(presented.clientId) && presented.method === 'none') {
+    const app = await resolveClient(ctx, presented.clientId);
+    const stored = app && (await ctx.store.clientRequests.getDocumentClient(app.client_id));
+    if (stored && stored.auth_method !== 'none') throw errors.invalidClient('this client authenticates with private_key_jwt (its document says so)');
+  }
   const limiter = clientAuthLimiter(ctx);
   const ip = req.ip ?? req.socket.remoteAddress ?? 'unknown';
   if (await limiter.blocked(presented.clientId, ip)) throw errors.rateLimited('too many failed client authentications; try again later', {}, { 'Retry-After': '300' });

@@ -8,6 +8,8 @@ import { csrfToken, verifyCsrf } from './csrf.js';
 import { formBody } from './params.js';
 import { loadPending } from './pending.js';
 import { currentSession } from './session.js';
+import { declaredTypes } from './authorization-details.js';
+import { isDocumentClientId } from './client-metadata-document.js';
 
 /** GET /consent?request=<pending id>: the scopes a third-party application asks for. */
 export function consentForm(ctx: AppContext): RequestHandler {
@@ -17,7 +19,12 @@ export function consentForm(ctx: AppContext): RequestHandler {
     const signedIn = await currentSession(ctx, req);
     if (!signedIn) return void res.redirect(302, `/login?request=${encodeURIComponent(pending.id)}`);
     const app = await ctx.store.applications.get(pending.client_id);
+    const details = pending.params.authorization_details;
+    const types = details?.length ? await declaredTypes(ctx) : undefined;
     sendPage(res, 200, consentPage({
+      // A client known by its metadata document names itself: its host says who it really is.
+      ...(isDocumentClientId(pending.client_id) && URL.canParse(pending.client_id) ? { clientHost: new URL(pending.client_id).host } : {}),
+      ...(details?.length ? { authorizationDetails: details, typeDescriptions: new Map([...types!].map(([k, t]) => [k, t.description])) } : {}),
       csrf: csrfToken(ctx, req, res),
       requestId: pending.id,
       applicationName: app?.name ?? pending.client_id,

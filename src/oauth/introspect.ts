@@ -40,6 +40,7 @@ export function introspectEndpoint(ctx: AppContext): RequestHandler {
       token_type: 'Bearer',
       aud: claims.aud,
       ...(claims.jti ? { jti: claims.jti } : {}),
+      ...(claims.authorization_details !== undefined ? { authorization_details: claims.authorization_details } : {}),
     });
   };
 }

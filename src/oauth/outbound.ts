@@ -55,7 +55,7 @@ export async function outboundProblem(url: string, allowPrivate: boolean): Promi
  * (a host that resolves to a public address when checked and to a private one when connecting
  * gets no second chance).
  */
-function guardedLookup(allowPrivate: boolean): LookupFunction {
+export function guardedLookup(allowPrivate: boolean): LookupFunction {
   return (hostname, options, callback) => {
     dnsLookup(hostname, { ...options, all: true }, (err, addresses) => {
       if (err) return callback(err, '', 4);

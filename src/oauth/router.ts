@@ -7,6 +7,7 @@ import { introspectEndpoint } from './introspect.js';
 import { loginForm, loginSubmit, passkeyOptions, passkeyStepForm, passkeySubmit } from './login.js';
 import { staticRouter } from '../pages/static.js';
 import { logoutEndpoint } from './logout.js';
+import { parEndpoint } from './par.js';
 import { revokeEndpoint } from './revoke.js';
 import { secondStepForm, secondStepSubmit } from './second-step.js';
 import { userinfoEndpoint } from './userinfo.js';
@@ -33,7 +34,8 @@ export function oauthRouter(ctx: AppContext): Router {
   router.get('/oauth/authorize', authorizeEndpoint(ctx));
   router.post('/oauth/authorize', authorizeEndpoint(ctx));
 
-  router.options(['/oauth/token', '/oauth/userinfo', '/oauth/token/introspect', '/oauth/token/revoke'], cors);
+  router.options(['/oauth/token', '/oauth/par', '/oauth/userinfo', '/oauth/token/introspect', '/oauth/token/revoke'], cors);
+  router.post('/oauth/par', cors, parEndpoint(ctx));
   // POST /oauth/token is in the edge's route table (src/http/routes.ts), served by both transports.
   router.get('/oauth/userinfo', cors, userinfoEndpoint(ctx));
   router.post('/oauth/userinfo', cors, userinfoEndpoint(ctx));
@@ -41,7 +43,7 @@ export function oauthRouter(ctx: AppContext): Router {
   router.post('/oauth/token/revoke', cors, revokeEndpoint(ctx));
   router.get('/oauth/logout', logoutEndpoint(ctx));
   router.post('/oauth/logout', logoutEndpoint(ctx));
-  router.all(['/oauth/token', '/oauth/token/introspect', '/oauth/token/revoke'], methodNotAllowed);
+  router.all(['/oauth/token', '/oauth/par', '/oauth/token/introspect', '/oauth/token/revoke'], methodNotAllowed);
 
   router.get('/login', loginForm(ctx));
   router.post('/login', loginSubmit(ctx));

@@ -57,6 +57,8 @@ export async function issuePersonAccessToken(ctx: AppContext, user: User, grant:
       acr: grant.acr,
       groups: user.groups,
       roles: user.roles,
+      // RFC 9396 section 9.1: what the person approved, for the resource server to enforce.
+      ...(grant.authorization_details?.length ? { authorization_details: grant.authorization_details } : {}),
     },
     ACCESS_TOKEN_TYP,
   );
@@ -104,6 +106,8 @@ export interface TokenResponse {
   id_token?: string;
   refresh_token?: string;
   scope?: string;
+  /** RFC 9396 section 7: the authorization details the token carries */
+  authorization_details?: Record<string, unknown>[];
 }
 
 /**
@@ -135,5 +139,6 @@ export async function personTokenResponse(
   if (opts.scope.includes('openid')) body.id_token = await issueIdToken(ctx, user, grant, accessToken, opts.nonce);
   if (opts.refreshToken) body.refresh_token = opts.refreshToken;
   body.scope = opts.scope.join(' ');
+  if (grant.authorization_details?.length) body.authorization_details = grant.authorization_details;
   return body;
 }

@@ -1,3 +1,4 @@
+import { authorizationDetailsHtml } from './authorization-details.js';
 import { escapeHtml, hiddenInput, renderPage } from './layout.js';
 
 const SCOPE_TEXT: Record<string, string> = {
@@ -13,6 +14,11 @@ export interface ConsentPageInput {
   applicationName: string;
   userEmail: string;
   scopes: string[];
+  /** the host of a client known by its metadata document (its URL), shown beside the name it gives itself */
+  clientHost?: string;
+  /** RFC 9396: exactly what the person approves, beyond the scopes */
+  authorizationDetails?: readonly Record<string, unknown>[];
+  typeDescriptions?: ReadonlyMap<string, string>;
 }
 
 /** Consent for a third-party application: the scopes, and approve / deny buttons named `decision`. */
@@ -22,10 +28,11 @@ export function consentPage(p: ConsentPageInput): string {
     .join('\n');
   return renderPage(
     'Allow access?',
-    `<p><strong>${escapeHtml(p.applicationName)}</strong> asks to access your account <strong>${escapeHtml(p.userEmail)}</strong>:</p>
+    `<p><strong>${escapeHtml(p.applicationName)}</strong>${p.clientHost ? ` <small>(from <strong>${escapeHtml(p.clientHost)}</strong>, not registered here)</small>` : ''} asks to access your account <strong>${escapeHtml(p.userEmail)}</strong>:</p>
 <ul class="scopes">
 ${items}
 </ul>
+${p.authorizationDetails?.length ? `<p>and, exactly:</p>\n${authorizationDetailsHtml(p.authorizationDetails, p.typeDescriptions)}` : ''}
 <form method="post" action="/consent">
 ${hiddenInput('csrf', p.csrf)}
 ${hiddenInput('request', p.requestId)}

@@ -5,7 +5,9 @@ import type { DecisionCause } from './types.js';
 export function renderReason(cause: DecisionCause): string {
   switch (cause.code) {
     case 'allowed': return cause.approvedBy !== undefined ? `allowed: approved ${cause.approvedBy}` : 'allowed';
-    case 'constraint_violated': return cause.field === null ? 'constraint_violated: count' : `constraint_violated: ${cause.field} ${cause.operator}`;
+    case 'constraint_violated':
+      // An operator-less constraint (the token's authorization details) is named by its field alone.
+      return cause.field === null ? 'constraint_violated: count' : `constraint_violated: ${cause.field}${cause.operator ? ` ${cause.operator}` : ''}`;
     case 'rule_denied': return `rule_denied: ${cause.rule}`;
     case 'approval_required': return `approval_required: ${cause.rule}`;
     case 'not_granted':

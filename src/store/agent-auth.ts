@@ -23,6 +23,8 @@ export interface Approval {
   context: Record<string, unknown> | null;
   action_key: string | null;
   rule: string | null;
+  /** CIBA: the authorization details (RFC 9396) the person is asked to approve */
+  authorization_details: Record<string, unknown>[] | null;
   created_at: number;
   expires_at: number;
   decided_at: number | null;
@@ -30,8 +32,9 @@ export interface Approval {
   consumed_at: number | null;
 }
 
-interface Row extends Omit<Approval, 'scope' | 'openid' | 'context'> {
+interface Row extends Omit<Approval, 'scope' | 'openid' | 'context' | 'authorization_details'> {
   scope: string | null;
+  authorization_details?: string | null;
   openid: number;
   context: string | null;
   auth_req_hash: string | null;
@@ -45,6 +48,7 @@ const toApproval = (r: Row): Approval => {
     scope: parseJson<string[]>(r.scope, []),
     openid: bool(r.openid),
     context: parseJson<Record<string, unknown> | null>(r.context, null),
+    authorization_details: parseJson<Record<string, unknown>[] | null>(r.authorization_details, null),
   };
 };
 
@@ -63,6 +67,7 @@ export interface NewCibaRequest {
   openid: boolean;
   poll_interval: number;
   expires_at: number;
+  authorization_details?: Record<string, unknown>[] | null;
 }
 
 export interface NewActionApproval {
@@ -118,9 +123,12 @@ export function agentAuthStore(sql: Sql, clock: Clock) {
     async createCiba(r: NewCibaRequest): Promise<Approval> {
       const t = now();
       await sql.run(
-        `INSERT INTO agent_approvals (id, kind, agent_id, user_id, binding_message, auth_req_hash, auth_req_enc, scope, openid, poll_interval, last_poll_ms, created_at, expires_at)
-         VALUES (@id, 'ciba', @agent_id, @user_id, @binding_message, @auth_req_hash, @auth_req_enc, @scope, @openid, @poll_interval, @last_poll_ms, @created_at, @expires_at)`,
-        { ...r, scope: JSON.stringify(r.scope), openid: r.openid ? 1 : 0, last_poll_ms: clock.now(), created_at: t },
+        `INSERT INTO agent_approvals (id, kind, agent_id, user_id, binding_message, auth_req_hash, auth_req_enc, scope, openid, poll_interval, last_poll_ms, authorization_details, created_at, expires_at)
+         VALUES (@id, 'ciba', @agent_id, @user_id, @binding_message, @auth_req_hash, @auth_req_enc, @scope, @openid, @poll_interval, @last_poll_ms, @authorization_details, @created_at, @expires_at)`,
+        {
+          ...r, scope: JSON.stringify(r.scope), openid: r.openid ? 1 : 0, last_poll_ms: clock.now(),
+          authorization_details: r.authorization_details ? JSON.stringify(r.authorization_details) : null, created_at: t,
+        },
       );
       return (await byId(sql, r.id))!;
     },

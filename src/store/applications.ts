@@ -15,6 +15,8 @@ export interface Application {
   refresh_tokens: boolean;
   first_party: boolean;
   has_secret: boolean;
+  /** authorization requests only through /oauth/par (RFC 9126 client metadata) */
+  require_pushed_authorization_requests: boolean;
   created_at: number;
   updated_at: number;
 }
@@ -29,6 +31,7 @@ interface Row {
   secret_hash: string | null;
   refresh_tokens: number;
   first_party: number;
+  require_pushed_authorization_requests: number;
   created_at: number;
   updated_at: number;
 }
@@ -43,6 +46,7 @@ const toApp = (r: Row): Application => ({
   refresh_tokens: bool(r.refresh_tokens),
   first_party: bool(r.first_party),
   has_secret: r.secret_hash != null,
+  require_pushed_authorization_requests: bool(r.require_pushed_authorization_requests),
   created_at: r.created_at,
   updated_at: r.updated_at,
 });
@@ -57,6 +61,7 @@ export interface NewApplication {
   secret_hash: string | null;
   refresh_tokens: boolean;
   first_party: boolean;
+  require_pushed_authorization_requests?: boolean;
 }
 
 const BY_ID = 'SELECT * FROM applications WHERE client_id = ?';
@@ -70,6 +75,7 @@ const params = (a: Omit<NewApplication, 'secret_hash'>, t: number) => ({
   confidential: a.confidential ? 1 : 0,
   refresh_tokens: a.refresh_tokens ? 1 : 0,
   first_party: a.first_party ? 1 : 0,
+  require_par: a.require_pushed_authorization_requests ? 1 : 0,
   t,
 });
 
@@ -89,8 +95,8 @@ export function applicationsStore(sql: Sql, changes: ChangeFeed, clock: Clock) {
   return {
     async create(a: NewApplication): Promise<Application> {
       await write((tx) => tx.run(
-        `INSERT INTO applications (client_id, name, type, redirect_uris, post_logout_redirect_uris, confidential, secret_hash, refresh_tokens, first_party, created_at, updated_at)
-         VALUES (@client_id, @name, @type, @redirect_uris, @post_logout_redirect_uris, @confidential, @secret_hash, @refresh_tokens, @first_party, @t, @t)`,
+        `INSERT INTO applications (client_id, name, type, redirect_uris, post_logout_redirect_uris, confidential, secret_hash, refresh_tokens, first_party, require_pushed_authorization_requests, created_at, updated_at)
+         VALUES (@client_id, @name, @type, @redirect_uris, @post_logout_redirect_uris, @confidential, @secret_hash, @refresh_tokens, @first_party, @require_par, @t, @t)`,
         { ...params(a, now()), secret_hash: a.secret_hash },
       ));
       return toApp((await byId(a.client_id))!);
@@ -108,7 +114,7 @@ export function applicationsStore(sql: Sql, changes: ChangeFeed, clock: Clock) {
     async update(a: Omit<NewApplication, 'secret_hash'>): Promise<Application | undefined> {
       const r = await write((tx) => tx.run(
         `UPDATE applications SET name = @name, type = @type, redirect_uris = @redirect_uris, post_logout_redirect_uris = @post_logout_redirect_uris,
-           confidential = @confidential, refresh_tokens = @refresh_tokens, first_party = @first_party, updated_at = @t WHERE client_id = @client_id`,
+           confidential = @confidential, refresh_tokens = @refresh_tokens, first_party = @first_party, require_pushed_authorization_requests = @require_par, updated_at = @t WHERE client_id = @client_id`,
         params(a, now()),
       ));
       if (r.changes === 0) return undefined;

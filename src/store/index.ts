@@ -1,6 +1,7 @@
 import { agentsStore } from './agents.js';
 import { agentAuthStore } from './agent-auth.js';
 import { applicationsStore } from './applications.js';
+import { clientRequestsStore } from './client-requests.js';
 import { auditStore } from './audit.js';
 import { entitiesStore } from './entities.js';
 import { idJagStore } from './id-jag.js';
@@ -54,6 +55,7 @@ function modules(sql: Sql, changes: ChangeFeed, clock: Clock) {
     usage: usageStore(sql),
     webauthn: webauthnStore(sql, clock),
     idJag: idJagStore(sql, clock),
+    clientRequests: clientRequestsStore(sql, changes, clock),
   };
 }
 

@@ -18,6 +18,8 @@ export interface AuthorizationParams {
   acr_required?: string;
   login_hint?: string;
   resource?: string;
+  /** RFC 9396: what the person is asked to approve, checked against the declared types */
+  authorization_details?: Record<string, unknown>[];
 }
 
 export interface PendingRequest {
@@ -40,6 +42,8 @@ export interface Grant {
   auth_time: number;
   amr: string[];
   acr: string;
+  /** RFC 9396: the authorization details the person approved (null: none asked) */
+  authorization_details?: Record<string, unknown>[] | null;
 }
 
 export interface CodeRecord extends Grant {
@@ -54,7 +58,7 @@ export interface Family extends Grant {
   revoked_at: number | null;
 }
 
-interface GrantRow { client_id: string; user_id: string; sid: string; scope: string; resource: string | null; auth_time: number; amr: string; acr: string }
+interface GrantRow { client_id: string; user_id: string; sid: string; scope: string; resource: string | null; auth_time: number; amr: string; acr: string; authorization_details?: string | null }
 const toGrant = (r: GrantRow): Grant => ({
   client_id: r.client_id,
   user_id: r.user_id,
@@ -64,6 +68,7 @@ const toGrant = (r: GrantRow): Grant => ({
   auth_time: r.auth_time,
   amr: parseJson(r.amr, []),
   acr: r.acr,
+  authorization_details: parseJson<Record<string, unknown>[] | null>(r.authorization_details, null),
 });
 
 export type CodeRedemption =
@@ -91,11 +96,12 @@ export function oauthStore(sql: Sql, clock: Clock) {
   const newFamily = async (tx: Sql, id: string, g: Grant, refreshHash: string, refreshTtl: number) => {
     const t = now();
     await tx.run(
-      `INSERT INTO refresh_families (id, client_id, user_id, sid, scope, resource, auth_time, amr, acr, created_at)
-       VALUES (@id, @client_id, @user_id, @sid, @scope, @resource, @auth_time, @amr, @acr, @created_at)`,
+      `INSERT INTO refresh_families (id, client_id, user_id, sid, scope, resource, auth_time, amr, acr, authorization_details, created_at)
+       VALUES (@id, @client_id, @user_id, @sid, @scope, @resource, @auth_time, @amr, @acr, @authorization_details, @created_at)`,
       {
         id, client_id: g.client_id, user_id: g.user_id, sid: g.sid, scope: g.scope.join(' '), resource: g.resource,
-        auth_time: g.auth_time, amr: JSON.stringify(g.amr), acr: g.acr, created_at: t,
+        auth_time: g.auth_time, amr: JSON.stringify(g.amr), acr: g.acr,
+        authorization_details: g.authorization_details ? JSON.stringify(g.authorization_details) : null, created_at: t,
       },
     );
     await tx.run(INSERT_REFRESH, [refreshHash, id, t, t + refreshTtl]);
@@ -131,12 +137,13 @@ export function oauthStore(sql: Sql, clock: Clock) {
     async createCode(codeHash: string, c: Omit<CodeRecord, 'expires_at'>, ttl: number): Promise<void> {
       const t = now();
       await sql.run(
-        `INSERT INTO oauth_codes (code_hash, client_id, user_id, sid, redirect_uri, scope, resource, nonce, code_challenge, auth_time, amr, acr, created_at, expires_at)
-         VALUES (@code_hash, @client_id, @user_id, @sid, @redirect_uri, @scope, @resource, @nonce, @code_challenge, @auth_time, @amr, @acr, @created_at, @expires_at)`,
+        `INSERT INTO oauth_codes (code_hash, client_id, user_id, sid, redirect_uri, scope, resource, nonce, code_challenge, auth_time, amr, acr, authorization_details, created_at, expires_at)
+         VALUES (@code_hash, @client_id, @user_id, @sid, @redirect_uri, @scope, @resource, @nonce, @code_challenge, @auth_time, @amr, @acr, @authorization_details, @created_at, @expires_at)`,
         {
           code_hash: codeHash, client_id: c.client_id, user_id: c.user_id, sid: c.sid, redirect_uri: c.redirect_uri,
           scope: c.scope.join(' '), resource: c.resource, nonce: c.nonce, code_challenge: c.code_challenge,
-          auth_time: c.auth_time, amr: JSON.stringify(c.amr), acr: c.acr, created_at: t, expires_at: t + ttl,
+          auth_time: c.auth_time, amr: JSON.stringify(c.amr), acr: c.acr,
+          authorization_details: c.authorization_details ? JSON.stringify(c.authorization_details) : null, created_at: t, expires_at: t + ttl,
         },
       );
     },

@@ -49,6 +49,10 @@ describe('discovery documents', () => {
       acr_values_supported: [
         'urn:service:acr:1fa', 'urn:service:acr:mfa', 'urn:service:acr:passkey', 'urn:service:acr:passkey_mfa',
       ],
+      pushed_authorization_request_endpoint: `${base}/oauth/par`,
+      require_pushed_authorization_requests: false,
+      authorization_details_types_supported: [],
+      client_id_metadata_document_supported: true,
     });
   });
 

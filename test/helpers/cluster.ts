@@ -24,7 +24,8 @@ export async function dropCluster(dir: string): Promise<void> {
   if (testServerUrl()) await dropTestDatabase(dir);
 }
 
-export async function startCluster(dir: string, workers = 2): Promise<Cluster> {
+/** `env` adds variables to the processes' environment (NODE_EXTRA_CA_CERTS, NODE_ENV, ...). */
+export async function startCluster(dir: string, workers = 2, env: Record<string, string> = {}): Promise<Cluster> {
   mkdirSync(join(dir, 'policies'), { recursive: true });
   const tsx = pathToFileURL(join(projectRoot, 'node_modules/tsx/dist/loader.mjs')).href;
   const child: ChildProcess = spawn(process.execPath, ['--import', tsx, join(projectRoot, 'src/cli.ts'), 'serve'], {
@@ -38,6 +39,7 @@ export async function startCluster(dir: string, workers = 2): Promise<Cluster> {
       GATEHOUSE_SECRET: 'cluster-secret-0123456789abcdef0123456789',
       GATEHOUSE_WORKERS: String(workers),
       ...(testServerUrl() ? { GATEHOUSE_DATABASE_URL: await testDatabase(dir) } : {}),
+      ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -30,10 +30,10 @@ async function form(url: string, fields: Record<string, string>) {
 }
 
 /** A delegated agent's token through CIBA: ask, a person approves, poll. */
-async function delegatedToken(): Promise<string> {
+async function delegatedToken(name = 'assistant', extra: Record<string, string> = {}): Promise<string> {
   const { publicKey, privateKey } = await generateKeyPair('EdDSA', { crv: 'Ed25519' });
   const agent = await gh.admin('POST', '/agents', {
-    name: 'assistant',
+    name,
     mode: 'delegated',
     public_jwk: await exportJWK(publicKey),
     roles: ['gateway-user'],
@@ -50,6 +50,7 @@ async function delegatedToken(): Promise<string> {
     scope: 'invoke:tools create:refunds',
     login_hint: 'pat@example.com',
     binding_message: 'refunds through the gateway',
+    ...extra,
   });
   expect(asked.status, JSON.stringify(asked.body)).toBe(200);
   const pending = await gh.admin('GET', '/approvals?state=pending');
@@ -111,4 +112,28 @@ describe('a delegated agent through the gateway', () => {
     const audit = await gh.admin('GET', `/audit?limit=5`);
     expect(audit.body.data[0]).toMatchObject({ action: 'create:refunds', resource: 'refund:r-7', decision: 'allow' });
   });
+
+  it('with authorization details approved through CIBA, a call beyond them is refused constraint_violated: authorization_details', async () => {
+    const declared = await gh.admin('PUT', '/authorization-details-types/refund', {
+      description: 'A refund',
+      schema: { type: 'object', properties: { amount: { type: 'number' }, currency: { type: 'string' } }, required: ['amount'] },
+    });
+    expect(declared.status).toBe(201);
+    const token = await delegatedToken('refund-assistant', { authorization_details: JSON.stringify([{ type: 'refund', amount: 30, currency: 'EUR' }]) });
+    const detailed = new Client({ name: 'detailed-agent', version: '1.0.0' });
+    await detailed.connect(new StreamableHTTPClientTransport(new URL(`${gh.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+    try {
+      const before = upstream.calls.length;
+      const within = (await detailed.callTool({ name: 'billing.refund', arguments: { refund_id: 'r-8', amount: 30, currency: 'EUR' } })) as CallToolResult;
+      expect(within.isError).toBeFalsy();
+      const beyond = (await detailed.callTool({ name: 'billing.refund', arguments: { refund_id: 'r-9', amount: 31, currency: 'EUR' } })) as CallToolResult;
+      expect(beyond.isError).toBe(true);
+      expect(text(beyond)).toContain('constraint_violated: authorization_details');
+      expect(upstream.calls.length).toBe(before + 1);
+      const audit = await gh.admin('GET', '/audit?limit=1');
+      expect(audit.body.data[0]).toMatchObject({ resource: 'refund:r-9', decision: 'deny', reason: 'constraint_violated: authorization_details' });
+    } finally {
+      await detailed.close();
+    }
+  }, 20_000);
 });

@@ -63,6 +63,7 @@ ${select({ ...at('confidential'), label: 'Confidential (has a secret)', value: v
 ${select({ ...at('refresh_tokens'), label: 'Refresh tokens', value: v.refresh_tokens ?? '', options: TRI })}
 </div>
 ${checkbox({ ...at('first_party'), label: 'First party (no consent screen)', checked: v.first_party === undefined ? true : ticked(v, 'first_party') })}
+${checkbox({ ...at('require_pushed_authorization_requests'), label: 'Pushed authorization requests only (PAR)', checked: ticked(v, 'require_pushed_authorization_requests') })}
 ${button('Create application')}`,
   );
 }
@@ -116,6 +117,7 @@ const detailPage: DetailPage<DetailForms> = async (ctx, req, res, id, forms = {}
     id_jag_audiences: app.id_jag_audiences.map((a) => (a.client_id ? `${a.audience} ${a.client_id}` : a.audience)).join('\n'),
     ...(app.refresh_tokens ? { refresh_tokens: 'on' } : {}),
     ...(app.first_party ? { first_party: 'on' } : {}),
+    ...(app.require_pushed_authorization_requests ? { require_pushed_authorization_requests: 'on' } : {}),
   });
   const ev = edit.values;
   const editForm = stateForm(
@@ -127,7 +129,8 @@ ${builtIn ? '' : `${textarea({ ...at('redirect_uris'), label: 'Redirect URIs', h
 ${textarea({ ...at('post_logout_redirect_uris'), label: 'Post-logout redirect URIs', hint: 'One per line.', rows: 2, mono: true })}
 ${textarea({ ...at('id_jag_audiences'), label: 'ID-JAG audiences', hint: 'Authorization servers this application may ask an ID-JAG for, one issuer per line; after a space, its client ID there when not the same.', rows: 2, mono: true })}
 ${checkbox({ ...at('refresh_tokens'), label: 'Refresh tokens', checked: ticked(ev, 'refresh_tokens') })}
-${checkbox({ ...at('first_party'), label: 'First party (no consent screen)', checked: ticked(ev, 'first_party') })}`}
+${checkbox({ ...at('first_party'), label: 'First party (no consent screen)', checked: ticked(ev, 'first_party') })}
+${checkbox({ ...at('require_pushed_authorization_requests'), label: 'Pushed authorization requests only (PAR)', checked: ticked(ev, 'require_pushed_authorization_requests') })}`}
 ${button('Save changes')}`,
   );
 
@@ -190,6 +193,7 @@ const appInput = (v: Values) => ({
   ...(tri(v.confidential) !== undefined ? { confidential: tri(v.confidential) } : {}),
   ...(tri(v.refresh_tokens) !== undefined ? { refresh_tokens: tri(v.refresh_tokens) } : {}),
   first_party: ticked(v, 'first_party'),
+  require_pushed_authorization_requests: ticked(v, 'require_pushed_authorization_requests'),
 });
 
 /** The application and the person of an assignment, read from a form of one's page (`id` is that one). */
@@ -253,6 +257,7 @@ export function applicationPages(router: Router, ctx: AppContext): void {
               id_jag_audiences: idJagAudienceLines(v.id_jag_audiences),
               refresh_tokens: ticked(v, 'refresh_tokens'),
               first_party: ticked(v, 'first_party'),
+              require_pushed_authorization_requests: ticked(v, 'require_pushed_authorization_requests'),
             };
       const { app } = await updateApplication(ctx, id, parseWith(applicationPatch, patch), audit(() => ({ action: 'applications.update', target: `application:${id}`, details: patch })));
       return `Application ${app.name} saved.`;

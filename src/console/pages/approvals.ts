@@ -28,7 +28,7 @@ async function approvalsPage(ctx: AppContext, req: Request, res: Response): Prom
   const rows = list.map((a): Html[] => [
     `${link(`/console/agents/${seg(a.agent_id)}`, a.agent_id)}${a.binding_message ? `<br><q>${e(a.binding_message)}</q>` : ''}`,
     a.kind === 'ciba'
-      ? `sign in for a person with ${e(a.scope.join(', ') || '(no capabilities)')}`
+      ? `sign in for a person with ${e(a.scope.join(', ') || '(no capabilities)')}${a.authorization_details?.length ? pre(JSON.stringify(a.authorization_details), 'inline-json') : ''}`
       : `${code(a.action)} on ${code(a.resource)}${a.context && Object.keys(a.context).length ? pre(JSON.stringify(a.context), 'inline-json') : ''}`,
     a.user_id ? e(users.get(a.user_id) ?? a.user_id) : '—',
     `${badge(STATES.find(([s]) => s === a.state)?.[1] ?? a.state, STATE_KIND[a.state] ?? '')}<br>${when(a.created_at)}`,
