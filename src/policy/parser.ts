@@ -730,7 +730,7 @@ function pruneComments(item: { comments?: Record<string, Comments> }): void {
 /** After a failed match, parse every top-level block on its own to report each broken block. */
 function recover(g: ohm.Grammar, path: string, text: string, idx: LineIndex, first: Diagnostic): Diagnostic[] {
   const starts: number[] = [];
-  const re = /^(policy|rule|limits|kind|actions|timezone|schema|test|type|condition|relationships)\b/gm;
+  const re = /^(policy|rule|invariant|limits|kind|actions|timezone|schema|test|type|condition|relationships)\b/gm;
   for (let m = re.exec(text); m; m = re.exec(text)) starts.push(m.index);
   const out: Diagnostic[] = [first];
   const seen = new Set([`${first.line}:${first.col}`]);

@@ -191,3 +191,19 @@ invariant "x" {
     expect(r.stderr).toMatch(/relationship question/);
   }, 60_000);
 });
+
+describe('the invariants the docs and examples state', () => {
+  it('hold: every policy block of docs/policy-language.md, and policies/examples', async () => {
+    const { readFileSync } = await import('node:fs');
+    const { projectRoot } = await import('../../src/paths.js');
+    const guide = readFileSync(join(projectRoot, 'docs', 'policy-language.md'), 'utf8');
+    const blocks = [...guide.matchAll(/^```policy\n([\s\S]*?)^```$/gm)].map((m) => m[1]!).filter((t) => /^invariant /m.test(t));
+    expect(blocks.length).toBeGreaterThan(0);
+    for (const text of blocks) expect(verifyInvariants(setOf(text)).map((r) => [r.name, r.holds])).toEqual(verifyInvariants(setOf(text)).map((r) => [r.name, true]));
+    const r = await gatehouse(['policy', 'verify', '--json', join(projectRoot, 'policies', 'examples')], projectRoot);
+    const j = JSON.parse(r.stdout) as { invariants: InvariantResult[] };
+    expect(j.invariants.length).toBe(10);
+    expect(j.invariants.filter((i) => !i.holds)).toEqual([]);
+    expect(r.code).toBe(0);
+  }, 60_000);
+});
