@@ -48,7 +48,17 @@ export async function loadReferences(ctx: AppContext, policy: PolicySet | null, 
         : p.root === 'person' ? request.person?.attributes
           : request.resourceAttributes;
     let hops = 0;
-    for (let i = 0; i < p.segs.length - 1 && isRecord(cur); i++) {
+    const declared = policy.compiled.referenceTypes;
+    for (let i = 0; i < p.segs.length - 1; i++) {
+      if (typeof cur === 'string' && declared.size) {
+        // The schema declares this path a reference: the string is the id.
+        const type = declared.get(`${p.root}.${p.segs.slice(0, i).join('.')}`);
+        if (type === undefined || ++hops > REFERENCE_HOPS) break;
+        const ref = `${type}:${cur}`;
+        if (!entities.has(ref)) entities.set(ref, await storedEntity(ctx, ref));
+        cur = entities.get(ref);
+      }
+      if (!isRecord(cur)) break;
       const seg = p.segs[i]!;
       if (!Object.hasOwn(cur, seg)) {
         const ref = referenceOf(cur);
@@ -62,6 +72,10 @@ export async function loadReferences(ctx: AppContext, policy: PolicySet | null, 
     }
     // The last step may land on a reference whose entity holds the last name.
     const last = p.segs[p.segs.length - 1]!;
+    if (typeof cur === 'string' && declared.size) {
+      const type = declared.get(`${p.root}.${p.segs.slice(0, -1).join('.')}`);
+      if (type !== undefined && !entities.has(`${type}:${cur}`)) entities.set(`${type}:${cur}`, await storedEntity(ctx, `${type}:${cur}`));
+    }
     if (isRecord(cur) && !Object.hasOwn(cur, last)) {
       const ref = referenceOf(cur);
       if (ref !== null && !entities.has(ref)) entities.set(ref, await storedEntity(ctx, ref));

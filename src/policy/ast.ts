@@ -179,7 +179,7 @@ export interface TimezoneNode {
 }
 
 /** A declared type: `number`, `string`, `boolean`, or a list of one of them (`[string]`). */
-export interface SchemaType { base: string; list: boolean; loc?: Loc }
+export interface SchemaType { base: string; list: boolean; loc?: Loc; /** `entity customer`: a reference to a stored entity of this type. */ entity?: string }
 
 export interface SchemaEntry { path: PathNode; type: SchemaType; loc?: Loc }
 

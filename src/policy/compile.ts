@@ -9,7 +9,7 @@
 
 import type { PersonFacts, PolicySetSource, SubjectFacts, ValueRead } from './types.js';
 import type { Atom, Expr, LimitField, LimitsNode, Operand, PathNode, PolicyFileNode, RelQuestion, RuleNode, Scalar } from './ast.js';
-import { atomsOf, isGuard, pathText, relQuestionPaths, relQuestionsOf } from './ast.js';
+import { atomsOf, isGuard, pathKey, pathText, relQuestionPaths, relQuestionsOf } from './ast.js';
 import { compileObject, compileQuestion, type QuestionAnswer } from './relations/questions.js';
 import { fmtExpr, fmtLimitField } from './format.js';
 import { compileAgentMatcher, compileTypedMatcher, permissionCovers, splitFirstColon } from './patterns.js';
@@ -97,6 +97,8 @@ export interface CompiledPolicy {
   cache: Map<string, Map<string, Bucket>>;
   /** The types, relations and conditions of the files (empty when they declare none). */
   relations: RelationModel;
+  /** Paths the schema declares as references (`resource.customer: entity customer`): full path → entity type. */
+  referenceTypes: ReadonlyMap<string, string>;
 }
 
 export interface PolicySet {
@@ -479,7 +481,11 @@ export function compilePolicy(files: PolicyFileNode[], apiRules: RuleNode[]): Co
       if (list) list.push(r); else byKind.set(kind, [r]);
     }
   }
-  return { files, apiRules, rules, index, limits, singulars, cache: new Map(), relations: buildModel(files) };
+  const referenceTypes = new Map<string, string>();
+  for (const f of files) for (const item of f.items) {
+    if (item.kind === 'schema') for (const e of item.entries) if (e.type.entity !== undefined) referenceTypes.set(pathKey(e.path), e.type.entity);
+  }
+  return { files, apiRules, rules, index, limits, singulars, cache: new Map(), relations: buildModel(files), referenceTypes };
 }
 
 const CACHE_MAX = 4096;

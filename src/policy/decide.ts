@@ -264,6 +264,7 @@ function run(req: DecisionRequest, p: CompiledPolicy, version: string, trace: Tr
   const { action, resource } = req;
   const env = envOf(req);
   env.model = p.relations;
+  if (p.referenceTypes.size) env.referenceTypes = p.referenceTypes;
   const ctx = env.ctx;
   const isAgent = subject.type === 'agent';
 

@@ -65,6 +65,7 @@ export function fmtRelObject(o: RelObject): string {
 }
 
 export function fmtSchemaType(t: SchemaType): string {
+  if (t.entity !== undefined) return `entity ${t.entity}`;
   return t.list ? `[${t.base}]` : t.base;
 }
 

@@ -409,6 +409,7 @@ function semantics(): ohm.Semantics {
     },
     SchemaEntry(p, _colon, t) { return { path: p.ast(), type: t.ast(), loc: locOf(this) }; },
     SchemaType_list(_o, w, _c) { return { base: w.sourceString, list: true, loc: locOf(this) }; },
+    SchemaType_entity(_k, w) { return { base: 'entity', entity: w.sourceString, list: false, loc: locOf(this) }; },
     SchemaType_scalar(w) { return { base: w.sourceString, list: false, loc: locOf(this) }; },
 
     Limits(_kw, cap, _for, agent, _open, lines_, close) {

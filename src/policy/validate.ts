@@ -287,7 +287,7 @@ export function validateCondition(e: Expr, at: Loc, out: Diagnostic[], schema: S
     for (const a of atomsOf(e)) for (const o of [a.left, a.right]) {
       if (o.type !== 'path' || builtinType(o) || o.root === 'time' || checkPath(o)) continue;
       const k = pathKey(o);
-      if (schema.has(k) || seen.has(k)) continue;
+      if (schema.has(k) || declaredReferences.get(schema)?.has(k) || seen.has(k)) continue;
       seen.add(k);
       const near = nearest(k, schema.keys());
       const hint = near === null ? '' : ` (did you mean ${o.bare && near.startsWith('context.') ? near.slice('context.'.length) : near}?)`;
@@ -469,6 +469,11 @@ export function validateSchema(s: SchemaNode, out: Diagnostic[], at: Loc): void 
     const loc = e.loc ?? at;
     const pe = checkPath(e.path);
     if (pe) { out.push(diag(loc, at, pe)); continue; }
+    if (e.type.entity !== undefined) {
+      if (!KIND_NAME.test(e.type.entity)) out.push(diag(e.type.loc ?? loc, at, `entity "${e.type.entity}": an entity type is a kind name`));
+      if (e.path.root === 'time' || e.path.root === 'action' || builtinType(e.path)) out.push(diag(loc, at, `${pathText(e.path)} is built in; declare only attributes and context fields`));
+      continue;
+    }
     if (!SCHEMA_BASES.has(e.type.base)) {
       out.push(diag(e.type.loc ?? loc, at, `unknown type "${e.type.base}" (use number, string, boolean, or a list such as [string])`));
       continue;
@@ -486,7 +491,8 @@ export function validateSchema(s: SchemaNode, out: Diagnostic[], at: Loc): void 
   for (const e of s.entries) {
     const k = pathKey(e.path);
     const child = keys.find((o) => o.startsWith(k + '.'));
-    if (child) out.push(diag(e.loc ?? at, at, `${pathText(e.path)} is declared a ${e.type.list ? 'list' : e.type.base} and also holds ${child}`));
+    // A reference holds the attributes of the entity it names: `resource.customer.fraud` beside `resource.customer: entity customer`.
+    if (child && e.type.entity === undefined) out.push(diag(e.loc ?? at, at, `${pathText(e.path)} is declared a ${e.type.list ? 'list' : e.type.base} and also holds ${child}`));
   }
 }
 
@@ -526,6 +532,9 @@ export function validateFile(file: PolicyFileNode, out: Diagnostic[], testsOnly 
   }
 }
 
+/** The paths a schema declares as references (`entity customer`): declared, though they hold no value type. */
+const declaredReferences = new WeakMap<Schema, Set<string>>();
+
 /** The schema of a set: every `schema` block of every file, merged. Conflicts are reported. */
 export function schemaOf(files: PolicyFileNode[], out: Diagnostic[]): Schema | null {
   let schema: Schema | null = null;
@@ -533,6 +542,12 @@ export function schemaOf(files: PolicyFileNode[], out: Diagnostic[]): Schema | n
     if (item.kind !== 'schema') continue;
     schema ??= new Map();
     for (const e of item.entries) {
+      if (e.type.entity !== undefined) {
+        let refs = declaredReferences.get(schema);
+        if (!refs) declaredReferences.set(schema, (refs = new Set()));
+        refs.add(pathKey(e.path));
+        continue;
+      }
       if (!SCHEMA_BASES.has(e.type.base) || checkPath(e.path) || builtinType(e.path) || e.path.root === 'time') continue;
       const k = pathKey(e.path);
       const type = (e.type.list ? `[${e.type.base}]` : e.type.base) as ValueType;

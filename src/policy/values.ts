@@ -45,6 +45,8 @@ export interface Env {
   relationships?: RelationshipIndex;
   /** Stored entities that references lead to (see DecisionRequest.entities). */
   entities?: ReadonlyMap<string, Attributes | null>;
+  /** Paths the schema declares as references, full path → entity type: a string there is an id. */
+  referenceTypes?: ReadonlyMap<string, string>;
 }
 
 function isRecord(v: unknown): v is Record<string, unknown> {
@@ -112,10 +114,18 @@ export function hasType(v: unknown, t: ValueType): boolean {
   return true;
 }
 
-function step(v: unknown, segs: string[], from: number, entities?: ReadonlyMap<string, Attributes | null>): Read {
+function step(v: unknown, segs: string[], from: number, env?: Env, root?: string): Read {
+  const entities = env?.entities;
   let cur = v;
   let hops = 0;
   for (let i = from; i < segs.length; i++) {
+    if (typeof cur === 'string' && entities && env!.referenceTypes?.size) {
+      // A string where the schema declares a reference is the id of an entity of that type.
+      const type = env!.referenceTypes.get(`${root}.${segs.slice(0, i).join('.')}`);
+      const target = type === undefined || ++hops > REFERENCE_HOPS ? undefined : entities.get(`${type}:${cur}`);
+      if (!target) return MISSING;
+      cur = target;
+    }
     if (!isRecord(cur)) return MISSING;
     if (!hasOwn(cur, segs[i]!)) {
       const ref = entities ? referenceOf(cur) : null;
@@ -144,17 +154,17 @@ export function compileReader(p: PathNode, zone: string): (env: Env) => Read {
   switch (p.root) {
     case 'context':
       if (!deep) return (env) => (hasOwn(env.ctx, first) && env.ctx[first] !== undefined ? env.ctx[first] : MISSING);
-      return (env) => step(env.ctx, segs, 0, env.entities);
+      return (env) => step(env.ctx, segs, 0, env, 'context');
     case 'subject':
       if (hasOwn(BUILTINS.subject, first)) {
         return deep ? () => MISSING : (env) => builtin(env.subject, first);
       }
-      return (env) => step(env.subject.attributes, segs, 0, env.entities);
+      return (env) => step(env.subject.attributes, segs, 0, env, 'subject');
     case 'person':
       if (hasOwn(BUILTINS.person, first)) {
         return deep ? () => MISSING : (env) => (env.person ? builtin(env.person, first) : MISSING);
       }
-      return (env) => (env.person ? step(env.person.attributes, segs, 0, env.entities) : MISSING);
+      return (env) => (env.person ? step(env.person.attributes, segs, 0, env, 'person') : MISSING);
     case 'resource':
       if (first === 'id' || first === 'type') {
         if (deep) return () => MISSING;
@@ -166,7 +176,7 @@ export function compileReader(p: PathNode, zone: string): (env: Env) => Read {
           return wantId ? r.slice(i + 1) : r.slice(0, i);
         };
       }
-      return (env) => step(env.attrs, segs, 0, env.entities);
+      return (env) => step(env.attrs, segs, 0, env, 'resource');
     case 'action': {
       if (segs.length > 1) return () => MISSING;
       if (segs.length === 0) return (env) => (typeof env.action === 'string' ? env.action : MISSING);

@@ -5,6 +5,23 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { putUser, startAuthzen, type AuthzenFixture } from './helpers.js';
 
 const POLICY = `
+schema {
+  resource.customer: entity customer
+  resource.customer.fraud: boolean
+  resource.customer.account: entity account
+  resource.customer.account.flagged: boolean
+  resource.payee: entity customer
+  resource.payee.fraud: boolean
+}
+
+rule "no refunds paid to fraudulent customers" {
+  effect deny
+  subjects "user:*"
+  relation "create:refunds"
+  object "refund:*"
+  when resource has payee and resource.payee.fraud == true
+}
+
 rule "no refunds to fraudulent customers" {
   effect deny
   subjects "user:*"
@@ -48,6 +65,9 @@ beforeAll(async () => {
   await put('refund', 'r-2', { customer: { type: 'customer', id: 'crook' } });
   await put('refund', 'r-3', { customer: { type: 'customer', id: 'nobody' } });
   await put('refund', 'r-4', { customer: { type: 'customer', id: 'flagged' } });
+  // a declared reference holds the id alone
+  await put('refund', 'r-5', { customer: 'honest', payee: 'crook' });
+  await put('refund', 'r-6', { customer: 'honest', payee: 'honest' });
 }, 60_000);
 afterAll(async () => f?.server.stop());
 
@@ -66,6 +86,11 @@ describe('entity references', () => {
 
   it('a reference to no stored entity fails closed', async () => {
     expect(await decide('r-3')).toBe(false);
+  });
+
+  it('where the schema declares a reference, the value is the id alone', async () => {
+    expect(await decide('r-5')).toBe(false);
+    expect(await decide('r-6')).toBe(true);
   });
 
   it('references are followed to any depth, and a change to the entity applies to the next decision', async () => {

@@ -302,6 +302,17 @@ describe('entity references in the evaluator and explain', () => {
     expect(decide(req('read:repos', { resourceAttributes: { owner } }), own).reason).toBe('rule_denied: fraud');
   });
 
+  it('a path the schema declares a reference holds the id alone', () => {
+    const declared = setOf(`schema {\n  resource.owner: entity customer\n  resource.owner.fraud: boolean\n}\n\n${rule}`);
+    const entities = new Map([['customer:c-1', { fraud: true }], ['customer:c-2', { fraud: false }]]);
+    expect(decide(req('read:repos', { resourceAttributes: { owner: 'c-1' }, entities }), declared).reason).toBe('rule_denied: fraud');
+    expect(decide(req('read:repos', { resourceAttributes: { owner: 'c-2' }, entities }), declared).reason).toBe('allowed');
+    // without the declaration a string is just a string: no attribute to read, fail closed
+    expect(decide(req('read:repos', { resourceAttributes: { owner: 'c-2' }, entities }), set()).reason).toBe('rule_denied: fraud');
+    const { file } = parsePolicy('p.policy', `schema {\n  resource.owner: entity customer\n}\n`);
+    expect(formatFile(file!)).toContain('resource.owner: entity customer');
+  });
+
   it('explain takes the entities with the request', () => {
     const { request } = completeRequest({ agent: { id: 'a', permissions: ['read:repos'] }, action: 'read:repos', resource: 'repo:1', resource_attributes: { owner }, entities: { 'customer:c-1': { fraud: false } } });
     expect(decide(request, set()).reason).toBe('allowed');
