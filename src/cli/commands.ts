@@ -83,6 +83,20 @@ export const COMMANDS: CommandSpec[] = [
     run: async (a, io) => (await import('./policy.js')).verify(a, io),
   },
   {
+    path: ['policy', 'replay'],
+    args: '<draft dir>',
+    summary: 'decide the recorded decisions again under a draft; count what changes',
+    description: "Decide the decisions recorded in the configured database's audit trail again under the draft's policy files (with the database's live rules), and print how many change, grouped by recorded decision -> draft decision, with examples (audit ids, agent, action, resource).",
+    positionals: { min: 1, max: 1 },
+    options: [
+      FORMAT, JSON_FLAG,
+      { name: '--since', value: '<window>', help: 'how far back: 7d (default), 24h, 30m, 90s' },
+      { name: '--db', value: '<file>', help: 'a SQLite file (default $GATEHOUSE_DATABASE_URL, else $GATEHOUSE_DB, else ./data/gatehouse.db)' },
+    ],
+    details: ['Each decision is rebuilt from the facts its record kept (subject, person, object attributes, usage read, clock); relationships are not kept, and records without facts are not replayed here: the notes say so.', 'Exit 0 when no decision changes, 1 when one does, 2 on an error.'],
+    run: async (a, io) => (await import('./replay.js')).replayCommand(a, io),
+  },
+  {
     path: ['policy', 'explain'],
     args: '[dir]',
     summary: 'the decision for one request and every check behind it',
