@@ -169,18 +169,20 @@ describe(`policy replay (${testServerUrl() ? 'PostgreSQL' : 'SQLite'})`, () => {
     expect((await recorded.admin('POST', '/policy/replay', { enable: ['no-such-rule'] })).status).toBe(400);
   }, 60_000);
 
-  it.skipIf(!!testServerUrl())('the CLI replays a draft directory against the database, exit 1 when something changes', async () => {
+  it('the CLI replays a draft directory against the database, exit 1 when something changes', async () => {
     const dir = join(recorded.dir, 'draft');
+    const url = recorded.ctx.config.databaseUrl;
+    const db = url ? { GATEHOUSE_DATABASE_URL: url } : { GATEHOUSE_DB: join(recorded.dir, 'gatehouse.db') };
     const { mkdirSync } = await import('node:fs');
     mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, 'docs.policy'), DRAFTS.lower!);
     const api = await recorded.admin('POST', '/policy/replay', { since: '7d', files: { 'docs.policy': DRAFTS.lower! } });
-    const r = await gatehouse(['policy', 'replay', dir, '--since', '7d', '--json'], recorded.dir, { GATEHOUSE_DB: join(recorded.dir, 'gatehouse.db') });
+    const r = await gatehouse(['policy', 'replay', dir, '--since', '7d', '--json'], recorded.dir, db);
     expect(r.code, r.stderr).toBe(1);
     const j = JSON.parse(r.stdout);
     expect({ decisions: j.decisions, changed: j.changed, changes: j.changes }).toEqual({ decisions: api.body.decisions, changed: api.body.changed, changes: api.body.changes });
     writeFileSync(join(dir, 'docs.policy'), BASE);
-    const same = await gatehouse(['policy', 'replay', dir], recorded.dir, { GATEHOUSE_DB: join(recorded.dir, 'gatehouse.db') });
+    const same = await gatehouse(['policy', 'replay', dir], recorded.dir, db);
     expect(same.code, same.stderr).toBe(0);
     expect(same.stdout).toMatch(/^40 decisions from .* replayed: 0 change decision/);
   }, 60_000);
