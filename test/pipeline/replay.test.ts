@@ -187,3 +187,27 @@ describe(`policy replay (${testServerUrl() ? 'PostgreSQL' : 'SQLite'})`, () => {
     expect(same.stdout).toMatch(/^40 decisions from .* replayed: 0 change decision/);
   }, 60_000);
 });
+
+describe('GATEHOUSE_AUDIT_REDACT_CONTEXT', () => {
+  it('keeps the named context fields as digests; a replay reading one says its conditions fail closed', async () => {
+    const server = await startTestServer({ policies: { 'docs.policy': BASE }, clock, env: { GATEHOUSE_AUDIT_REDACT_CONTEXT: 'size, secret' } });
+    try {
+      await putUser(server, PEOPLE[1]!);
+      const asked = week().slice(0, 3).map((a) => ({ ...a, subject: 'bob' }));
+      await ask(server, asked);
+      const records = await server.ctx.store.audit.list({ kind: 'decision' });
+      const { createHash } = await import('node:crypto');
+      for (const r of records) {
+        const size = (r.context as { size: unknown }).size;
+        const sent = asked.find((a) => a.doc === r.resource)!.size;
+        expect(size).toEqual({ $redacted: { sha256: createHash('sha256').update(JSON.stringify(sent)).digest('hex') } });
+      }
+      clockAt.t = asked[2]!.at + 60_000;
+      const r = await server.admin('POST', '/policy/replay', { since: '7d', files: { 'docs.policy': DRAFTS.lower! } });
+      expect(r.status).toBe(200);
+      expect(r.body.notes.join('\n')).toMatch(/context fields kept only as digests \(size\)/);
+    } finally {
+      await server.stop();
+    }
+  }, 60_000);
+});
