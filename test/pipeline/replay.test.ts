@@ -172,7 +172,7 @@ describe(`policy replay (${testServerUrl() ? 'PostgreSQL' : 'SQLite'})`, () => {
   it('the CLI replays a draft directory against the database, exit 1 when something changes', async () => {
     const dir = join(recorded.dir, 'draft');
     const url = recorded.ctx.config.databaseUrl;
-    const db = url ? { GATEHOUSE_DATABASE_URL: url } : { GATEHOUSE_DB: join(recorded.dir, 'gatehouse.db') };
+    const db: Record<string, string> = url ? { GATEHOUSE_DATABASE_URL: url } : { GATEHOUSE_DB: join(recorded.dir, 'gatehouse.db') };
     const { mkdirSync } = await import('node:fs');
     mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, 'docs.policy'), DRAFTS.lower!);
