@@ -16,13 +16,21 @@
  * `npm run bench:decision -- usage` (or BENCH_MODE=usage) runs only the limits-over-time
  * comparison, and says whether it meets its targets: at least 60% of the throughput without
  * limits over time, p99 under 25 ms.
+ *
+ * `npm run bench:decision -- chain` (or BENCH_MODE=chain) runs only the delegation chains: a
+ * person signs in through the pages (openid-client), lets an agent act for them, and the agent
+ * hands work to a sub-agent and it to a third. In the same run, alternating: decisions of the
+ * third agent (a 3-deep chain, every agent decided) against decisions of the first (one hop),
+ * each with its own transaction token; then token exchanges (person → first agent) against an
+ * autonomous agent's client_credentials sign-ins, each with its own fresh assertion. Targets: a
+ * 3-deep decision and a token exchange each at least 80% of the rate of the other.
  */
 import { execSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { exportJWK, generateKeyPair, SignJWT } from 'jose';
+import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'jose';
 import { adminClient, autocannon, freePort, start, startGatehouse, stop, waitReady, type CannonResult } from './harness.js';
 
 interface CannonRequest {
@@ -40,7 +48,9 @@ const WORKERS = Number(process.env.GATEHOUSE_WORKERS ?? availableParallelism());
 const ADMIN = 'bench-admin-token-0123456789abcdef';
 /** `all`, or `usage`: only decisions with a budget and a rate against the same without. */
 const MODE = process.argv[2] ?? process.env.BENCH_MODE ?? 'all';
-if (MODE !== 'all' && MODE !== 'usage') throw new Error(`unknown mode ${MODE} (all or usage)`);
+if (MODE !== 'all' && MODE !== 'usage' && MODE !== 'chain') throw new Error(`unknown mode ${MODE} (all, usage or chain)`);
+/** The delegation chain's targets: a 3-deep decision against one hop, a token exchange against a sign-in. */
+const CHAIN_RATIO_TARGET = 0.8;
 /** The targets of limits over time against none. */
 const USAGE_RATIO_TARGET = 0.6;
 const USAGE_P99_TARGET_MS = 25;
@@ -101,6 +111,10 @@ async function main(): Promise<void> {
       });
       return ((await tokenRes.json()) as { access_token: string }).access_token;
     };
+    if (MODE === 'chain') {
+      await chainBench(base, admin, privateKey, await exportJWK(publicKey));
+      return;
+    }
     const accessToken = await tokenFor(agent.agent_id);
     const bearer = { authorization: `Bearer ${accessToken}`, 'content-type': 'application/json' };
 
@@ -273,6 +287,124 @@ async function main(): Promise<void> {
     await new Promise((r) => setTimeout(r, 500));
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** The delegation chain comparisons (`chain` mode): see the header. */
+async function chainBench(base: string, admin: ReturnType<typeof adminClient>, privateKey: CryptoKey, publicJwk: JWK): Promise<void> {
+  const { Browser, followSignIn } = await import('../test/oauth/helpers.js');
+  const client = await import('openid-client');
+  await admin('PUT', '/roles/docs', { permissions: ['read:docs'] });
+  const password = 'correct horse battery staple';
+  const user = (await admin('POST', '/users', { email: 'bench@example.com', password, name: 'Bench', roles: ['docs'] })) as { id: string };
+  const redirectUri = 'http://localhost:9/callback';
+  const app = (await admin('POST', '/applications', { name: 'bench-web', type: 'web', redirect_uris: [redirectUri] })) as { client_id: string; client_secret: string };
+  await admin('PUT', `/applications/${encodeURIComponent(app.client_id)}/assignments/${user.id}`);
+  const caps = [{ name: 'read:docs' }];
+  const register = async (name: string, mode: string) => ((await admin('POST', '/agents', { name, mode, public_jwk: publicJwk, roles: ['docs'], capabilities: caps })) as { agent_id: string }).agent_id;
+  const [first, second, third, robot] = [await register('chain-1', 'delegated'), await register('chain-2', 'delegated'), await register('chain-3', 'delegated'), await register('signs-in', 'autonomous')];
+  await admin('PATCH', `/agents/${encodeURIComponent(first)}`, { sub_agents: [second] });
+  await admin('PATCH', `/agents/${encodeURIComponent(second)}`, { sub_agents: [third] });
+  await admin('PUT', `/users/${user.id}/delegations/${encodeURIComponent(first)}`, { capabilities: ['read:docs'] });
+
+  // The person signs in through the pages; openid-client redeems the code.
+  const config = await client.discovery(new URL(base), app.client_id, app.client_secret, client.ClientSecretBasic(app.client_secret), { execute: [client.allowInsecureRequests] });
+  const verifier = client.randomPKCECodeVerifier();
+  const state = client.randomState();
+  const url = client.buildAuthorizationUrl(config, { redirect_uri: redirectUri, scope: 'openid', code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state });
+  const callback = await followSignIn(new Browser(base), url.toString(), { email: 'bench@example.com', password });
+  const personToken = (await client.authorizationCodeGrant(config, callback, { pkceCodeVerifier: verifier, expectedState: state })).access_token;
+
+  const assertionOf = async (agentId: string) => {
+    const t = Math.floor(Date.now() / 1000);
+    return new SignJWT({ iss: agentId, sub: agentId, aud: base, iat: t, exp: t + 300, jti: randomUUID() }).setProtectedHeader({ alg: 'EdDSA' }).sign(privateKey);
+  };
+  const form = (fields: Record<string, string>) => new URLSearchParams(fields).toString();
+  const exchangeBody = async (agentId: string, subjectToken: string) => form({
+    grant_type: 'urn:ietf:params:oauth:grant-type:token-exchange',
+    client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer',
+    client_assertion: await assertionOf(agentId),
+    subject_token: subjectToken,
+    subject_token_type: 'urn:ietf:params:oauth:token-type:access_token',
+  });
+  const signInBody = async (agentId: string) => form({
+    grant_type: 'client_credentials',
+    client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer',
+    client_assertion: await assertionOf(agentId),
+  });
+  const tokenEndpoint = `${base}/apis/regional/v1/ai/auth/token`;
+  const exchangeOnce = async (agentId: string, subjectToken: string) => {
+    const r = await fetch(tokenEndpoint, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: await exchangeBody(agentId, subjectToken) });
+    const body = (await r.json()) as { access_token?: string };
+    if (!body.access_token) throw new Error(`exchange failed: ${JSON.stringify(body)}`);
+    return body.access_token;
+  };
+  const oneHop = await exchangeOnce(first, personToken);
+  const threeDeep = await exchangeOnce(third, await exchangeOnce(second, oneHop));
+
+  const pool = async (agentId: string, token: string, n: number) => {
+    const out: string[] = [];
+    for (let i = 0; i < n; i += 50) {
+      out.push(...(await Promise.all(Array.from({ length: Math.min(50, n - i) }, async (_, j) => {
+        const a = { action: 'read:docs', resource: `doc:${i + j}`, context: {} };
+        const r = await fetch(`${base}/apis/regional/v1/ai/auth/transaction-token`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(a) });
+        const txn = ((await r.json()) as { data: { transaction_token: string } }).data.transaction_token;
+        return JSON.stringify({ agent_id: agentId, transaction_token: txn, ...a });
+      }))));
+    }
+    return out;
+  };
+  const cycle = (path: string, bodies: string[], contentType: string) => {
+    let next = 0;
+    return [{ method: 'POST', path, headers: { 'content-type': contentType }, setupRequest: (req: CannonRequest) => ({ ...req, body: bodies[next++ % bodies.length] }) }];
+  };
+  const c = 50;
+  const run = (requests: CannonRequest[]) => autocannon({ url: base, connections: c, duration: DURATION, requests });
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+  const rows: string[] = [];
+  const verdicts: string[] = [];
+  const compare = (name: string, baseName: string, pairs: [CannonResult, CannonResult][]) => {
+    const ratio = median(pairs.map(([x, b]) => x.requests.average / b.requests.average));
+    const mid = (i: 0 | 1) => median(pairs.map((p) => p[i].requests.average));
+    const p99 = (i: 0 | 1) => median(pairs.map((p) => p[i].latency.p99));
+    const errs = (i: 0 | 1) => pairs.reduce((n, p) => n + p[i].non2xx + p[i].errors, 0);
+    rows.push(`| ${baseName} | ${c} | ${Math.round(mid(1))} | ${p99(1)} | ${errs(1)} |`, `| ${name} | ${c} | ${Math.round(mid(0))} | ${p99(0)} | ${errs(0)} |`);
+    verdicts.push(`${name}: ${Math.round(ratio * 100)}% of ${baseName}, median of the rounds' ratios (target ≥ ${CHAIN_RATIO_TARGET * 100}%: ${ratio >= CHAIN_RATIO_TARGET ? 'met' : 'NOT met'})`);
+  };
+
+  // Decisions: each with its own transaction token (bound beforehand), so each is a full decision.
+  const decisionPairs: [CannonResult, CannonResult][] = [];
+  let size = 4000;
+  for (let round = 0; round < ROUNDS; round++) {
+    const one = await pool(first, oneHop, size);
+    const deep = await pool(third, threeDeep, size);
+    const probe = (await (await fetch(`${base}/apis/regional/v1/agents/authorize`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: deep[0] })).json()) as { data?: { decision?: string } };
+    if (probe.data?.decision !== 'allow') throw new Error(`expected allow, got ${JSON.stringify(probe)}`);
+    const b = await run(cycle('/apis/regional/v1/agents/authorize', one, 'application/json'));
+    const x = await run(cycle('/apis/regional/v1/agents/authorize', deep, 'application/json'));
+    decisionPairs.push([x, b]);
+    size = Math.min(60_000, Math.ceil(Math.max(b.requests.total, x.requests.total) * 1.2));
+    process.stderr.write(`  decisions, round ${round + 1}: one hop ${Math.round(b.requests.average)}, 3-deep ${Math.round(x.requests.average)}\n`);
+  }
+  compare('authorize, 3-deep chain', 'authorize, one hop (token exchange)', decisionPairs);
+
+  // Token endpoint: each request with its own assertion (an assertion is single use).
+  const tokenPairs: [CannonResult, CannonResult][] = [];
+  size = 3000;
+  for (let round = 0; round < ROUNDS; round++) {
+    const signIns = await Promise.all(Array.from({ length: size }, () => signInBody(robot)));
+    const exchanges = await Promise.all(Array.from({ length: size }, () => exchangeBody(first, personToken)));
+    const b = await run(cycle('/apis/regional/v1/ai/auth/token', signIns, 'application/x-www-form-urlencoded'));
+    const x = await run(cycle('/apis/regional/v1/ai/auth/token', exchanges, 'application/x-www-form-urlencoded'));
+    tokenPairs.push([x, b]);
+    size = Math.min(60_000, Math.ceil(Math.max(b.requests.total, x.requests.total) * 1.2));
+    process.stderr.write(`  token endpoint, round ${round + 1}: client_credentials ${Math.round(b.requests.average)}, token exchange ${Math.round(x.requests.average)}\n`);
+  }
+  compare('token exchange (person → agent)', "agent client_credentials sign-in", tokenPairs);
+
+  process.stdout.write(
+    `\nworkers: ${WORKERS}, ${DURATION} s per run, median of ${ROUNDS} alternating rounds, ${availableParallelism()} cores (autocannon shares them)\n\n` +
+      `| run | connections | req/s | p99 ms | non-2xx/errors (all rounds) |\n|---|---|---|---|---|\n${rows.join('\n')}\n\n${verdicts.join('\n')}\n`,
+  );
 }
 
 main().catch((err) => {

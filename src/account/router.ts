@@ -1,4 +1,6 @@
 import { Router, type Request, type RequestHandler, type Response } from 'express';
+import { grantDelegation, withdrawDelegation } from '../agents/delegation.js';
+import { ProtocolError } from '../errors.js';
 import type { AppContext } from '../context.js';
 import { totpStep } from '../oauth/second-step.js';
 import { csrfToken, verifyCsrf } from '../oauth/csrf.js';
@@ -32,6 +34,9 @@ const DONE: Record<string, [string, 'info' | 'error']> = {
   'session-ended': ['The session was ended.', 'info'],
   'sessions-ended': ['Your other sessions were ended.', 'info'],
   'consent-withdrawn': ['The application no longer has access to your account.', 'info'],
+  'agent-allowed': ['The agent may now act for you with the capabilities shown.', 'info'],
+  'agent-refused': ['That agent cannot act for you: it does not exist, is not a delegated agent, or does not hold those capabilities.', 'error'],
+  'agent-withdrawn': ['The agent no longer acts for you; its tokens stop at their next use.', 'info'],
   gone: ['That item no longer exists.', 'error'],
   'sign-in-again': ['Sign in again before changing how you sign in.', 'error'],
 };
@@ -58,6 +63,11 @@ async function showAccount(ctx: AppContext, req: Request, res: Response, signedI
     const credential = await ctx.store.webauthn.credentialOfSession(s.sid);
     sessionRows.push({ session: s, current: s.sid === session.sid, passkeyName: credential ? byId.get(credential)?.name : undefined });
   }
+  const delegationRows = [];
+  for (const d of await ctx.store.delegations.listForUser(user.id)) {
+    const agent = await ctx.store.agents.get(d.agent_id);
+    delegationRows.push({ ...d, name: agent?.name ?? d.agent_id });
+  }
   const consentRows = [];
   for (const c of consents) {
     const app = await ctx.store.applications.get(c.client_id);
@@ -73,6 +83,7 @@ async function showAccount(ctx: AppContext, req: Request, res: Response, signedI
     passkeys,
     sessions: sessionRows,
     consents: consentRows,
+    delegations: delegationRows,
     message: message ?? fromQuery,
   }), SCRIPT_PAGE_CSP);
 }
@@ -216,6 +227,26 @@ export function accountRouter(ctx: AppContext): Router {
   router.post('/account/consents/withdraw', accountPost(ctx, { fresh: false }, async ({ user }, body, _req, res) => {
     const clientId = text(body.client_id, 200);
     done(res, clientId && (await withdrawConsent(ctx, user, clientId)) ? 'consent-withdrawn' : 'gone', '#applications');
+  }));
+
+  // Agents acting for the person: granting needs a recent sign-in, withdrawing does not.
+  router.post('/account/agents/allow', accountPost(ctx, { fresh: true }, async ({ user }, body, _req, res) => {
+    const agentId = text(body.agent_id, 512);
+    const agent = agentId ? await ctx.store.agents.get(agentId) : undefined;
+    if (!agent) return done(res, 'agent-refused', '#agents');
+    const named = (text(body.capabilities, 4000) ?? '').split(/\s+/).filter(Boolean);
+    try {
+      await grantDelegation(ctx, user.id, agent.agent_id, named.length ? named : agent.capabilities.map((c) => c.name), 'user');
+    } catch (err) {
+      if (err instanceof ProtocolError && err.status < 500) return done(res, 'agent-refused', '#agents');
+      throw err;
+    }
+    done(res, 'agent-allowed', '#agents');
+  }));
+
+  router.post('/account/agents/withdraw', accountPost(ctx, { fresh: false }, async ({ user }, body, _req, res) => {
+    const agentId = text(body.agent_id, 512);
+    done(res, agentId && (await withdrawDelegation(ctx, user.id, agentId, 'user')) ? 'agent-withdrawn' : 'gone', '#agents');
   }));
 
   return router;

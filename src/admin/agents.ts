@@ -19,6 +19,7 @@ import {
 } from './schemas.js';
 import { defaultAgentId, spiffeIdProblem } from './spiffe.js';
 import { iso } from '../clock.js';
+import { agentLeavesChains } from '../agents/delegation.js';
 
 export function agentJson(a: Agent) {
   return {
@@ -30,6 +31,7 @@ export function agentJson(a: Agent) {
     roles: a.roles,
     capabilities: a.capabilities,
     attributes: a.attributes,
+    sub_agents: a.sub_agents,
     revoked: a.revoked,
     revoked_at: iso(a.revoked_at),
     created_at: iso(a.created_at),
@@ -49,6 +51,7 @@ const publicJwk = (jwk: Record<string, unknown>) => {
   for (const k of ['kid', 'alg', 'use']) if (jwk[k] !== undefined) out[k] = jwk[k];
   return out;
 };
+const uniqueIds = (ids: string[]): string[] => [...new Set(ids)];
 const capabilities = (caps: AgentCreate['capabilities']) => caps.map((c) => ({ name: c.name, limits: c.limits ?? {} }));
 
 /**
@@ -64,7 +67,7 @@ export function createAgent(ctx: AppContext, input: AgentCreate, record?: Record
       if (await tx.agents.get(agentId)) throw errors.conflict(`an agent ${agentId} exists`);
       const agent = await tx.agents.create(
         agentId,
-        { name: input.name, mode: input.mode, public_jwk: publicJwk(input.public_jwk), roles: input.roles, attributes: input.attributes },
+        { name: input.name, mode: input.mode, public_jwk: publicJwk(input.public_jwk), roles: input.roles, attributes: input.attributes, sub_agents: uniqueIds(input.sub_agents) },
         capabilities(input.capabilities),
       );
       await tx.settings.bump('agents');
@@ -85,6 +88,7 @@ export function updateAgent(ctx: AppContext, agentId: string, patch: AgentPatch,
         public_jwk: patch.public_jwk ? publicJwk(patch.public_jwk) : cur.public_jwk,
         roles: patch.roles ?? cur.roles,
         attributes: patch.attributes ?? cur.attributes,
+        sub_agents: patch.sub_agents ? uniqueIds(patch.sub_agents) : cur.sub_agents,
       },
       patch.capabilities ? capabilities(patch.capabilities) : undefined,
     ))!;
@@ -126,6 +130,7 @@ export async function revokeAgent(ctx: AppContext, agentId: string, record?: Rec
     await mustGet(tx, agentId);
     await tx.agents.revoke(agentId);
     await tx.settings.bump('agents');
+    await agentLeavesChains(ctx, tx, agentId);
     await record?.(tx);
   });
 }
@@ -133,6 +138,8 @@ export async function revokeAgent(ctx: AppContext, agentId: string, record?: Rec
 export async function deleteAgent(ctx: AppContext, agentId: string, record?: Recorder): Promise<void> {
   await onStillReferenced(`agent ${agentId} still has records that refer to it; revoke it instead`, () =>
     ctx.store.transaction(async (tx) => {
+      // Its consents go with it (told to their people first).
+      await agentLeavesChains(ctx, tx, agentId);
       if (!(await tx.agents.delete(agentId))) throw errors.notFound(`no agent ${agentId}`);
       await tx.settings.bump('agents');
       await record?.(tx);

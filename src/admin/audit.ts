@@ -29,6 +29,7 @@ export const auditJson = (r: AuditRecord) => ({
   actor: r.actor,
   caller: r.caller,
   ...(r.usage != null ? { usage: r.usage } : {}),
+  ...(r.chain != null ? { chain: r.chain } : {}),
 });
 
 export type AuditQuery = z.output<typeof auditQuery>;

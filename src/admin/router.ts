@@ -5,6 +5,7 @@ import { agentRoutes } from './agents.js';
 import { applicationRoutes } from './applications.js';
 import { authorizationDetailsTypeRoutes } from './authorization-details-types.js';
 import { auditRoutes } from './audit.js';
+import { delegationRoutes } from './delegations.js';
 import { entityRoutes } from './entities.js';
 import { requireAdmin } from './auth.js';
 import { keyRoutes } from './keys.js';
@@ -47,6 +48,7 @@ export function adminRouter(ctx: AppContext): Router {
   applicationRoutes(router, ctx);
   authorizationDetailsTypeRoutes(router, ctx);
   userRoutes(router, ctx);
+  delegationRoutes(router, ctx);
   roleRoutes(router, ctx);
   usageRoutes(router, ctx);
   agentRoutes(router, ctx);

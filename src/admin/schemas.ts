@@ -440,6 +440,7 @@ export const agentCreate = z
     roles: z.array(tag).max(200).default([]),
     capabilities: z.array(capability).max(500).default([]),
     attributes: attributes.default({}),
+    sub_agents: z.array(spiffeId).max(100).default([]).meta({ description: 'the agents it may hand work to by token exchange' }),
   })
   .superRefine((a, c) => uniqueCapabilities(a.capabilities, c));
 export type AgentCreate = z.output<typeof agentCreate>;
@@ -452,6 +453,7 @@ export const agentPatch = z
     roles: z.array(tag).max(200).optional(),
     capabilities: z.array(capability).max(500).optional().meta({ description: 'replaces all capabilities' }),
     attributes: attributes.optional().meta({ description: 'replaces all attributes' }),
+    sub_agents: z.array(spiffeId).max(100).optional().meta({ description: 'replaces the sub-agents it may hand work to' }),
   })
   .superRefine((a, c) => uniqueCapabilities(a.capabilities, c));
 export type AgentPatch = z.output<typeof agentPatch>;
@@ -468,6 +470,7 @@ export const agentView = z.object({
   roles: z.array(z.string()),
   capabilities: z.array(capabilityView),
   attributes: z.record(z.string(), z.unknown()),
+  sub_agents: z.array(z.string()),
   revoked: z.boolean(),
   revoked_at: nullableTimestamp,
   created_at: timestamp,
@@ -700,3 +703,10 @@ export const relationshipListSubjects = z.object({
   ...questionExtras,
 }).strict();
 export const relationshipSubjects = z.object({ subjects: z.array(z.string()) });
+
+// ---- delegations ---------------------------------------------------------------------------
+
+export const delegationPut = z.object({
+  capabilities: z.array(capabilityName).max(500).meta({ description: 'the capabilities the agent may use for the person (each one the agent holds)' }),
+});
+export const delegationView = z.object({ agent_id: z.string(), capabilities: z.array(z.string()), created_at: timestamp });

@@ -61,7 +61,8 @@ export function claimedAgent(assertion: unknown): string | null {
   }
 }
 
-async function checkAssertion(ctx: AppContext, body: Record<string, unknown>, audiences: string[]): Promise<AgentState> {
+/** The assertion checks alone (no audit record): for an `actor_token` sent beside the client assertion. */
+export async function checkAssertion(ctx: AppContext, body: Record<string, unknown>, audiences: string[]): Promise<AgentState> {
   const assertionType = body.client_assertion_type;
   const assertion = body.client_assertion;
   if (assertionType !== JWT_BEARER_ASSERTION_TYPE) {

@@ -7,6 +7,7 @@ import type { JWTPayload } from 'jose';
 import { recordAudit } from '../authz/audit.js';
 import { AGENT_ACCESS_TOKEN_TTL, AGENT_ACCESS_TOKEN_TYP, rememberIssued } from '../authz/agent-access-token.js';
 import { nowSeconds } from '../clock.js';
+import { DELEGATION_BY_CONSENT, DELEGATION_CLAIM, nestedAct } from '../authz/chain.js';
 
 /**
  * The capabilities a token carries: all of the agent's, or the requested `scope` narrowed to
@@ -33,42 +34,51 @@ export function agentAudience(ctx: AppContext, resource: unknown): string {
 
 export interface IssuedAgentToken { access_token: string; expires_in: number; scope: string; jti: string }
 
-/** An agent access token (EdDSA, `typ: at+jwt`); `userId` makes it a delegated token (`sub` the person, `act` the agent). */
+/**
+ * An agent access token (EdDSA, `typ: at+jwt`); `userId` makes it a delegated token (`sub` the
+ * person, `act` the agent). `chain`: a token exchange's, with the agents before this one (its
+ * `act` nests them), the person's session and the subject token's expiry (never outlived).
+ */
 export async function issueAgentAccessToken(
   ctx: AppContext,
-  p: { agent: Agent; userId: string | null; capabilities: string[]; audience: string; grant?: string; authorizationDetails?: Record<string, unknown>[] },
+  p: { agent: Agent; userId: string | null; capabilities: string[]; audience: string; grant?: string; authorizationDetails?: Record<string, unknown>[]; chain?: { agents: string[]; sid: string | null; notAfter: number } },
 ): Promise<IssuedAgentToken> {
   const iat = nowSeconds(ctx.clock);
   const jti = randomUUID();
   const scope = p.capabilities.join(' ');
+  const exp = p.chain ? Math.min(iat + AGENT_ACCESS_TOKEN_TTL, p.chain.notAfter) : iat + AGENT_ACCESS_TOKEN_TTL;
   const claims = {
     iss: ctx.urls.issuer,
     sub: p.userId ?? p.agent.agent_id,
     aud: p.audience,
-    exp: iat + AGENT_ACCESS_TOKEN_TTL,
+    exp,
     iat,
     jti,
     client_id: p.agent.agent_id,
     scope,
     capabilities: p.capabilities,
-    ...(p.userId ? { act: { sub: p.agent.agent_id } } : {}),
+    ...(p.chain
+      ? { act: nestedAct(p.chain.agents), [DELEGATION_CLAIM]: DELEGATION_BY_CONSENT, ...(p.chain.sid ? { sid: p.chain.sid } : {}) }
+      : p.userId ? { act: { sub: p.agent.agent_id } } : {}),
     // RFC 9396: what the person approved; every decision on this token stays within it
     ...(p.authorizationDetails?.length ? { authorization_details: p.authorizationDetails } : {}),
   };
+  const grant = p.grant ?? (p.chain ? 'token_exchange' : p.userId ? 'ciba' : 'client_credentials');
   const token = await ctx.keys.sign('EdDSA', claims, AGENT_ACCESS_TOKEN_TYP);
   rememberIssued(ctx, token, p.audience, JSON.parse(JSON.stringify(claims)) as JWTPayload);
   await recordAudit(ctx, {
     kind: 'token',
     agent_id: p.agent.agent_id,
     user_id: p.userId,
-    action: `token:${p.grant ?? (p.userId ? 'ciba' : 'client_credentials')}`,
+    action: `token:${grant}`,
     resource: p.audience,
     context: { jti, scope },
+    ...(p.chain && p.chain.agents.length > 1 ? { chain: p.chain.agents } : {}),
     decision: 'issued',
     reason: 'token issued',
   });
-  ctx.metrics.tokens.inc({ grant: p.grant?.replace(/-/g, '_') ?? (p.userId ? 'ciba' : 'agent_client_credentials') });
-  return { access_token: token, expires_in: AGENT_ACCESS_TOKEN_TTL, scope, jti };
+  ctx.metrics.tokens.inc({ grant: grant === 'client_credentials' ? 'agent_client_credentials' : grant.replace(/-/g, '_') });
+  return { access_token: token, expires_in: exp - iat, scope, jti };
 }
 
 export function sendTokenResponse(res: Response, body: Record<string, unknown>): void {

@@ -4,15 +4,17 @@ import { errors, ProtocolError } from '../errors.js';
 import { recordAuditOrLog } from '../authz/audit.js';
 import { authenticateAgent } from './assertion.js';
 import { CIBA_GRANT_TYPE, cibaGrant } from './ciba.js';
+import { TOKEN_EXCHANGE_GRANT, tokenExchangeGrant } from './token-exchange.js';
 import { agentAudience, issueAgentAccessToken, requestedCapabilities, sendTokenResponse } from './issue-token.js';
 import { JWT_BEARER_GRANT, redeemIdJag } from '../oauth/grants/jwt-bearer.js';
 
-export const AGENT_TOKEN_GRANT_TYPES = ['client_credentials', CIBA_GRANT_TYPE, JWT_BEARER_GRANT];
+export const AGENT_TOKEN_GRANT_TYPES = ['client_credentials', CIBA_GRANT_TYPE, JWT_BEARER_GRANT, TOKEN_EXCHANGE_GRANT];
 const GRANTS = AGENT_TOKEN_GRANT_TYPES;
 
 /**
  * POST /apis/regional/v1/ai/auth/token: agent sign-in (`client_credentials`, autonomous agents),
- * CIBA polling and ID-JAG redemption (jwt-bearer, delegated agents). Steps: check the grant type, authenticate the agent's assertion, run the grant.
+ * CIBA polling, ID-JAG redemption (jwt-bearer, delegated agents) and token exchange
+ * (`token-exchange.ts`, delegated agents). Steps: check the grant type, authenticate the agent's assertion, run the grant.
  */
 export async function agentToken(ctx: AppContext, req: Request, res: Response): Promise<void> {
   const body = (req.body ?? {}) as Record<string, unknown>;
@@ -21,12 +23,17 @@ export async function agentToken(ctx: AppContext, req: Request, res: Response): 
   if (typeof grantType !== 'string' || !GRANTS.includes(grantType)) {
     throw errors.unsupportedGrantType(`grant_type must be one of ${GRANTS.join(', ')}`);
   }
-  const { agent } = await authenticateAgent(
+  const state = await authenticateAgent(
     ctx,
     body,
     [ctx.urls.agentToken, ctx.urls.issuer],
-    grantType === CIBA_GRANT_TYPE ? 'token:ciba' : grantType === JWT_BEARER_GRANT ? 'token:jwt-bearer' : 'token:client_credentials',
+    grantType === CIBA_GRANT_TYPE ? 'token:ciba' : grantType === JWT_BEARER_GRANT ? 'token:jwt-bearer' : grantType === TOKEN_EXCHANGE_GRANT ? 'token:token_exchange' : 'token:client_credentials',
   );
+  const { agent } = state;
+  if (grantType === TOKEN_EXCHANGE_GRANT) {
+    await tokenExchangeGrant(ctx, state, body, res);
+    return;
+  }
   if (grantType === JWT_BEARER_GRANT) {
     // An ID-JAG from a trusted identity provider: a delegated token for the person it names.
     sendTokenResponse(res, { ...(await redeemIdJag(ctx, { kind: 'agent', agent, id: agent.agent_id }, body)) });

@@ -7,6 +7,7 @@ import { bearerToken } from '../oauth/bearer.js';
 import { authorize } from '../authz/pipeline.js';
 import { recordAuditOrLog } from '../authz/audit.js';
 import { TRANSACTION_TOKEN_TTL, TRANSACTION_TOKEN_TYP } from '../authz/transaction-tokens.js';
+import { chainClaims } from '../authz/chain.js';
 import { verifyAgentAccessToken } from '../authz/agent-access-token.js';
 import { verifiedTokens } from '../authz/verified-tokens.js';
 import { nowSeconds } from '../clock.js';
@@ -84,6 +85,8 @@ export async function transactionTokenEndpoint(
         throw new ProtocolError(403, 'invalid_body', 'constraint_violated', reason);
       case 'agent_revoked':
         throw errors.invalidToken('the agent is unknown or revoked', {}, { 'WWW-Authenticate': 'Bearer error="invalid_token"' });
+      case 'delegation_revoked':
+        throw errors.invalidToken(decision.reason, reason, { 'WWW-Authenticate': 'Bearer error="invalid_token"' });
       case 'policy_unavailable':
         throw errors.temporarilyUnavailable('no policy is in force', reason, { 'Retry-After': '5' });
       default:
@@ -102,6 +105,8 @@ export async function transactionTokenEndpoint(
     req_wl: principal.agent.agent_id,
     scope: action,
     tctx: { action, resource, context },
+    // A delegation chain goes with the call: the decision checks it again.
+    ...(principal.chain ? chainClaims(principal.chain) : {}),
   };
   const token = await ctx.keys.sign('EdDSA', claims, TRANSACTION_TOKEN_TYP);
   // We just signed it: neither this process nor the other workers need verify it again.

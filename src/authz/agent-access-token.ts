@@ -5,6 +5,7 @@ import type { Agent } from '../store/agents.js';
 import { agentKnown } from './agent-cache.js';
 import { verifiedTokens } from './verified-tokens.js';
 import { nowSeconds } from '../clock.js';
+import { DELEGATION_CLAIM, tokenChainOf, type TokenChain } from './chain.js';
 
 /** Who is calling with an agent access token: the agent, the person it acts for (if any), its capabilities. */
 export interface AgentPrincipal {
@@ -12,6 +13,8 @@ export interface AgentPrincipal {
   userId: string | null;
   capabilities: string[];
   claims: JWTPayload;
+  /** a token exchange's delegation chain (checked again at every decision); null for any other token */
+  chain: TokenChain | null;
 }
 
 /** Agent access tokens live 900 seconds (the default access-token lifetime). */
@@ -39,8 +42,14 @@ export async function verifyAgentAccessToken(ctx: AppContext, token: string, aud
   } else if (claims.sub !== clientId) {
     throw invalidToken('the token subject is not the agent');
   }
+  // A token exchange's token names its whole chain, ending with this agent.
+  let chain: TokenChain | null = null;
+  if (claims[DELEGATION_CLAIM] !== undefined) {
+    chain = tokenChainOf(claims);
+    if (!chain || userId === null || chain.agents[chain.agents.length - 1] !== clientId) throw invalidToken('the token has a malformed delegation chain');
+  }
   const capabilities = Array.isArray(claims.capabilities) ? claims.capabilities.filter((c): c is string => typeof c === 'string') : [];
-  return { agent: state.agent, userId, capabilities, claims };
+  return { agent: state.agent, userId, capabilities, claims, chain };
 }
 
 /** A token this process just signed counts as verified here (no second Ed25519 verify). */

@@ -98,6 +98,8 @@ export interface UsageRead {
   readings: CounterReading[];
   /** the usage to decide with: each counter's, without what this transaction token consumed itself */
   facts: UsageFacts;
+  /** the same usage by counter, in the order of `counters` (a chain's agents count on counters of the same usage key) */
+  values: number[];
 }
 
 /** A transaction of the store with the counters. */
@@ -201,6 +203,7 @@ export async function readUsage(
 ): Promise<UsageRead> {
   const readings: CounterReading[] = [];
   const facts: UsageFacts = {};
+  const values: number[] = [];
   if (!locked) for (const c of counters) await tx.usage.lock(c.id);
   if (txn !== null) await session.lookUpTxns([txn]);
   for (const c of counters) {
@@ -209,9 +212,11 @@ export async function readUsage(
     // What the token consumed counts only while it is still in the window.
     const own = e ? (e.at > state.target ? e.amount : 0) : null;
     readings.push({ ...state, own });
-    facts[c.usage_key] = own !== null ? Math.max(0, addAmounts(state.used, -own)) : state.used;
+    const value = own !== null ? Math.max(0, addAmounts(state.used, -own)) : state.used;
+    facts[c.usage_key] = value;
+    values.push(value);
   }
-  return { counters, readings, facts };
+  return { counters, readings, facts, values };
 }
 
 /** A counter's value before and after a decision, for its audit record. */
@@ -267,11 +272,11 @@ export async function decideOnce<Tx extends UsageTx, O extends { decision: { dec
   counters: Counter[],
   t: number,
   txn: string | null,
-  judge: (facts: UsageFacts, tx: Tx) => Promise<O>,
+  judge: (facts: UsageFacts, tx: Tx, read: UsageRead) => Promise<O>,
 ): Promise<{ outcome: O; changes: CounterChange[] }> {
   const session = new CounterSession(tx);
   const read = await readUsage(session, tx, counters, t, txn);
-  const outcome = await judge(read.facts, tx);
+  const outcome = await judge(read.facts, tx, read);
   const changes = settleUsage(session, read, outcome.decision, t, txn);
   await session.write();
   return { outcome, changes };
@@ -287,6 +292,13 @@ export async function peekUsage(store: UsageTx, counters: Counter[], t: number):
   return facts;
 }
 
+/** `peekUsage` by counter, in the order of `counters`. */
+export async function peekValues(store: UsageTx, counters: Counter[], t: number): Promise<number[]> {
+  const values: number[] = [];
+  for (const c of counters) values.push(await store.usage.peek(c, t));
+  return values;
+}
+
 // ---- decisions on counters, a turn's worth in one transaction ----------------------------
 
 /** One decision on counters. */
@@ -300,7 +312,7 @@ export interface UsageJob<Tx extends UsageTx, O extends { decision: { decision: 
    * Decides with the usage read, and may keep its own state through `tx` (approvals). Runs
    * inside the transaction, so it awaits only `tx`; it runs again if the transaction is retried.
    */
-  judge(facts: UsageFacts, tx: Tx): Promise<O>;
+  judge(facts: UsageFacts, tx: Tx, read: UsageRead): Promise<O>;
   /** The decision's audit record, written in the same transaction as what it consumed. */
   record?(outcome: O, changes: CounterChange[]): AuditInput;
 }
@@ -368,7 +380,7 @@ export class UsageBatch<Tx extends UsageTx> {
         const records: AuditInput[] = [];
         for (const { job } of batch) {
           const read = await readUsage(session, tx, job.counters, job.t, job.txn, true);
-          const outcome = await job.judge(read.facts, tx);
+          const outcome = await job.judge(read.facts, tx, read);
           const changes = settleUsage(session, read, outcome.decision, job.t, job.txn);
           if (job.record) records.push(job.record(outcome, changes));
           out.push({ outcome, changes });

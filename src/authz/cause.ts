@@ -18,6 +18,8 @@ export type PipelineCause =
   | { code: 'invalid_request'; message: string }
   /** the MCP gateway knows no tool of that name */
   | { code: 'unknown_tool'; tool: string }
+  /** a delegation chain no longer holds: an agent of it revoked, a consent withdrawn, a sub-agent dropped, the session ended */
+  | { code: 'delegation_revoked'; why: string }
   /** an AuthZEN subject that is no stored person or agent (or a revoked agent) */
   | { code: 'unknown_subject'; type: string; id: string };
 
@@ -38,6 +40,8 @@ export function renderCause(cause: PipelineCause): string {
       return `invalid_request: ${cause.message}`;
     case 'unknown_tool':
       return `not_found: no tool named ${cause.tool}`;
+    case 'delegation_revoked':
+      return `delegation_revoked: ${cause.why}`;
     case 'unknown_subject':
       return `unknown_subject: ${cause.type} ${cause.id}`;
     default:

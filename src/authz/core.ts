@@ -87,26 +87,30 @@ export interface AuditFacts {
   usage?: Record<string, number>;
   approved?: boolean;
   entities?: Record<string, Record<string, unknown> | null>;
+  /** a decision through a delegation chain: the chain as the request carried it */
+  chain?: DecisionRequest['chain'];
 }
 
-export function auditFacts(request: Pick<DecisionRequest, 'subject' | 'person' | 'now' | 'resourceAttributes' | 'usage' | 'approved' | 'entities'>): AuditFacts {
+export function auditFacts(request: Pick<DecisionRequest, 'subject' | 'person' | 'now' | 'resourceAttributes' | 'usage' | 'approved' | 'entities' | 'chain'>): AuditFacts {
   const f: AuditFacts = { now: request.now, subject: request.subject };
   if (request.person) f.person = request.person;
   if (request.resourceAttributes && Object.keys(request.resourceAttributes).length) f.resource_attributes = request.resourceAttributes;
   if (request.usage && Object.keys(request.usage).length) f.usage = request.usage;
   if (request.approved) f.approved = true;
   if (request.entities?.size) f.entities = Object.fromEntries(request.entities);
+  if (request.chain) f.chain = request.chain;
   return f;
 }
 
 export function auditRecord(
   via: Via,
-  request: Pick<DecisionRequest, 'subject' | 'person' | 'action' | 'resource' | 'context' | 'now'> & Partial<Pick<DecisionRequest, 'resourceAttributes' | 'usage' | 'approved' | 'entities'>>,
+  request: Pick<DecisionRequest, 'subject' | 'person' | 'action' | 'resource' | 'context' | 'now' | 'chain'> & Partial<Pick<DecisionRequest, 'resourceAttributes' | 'usage' | 'approved' | 'entities'>>,
   d: PipelineDecision,
   issued?: string,
   caller?: string,
 ): AuditInput {
   const bind = via === 'bind';
+  const chain = request.chain && request.chain.agents.length > 1 ? request.chain.agents.map((a) => a.id) : undefined;
   return {
     kind: bind ? 'token' : 'decision',
     time: Math.floor(request.now / 1000),
@@ -121,6 +125,7 @@ export function auditRecord(
     reason: bind && d.decision === 'allow' && issued !== undefined ? issued : withRelations(d),
     policy_version: d.policyVersion,
     ...(caller !== undefined ? { caller } : {}),
+    ...(chain ? { chain } : {}),
     ...(bind ? {} : { facts: auditFacts(request) }),
   };
 }

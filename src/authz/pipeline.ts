@@ -12,7 +12,9 @@ import type { PipelineCause } from './cause.js';
 import { usageLimitsFor, type Attributes, type DecisionRequest, type PolicySet, type SubjectFacts } from './policy-interface.js';
 import { relationshipGraph } from './relationships.js';
 import { checkTransactionToken } from './transaction-tokens.js';
-import { countersFor, peekUsage, usageBatch, type Counter } from './budgets.js';
+import { countersFor, peekUsage, peekValues, usageBatch, type Counter } from './budgets.js';
+import { chainCounters, chainFacts, chainStates, decideChain, usageByAgent, type ChainRequest, type TokenChain } from './chain.js';
+import type { AgentState } from './agent-cache.js';
 import type { Store } from '../store/index.js';
 import { isStoreUnavailable, StoreUnavailableError } from '../store/unavailable.js';
 
@@ -143,7 +145,7 @@ async function measured(ctx: AppContext, via: Via, agentId: string, asked: Asked
 }
 
 /** Facts known before the agent's are loaded: enough for the record of an early refusal. */
-function early(agentId: string, userId: string | null, req: Action, now: number): Parameters<typeof auditRecord>[1] {
+function early(agentId: string, userId: string | null, req: Action, now: number, chain?: TokenChain | null): Parameters<typeof auditRecord>[1] {
   return {
     subject: { type: 'agent', id: agentId, roles: [], groups: [], permissions: [], attributes: {} },
     person: userId !== null ? { id: userId, roles: [], groups: [], permissions: [], attributes: {} } : null,
@@ -151,6 +153,7 @@ function early(agentId: string, userId: string | null, req: Action, now: number)
     resource: req.resource,
     context: req.context,
     now,
+    ...(chain ? { chain: { agents: chain.agents.map((id) => ({ type: 'agent', id, roles: [], groups: [], permissions: [], attributes: {} })) } } : {}),
   };
 }
 
@@ -209,10 +212,18 @@ async function run(ctx: AppContext, req: Exclude<AuthorizeRequest, { via: 'authz
       return record(ctx, req.via, early(agentId, matched.userId, req, now), denial(AUTHORIZATION_DETAILS_EXCEEDED, version));
     }
   }
+  // A delegation chain still holds: every agent of it, the consent, the sub-agents, the session.
+  let chain: AgentState[] | null = null;
+  if (matched.chain && matched.userId !== null) {
+    const held = await chainStates(ctx, matched.chain, matched.userId, action);
+    if ('refused' in held) return record(ctx, req.via, early(agentId, matched.userId, req, now, matched.chain), denial(held.refused, version));
+    chain = held.agents;
+  }
 
-  // 3–7. The decision order on the current facts.
+  // 3–7. The decision order on the current facts (over every agent of a chain).
   const [facts, relationships] = await Promise.all([loadFacts(ctx, state, matched.userId, resource), relationshipGraph(ctx).current()]);
   const request: DecisionRequest = { ...facts, action, resource, context, now, relationships };
+  if (chain && chain.length > 1) request.chain = { agents: chainFacts(chain, facts.person) };
   const binding = req.via === 'bind' ? `transaction token ${req.txn}` : undefined;
   return decisionOrder(ctx, { via: req.via, txn: matched.txn, binding, name: state.agent.name }, policy.set, request);
 }
@@ -229,16 +240,16 @@ async function tokenMatches(
   ctx: AppContext,
   req: Exclude<AuthorizeRequest, { via: 'authzen' }>,
   agentId: string,
-): Promise<{ userId: string | null; txn: string | null } | { userId: string | null; refused: PipelineCause }> {
+): Promise<{ userId: string | null; txn: string | null; chain: TokenChain | null } | { userId: string | null; refused: PipelineCause }> {
   const { action, resource, context } = req;
   if (req.via === 'decision') {
     const checked = await checkTransactionToken(ctx, req.transactionToken, { agentId, action, resource, context });
     if ('why' in checked) return { userId: null, refused: { code: 'invalid_transaction_token', why: checked.why } };
-    return { userId: checked.userId, txn: checked.txn };
+    return { userId: checked.userId, txn: checked.txn, chain: checked.chain };
   }
   const userId = req.principal.userId;
   if (!req.principal.capabilities.includes(action)) return { userId, refused: { code: 'not_granted', action, missing: 'capability' } };
-  return { userId, txn: null };
+  return { userId, txn: null, chain: req.principal.chain };
 }
 
 /**
@@ -253,7 +264,7 @@ async function decisionOrder(ctx: AppContext, mode: Mode, policy: PolicySet | nu
     return decideOnCounters(ctx, mode.via as 'decision' | 'mcp' | 'authzen', policy!, request, counters, mode.txn, mode.name, mode.caller);
   }
   if (counters.length) await readLimits(ctx, counters, request);
-  let decision = decideOn(request, policy);
+  let decision = decideChain(request, policy);
 
   if (mode.via === 'bind') {
     // A binding checks the limits only; rules and grants are the decision's.
@@ -280,12 +291,14 @@ export async function decideDry(ctx: AppContext, policy: PolicySet, request: Dec
   if (counters.length) await readLimits(ctx, counters, request);
   // The same relationships as a decision's, so that asking agrees with acting.
   request.relationships ??= await relationshipGraph(ctx).current();
-  return decideOn(request, policy);
+  return decideChain(request, policy);
 }
 
 /** Step 3 without consuming (bind, dry): the usage now, for the policy's limits to read. */
-async function readLimits(ctx: AppContext, counters: Counter[], request: DecisionRequest): Promise<void> {
-  request.usage = await peekUsage(ctx.store, counters, Math.floor(request.now / 1000));
+async function readLimits(ctx: AppContext, counters: Counter[], request: ChainRequest): Promise<void> {
+  const t = Math.floor(request.now / 1000);
+  if (request.chain) request.chainUsage = usageByAgent(counters, await peekValues(ctx.store, counters, t));
+  else request.usage = await peekUsage(ctx.store, counters, t);
 }
 
 /**
@@ -294,6 +307,9 @@ async function readLimits(ctx: AppContext, counters: Counter[], request: Decisio
  */
 export function countersOf(request: DecisionRequest, policy: PolicySet): Counter[] {
   if (request.subject.type !== 'agent') return [];
+  // A chain's: every agent's counters, so that a sub-agent's use counts against each agent above it.
+  const chained = chainCounters(request, policy);
+  if (chained) return chained;
   const limits = usageLimitsFor(request, policy);
   if (!limits.length) return [];
   const personId = request.person && request.person.id !== '' ? request.person.id : null;
@@ -319,20 +335,20 @@ async function decideOnCounters(
 ): Promise<AuthorizeResult> {
   let outcome: { decision: PipelineDecision; approvalId?: string };
   // The usage the decision read, kept with its record for replay.
-  let read: DecisionRequest['usage'];
+  let usageRead: DecisionRequest['usage'];
   try {
     ({ outcome } = await usageBatch(ctx).run({
       counters,
       t: Math.floor(request.now / 1000),
       txn,
-      async judge(usage, tx: Store) {
-        const judged: DecisionRequest = { ...request, usage };
-        read = usage;
-        const first = decideOn(judged, policy);
+      async judge(usage, tx: Store, read) {
+        const judged: ChainRequest = { ...request, usage, ...(request.chain ? { chainUsage: usageByAgent(read.counters, read.values) } : {}) };
+        usageRead = usage;
+        const first = decideChain(judged, policy);
         if (first.decision !== 'approval_required') return { decision: first };
         return approvalStep(tx, policy, judged, first, agentName);
       },
-      record: (done, changes) => ({ ...auditRecord(via, { ...request, usage: read }, done.decision, undefined, caller), ...(changes.length ? { usage: changes } : {}) }),
+      record: (done, changes) => ({ ...auditRecord(via, { ...request, usage: usageRead }, done.decision, undefined, caller), ...(changes.length ? { usage: changes } : {}) }),
     }));
   } catch (err) {
     // Nothing of the turn's transaction holds (no consumption, no record); without the database, no answer at all.
@@ -398,7 +414,7 @@ async function approvalStep(
     await store.lockAction(key);
     const latest = await store.latestForAction(key);
     if (latest?.state === 'approved') {
-      const approved = decideOn({ ...request, approved: true }, policy);
+      const approved = decideChain({ ...request, approved: true }, policy);
       if (approved.decision !== 'allow') return { decision: approved };
       // Allowed once: only the caller that consumes the approval gets the allow.
       if (await store.consume(latest.id)) return { decision: approved };

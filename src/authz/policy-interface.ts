@@ -20,3 +20,4 @@ export {
 } from '../policy/index.js';
 
 export type { UsageCheck, UsageFacts } from '../policy/usage.js';
+export { chainAgents, decideOverChain } from '../policy/chain.js';

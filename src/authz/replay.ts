@@ -7,8 +7,8 @@
 //     (subject, person, object attributes, entities, usage of limits over time, the clock);
 //     a record without facts (written before records kept them) is rebuilt from the current
 //     facts where a loader is given, else left out; both are counted in `notes`;
-//  3. decide it with the draft through the pipeline's decideOn (relationships as they are now:
-//     they are not kept in records);
+//  3. decide it with the draft as the pipeline does (decideChain: over a delegation chain's
+//     agents where the record has one), relationships as they are now (records do not keep them);
 //  4. group the records whose decision changes by (recorded decision → draft decision), with up
 //     to EXAMPLES real examples each.
 // Pure but for reading the trail and the loader; never writes.
@@ -16,7 +16,7 @@
 import type { AuditRecord } from '../store/audit.js';
 import type { Store } from '../store/index.js';
 import type { AuditFacts } from './core.js';
-import { decideOn } from './core.js';
+import { decideChain } from './chain.js';
 import { atomsOf, relQuestionsOf } from '../policy/ast.js';
 import type { Attributes, DecisionRequest, PersonFacts, PolicySet, SubjectFacts } from './policy-interface.js';
 
@@ -70,6 +70,7 @@ export function requestOf(r: AuditRecord, facts: AuditFacts): DecisionRequest {
   if (facts.usage) req.usage = facts.usage;
   if (facts.approved) req.approved = true;
   if (facts.entities) req.entities = new Map(Object.entries(facts.entities));
+  if (facts.chain) req.chain = facts.chain;
   return req;
 }
 
@@ -114,7 +115,7 @@ export class ReplayTally {
 /** Re-decide the window's decision records under the draft. */
 export async function replay(store: Pick<Store, 'audit'>, draft: PolicySet, opts: ReplayOptions): Promise<ReplayResult> {
   const tally = new ReplayTally();
-  let withoutFacts = 0, fromCurrent = 0, redacted = 0;
+  let withoutFacts = 0, fromCurrent = 0, redacted = 0, chains = 0;
   const redactedRead = new Set<string>();
   let before: number | undefined;
   for (;;) {
@@ -132,7 +133,8 @@ export async function replay(store: Pick<Store, 'audit'>, draft: PolicySet, opts
         if (typeof v === 'object' && v !== null && Object.hasOwn(v, '$redacted')) { redacted++; if (readsField(draft, k)) redactedRead.add(k); }
       }
       if (opts.relationships) req.relationships = opts.relationships;
-      tally.add(r, decideOn(req, draft).decision);
+      if (req.chain) chains++;
+      tally.add(r, decideChain(req, draft).decision);
     }
     if (page.length < PAGE) break;
     before = page[page.length - 1]!.seq;
@@ -140,6 +142,7 @@ export async function replay(store: Pick<Store, 'audit'>, draft: PolicySet, opts
   const notes: string[] = [];
   if (fromCurrent) notes.push(`${fromCurrent} decisions were recorded without the facts they read: replayed with the current subject, person and object attributes`);
   if (withoutFacts) notes.push(`${withoutFacts} decisions were recorded without the facts they read and were not replayed (the server's POST /admin/v1/policy/replay replays them with the current facts)`);
+  if (chains) notes.push(`${chains} decisions went through a delegation chain: each agent's own usage of limits over time is not kept, and was read as none`);
   if (readsRelationships(draft)) notes.push(opts.relationships ? 'relationships are not kept in records: the draft read them as they are now' : 'relationships are not kept in records and were not read: relation grants and relationship questions answered as with none');
   if (redactedRead.size) notes.push(`the draft reads context fields kept only as digests (${[...redactedRead].sort().join(', ')}): their conditions fail closed on replay`);
   else if (redacted) notes.push('some context fields are kept only as digests; the draft does not read them');

@@ -3,6 +3,7 @@ import type { AppContext } from '../context.js';
 import { sameJson } from './canonical.js';
 import { verifiedTokens } from './verified-tokens.js';
 import { nowSeconds } from '../clock.js';
+import { DELEGATION_CLAIM, tokenChainOf, type TokenChain } from './chain.js';
 
 export const TRANSACTION_TOKEN_TTL = 60;
 export const TRANSACTION_TOKEN_TYP = 'txntoken+jwt';
@@ -37,7 +38,7 @@ export async function checkTransactionToken(
   ctx: AppContext,
   token: string | undefined,
   bound: { agentId: string; action: string; resource: string; context: Record<string, unknown> },
-): Promise<{ userId: string | null; txn: string | null } | { why: string }> {
+): Promise<{ userId: string | null; txn: string | null; chain: TokenChain | null } | { why: string }> {
   if (!token) return { why: 'missing' };
   const read = await readTransactionToken(ctx, token);
   if ('why' in read) return read;
@@ -49,5 +50,10 @@ export async function checkTransactionToken(
   if (tctx.resource !== bound.resource) return { why: 'bound to another resource' };
   if (!sameJson(tctx.context ?? {}, bound.context)) return { why: 'bound to other details (context)' };
   const sub = typeof claims.sub === 'string' ? claims.sub : bound.agentId;
-  return { userId: sub !== bound.agentId ? sub : null, txn: typeof claims.txn === 'string' ? claims.txn : null };
+  let chain: TokenChain | null = null;
+  if (claims[DELEGATION_CLAIM] !== undefined) {
+    chain = tokenChainOf(claims);
+    if (!chain || sub === bound.agentId || chain.agents[chain.agents.length - 1] !== bound.agentId) return { why: 'malformed delegation chain' };
+  }
+  return { userId: sub !== bound.agentId ? sub : null, txn: typeof claims.txn === 'string' ? claims.txn : null, chain };
 }

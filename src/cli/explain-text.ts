@@ -28,6 +28,7 @@ export function explainText(req: DecisionRequest, d: Pick<Decision, 'decision' |
   if (assumed.length) out.push(`assuming: ${assumed.join(', ')}`);
   const who = `${req.subject.type} ${req.subject.id}${req.person ? ` for ${req.person.id}` : ''}`;
   out.push(`request: ${who} ${req.action} ${req.resource} ${JSON.stringify(req.context ?? {})}`);
+  if (req.chain && req.chain.agents.length > 1) out.push(`chain: ${req.chain.agents.map((a) => a.id).join(' → ')} (every agent decided; the last acts)`);
   if (req.resourceAttributes && Object.keys(req.resourceAttributes).length) out.push(`resource attributes: ${JSON.stringify(req.resourceAttributes)}`);
   if (Number.isFinite(req.now)) out.push(`now: ${new Date(req.now).toISOString()}`);
   if (req.usage && Object.keys(req.usage).length) out.push(`usage: ${Object.entries(req.usage).map(([k, v]) => `${k} = ${v}`).join(', ')}`);

@@ -192,6 +192,7 @@ export async function validateRequest(ctx: AppContext, app: Application, q: Para
     throw errors.invalidRequest('state, nonce or login_hint is too long');
   }
 
+  const delegate = await delegationAsked(ctx, q);
   return {
     client_id: app.client_id,
     redirect_uri: redirectUri,
@@ -205,7 +206,30 @@ export async function validateRequest(ctx: AppContext, app: Application, q: Para
     login_hint: loginHint,
     resource: await checkResource(ctx, single(q, 'resource')),
     authorization_details: await parseAuthorizationDetails(ctx, q.authorization_details),
+    ...(delegate ? { delegate } : {}),
   };
+}
+
+/**
+ * `delegate_agent=<agent id>` (optional `delegate_capabilities`, space-separated, default all
+ * the agent holds): the client asks the person, on the consent page, to let that delegated
+ * agent act for them (token exchange); the access token then names it in `may_act`.
+ */
+async function delegationAsked(ctx: AppContext, q: Params): Promise<AuthorizationParams['delegate'] | undefined> {
+  const agentId = single(q, 'delegate_agent');
+  const named = single(q, 'delegate_capabilities');
+  if (agentId === undefined) {
+    if (named !== undefined) throw errors.invalidRequest('delegate_capabilities without delegate_agent');
+    return undefined;
+  }
+  const agent = agentId.length <= 512 ? await ctx.store.agents.get(agentId) : undefined;
+  if (!agent || agent.revoked || agent.mode !== 'delegated') throw errors.invalidRequest('delegate_agent is not a delegated agent of this project');
+  const held = agent.capabilities.map((c) => c.name);
+  const capabilities = named === undefined ? held : [...new Set(named.split(' ').filter(Boolean))];
+  const unknown = capabilities.filter((c) => !held.includes(c));
+  if (unknown.length) throw errors.invalidRequest(`delegate_capabilities: not a capability of the agent: ${unknown.join(', ').slice(0, 200)}`);
+  if (!capabilities.length) throw errors.invalidRequest('delegate_capabilities: the agent holds no capability to give');
+  return { agent_id: agent.agent_id, capabilities };
 }
 
 /** GET (or POST) /oauth/authorize. */
@@ -335,8 +359,13 @@ export async function continueAuthorization(
     return goTo(step === 'otp' ? '/login/otp' : '/login/passkey');
   }
 
-  // 4. Consent for a third-party application, and for any request with authorization details
-  // (each is a one-time approval of exactly what it says: nothing remembered covers it)
+  // 4. Consent for a third-party application, for any request with authorization details
+  // (each is a one-time approval of exactly what it says: nothing remembered covers it), and
+  // always for an agent to act for the person
+  if (p.delegate && !pending.consented) {
+    if (silent) return fail(consentRequired('the person has not let this agent act for them'));
+    return goTo('/consent');
+  }
   const detailed = !!p.authorization_details?.length;
   if ((!app.first_party || detailed) && !pending.consented) {
     const had = await ctx.store.oauth.consentedScopes(user.id, app.client_id);

@@ -8,6 +8,7 @@ import { csrfToken, verifyCsrf } from './csrf.js';
 import { formBody } from './params.js';
 import { loadPending } from './pending.js';
 import { currentSession } from './session.js';
+import { grantDelegation } from '../agents/delegation.js';
 import { declaredTypes } from './authorization-details.js';
 import { isDocumentClientId } from './client-metadata-document.js';
 
@@ -30,11 +31,15 @@ export function consentForm(ctx: AppContext): RequestHandler {
       applicationName: app?.name ?? pending.client_id,
       userEmail: signedIn.user.email,
       scopes: pending.params.scope,
+      ...(pending.params.delegate ? { delegate: { ...pending.params.delegate, name: (await ctx.store.agents.get(pending.params.delegate.agent_id))?.name ?? pending.params.delegate.agent_id } } : {}),
     }));
   };
 }
 
-/** POST /consent: `decision=approve` remembers the scopes for (person, application); `deny` → access_denied. */
+/**
+ * POST /consent: `decision=approve` remembers the scopes for (person, application), and the
+ * agent the client asked to act for the person (`delegate_agent`); `deny` → access_denied.
+ */
 export function consentSubmit(ctx: AppContext): RequestHandler {
   return async (req, res) => {
     const body = formBody(req);
@@ -44,6 +49,12 @@ export function consentSubmit(ctx: AppContext): RequestHandler {
     if (!signedIn) return void res.redirect(302, `/login?request=${encodeURIComponent(pending.id)}`);
     if (!verifyCsrf(req)) return void res.redirect(302, `/consent?request=${encodeURIComponent(pending.id)}`);
     if (body.decision === 'approve') {
+      const asked = pending.params.delegate;
+      if (asked) {
+        // Added to what the person already allows that agent (never narrowed from here).
+        const had = (await ctx.store.delegations.get(signedIn.user.id, asked.agent_id))?.capabilities ?? [];
+        await grantDelegation(ctx, signedIn.user.id, asked.agent_id, [...new Set([...had, ...asked.capabilities])], 'user');
+      }
       await ctx.store.oauth.addConsent(signedIn.user.id, pending.client_id, pending.params.scope);
       await ctx.store.oauth.markRequestConsented(pending.id);
       return await continueAuthorization(ctx, req, res, { ...pending, consented: true }, signedIn);

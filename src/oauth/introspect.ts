@@ -40,6 +40,9 @@ export function introspectEndpoint(ctx: AppContext): RequestHandler {
       token_type: 'Bearer',
       aud: claims.aud,
       ...(claims.jti ? { jti: claims.jti } : {}),
+      // The delegation the token carries: who acts (nested per hop, RFC 8693), who may act.
+      ...(claims.act !== undefined ? { act: claims.act } : {}),
+      ...(claims.may_act !== undefined ? { may_act: claims.may_act } : {}),
       ...(claims.authorization_details !== undefined ? { authorization_details: claims.authorization_details } : {}),
     });
   };

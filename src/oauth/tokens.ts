@@ -5,6 +5,7 @@ import type { Grant } from '../store/oauth.js';
 import type { User } from '../store/users.js';
 import { mayUseApplication } from './built-in-applications.js';
 import { nowSeconds } from '../clock.js';
+import { mayActOf } from '../authz/chain.js';
 
 /** Lifetimes in seconds (access tokens 900 s; the others are listed in docs/sign-in.md). */
 export const ACCESS_TOKEN_TTL = 900;
@@ -37,9 +38,13 @@ export async function issueServiceAccessToken(
   );
 }
 
-/** A person's access token: `aud` is the resource asked for, else the client. */
+/**
+ * A person's access token: `aud` is the resource asked for, else the client. `may_act` names
+ * the agents the person lets act for them (token exchange), when there are any.
+ */
 export async function issuePersonAccessToken(ctx: AppContext, user: User, grant: Grant, scope: string[]): Promise<string> {
   const iat = nowSeconds(ctx.clock);
+  const mayAct = mayActOf(await ctx.store.delegations.listForUser(user.id));
   return ctx.keys.sign(
     'RS256',
     {
@@ -57,6 +62,7 @@ export async function issuePersonAccessToken(ctx: AppContext, user: User, grant:
       acr: grant.acr,
       groups: user.groups,
       roles: user.roles,
+      ...(mayAct ? { may_act: mayAct } : {}),
       // RFC 9396 section 9.1: what the person approved, for the resource server to enforce.
       ...(grant.authorization_details?.length ? { authorization_details: grant.authorization_details } : {}),
     },

@@ -18,6 +18,14 @@ export interface AccountConsent {
   updated_at: number;
 }
 
+/** An agent the person lets act for them. */
+export interface AccountDelegation {
+  agent_id: string;
+  name: string;
+  capabilities: string[];
+  created_at: number;
+}
+
 export interface AccountPageInput {
   csrf: string;
   user: User;
@@ -28,6 +36,7 @@ export interface AccountPageInput {
   passkeys: PasskeyCredential[];
   sessions: AccountSession[];
   consents: AccountConsent[];
+  delegations: AccountDelegation[];
   message?: { text: string; kind: 'info' | 'error' };
 }
 
@@ -163,6 +172,29 @@ ${body}
 </section>`;
 }
 
+function delegationsSection(p: AccountPageInput): string {
+  const body = p.delegations.length
+    ? `<ul class="items">
+${p.delegations.map((d) => `<li class="delegation-item">
+<strong>${escapeHtml(d.name)}</strong> <span class="muted">(${escapeHtml(d.agent_id)})</span>
+<div class="muted">may: ${escapeHtml(d.capabilities.join(', ') || 'nothing')} · since ${time(d.created_at)}</div>
+${form('/account/agents/withdraw', p.csrf, `${hiddenInput('agent_id', d.agent_id)}<button type="submit">Stop this agent acting for you</button>`, 'inline')}
+</li>`).join('\n')}
+</ul>`
+    : '<p>No agent acts for you.</p>';
+  const grant = p.fresh
+    ? form('/account/agents/allow', p.csrf, `<label>Agent ID <input name="agent_id" required maxlength="512"></label>
+<label>Capabilities (separated by spaces; none: all the agent holds) <input name="capabilities" maxlength="4000"></label>
+<button type="submit">Let this agent act for me</button>`)
+    : '<p class="muted">Sign in again to let another agent act for you.</p>';
+  return `<section id="agents" aria-labelledby="agents-h">
+<h2 id="agents-h">Agents acting for you</h2>
+<p class="muted">An agent you allow here may obtain tokens acting for you (and hand work to the sub-agents it lists), with at most the capabilities you name. Stopping it stops every token it and its sub-agents hold at their next use.</p>
+${body}
+${grant}
+</section>`;
+}
+
 /**
  * The person's own page: profile, passkeys, authenticator app, sessions and the applications
  * they allowed. Every change is a POST form with the CSRF value; only adding a passkey needs
@@ -178,7 +210,8 @@ ${profileSection(p)}
 ${passkeysSection(p)}
 ${totpSection(p)}
 ${sessionsSection(p)}
-${consentsSection(p)}`,
+${consentsSection(p)}
+${delegationsSection(p)}`,
     { wide: true, scripts: PASSKEY_SCRIPTS },
   );
 }

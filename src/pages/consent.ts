@@ -19,6 +19,8 @@ export interface ConsentPageInput {
   /** RFC 9396: exactly what the person approves, beyond the scopes */
   authorizationDetails?: readonly Record<string, unknown>[];
   typeDescriptions?: ReadonlyMap<string, string>;
+  /** an agent the application asks to act for the person */
+  delegate?: { agent_id: string; name: string; capabilities: string[] };
 }
 
 /** Consent for a third-party application: the scopes, and approve / deny buttons named `decision`. */
@@ -33,6 +35,11 @@ export function consentPage(p: ConsentPageInput): string {
 ${items}
 </ul>
 ${p.authorizationDetails?.length ? `<p>and, exactly:</p>\n${authorizationDetailsHtml(p.authorizationDetails, p.typeDescriptions)}` : ''}
+${p.delegate ? `<p>It also asks you to let the agent <strong>${escapeHtml(p.delegate.name)}</strong> <span class="muted">(${escapeHtml(p.delegate.agent_id)})</span> act for you, with:</p>
+<ul class="delegation">
+${p.delegate.capabilities.map((c) => `<li><code>${escapeHtml(c)}</code></li>`).join('\n')}
+</ul>
+<p class="muted">You can stop it at any time from your account page.</p>` : ''}
 <form method="post" action="/consent">
 ${hiddenInput('csrf', p.csrf)}
 ${hiddenInput('request', p.requestId)}

@@ -14,9 +14,9 @@ export type Scalar = number | string | boolean;
 /** A literal as written: a scalar or a (possibly nested, then invalid) list. */
 export type Literal = Scalar | Literal[];
 
-/** Where a path starts: the request's context, the acting subject, its person, the object, the clock, the action. */
-export type Root = 'context' | 'subject' | 'person' | 'resource' | 'time' | 'action';
-export const ROOTS: readonly Root[] = ['context', 'subject', 'person', 'resource', 'time', 'action'];
+/** Where a path starts: the request's context, the acting subject, its person, the object, the clock, the action, the delegation chain. */
+export type Root = 'context' | 'subject' | 'person' | 'resource' | 'time' | 'action' | 'chain';
+export const ROOTS: readonly Root[] = ['context', 'subject', 'person', 'resource', 'time', 'action', 'chain'];
 
 /**
  * A path into the request: `context.amount` (or bare `amount`), `resource.owner.team`,

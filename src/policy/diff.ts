@@ -60,6 +60,8 @@ export interface ExampleRequest {
   now?: string | null;
   /** Prior usage by usage key (`{"count per 1h": 3}`), when the limits count any. */
   usage?: Record<string, number>;
+  /** A delegation chain's agents, first to current (the subject), when the region depends on its depth. */
+  chain?: string[];
 }
 
 export interface Change {
@@ -1184,6 +1186,7 @@ export function exampleOf(req: DecisionRequest, space: Space): ExampleRequest {
   if (req.resourceAttributes && Object.keys(req.resourceAttributes).length) ex.resource_attributes = req.resourceAttributes;
   if (space.timeDims.length) ex.now = Number.isFinite(req.now) ? new Date(req.now).toISOString() : null;
   if (req.usage) ex.usage = { ...req.usage };
+  if (req.chain && req.chain.agents.length > 1) ex.chain = req.chain.agents.map((a) => a.id);
   return ex;
 }
 

@@ -2,6 +2,7 @@
 // the data (each rule with the values it read and why it applied or not); the
 // CLI prints it.
 
+import { decideOverChain } from './chain.js';
 import type { Decision, DecisionRequest, PersonFacts, SubjectFacts } from './types.js';
 import type { PolicySet } from './compile.js';
 import { decideWith } from './decide.js';
@@ -9,7 +10,8 @@ import { readUsageFacts } from './usage.js';
 
 /** The decision with a full trace: every rule of the action and object, what it read, and why it applied or not. */
 export function explainDecision(request: DecisionRequest, set: PolicySet): Decision {
-  return decideWith(request, set, { explain: true });
+  // Over a delegation chain, every agent's decision, as the server makes it.
+  return decideOverChain(request, (r) => decideWith(r, set, { explain: true }));
 }
 
 type Raw = Record<string, any>;
@@ -83,6 +85,17 @@ export function completeRequest(raw: unknown, clock: () => number = Date.now): {
   else if (r.now === null) request.now = NaN;
   else { request.now = clock(); assumed.push(Number.isFinite(request.now) ? `now ${new Date(request.now).toISOString()}` : 'no clock'); }
   if (r.approved === true) request.approved = true;
+  // A delegation chain, first agent to current: agent IDs or agent objects (`{id, attributes}`);
+  // the subject is its last agent (added when the list stops above it).
+  if (Array.isArray(r.chain) && subject.type === 'agent') {
+    const agents = r.chain.flatMap((a: unknown): SubjectFacts[] => {
+      const o = typeof a === 'string' ? { id: a } : obj(a);
+      if (!o || typeof o.id !== 'string') return [];
+      return [{ type: 'agent', id: o.id, mode: 'delegated', roles: strings(o.roles) ?? [], groups: [], permissions: strings(o.permissions) ?? [], attributes: obj(o.attributes) ?? {}, capabilities: subject.capabilities ?? [] }];
+    });
+    if (agents.length && agents[agents.length - 1]!.id === subject.id) agents.pop();
+    if (agents.length) request.chain = { agents: [...agents, subject] };
+  }
   // Prior usage of limits over time, as `{"count per 1h": 19}`; keys that do not read are left out.
   if (r.usage !== undefined) request.usage = readUsageFacts(r.usage).usage;
   return { request, assumed };

@@ -4,7 +4,7 @@
 
 export type {
   SourceFile, Diagnostic, ConditionOp, JsonRule, JsonFieldCondition, JsonExprCondition, JsonLimits, PolicySetSource,
-  Attributes, SubjectFacts, PersonFacts, DecisionRequest, DecisionValue, DecisionCause, ValueRead, TraceStep, Decision,
+  Attributes, SubjectFacts, PersonFacts, DecisionRequest, DelegationChain, DecisionValue, DecisionCause, ValueRead, TraceStep, Decision,
 } from './types.js';
 export type { PolicySet } from './compile.js';
 export { formatDiagnostic } from './diagnostics.js';

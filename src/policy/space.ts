@@ -165,7 +165,10 @@ export function normalize(p: PathNode, kind: PrincipalKind): PathNode {
   return { type: 'path', root: p.root, segs: p.segs };
 }
 
-type Status = 'free' | 'optionalString' | 'string' | 'list' | 'fixed' | 'time';
+type Status = 'free' | 'optionalString' | 'string' | 'list' | 'fixed' | 'time' | 'depth';
+
+/** The depths a delegation chain can have (the pipeline refuses deeper ones). */
+export const CHAIN_DEPTHS = [1, 2, 3, 4, 5];
 
 export function statusOf(p: PathNode, kind: PrincipalKind): { status: Status; fixed?: { present: boolean; value?: unknown } } {
   if (p.root === 'context') return { status: 'free' };
@@ -177,6 +180,16 @@ export function statusOf(p: PathNode, kind: PrincipalKind): { status: Status; fi
     return { status: 'free' };
   }
   if (p.root === 'person' && kind === 'auto') return { status: 'fixed', fixed: { present: false } };
+  if (p.root === 'chain') {
+    // Without a person there is no chain: depth 0, no agents. A delegated agent's chain is 1 to 5 deep.
+    if ((first === 'depth' || first === 'agents') && deep) return { status: 'fixed', fixed: { present: false } };
+    if (kind !== 'deleg') {
+      if (first === 'depth') return { status: 'fixed', fixed: { present: true, value: 0 } };
+      return first === 'agents' ? { status: 'fixed', fixed: { present: true, value: [] } } : { status: 'fixed', fixed: { present: false } };
+    }
+    if (first === 'depth') return { status: 'depth' };
+    throw new SpaceTooLarge(`chain.${p.segs.join('.')}: the agents of a delegation chain (and their attributes) are not part of the modelled request space; only chain.depth is`);
+  }
   const builtins = BUILTINS[p.root];
   if (!Object.hasOwn(builtins, first)) return { status: 'free' };
   if (deep) return { status: 'fixed', fixed: { present: false } };
@@ -460,7 +473,10 @@ export function buildSpace(reading: Reading, principal: Principal, grants: { sub
     const cells: Cell[] = [];
     const scalars = scalarOf(u) as ScalarType[];
     const items = itemOf(u) as ScalarType[];
-    if (st === 'time') {
+    if (st === 'depth') {
+      // Exact: one cell per depth a chain can have.
+      for (const n of CHAIN_DEPTHS) cells.push({ t: 'num', lo: n, hi: n, point: true });
+    } else if (st === 'time') {
       if (scalars.includes('number')) cells.push(...numberCells(u.nums));
       else cells.push(...stringCells(u.strs, new Set()));
       cells.push({ t: 'missing' });
@@ -1262,6 +1278,12 @@ function assemble(space: Space, vals: Map<string, Val>, now: number, grantSubjec
     const e = get('person.email');
     if (e?.present) person.email = e.value as string;
     request.person = person;
+    // A chain of the depth chosen: the subject acting last, for agents standing in above it.
+    const depth = get('chain.depth');
+    if (depth?.present && typeof depth.value === 'number' && depth.value > 1) {
+      const above = Array.from({ length: depth.value - 1 }, (_, i): SubjectFacts => ({ ...subject, id: `${subject.id}~above-${i + 1}` }));
+      request.chain = { agents: [...above, subject] };
+    }
   }
   return request;
 }

@@ -113,6 +113,17 @@ export interface DecisionRequest {
    * reference not in the map is not followed (the caller did not load it: missing).
    */
   entities?: ReadonlyMap<string, Attributes | null>;
+  /**
+   * A delegation chain of more than one agent: the agents acting for `person`, first (the one
+   * the person let act for them) to last (the subject, acting now). Every one of them must be
+   * granted the action (the pipeline decides once per agent); rules read it as `chain.*`.
+   */
+  chain?: DelegationChain;
+}
+
+/** The agents of a delegation chain, first to current, each with its facts. */
+export interface DelegationChain {
+  agents: SubjectFacts[];
 }
 
 export type DecisionValue = 'allow' | 'deny' | 'approval_required';

@@ -7,6 +7,10 @@
 //                  agent acts for; for a person acting directly (subject type user), the subject.
 //   resource.<a>   id and type from `<type>:<id>`; else the resource's attributes
 //   time.<p>       hour, minute, weekday, date (in the rule's time zone), epoch
+//   chain.<a>      depth (how many agents act for the person: 0 for an agent acting alone or a
+//                  person, 1 for one agent, more through sub-agents), agents (their IDs, first
+//                  to current); else the list of the chain's agents' attributes.<a> (those that
+//                  have it; missing when none does)
 //   action         the action asked (`push:repos`); action.verb (`push`), action.kind (`repos`)
 //
 // Deeper segments read nested objects. A value is missing when any step is absent, or
@@ -43,6 +47,8 @@ export interface Env {
   model?: RelationModel;
   /** The request's relationships, for relationship questions; none given: such questions cannot be evaluated. */
   relationships?: RelationshipIndex;
+  /** The agents acting for the person, first to current (one, the subject, for a delegated agent; none without a person). */
+  chain: readonly SubjectFacts[];
   /** Stored entities that references lead to (see DecisionRequest.entities). */
   entities?: ReadonlyMap<string, Attributes | null>;
   /** Paths the schema declares as references, full path → entity type: a string there is an id. */
@@ -66,9 +72,20 @@ export function envOf(req: DecisionRequest): Env {
     now: req.now,
     action: req.action,
     ...(req.relationships ? { relationships: req.relationships } : {}),
+    chain: chainOf(req, subject, person),
     ...(req.entities ? { entities: req.entities } : {}),
   };
 }
+
+const NO_AGENTS: readonly SubjectFacts[] = Object.freeze([]);
+
+/** The agents acting for the person: the request's chain, else the delegated agent itself. */
+function chainOf(req: DecisionRequest, subject: SubjectFacts, person: unknown): readonly SubjectFacts[] {
+  if (isRecord(req.chain) && Array.isArray(req.chain.agents) && req.chain.agents.length) return req.chain.agents;
+  if (subject.type !== 'agent' || !isRecord(person) || typeof person.id !== 'string' || person.id === '') return NO_AGENTS;
+  return [subject];
+}
+
 
 /** The `<type>:<id>` an object names when it is a reference to a stored entity, else null. */
 export function referenceOf(v: unknown): string | null {
@@ -89,6 +106,7 @@ export const BUILTINS: Record<Exclude<Root, 'context'>, Record<string, ValueType
   person: table({ id: 'string', email: 'string', roles: '[string]', groups: '[string]' }),
   resource: table({ id: 'string', type: 'string' }),
   time: table({ hour: 'number', minute: 'number', weekday: 'string', date: 'string', epoch: 'number' }),
+  chain: table({ depth: 'number', agents: '[string]' }),
   action: table({ verb: 'string', kind: 'string' }),
 };
 
@@ -189,6 +207,17 @@ export function compileReader(p: PathNode, zone: string): (env: Env) => Read {
         return verb ? a.slice(0, i) : a.slice(i + 1);
       };
     }
+    case 'chain':
+      if (first === 'depth') return deep ? () => MISSING : (env) => env.chain.length;
+      if (first === 'agents') return deep ? () => MISSING : (env) => env.chain.map((a) => a.id);
+      return (env) => {
+        const out: unknown[] = [];
+        for (const a of env.chain) {
+          const v = step(a.attributes, segs, 0, env, 'chain');
+          if (v !== MISSING) out.push(v);
+        }
+        return out.length ? out : MISSING;
+      };
     case 'time': {
       if (deep) return () => MISSING;
       const f = first as TimeField;

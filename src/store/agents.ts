@@ -14,6 +14,8 @@ export interface Agent {
   capabilities: Capability[];
   /** custom attributes for policy conditions (`subject.<name>`); `{}` when none */
   attributes: Attributes;
+  /** the agents it may hand work to (token exchange by a sub-agent); `[]` when none */
+  sub_agents: string[];
   revoked: boolean;
   revoked_at: number | null;
   created_at: number;
@@ -26,6 +28,7 @@ interface Row {
   public_jwk: string;
   roles: string;
   attributes: string;
+  sub_agents: string | null;
   revoked_at: number | null;
   created_at: number;
   updated_at: number;
@@ -38,6 +41,8 @@ export interface AgentFields {
   roles: string[];
   /** absent: `{}` on create, unchanged on update */
   attributes?: Attributes;
+  /** absent: `[]` on create, unchanged on update */
+  sub_agents?: string[];
 }
 
 const BY_ID = 'SELECT * FROM agents WHERE agent_id = ?';
@@ -52,6 +57,7 @@ const toAgent = (r: Row, caps: { name: string; limits: string }[]): Agent => ({
   roles: parseJson(r.roles, []),
   capabilities: caps.map((c) => ({ name: c.name, limits: parseJson(c.limits, {}) })),
   attributes: attributesOf(r.attributes),
+  sub_agents: parseJson(r.sub_agents, []),
   revoked: r.revoked_at != null,
   revoked_at: r.revoked_at,
   created_at: r.created_at,
@@ -65,6 +71,7 @@ const params = (id: string, f: AgentFields, t: number) => ({
   public_jwk: JSON.stringify(f.public_jwk),
   roles: JSON.stringify(f.roles),
   attributes: f.attributes === undefined ? null : JSON.stringify(f.attributes),
+  sub_agents: f.sub_agents === undefined ? null : JSON.stringify(f.sub_agents),
   t,
 });
 
@@ -81,8 +88,8 @@ export function agentsStore(sql: Sql, clock: Clock) {
     create(id: string, f: AgentFields, capabilities: Capability[]): Promise<Agent> {
       return sql.transaction(async (tx) => {
         await tx.run(
-          `INSERT INTO agents (agent_id, name, mode, public_jwk, roles, attributes, created_at, updated_at)
-           VALUES (@agent_id, @name, @mode, @public_jwk, @roles, COALESCE(CAST(@attributes AS TEXT), '{}'), @t, @t)`,
+          `INSERT INTO agents (agent_id, name, mode, public_jwk, roles, attributes, sub_agents, created_at, updated_at)
+           VALUES (@agent_id, @name, @mode, @public_jwk, @roles, COALESCE(CAST(@attributes AS TEXT), '{}'), COALESCE(CAST(@sub_agents AS TEXT), '[]'), @t, @t)`,
           params(id, f, now()),
         );
         for (const c of capabilities) await tx.run(PUT_CAP, [id, c.name, JSON.stringify(c.limits ?? {})]);
@@ -103,7 +110,8 @@ export function agentsStore(sql: Sql, clock: Clock) {
       return sql.transaction(async (tx) => {
         const changed = await tx.run(
           `UPDATE agents SET name = @name, mode = @mode, public_jwk = @public_jwk, roles = @roles,
-             attributes = COALESCE(CAST(@attributes AS TEXT), attributes), updated_at = @t WHERE agent_id = @agent_id`,
+             attributes = COALESCE(CAST(@attributes AS TEXT), attributes),
+             sub_agents = COALESCE(CAST(@sub_agents AS TEXT), sub_agents), updated_at = @t WHERE agent_id = @agent_id`,
           params(id, f, now()),
         );
         if (changed.changes === 0) return undefined;

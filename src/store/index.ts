@@ -3,6 +3,7 @@ import { agentAuthStore } from './agent-auth.js';
 import { applicationsStore } from './applications.js';
 import { clientRequestsStore } from './client-requests.js';
 import { auditStore } from './audit.js';
+import { delegationsStore } from './delegations.js';
 import { entitiesStore } from './entities.js';
 import { idJagStore } from './id-jag.js';
 import { perTurnFeed, type ChangeFeed } from './changes.js';
@@ -40,6 +41,7 @@ function modules(sql: Sql, changes: ChangeFeed, clock: Clock) {
     roles: rolesStore(sql, clock),
     agents: agentsStore(sql, clock),
     agentAuth: agentAuthStore(sql, clock),
+    delegations: delegationsStore(sql, clock),
     entities: entitiesStore(sql, clock),
     relationships: relationshipsStore(sql, changes, clock),
     rules: rulesStore(sql, clock),

@@ -18,6 +18,8 @@ export interface AuthorizationParams {
   acr_required?: string;
   login_hint?: string;
   resource?: string;
+  /** `delegate_agent` (and `delegate_capabilities`): the client asks the person to let this agent act for them */
+  delegate?: { agent_id: string; capabilities: string[] };
   /** RFC 9396: what the person is asked to approve, checked against the declared types */
   authorization_details?: Record<string, unknown>[];
 }

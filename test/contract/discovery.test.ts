@@ -60,7 +60,7 @@ describe('Discovery document fields: authorization server metadata for agents', 
     expect(d.issuer).toBe(base);
     expect(d.token_endpoint).toBe(`${base}/apis/regional/v1/ai/auth/token`);
     expect(d.jwks_uri).toBe(`${base}/.well-known/jwks.json`);
-    expect([...d.grant_types_supported].sort()).toEqual(['client_credentials', 'urn:ietf:params:oauth:grant-type:jwt-bearer', 'urn:openid:params:grant-type:ciba']);
+    expect([...d.grant_types_supported].sort()).toEqual(['client_credentials', 'urn:ietf:params:oauth:grant-type:jwt-bearer', 'urn:ietf:params:oauth:grant-type:token-exchange', 'urn:openid:params:grant-type:ciba']);
     expect(d.token_endpoint_auth_methods_supported).toEqual(['private_key_jwt']);
     expect(d.token_endpoint_auth_signing_alg_values_supported).toEqual(['EdDSA']);
     expect(d.access_token_signing_alg_values_supported).toEqual(['EdDSA']);

@@ -63,7 +63,7 @@ describe('discovery documents', () => {
       authorization_endpoint: `${base}/oauth/authorize`,
       token_endpoint: `${base}/apis/regional/v1/ai/auth/token`,
       jwks_uri: `${base}/.well-known/jwks.json`,
-      grant_types_supported: ['client_credentials', 'urn:openid:params:grant-type:ciba', 'urn:ietf:params:oauth:grant-type:jwt-bearer'],
+      grant_types_supported: ['client_credentials', 'urn:openid:params:grant-type:ciba', 'urn:ietf:params:oauth:grant-type:jwt-bearer', 'urn:ietf:params:oauth:grant-type:token-exchange'],
       token_endpoint_auth_methods_supported: ['private_key_jwt'],
       token_endpoint_auth_signing_alg_values_supported: ['EdDSA'],
       access_token_signing_alg_values_supported: ['EdDSA'],

@@ -88,6 +88,18 @@ describe('gatehouse policy', () => {
     expect(JSON.parse(j.out)).toMatchObject({ decision: 'approval_required', reason: 'approval_required: approve-medium-refunds' });
     expect(j.code).toBe(4);
   });
+  it('explain: a delegation chain, every agent decided and the chain shown', async () => {
+    const request = {
+      agent: { id: 'helper', permissions: ['create:refunds'] },
+      person: { id: 'ada', permissions: ['create:refunds'] },
+      chain: [{ id: 'boss', permissions: [] }, 'helper'],
+      action: 'create:refunds', resource: 'refund:1', context: { amount: 20, currency: 'USD', channel: 'api' },
+    };
+    const r = await run(['explain', 'v1', '--request', JSON.stringify(request)], dir);
+    expect(r.out).toContain('chain: boss → helper');
+    expect(r.out).toContain('reason: not_granted: create:refunds (agent boss in the chain)');
+    expect(r.code).toBe(3);
+  });
   it('unknown commands exit 2', async () => {
     expect((await run(['frobnicate'], dir)).code).toBe(2);
   });

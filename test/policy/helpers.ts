@@ -349,6 +349,17 @@ export function refRead(req: DecisionRequest, p: PathNode, zone: string): V {
       }
       return walk(who.attributes, p.segs, req.entities);
     }
+    case 'chain': {
+      // An independent reading: the request's chain, else a delegated agent with a person is a chain of one.
+      const person = personOf(req);
+      const agents = req.chain?.agents?.length ? req.chain.agents : req.subject.type === 'agent' && person && person.id ? [req.subject] : [];
+      if (first === 'depth' || first === 'agents') {
+        if (rest.length) return { present: false };
+        return { present: true, value: first === 'depth' ? agents.length : agents.map((a) => a.id) };
+      }
+      const found = agents.map((a) => walk(a.attributes, p.segs)).filter((v) => v.present).map((v) => (v as { value: unknown }).value);
+      return found.length ? { present: true, value: found } : { present: false };
+    }
   }
 }
 

@@ -160,7 +160,7 @@ ${textarea({ ...at('limits'), id: 'new-limits', label: 'Limits', hint: LIMITS_HI
 ${button('Add capability')}`,
   );
 
-  const s = forms.settings ?? emptyForm({ name: a.name, mode: a.mode, roles: a.roles.join(', '), attributes: limitsText(a.attributes) });
+  const s = forms.settings ?? emptyForm({ name: a.name, mode: a.mode, roles: a.roles.join(', '), attributes: limitsText(a.attributes), sub_agents: a.sub_agents.join(', ') });
   const settingsForm = stateForm(
     base,
     person,
@@ -171,6 +171,7 @@ ${select({ ...at('mode'), label: 'Mode', options: MODES })}
 </div>
 ${input({ ...at('roles'), label: 'Roles', hint: 'Comma-separated.' })}
 ${textarea({ ...at('attributes'), label: 'Attributes', hint: ATTRIBUTES_HINT, rows: rowsFor(s.values.attributes), mono: true })}
+${input({ ...at('sub_agents'), label: 'Sub-agents', hint: 'Agent IDs, comma-separated: the agents it may hand work to by token exchange.' })}
 ${button('Save changes')}`,
   );
   const keyForm = stateForm(
@@ -183,6 +184,10 @@ ${button('Replace the key', { kind: 'plain' })}`,
   const danger = forms.danger ?? emptyForm();
   const usage = forms.usage ?? emptyForm();
   const counters = await agentUsage(ctx, a.agent_id);
+  // Where the agent stands in delegation chains: who lets it act for them, who may hand it work.
+  const consents = await ctx.store.delegations.listForAgent(a.agent_id);
+  const parents = (await ctx.store.agents.list()).filter((p) => p.sub_agents.includes(a.agent_id));
+  const agentLinks = (ids: string[]) => ids.map((id) => link(`/console/agents/${seg(id)}`, id)).join(', ') || '—';
   render(ctx, req, res, status, {
     title: a.name,
     section: 'agents',
@@ -191,6 +196,9 @@ ${button('Replace the key', { kind: 'plain' })}`,
 <dt>Agent ID</dt><dd>${code(a.agent_id)}</dd>
 <dt>Roles</dt><dd>${e(a.roles.join(', ') || '—')}</dd>
 <dt>Attributes</dt><dd>${Object.keys(a.attributes).length ? pre(JSON.stringify(a.attributes), 'inline-json') : '—'}</dd>
+<dt>Sub-agents</dt><dd>${agentLinks(a.sub_agents)}</dd>
+<dt>Sub-agent of</dt><dd>${agentLinks(parents.map((p) => p.agent_id))}</dd>
+<dt>Acts for</dt><dd>${consents.length ? consents.map((d) => `${link(`/console/people/${seg(d.user_id)}`, d.user_id)} (${e(d.capabilities.join(', ') || 'nothing')})`).join('; ') : '—'}</dd>
 <dt>Public key</dt><dd>${pre(JSON.stringify(a.public_jwk), 'inline-json')}</dd>
 <dt>Registered</dt><dd>${when(a.created_at)}</dd>
 ${a.revoked ? `<dt>Revoked</dt><dd>${when(a.revoked_at)}</dd>` : ''}
@@ -242,8 +250,8 @@ export function agentPages(router: Router, ctx: AppContext): void {
   action(
     '',
     async ({ id, v, audit }) => {
-      const patch = parseWith(agentPatch, { name: (v.name ?? '').trim(), mode: v.mode, roles: list(v.roles), attributes: jsonField(v, 'attributes', {}) });
-      const agent = await updateAgent(ctx, id, patch, audit((a) => about(id, 'agents.update', { name: a.name, mode: a.mode, roles: a.roles, attributes: a.attributes })));
+      const patch = parseWith(agentPatch, { name: (v.name ?? '').trim(), mode: v.mode, roles: list(v.roles), attributes: jsonField(v, 'attributes', {}), sub_agents: list(v.sub_agents) });
+      const agent = await updateAgent(ctx, id, patch, audit((a) => about(id, 'agents.update', { name: a.name, mode: a.mode, roles: a.roles, attributes: a.attributes, sub_agents: a.sub_agents })));
       return `Agent ${agent.name} saved.`;
     },
     'settings',

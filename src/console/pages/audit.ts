@@ -40,6 +40,13 @@ interface Verification {
   broken: { seq: number; why: string } | null;
 }
 
+/** A decision through a delegation chain: the agents above the actor, first to last, and the person they act for. */
+function chainNote(r: { chain?: string[] | null; user_id: string | null }): string {
+  if (!r.chain || r.chain.length < 2) return '';
+  const above = r.chain.slice(0, -1).map((id) => link(`/console/agents/${seg(id)}`, id)).join(' → ');
+  return `<br><small class="chain">for ${e(r.user_id ?? 'a person')} through ${above}</small>`;
+}
+
 async function auditPage(ctx: AppContext, req: Request, res: Response, verification?: Verification): Promise<void> {
   const v = filterValues(req);
   let query: AuditQuery | undefined;
@@ -73,7 +80,7 @@ ${input({ name: 'until', label: 'Until (UTC)', type: 'datetime-local', value: v.
   const rows = page.data.map((r): Html[] => [
     `${when(r.time)}<br><small>#${e(r.id)}</small>`,
     e(r.kind),
-    r.actor ? `${e(actors.get(r.actor) ?? r.actor)}` : r.agent_id ? link(`/console/agents/${seg(r.agent_id)}`, r.agent_id) : '—',
+    r.actor ? `${e(actors.get(r.actor) ?? r.actor)}` : r.agent_id ? `${link(`/console/agents/${seg(r.agent_id)}`, r.agent_id)}${chainNote(r)}` : '—',
     `${code(r.action ?? '')}${r.resource ? ` on ${code(r.resource)}` : ''}${r.context && typeof r.context === 'object' && Object.keys(r.context).length ? `<br><small class="ctx">${e(JSON.stringify(r.context))}</small>` : ''}`,
     r.decision ? badge(r.decision, DECISION_KIND[r.decision] ?? '') : '',
     e(r.reason ?? ''),
