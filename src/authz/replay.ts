@@ -2,13 +2,15 @@
 //
 // The order:
 //  1. read the trail's decision records of the window, newest first, a page at a time;
-//  2. rebuild each request from its record: action, object, context as kept (a redacted field is
-//     its digest object, so a condition on it fails closed), and the facts the decision read
+//  2. a record refused before the policy was asked stays as recorded; every other request is
+//     rebuilt from its record: action, object, context as kept (a redacted field is its digest
+//     object, so a condition on it fails closed), and the facts the decision read
 //     (subject, person, object attributes, entities, usage of limits over time, the clock);
 //     a record without facts (written before records kept them) is rebuilt from the current
 //     facts where a loader is given, else left out; both are counted in `notes`;
 //  3. decide it with the draft as the pipeline does (decideChain: over a delegation chain's
 //     agents where the record has one), relationships as they are now (records do not keep them);
+//     a person's answer the record shows to an approval answers the draft's approval_required too;
 //  4. group the records whose decision changes by (recorded decision → draft decision), with up
 //     to EXAMPLES real examples each.
 // Pure but for reading the trail and the loader; never writes.
@@ -78,6 +80,31 @@ function isFacts(f: unknown): f is AuditFacts {
   return typeof f === 'object' && f !== null && typeof (f as AuditFacts).now === 'number' && typeof (f as AuditFacts).subject === 'object';
 }
 
+/**
+ * Causes decided before the policy is asked (a refused credential, a revoked agent or delegation,
+ * an unknown subject, an action beyond the token's authorization details, a malformed request, no
+ * policy): no draft changes them, so they are replayed as recorded.
+ */
+const BEFORE_POLICY = ['invalid_transaction_token', 'policy_unavailable', 'agent_revoked', 'invalid_request', 'unknown_tool', 'delegation_revoked', 'unknown_subject'];
+
+export function refusedBeforePolicy(reason: string | null): boolean {
+  if (reason === null) return false;
+  const code = reason.split(':')[0]!;
+  return BEFORE_POLICY.includes(code) || reason === 'constraint_violated: authorization_details';
+}
+
+/**
+ * The draft's decision as the pipeline would give it for this record: where the record shows a
+ * person's answer to an approval (`approval_denied`, `allowed: approved ...`), a draft that asks
+ * for that approval gets the same answer.
+ */
+export function afterApproval(r: Pick<AuditRecord, 'reason'>, draft: string): string {
+  if (draft !== 'approval_required' || r.reason === null) return draft;
+  if (r.reason.startsWith('approval_denied')) return 'deny';
+  if (r.reason.startsWith('allowed: approved')) return 'allow';
+  return draft;
+}
+
 /** Does the draft read relationships (relation grants or relationship questions)? */
 function readsRelationships(draft: PolicySet): boolean {
   return draft.compiled.files.some((f) => f.items.some((i) => i.kind === 'type'))
@@ -115,12 +142,13 @@ export class ReplayTally {
 /** Re-decide the window's decision records under the draft. */
 export async function replay(store: Pick<Store, 'audit'>, draft: PolicySet, opts: ReplayOptions): Promise<ReplayResult> {
   const tally = new ReplayTally();
-  let withoutFacts = 0, fromCurrent = 0, redacted = 0, chains = 0;
+  let withoutFacts = 0, fromCurrent = 0, redacted = 0, chains = 0, beforePolicy = 0;
   const redactedRead = new Set<string>();
   let before: number | undefined;
   for (;;) {
     const page = await store.audit.list({ kind: 'decision', since: opts.since, until: opts.until, limit: PAGE, ...(before !== undefined ? { before } : {}) });
     for (const r of page) {
+      if (refusedBeforePolicy(r.reason)) { beforePolicy++; tally.add(r, r.decision ?? ''); continue; }
       let req: DecisionRequest;
       if (isFacts(r.facts)) req = requestOf(r, r.facts);
       else {
@@ -134,7 +162,7 @@ export async function replay(store: Pick<Store, 'audit'>, draft: PolicySet, opts
       }
       if (opts.relationships) req.relationships = opts.relationships;
       if (req.chain) chains++;
-      tally.add(r, decideChain(req, draft).decision);
+      tally.add(r, afterApproval(r, decideChain(req, draft).decision));
     }
     if (page.length < PAGE) break;
     before = page[page.length - 1]!.seq;
@@ -142,6 +170,7 @@ export async function replay(store: Pick<Store, 'audit'>, draft: PolicySet, opts
   const notes: string[] = [];
   if (fromCurrent) notes.push(`${fromCurrent} decisions were recorded without the facts they read: replayed with the current subject, person and object attributes`);
   if (withoutFacts) notes.push(`${withoutFacts} decisions were recorded without the facts they read and were not replayed (the server's POST /admin/v1/policy/replay replays them with the current facts)`);
+  if (beforePolicy) notes.push(`${beforePolicy} decisions were refused before the policy was asked (credential, revocation, unknown subject, authorization details): unchanged by any draft`);
   if (chains) notes.push(`${chains} decisions went through a delegation chain: each agent's own usage of limits over time is not kept, and was read as none`);
   if (readsRelationships(draft)) notes.push(opts.relationships ? 'relationships are not kept in records: the draft read them as they are now' : 'relationships are not kept in records and were not read: relation grants and relationship questions answered as with none');
   if (redactedRead.size) notes.push(`the draft reads context fields kept only as digests (${[...redactedRead].sort().join(', ')}): their conditions fail closed on replay`);

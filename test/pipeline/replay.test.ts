@@ -211,3 +211,18 @@ describe('GATEHOUSE_AUDIT_REDACT_CONTEXT', () => {
     }
   }, 60_000);
 });
+
+describe('replay of records the policy did not decide alone', async () => {
+  const { refusedBeforePolicy, afterApproval } = await import('../../src/authz/replay.js');
+  it('keeps refusals made before the policy, and a person\'s answer to an approval', () => {
+    expect(refusedBeforePolicy('agent_revoked')).toBe(true);
+    expect(refusedBeforePolicy('invalid_transaction_token: expired')).toBe(true);
+    expect(refusedBeforePolicy('constraint_violated: authorization_details')).toBe(true);
+    expect(refusedBeforePolicy('constraint_violated: amount max')).toBe(false);
+    expect(refusedBeforePolicy('rule_denied: x')).toBe(false);
+    expect(afterApproval({ reason: 'approval_denied: big' }, 'approval_required')).toBe('deny');
+    expect(afterApproval({ reason: 'allowed: approved by ann' }, 'approval_required')).toBe('allow');
+    expect(afterApproval({ reason: 'allowed: approved by ann' }, 'deny')).toBe('deny');
+    expect(afterApproval({ reason: 'allowed' }, 'approval_required')).toBe('approval_required');
+  });
+});
