@@ -98,6 +98,8 @@ export class DiffRefused extends Error {
  * DiffTooLarge rather than a partial answer. The default keeps every diff to a few seconds.
  */
 export const DIFF_STEPS = 200_000;
+/** The steps rendering one region costs besides one per dimension it describes. */
+const RENDER_STEPS = 4;
 
 /**
  * Combinations checked while widening and tightening the boxes of a diff. Both only make
@@ -884,7 +886,11 @@ function diffInner(before: PolicySet, after: PolicySet, budget: Budget): DiffRes
       budget.spend(computed.boxes.length * CONSTRUCT_STEPS);
       built = computed.boxes.map((b) => construct(c.space, b.point));
     }
-    computed.boxes.forEach((b, i) => changes.push(render(c.space, computed!.dims, b, built![i]!.request, c.ac, c.oc, c.pc)));
+    // Rendering a region is work too: a step per dimension it describes.
+    computed.boxes.forEach((b, i) => {
+      budget.spend(RENDER_STEPS + computed!.dims.length);
+      changes.push(render(c.space, computed!.dims, b, built![i]!.request, c.ac, c.oc, c.pc));
+    });
   });
   const merged = mergePersonCells(changes, personCells);
   merged.sort((x, y) => (x.relation + x.object + x.subjects.join()).localeCompare(y.relation + y.object + y.subjects.join()));
