@@ -36,6 +36,8 @@ export interface Config {
   metricsToken: string | undefined;
   /** GET /metrics without authentication (GATEHOUSE_METRICS_OPEN=true) */
   metricsOpen: boolean;
+  /** `required`: every DPoP proof must carry a nonce this service issued (GATEHOUSE_DPOP_NONCE; default `off`: a nonce is checked only when sent) */
+  dpopNonce: 'off' | 'required';
   /** the agent endpoints' request limits (GATEHOUSE_AGENT_RATE_LIMIT, GATEHOUSE_ADDRESS_RATE_LIMIT, GATEHOUSE_TRUSTED_PROXIES) */
   agentRequestLimits: { perAgent: number; perAddress: number; trustedProxies: string[] };
   /**
@@ -68,6 +70,7 @@ const fields = {
   GATEHOUSE_DATABASE_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000),
   GATEHOUSE_METRICS_TOKEN: z.string().min(1).optional(),
   GATEHOUSE_METRICS_OPEN: z.enum(['true', 'false']),
+  GATEHOUSE_DPOP_NONCE: z.enum(['off', 'required']),
   GATEHOUSE_OUTBOUND_ALLOW_PRIVATE: z.enum(['true', 'false']),
   GATEHOUSE_AGENT_RATE_LIMIT: z.coerce.number().int().min(0).max(1_000_000),
   GATEHOUSE_ADDRESS_RATE_LIMIT: z.coerce.number().int().min(0).max(1_000_000),
@@ -152,6 +155,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     workers: parseVar<number>('GATEHOUSE_WORKERS', env.GATEHOUSE_WORKERS, String(availableParallelism())),
     metricsToken,
     metricsOpen: parseVar<string>('GATEHOUSE_METRICS_OPEN', env.GATEHOUSE_METRICS_OPEN, 'false') === 'true',
+    dpopNonce: parseVar<'off' | 'required'>('GATEHOUSE_DPOP_NONCE', env.GATEHOUSE_DPOP_NONCE, 'off'),
     agentRequestLimits: {
       perAgent: parseVar<number>('GATEHOUSE_AGENT_RATE_LIMIT', env.GATEHOUSE_AGENT_RATE_LIMIT, '2000'),
       perAddress: parseVar<number>('GATEHOUSE_ADDRESS_RATE_LIMIT', env.GATEHOUSE_ADDRESS_RATE_LIMIT, '5000'),
