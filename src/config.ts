@@ -25,6 +25,8 @@ export interface Config {
   /** PostgreSQL: the longest wait for a connection and the longest statement, in ms (GATEHOUSE_DATABASE_TIMEOUT_MS) */
   databaseTimeoutMs: number;
   policyDir: string;
+  /** context fields an audit record keeps as a digest, not their value (GATEHOUSE_AUDIT_REDACT_CONTEXT=field,field) */
+  auditRedactContext: string[];
   adminToken: string | undefined;
   projectFile: string | undefined;
   logLevel: string;
@@ -151,6 +153,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     databaseUrl,
     databaseTimeoutMs: parseVar<number>('GATEHOUSE_DATABASE_TIMEOUT_MS', env.GATEHOUSE_DATABASE_TIMEOUT_MS, '5000'),
     policyDir,
+    auditRedactContext: (env.GATEHOUSE_AUDIT_REDACT_CONTEXT ?? '').split(',').map((f) => f.trim()).filter(Boolean),
     adminToken,
     projectFile,
     logLevel: parseVar<string>('LOG_LEVEL', env.LOG_LEVEL, 'info'),

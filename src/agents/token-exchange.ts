@@ -8,6 +8,8 @@ import { renderCause } from '../authz/cause.js';
 import { verifyAccessToken, type AccessTokenClaims } from '../oauth/access-token.js';
 import { checkAssertion, JWT_BEARER_ASSERTION_TYPE } from './assertion.js';
 import { agentAudience, issueAgentAccessToken, sendTokenResponse } from './issue-token.js';
+import { parseAuthorizationDetails } from '../oauth/authorization-details.js';
+import { detailsBeyondApproved } from '../authz/authorization-details.js';
 
 export const TOKEN_EXCHANGE_GRANT = 'urn:ietf:params:oauth:grant-type:token-exchange';
 export const ACCESS_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:access_token';
@@ -121,8 +123,15 @@ async function exchange(ctx: AppContext, state: AgentState, body: Record<string,
 
   // 6. The audience.
   const audience = agentAudience(ctx, body.resource);
-  // What the person approved in detail (RFC 9396) goes down the chain: never wider.
-  const details = Array.isArray(claims.authorization_details) ? (claims.authorization_details as Record<string, unknown>[]) : undefined;
+  // What the person approved in detail (RFC 9396) goes down the chain: never wider. An exchange
+  // may ask for narrower details (authorization_details), each within one the subject token carries.
+  const approved = Array.isArray(claims.authorization_details) ? (claims.authorization_details as Record<string, unknown>[]) : undefined;
+  const asked = await parseAuthorizationDetails(ctx, body.authorization_details);
+  if (asked) {
+    const why = detailsBeyondApproved(asked, approved);
+    if (why) throw errors.invalidAuthorizationDetails(why);
+  }
+  const details = asked ?? approved;
   return {
     agent, userId: subject.userId, capabilities, audience,
     ...(details?.length ? { authorizationDetails: details } : {}),
