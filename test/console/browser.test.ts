@@ -527,7 +527,7 @@ describe.skipIf(!existsSync(CHROMIUM))('the console in headless Chromium', () =>
     await shot('phone-agent');
     // Every section's page fits the phone's width.
     const sections = await page.locator('nav.sections a').evaluateAll((as) => as.map((a) => a.getAttribute('href') ?? ''));
-    expect(sections).toHaveLength(11);
+    expect(sections).toHaveLength(12);
     for (const path of [...sections, '/console', '/console/rules/new', `/console/people/${admin.id}`, '/console/applications/gatehouse-console']) {
       await go(path);
       expect({ path, width: await pageWidth() }).toEqual({ path, width: expect.toSatisfy((w: number) => w <= PHONE.width) });

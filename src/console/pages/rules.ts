@@ -249,7 +249,7 @@ async function impactOf(ctx: AppContext, id: string): Promise<Html> {
   const rows = r.changes.map((c) => `<tr><td>${code(c.before)} → ${code(c.after)}</td><td>${c.count}</td><td>${c.examples.map((x) => `${code(String(x.audit_id))} ${e(x.agent_id ?? '(a person)')} ${e(x.resource ?? '')}`).join('<br>')}</td></tr>`).join('');
   return `<h3>Impact on the last 7 days</h3>
 <p id="rule-impact">${r.decisions} recorded decisions replayed with this rule live: ${r.changed} would change.</p>
-${rows ? `<table><thead><tr><th>Decision</th><th>Requests</th><th>Examples (audit id, agent, object)</th></tr></thead><tbody>${rows}</tbody></table>` : ''}
+${rows ? `<div class="table-wrap"><table><thead><tr><th>Decision</th><th>Requests</th><th>Examples (audit id, agent, object)</th></tr></thead><tbody>${rows}</tbody></table></div>` : ''}
 ${r.notes.map((n) => `<p class="hint">${e(n)}</p>`).join('')}`;
 }
 
