@@ -41,6 +41,11 @@ export interface Config {
    * addresses (GATEHOUSE_OUTBOUND_ALLOW_PRIVATE=true; the default under NODE_ENV=development)
    */
   outboundAllowPrivate: boolean;
+  /**
+   * Destinations that may be private although outboundAllowPrivate is off: host names or
+   * host:port, compared with the URL's host (GATEHOUSE_OUTBOUND_ALLOW_HOSTS, comma-separated)
+   */
+  outboundAllowHosts: string[];
 }
 
 /** GATEHOUSE_SECRET and GATEHOUSE_ADMIN_TOKEN, when set, are at least this long (outside NODE_ENV=development). */
@@ -67,6 +72,10 @@ const fields = {
   GATEHOUSE_METRICS_TOKEN: z.string().min(1).optional(),
   GATEHOUSE_METRICS_OPEN: z.enum(['true', 'false']),
   GATEHOUSE_OUTBOUND_ALLOW_PRIVATE: z.enum(['true', 'false']),
+  GATEHOUSE_OUTBOUND_ALLOW_HOSTS: z
+    .string()
+    .transform((v) => v.split(',').map((h) => h.trim().toLowerCase()).filter(Boolean))
+    .refine((list) => list.every((h) => URL.canParse(`http://${h}/`) && new URL(`http://${h}/`).host === h), 'must be a comma-separated list of host or host:port'),
   GATEHOUSE_AGENT_RATE_LIMIT: z.coerce.number().int().min(0).max(1_000_000),
   GATEHOUSE_ADDRESS_RATE_LIMIT: z.coerce.number().int().min(0).max(1_000_000),
   GATEHOUSE_TRUSTED_PROXIES: z
@@ -156,5 +165,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     },
     outboundAllowPrivate:
       parseVar<string>('GATEHOUSE_OUTBOUND_ALLOW_PRIVATE', env.GATEHOUSE_OUTBOUND_ALLOW_PRIVATE, env.NODE_ENV === 'development' ? 'true' : 'false') === 'true',
+    outboundAllowHosts: parseVar<string[]>('GATEHOUSE_OUTBOUND_ALLOW_HOSTS', env.GATEHOUSE_OUTBOUND_ALLOW_HOSTS, ''),
   };
 }
