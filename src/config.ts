@@ -46,6 +46,8 @@ export interface Config {
    * host:port, compared with the URL's host (GATEHOUSE_OUTBOUND_ALLOW_HOSTS, comma-separated)
    */
   outboundAllowHosts: string[];
+  /** audit records older than this many days are pruned behind a signed checkpoint (GATEHOUSE_AUDIT_RETENTION_DAYS); undefined: kept for ever */
+  auditRetentionDays: number | undefined;
 }
 
 /** GATEHOUSE_SECRET and GATEHOUSE_ADMIN_TOKEN, when set, are at least this long (outside NODE_ENV=development). */
@@ -76,6 +78,7 @@ const fields = {
     .string()
     .transform((v) => v.split(',').map((h) => h.trim().toLowerCase()).filter(Boolean))
     .refine((list) => list.every((h) => URL.canParse(`http://${h}/`) && new URL(`http://${h}/`).host === h), 'must be a comma-separated list of host or host:port'),
+  GATEHOUSE_AUDIT_RETENTION_DAYS: z.coerce.number().int().min(1).max(36_500).optional(),
   GATEHOUSE_AGENT_RATE_LIMIT: z.coerce.number().int().min(0).max(1_000_000),
   GATEHOUSE_ADDRESS_RATE_LIMIT: z.coerce.number().int().min(0).max(1_000_000),
   GATEHOUSE_TRUSTED_PROXIES: z
@@ -165,6 +168,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     },
     outboundAllowPrivate:
       parseVar<string>('GATEHOUSE_OUTBOUND_ALLOW_PRIVATE', env.GATEHOUSE_OUTBOUND_ALLOW_PRIVATE, env.NODE_ENV === 'development' ? 'true' : 'false') === 'true',
+    auditRetentionDays: parseVar<number | undefined>('GATEHOUSE_AUDIT_RETENTION_DAYS', env.GATEHOUSE_AUDIT_RETENTION_DAYS),
     outboundAllowHosts: parseVar<string[]>('GATEHOUSE_OUTBOUND_ALLOW_HOSTS', env.GATEHOUSE_OUTBOUND_ALLOW_HOSTS, ''),
   };
 }

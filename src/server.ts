@@ -23,7 +23,8 @@ import { formatDiagnostic } from './policy/index.js';
 import { createSignalSink } from './ssf/sink.js';
 import { deliveryOptionsFromEnv, startDeliveryWorker } from './ssf/delivery-worker.js';
 import { migrate, openDatabase } from './store/db.js';
-import { startHousekeeping } from './store/housekeeping.js';
+import { startHousekeeping, type AuditRetention } from './store/housekeeping.js';
+import { CHECKPOINT_TYP } from './store/audit.js';
 import { createStore, type Store } from './store/index.js';
 import { isStoreUnavailable } from './store/unavailable.js';
 import { flushRefusalSummary } from './agents/refusal-summary.js';
@@ -319,6 +320,15 @@ export function withBoundPort(config: Config, port: number): Config {
   return { ...config, port, issuer, issuerHost: 'localhost' };
 }
 
+/** Audit retention of `days`, its checkpoints signed with the server's active EdDSA key. */
+export function auditRetention(ctx: AppContext, days: number): AuditRetention {
+  return {
+    days,
+    sign: (claims) => ctx.keys.sign('EdDSA', { ...claims }, CHECKPOINT_TYP),
+    activeKid: () => ctx.keys.activeKid('EdDSA'),
+  };
+}
+
 /** Background work of one instance (its primary, or its single process); instances share it through leases. */
 export function startBackground(ctx: AppContext, opts: { walCheckpoints?: boolean } = {}): () => Promise<void> {
   const stops: (() => Promise<void> | void)[] = [];
@@ -326,6 +336,7 @@ export function startBackground(ctx: AppContext, opts: { walCheckpoints?: boolea
   stops.push(
     startHousekeeping(ctx.store, {
       everyMs: 10 * 60 * 1000,
+      ...(ctx.config.auditRetentionDays !== undefined ? { auditRetention: auditRetention(ctx, ctx.config.auditRetentionDays) } : {}),
       onError: (err) => ctx.logger.warn({ err }, 'housekeeping failed'),
       onDone: (removed) => ctx.logger.debug({ removed }, 'housekeeping done'),
     }),
