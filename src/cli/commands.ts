@@ -68,6 +68,7 @@ export const COMMANDS: CommandSpec[] = [
       JSON_FLAG,
       { name: '--dir', value: '<dir>', help: 'the policy directory read at a git revision (default $GATEHOUSE_POLICY_DIR, else ./policies)' },
       { name: '--relationships', value: '<file.json>', help: 'relationships ({"relationships": [...]}): list the subject-object pairs that gain or lose a changed relation' },
+      { name: '--budget', value: '<steps>', help: 'the steps the diff may spend computing and rendering regions (default 200000); a pair that needs more is refused with exit 2, never answered in part' },
     ],
     details: ['A change to types and relations is reported as the relations that answer differently, each with the smallest example graph and request found, and with --relationships the concrete pairs that change. Rules that ask relationship questions, and changed relationship conditions, are refused (exit 2).', '`policy diff main` compares main\'s policies with the working tree\'s; `policy diff HEAD~1 HEAD` two revisions\'.', 'Exit 0 when nothing changes, 1 when something does, 2 on an error (a revision that names no commit among them).'],
     run: async (a, io) => (await import('./policy.js')).diff(a, io),

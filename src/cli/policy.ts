@@ -410,9 +410,16 @@ export function diff(a: ParsedArgs, io: CliIO): Promise<number> {
     // What diff does not model is refused, never answered partially.
     const refused = unmodelled(before, after);
     if (refused) { io.stderr(`gatehouse policy diff: ${new DiffRefused(refused).message}\n`); return 2; }
+    // --budget: the steps the diff may spend (computing and rendering), for sets larger than the default allows.
+    const budgetOpt = a.options.get('--budget');
+    let steps: number | undefined;
+    if (budgetOpt !== undefined) {
+      steps = Number(budgetOpt);
+      if (typeof budgetOpt !== 'string' || !Number.isInteger(steps) || steps < 1) throw new UsageError('--budget needs a whole number of steps above 0');
+    }
     let r;
     try {
-      r = diffPolicySets(before, after);
+      r = diffPolicySets(before, after, steps === undefined ? {} : { steps });
     } catch (e) {
       if (e instanceof DiffTooLarge || e instanceof DiffRefused) { io.stderr(`gatehouse policy diff: ${e.message}\n`); return 2; }
       throw e;

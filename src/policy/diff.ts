@@ -98,6 +98,8 @@ export class DiffRefused extends Error {
  * DiffTooLarge rather than a partial answer. The default keeps every diff to a few seconds.
  */
 export const DIFF_STEPS = 200_000;
+/** The steps rendering one region costs besides one per dimension it describes. */
+const RENDER_STEPS = 4;
 
 /**
  * Combinations checked while widening and tightening the boxes of a diff. Both only make
@@ -817,7 +819,11 @@ function diffInner(before: PolicySet, after: PolicySet, budget: Budget): DiffRes
           budget.spend(computed.boxes.length * CONSTRUCT_STEPS);
           built = computed.boxes.map((b) => construct(space, b.point));
         }
-        computed.boxes.forEach((b, i) => changes.push(render(space, computed!.dims, b, built![i]!.request, ac, oc, pc)));
+        // Rendering a region is work too: a step per dimension it describes.
+        computed.boxes.forEach((b, i) => {
+          budget.spend(RENDER_STEPS + computed!.dims.length);
+          changes.push(render(space, computed!.dims, b, built![i]!.request, ac, oc, pc));
+        });
       }
     }
   }

@@ -188,7 +188,9 @@ export function statusOf(p: PathNode, kind: PrincipalKind): { status: Status; fi
       return first === 'agents' ? { status: 'fixed', fixed: { present: true, value: [] } } : { status: 'fixed', fixed: { present: false } };
     }
     if (first === 'depth') return { status: 'depth' };
-    throw new SpaceTooLarge(`chain.${p.segs.join('.')}: the agents of a delegation chain (and their attributes) are not part of the modelled request space; only chain.depth is`);
+    // The agents' ids: a list like roles, its cells by the ids the conditions name; built with the depth (see assemble).
+    if (first === 'agents') return { status: 'list' };
+    throw new SpaceTooLarge(`chain.${p.segs.join('.')}: the attributes of a delegation chain's agents are not part of the modelled request space; chain.depth and chain.agents are`);
   }
   const builtins = BUILTINS[p.root];
   if (!Object.hasOwn(builtins, first)) return { status: 'free' };
@@ -359,15 +361,16 @@ export function buildSpace(reading: Reading, principal: Principal, grants: { sub
     u.types.add(t);
     if (t === 'number') u.nums.add(v as number); else if (t === 'string') u.strs.add(v as string);
   };
-  const rels = new Map<string, { rel: RelKind; a: string; b: string; ordering: boolean }>();
+  const rels = new Map<string, { rel: RelKind; a: string; b: string; ordering: boolean; equality: boolean }>();
   const addRel = (rel: RelKind, a: Use | null, b: Use | null, ordering: boolean, aKey?: string, bKey?: string) => {
     const ka = a?.key ?? aKey, kb = b?.key ?? bKey;
     if (!ka || !kb || ka === kb) return;
     // One dimension per pair: the first comparison written names the order of the two.
     const key = relKey(rel, ka, kb);
     const prev = rels.get(key);
-    if (prev) prev.ordering ||= ordering;
-    else rels.set(key, { rel, a: ka, b: kb, ordering });
+    const equality = rel === 'cmp' && !ordering;
+    if (prev) { prev.ordering ||= ordering; prev.equality ||= equality; }
+    else rels.set(key, { rel, a: ka, b: kb, ordering, equality });
   };
   const keyOf = (p: PathNode, zone: string) => useKey(normalize(p, kind), zone);
 
@@ -458,6 +461,17 @@ export function buildSpace(reading: Reading, principal: Principal, grants: { sub
       }
     }
   }
+  // `==`/`!=` of two values compares any two scalars of one type, not only the types their
+  // constants name: two equal numbers where the conditions compare the values with strings are
+  // equal, not mistyped; and where the pair is also ordered (numbers only: strings and booleans
+  // err) two strings decide otherwise than two numbers. So both take cells of every scalar type
+  // (unless one is built in, whose type fixes which pairs compare).
+  for (const r of rels.values()) {
+    if (r.rel !== 'cmp' || !r.equality) continue;
+    const a = uses.get(r.a), b = uses.get(r.b);
+    if (!a || !b || builtinType(a) || builtinType(b)) continue;
+    for (const u of [a, b]) for (const t of SCALARS) u.types.add(t);
+  }
   for (const r of rels.values()) {
     for (const [k, asList] of [[r.a, r.rel === 'any' || r.rel === 'all'], [r.b, r.rel !== 'cmp']] as const) {
       const u = uses.get(k);
@@ -510,7 +524,8 @@ export function buildSpace(reading: Reading, principal: Principal, grants: { sub
 
   const timeDims = dims.map((d, i) => (d.kind === 'value' && d.status === 'time' ? i : -1)).filter((i) => i >= 0);
   const readers = new Map([...valueDims.values()].map((d) => [d.key, compileReader(d.path, d.zone)]));
-  const simple = !dims.some((d) => d.kind === 'rel') && !(valueDims.has('resource.id') && principal.objectExceptions.length > 0);
+  // A chain's agents and its depth are built together: what is built is checked against both cells.
+  const simple = !dims.some((d) => d.kind === 'rel') && !(valueDims.has('resource.id') && principal.objectExceptions.length > 0) && !valueDims.has('chain.agents');
   const keys = [...valueDims.keys()];
   // A value tested for presence and a path inside it (`resource.owner`, `resource.owner.tier`) are not independent.
   const nested = keys.some((k) => keys.some((o) => o.startsWith(k + '.')));
@@ -1144,6 +1159,9 @@ function constructGeneral(space: Space, point: number[]): Built | null {
   }
   for (const [k, l] of lists) {
     if (cellOf.get(k)?.t === 'list' && l.length === 0) {
+      // A chain always holds the subject: the agent acting last is the item it needs.
+      const subjectId = space.principal.subjectId.witness;
+      if (k === 'chain.agents' && !forbidden(k).includes(subjectId)) { l.push(subjectId); vals.set(k, { present: true, value: l }); continue; }
       const f = fresh(cellItem(k), forbidden(k));
       if (f === undefined) return null;
       l.push(f);
@@ -1278,10 +1296,16 @@ function assemble(space: Space, vals: Map<string, Val>, now: number, grantSubjec
     const e = get('person.email');
     if (e?.present) person.email = e.value as string;
     request.person = person;
-    // A chain of the depth chosen: the subject acting last, for agents standing in above it.
+    // A chain of the depth chosen: the subject acting last, above it the agents the chosen list
+    // of ids names (other than the subject), then agents standing in up to the depth. A list that
+    // cannot fit the depth (or leaves out the subject) is caught by the check of what is built.
     const depth = get('chain.depth');
-    if (depth?.present && typeof depth.value === 'number' && depth.value > 1) {
-      const above = Array.from({ length: depth.value - 1 }, (_, i): SubjectFacts => ({ ...subject, id: `${subject.id}~above-${i + 1}` }));
+    const named = get('chain.agents');
+    const ids = named?.present && Array.isArray(named.value) ? (named.value as unknown[]).filter((x): x is string => typeof x === 'string' && x !== subject.id) : [];
+    const n = depth?.present && typeof depth.value === 'number' ? depth.value : ids.length + 1;
+    if (n > 1 || ids.length) {
+      const above = ids.map((id): SubjectFacts => ({ ...subject, id }));
+      for (let i = above.length; i < n - 1; i++) above.push({ ...subject, id: `${subject.id}~above-${i + 1}` });
       request.chain = { agents: [...above, subject] };
     }
   }

@@ -90,4 +90,17 @@ describe('gatehouse policy diff', () => {
     expect(r.stdout).toContain('when time.hour == 17 and time.weekday is a string not in ["sat", "sun"] and permissions cover the action (time in Europe/Berlin): allow -> approval_required');
     expect(r.stdout).not.toContain('missing');
   });
+
+  it('--budget: a budget too small refuses with exit 2 and names it; a budget that is no whole number is a usage error', async () => {
+    const dir = await workDir({ 'v1/p.policy': hours(18), 'v2/p.policy': hours(17) });
+    const small = await gatehouse(['policy', 'diff', 'v1', 'v2', '--budget', '3'], dir);
+    expect(small.code).toBe(2);
+    expect(small.stdout).toBe('');
+    expect(small.stderr).toMatch(/more than 3 steps/);
+    const bad = await gatehouse(['policy', 'diff', 'v1', 'v2', '--budget', 'lots'], dir);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/--budget needs a whole number/);
+    const enough = await gatehouse(['policy', 'diff', 'v1', 'v2', '--budget', '1000000'], dir);
+    expect(enough.code).toBe(1);
+  });
 });

@@ -1,10 +1,15 @@
-// Structural validators for the CI formats, checking what their schemas require of the parts
-// Gatehouse writes. SARIF: the objects, required properties, property types and enumerations of
+// Validators for the CI formats. SARIF: the official 2.1.0 schema through ajv, and beside it a
+// structural check of what that schema requires of the parts Gatehouse writes (the objects, required properties, property types and enumerations of
 // the OASIS SARIF 2.1.0 JSON schema for a log, run, tool, rule (reportingDescriptor), result,
 // location, physical location, artifact location and region (each object's properties limited to
 // those the schema defines, as its `additionalProperties: false` does). JUnit: the widely used
 // JUnit.xsd (Ant's format): element order, required attributes and their types.
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { DOMParser, type Element } from '@xmldom/xmldom';
+import ajvDraft04 from 'ajv-draft-04';
+import ajvFormats from 'ajv-formats';
+import type { ValidateFunction } from 'ajv';
 
 type Json = Record<string, unknown>;
 
@@ -76,8 +81,29 @@ const sarifLog: Shape = {
 };
 
 /** What a SARIF 2.1.0 log breaks of the schema (empty when valid), with the rule references checked too. */
+// The official SARIF 2.1.0 schema (OASIS, as published on SchemaStore; bundled with Microsoft's
+// jest-sarif), in JSON Schema draft 4, checked by ajv.
+const require = createRequire(import.meta.url);
+const officialSchema = JSON.parse(readFileSync(require.resolve('@microsoft/jest-sarif/lib/schemas/sarif-2.1.0-rtm.5.json'), 'utf8')) as Json;
+let validateOfficial: ValidateFunction | undefined;
+
+/** Problems of a SARIF log against the official schema, as `<instance path>: <message>`. */
+export function officialSarifErrors(log: unknown): string[] {
+  if (!validateOfficial) {
+    // CommonJS modules: their class and function are the default export's `default`.
+    const Ajv = (ajvDraft04 as unknown as { default: typeof ajvDraft04 }).default ?? ajvDraft04;
+    const addFormats = (ajvFormats as unknown as { default: typeof ajvFormats }).default ?? ajvFormats;
+    // The schema's language-tag pattern is written for JavaScript's non-unicode regular expressions.
+    const ajv = new (Ajv as unknown as new (o: object) => import('ajv').default)({ allErrors: true, strict: false, unicodeRegExp: false });
+    (addFormats as unknown as (a: unknown) => void)(ajv);
+    validateOfficial = ajv.compile(officialSchema);
+  }
+  const validate = validateOfficial;
+  return validate(log) ? [] : (validate.errors ?? []).map((e) => `${e.instancePath || '$'}: ${e.message}`);
+}
+
 export function sarifErrors(log: unknown): string[] {
-  const errs: string[] = [];
+  const errs: string[] = officialSarifErrors(log);
   checkShape(sarifLog, log, '$', errs);
   if (errs.length || !isObj(log)) return errs;
   for (const [i, r] of (log.runs as Json[]).entries()) {

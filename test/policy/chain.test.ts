@@ -152,8 +152,43 @@ describe('policy diff and the chain', () => {
     }
   });
 
-  it('refuses, rather than guesses, when a rule reads the chain’s agents', () => {
-    const after = setOf(DEPTH_RULE.replace('chain.depth > 2', 'chain.agents contains "x"'));
+  it('diffs a rule reading the chain’s agents exactly: the region is the chains that hold the agent named', () => {
+    const after = setOf(DEPTH_RULE.replace('chain.depth > 2', 'chain.agents contains "agent-1"'));
+    const { changes } = diffPolicySets(EMPTY, after);
+    expect(changes.length).toBeGreaterThan(0);
+    const requests: DecisionRequest[] = [];
+    for (let n = 1; n <= 5; n++) {
+      requests.push(chainOfDepth(n));
+      // the same depth without agent-1 in it
+      const r = chainOfDepth(n);
+      if (r.chain) r.chain = { agents: r.chain.agents.map((a) => (a.id === 'agent-1' ? { ...a, id: 'agent-9' } : a)) };
+      requests.push(r);
+    }
+    for (const r of requests) {
+      const changed = decide(r, EMPTY).decision !== decide(r, after).decision;
+      expect(changed).toBe((r.chain?.agents ?? [r.subject]).some((a) => a.id === 'agent-1'));
+      expect(changes.filter((c) => inRegion(c, r)).length, JSON.stringify(r.chain?.agents.map((a) => a.id))).toBe(changed ? 1 : 0);
+    }
+    for (const c of changes) {
+      const { request } = completeRequest(JSON.parse(JSON.stringify(c.example)), () => 0);
+      expect(inRegion(c, request)).toBe(true);
+      expect([decide(request, EMPTY).decision, decide(request, after).decision]).toEqual([c.before, c.after]);
+    }
+  });
+
+  it('with depth and agents together, exact on every chain of the small domain', () => {
+    const after = setOf(DEPTH_RULE.replace('chain.depth > 2', 'chain.depth < 3 and chain.agents contains "agent-0"'));
+    const { changes } = diffPolicySets(EMPTY, after);
+    for (let n = 1; n <= 5; n++) for (const swap of [false, true]) {
+      const r = chainOfDepth(n);
+      if (swap && r.chain) r.chain = { agents: r.chain.agents.map((a) => (a.id === 'agent-0' ? { ...a, id: 'agent-9' } : a)) };
+      const changed = decide(r, EMPTY).decision !== decide(r, after).decision;
+      expect(changes.filter((c) => inRegion(c, r)).length).toBe(changed ? 1 : 0);
+    }
+  });
+
+  it('refuses, rather than guesses, when a rule reads the chain’s agents’ attributes', () => {
+    const after = setOf(DEPTH_RULE.replace('chain.depth > 2', 'chain.vendor contains "x"'));
     expect(() => diffPolicySets(EMPTY, after)).toThrow(DiffTooLarge);
   });
 });
