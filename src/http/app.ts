@@ -2,7 +2,7 @@ import express, { type Express, type RequestHandler } from 'express';
 import cookieParser from 'cookie-parser';
 import type { AppContext } from '../context.js';
 import { errors } from '../errors.js';
-import { checkJsonDepth, expressErrorHandler, FORM_BODY_LIMIT, JSON_BODY_LIMIT, requestFinished, requestIdOf } from './edge.js';
+import { checkJsonDepth, expressErrorHandler, refuseAnnouncedOversize, FORM_BODY_LIMIT, JSON_BODY_LIMIT, requestFinished, requestIdOf } from './edge.js';
 import { mountOperations } from './health.js';
 import { mountEdgeRoutes } from './routes.js';
 import { discoveryRouter } from './discovery.js';
@@ -11,7 +11,7 @@ import { accountRouter } from '../account/router.js';
 import { adminRouter } from '../admin/router.js';
 import { mcpRouter } from '../mcp/router.js';
 import { mcpAdminRouter } from '../mcp/admin-router.js';
-import { requireAdmin } from '../admin/auth.js';
+import { adminBeforeBody, requireAdmin } from '../admin/auth.js';
 import { ssfRouter } from '../ssf/router.js';
 import { samlRouter } from '../saml/router.js';
 import { samlAdminRouter } from '../saml/admin-router.js';
@@ -62,6 +62,9 @@ export function createApp(ctx: AppContext): Express {
   // parsers: each route asks who is calling before it reads its body.
   mountEdgeRoutes(ctx, app);
   app.use(authzenMetadataRouter(ctx));
+  // The management API and the SSF stream API (the same token) authenticate before any body is read.
+  app.use(['/admin/v1', '/v1/ssf'], adminBeforeBody(ctx));
+  app.use(refuseAnnouncedOversize(Math.max(JSON_BODY_LIMIT, FORM_BODY_LIMIT)));
   app.use(boundedJson);
   app.use(express.urlencoded({ extended: false, limit: FORM_BODY_LIMIT, parameterLimit: 100 }));
   app.use(cookieParser());
