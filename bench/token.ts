@@ -4,14 +4,19 @@
  * Builds the project, starts `node dist/cli.js serve` with GATEHOUSE_WORKERS = cores on a temp
  * database, registers an m2m application, and measures tokens/s and p99 with autocannon at 10
  * and 50 connections; then the same against oidc-provider (dev dependency, one process, the
- * client_credentials grant with RS256 JWT access tokens). Before both, the raw RS256 signing
+ * client_credentials grant with RS256 JWT access tokens). DPoP in the same run, against the same
+ * server: DPoP-bound client_credentials tokens (a fresh ES256 proof per request) beside bearer
+ * ones, and an MCP `tools/call` through the gateway with a DPoP-bound agent token (a proof per
+ * request) beside one with a bearer token (the test upstream, in this process). Before both, the raw RS256 signing
  * ceiling, no HTTP, on one core and on all cores (worker threads), two ways: jose's SignJWT (how a
  * typical Node service signs) and node:crypto's one-shot sign (the fastest this machine does).
  * Prints a markdown table for docs/sign-in.md.
  */
 import { execSync } from 'node:child_process';
 import { createRequire } from 'node:module';
-import { generateKeyPairSync } from 'node:crypto';
+import { createHash, generateKeyPairSync, randomUUID, sign, type KeyObject } from 'node:crypto';
+import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
+import { startUpstream } from '../test/mcp/upstream.js';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -102,6 +107,52 @@ async function cannon(url: string, connections: number, headers: Record<string, 
   return autocannon({ url, method: 'POST', connections, duration: DURATION, headers, body });
 }
 
+/** A client's DPoP key and a proof maker: synchronous (node:crypto), so autocannon adds one to each request. */
+function dpopSigner(): (htm: string, htu: string, accessToken?: string) => string {
+  const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  const { kty, crv, x, y } = publicKey.export({ format: 'jwk' });
+  const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
+  const header = b64({ typ: 'dpop+jwt', alg: 'ES256', jwk: { kty, crv, x, y } });
+  const key: KeyObject = privateKey;
+  return (htm, htu, accessToken) => {
+    const claims = {
+      htm,
+      htu,
+      iat: Math.floor(Date.now() / 1000),
+      jti: randomUUID(),
+      ...(accessToken ? { ath: createHash('sha256').update(accessToken).digest('base64url') } : {}),
+    };
+    const input = `${header}.${b64(claims)}`;
+    return `${input}.${sign('sha256', Buffer.from(input), { key, dsaEncoding: 'ieee-p1363' }).toString('base64url')}`;
+  };
+}
+
+/** Like `cannon`, with a fresh DPoP proof (from `proof`) in each request. */
+async function cannonWithProofs(url: string, connections: number, headers: Record<string, string>, body: string, proof: () => string): Promise<CannonResult> {
+  const u = new URL(url);
+  return autocannon({
+    url: u.origin,
+    connections,
+    duration: DURATION,
+    requests: [{ method: 'POST', path: u.pathname, headers, body, setupRequest: (req: { headers: Record<string, string> }) => ({ ...req, headers: { ...req.headers, dpop: proof() } }) }],
+  });
+}
+
+/** An agent's token at the agent token endpoint: bound when `proof` is given. */
+async function agentTokenAt(base: string, agentId: string, privateKey: CryptoKey, proof?: string): Promise<{ access_token: string; token_type: string }> {
+  const t = Math.floor(Date.now() / 1000);
+  const assertion = await new SignJWT({ iss: agentId, sub: agentId, aud: base, iat: t, exp: t + 60, jti: randomUUID() })
+    .setProtectedHeader({ alg: 'EdDSA' })
+    .sign(privateKey);
+  const res = await fetch(`${base}/apis/regional/v1/ai/auth/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', ...(proof ? { dpop: proof } : {}) },
+    body: new URLSearchParams({ grant_type: 'client_credentials', client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer', client_assertion: assertion }),
+  });
+  if (res.status !== 200) throw new Error(`agent token: ${res.status} ${await res.text()}`);
+  return (await res.json()) as { access_token: string; token_type: string };
+}
+
 async function main(): Promise<void> {
   const rows: string[][] = [];
   const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
@@ -138,11 +189,60 @@ async function main(): Promise<void> {
       };
       const check = await fetch(`${base}/oauth/token`, { method: 'POST', headers, body: 'grant_type=client_credentials' });
       if (check.status !== 200) throw new Error(`gatehouse token: ${check.status} ${await check.text()}`);
+      const proof = dpopSigner();
+      const bound = await fetch(`${base}/oauth/token`, { method: 'POST', headers: { ...headers, dpop: proof('POST', `${base}/oauth/token`) }, body: 'grant_type=client_credentials' });
+      const boundBody = (await bound.json()) as { token_type?: string };
+      if (bound.status !== 200 || boundBody.token_type !== 'DPoP') throw new Error(`gatehouse DPoP token: ${bound.status} ${JSON.stringify(boundBody)}`);
+      // bearer and DPoP-bound runs alternate, so that both see the same machine
       for (const c of [10, 50]) {
         process.stderr.write(`gatehouse, ${c} connections...\n`);
         const r = await cannon(`${base}/oauth/token`, c, headers, 'grant_type=client_credentials');
         results[`g${c}`] = r.requests.average;
         rows.push([`Gatehouse (${WORKERS} workers), ${c} connections`, String(r.non2xx + r.errors), fmt(r.requests.average), `${r.latency.p99} ms`]);
+        process.stderr.write(`gatehouse DPoP-bound, ${c} connections...\n`);
+        const d = await cannonWithProofs(`${base}/oauth/token`, c, headers, 'grant_type=client_credentials', () => proof('POST', `${base}/oauth/token`));
+        results[`d${c}`] = d.requests.average;
+        rows.push([`Gatehouse DPoP-bound (a proof per request), ${c} connections`, String(d.non2xx + d.errors), fmt(d.requests.average), `${d.latency.p99} ms`]);
+      }
+
+      // An MCP tools/call through the gateway: bearer agent token, then DPoP-bound with a proof per request
+      const upstream = await startUpstream();
+      try {
+        const admin = async (method: string, path: string, body: unknown) => {
+          const res = await fetch(`${base}/admin/v1${path}`, { method, headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+          if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
+          return res.json() as Promise<Record<string, unknown>>;
+        };
+        await admin('POST', '/roles', { name: 'bench-tools', permissions: ['invoke:tools'] });
+        await admin('POST', '/mcp/upstreams', { name: 'up', url: upstream.url });
+        const agentKeys = await generateKeyPair('EdDSA', { crv: 'Ed25519', extractable: true });
+        const agent = await admin('POST', '/agents', {
+          name: 'bench-bot', mode: 'autonomous', public_jwk: await exportJWK(agentKeys.publicKey), roles: ['bench-tools'], capabilities: [{ name: 'invoke:tools' }],
+        });
+        const agentId = agent.agent_id as string;
+        const bearerToken = (await agentTokenAt(base, agentId, agentKeys.privateKey)).access_token;
+        const mcpProof = dpopSigner();
+        const boundAgent = await agentTokenAt(base, agentId, agentKeys.privateKey, mcpProof('POST', `${base}/apis/regional/v1/ai/auth/token`));
+        if (boundAgent.token_type !== 'DPoP') throw new Error(`agent DPoP token: ${JSON.stringify(boundAgent)}`);
+        const mcpHeaders = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-06-18' };
+        const call = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'up.echo', arguments: { text: 'hi' } } });
+        const mcpUrl = `${base}/mcp`;
+        const mcpRuns: [string, string, () => Promise<CannonResult>][] = [
+          ['MCP tools/call, bearer agent token, 10 connections', 'm', () => cannon(mcpUrl, 10, { ...mcpHeaders, authorization: `Bearer ${bearerToken}` }, call)],
+          [
+            'MCP tools/call, DPoP-bound agent token (a proof per request), 10 connections',
+            'md',
+            () => cannonWithProofs(mcpUrl, 10, { ...mcpHeaders, authorization: `DPoP ${boundAgent.access_token}` }, call, () => mcpProof('POST', mcpUrl, boundAgent.access_token)),
+          ],
+        ];
+        for (const [label, key, run] of mcpRuns) {
+          process.stderr.write(`${label}...\n`);
+          const r = await run();
+          results[key] = r.requests.average;
+          rows.push([label, String(r.non2xx + r.errors), fmt(r.requests.average), `${r.latency.p99} ms`]);
+        }
+      } finally {
+        await upstream.close();
       }
     } finally {
       stop(server);
@@ -179,11 +279,13 @@ async function main(): Promise<void> {
   const lines = [
     `client_credentials, ${DURATION}s per run, ${CORES} cores (${new Date().toISOString().slice(0, 10)}, node ${process.version})`,
     '',
-    '| What | non-2xx | tokens/s | p99 |',
+    '| What | non-2xx | requests/s | p99 |',
     '|---|---|---|---|',
     ...rows.map((r) => `| ${r.join(' | ')} |`),
     '',
     `Gatehouse / oidc-provider at 50 connections: ${(results.g50! / results.o50!).toFixed(2)}× (target ≥ 1.4×)`,
+    `DPoP-bound / bearer client_credentials: ${((100 * results.d10!) / results.g10!).toFixed(0)}% at 10 connections, ${((100 * results.d50!) / results.g50!).toFixed(0)}% at 50 (target ≥ 85%)`,
+    `DPoP-protected / bearer MCP tools/call: ${((100 * results.md!) / results.m!).toFixed(0)}% (target ≥ 85%)`,
     `Gatehouse at 50 connections / all-cores signing ceiling: ${((100 * results.g50!) / joseAll).toFixed(0)}% of jose SignJWT's, ${((100 * results.g50!) / allCores).toFixed(0)}% of node:crypto one-shot's (target ≥ 70%)`,
   ];
   process.stdout.write(`${lines.join('\n')}\n`);

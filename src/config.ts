@@ -25,6 +25,8 @@ export interface Config {
   /** PostgreSQL: the longest wait for a connection and the longest statement, in ms (GATEHOUSE_DATABASE_TIMEOUT_MS) */
   databaseTimeoutMs: number;
   policyDir: string;
+  /** context fields an audit record keeps as a digest, not their value (GATEHOUSE_AUDIT_REDACT_CONTEXT=field,field) */
+  auditRedactContext: string[];
   adminToken: string | undefined;
   projectFile: string | undefined;
   logLevel: string;
@@ -34,6 +36,8 @@ export interface Config {
   metricsToken: string | undefined;
   /** GET /metrics without authentication (GATEHOUSE_METRICS_OPEN=true) */
   metricsOpen: boolean;
+  /** `required`: every DPoP proof must carry a nonce this service issued (GATEHOUSE_DPOP_NONCE; default `off`: a nonce is checked only when sent) */
+  dpopNonce: 'off' | 'required';
   /** the agent endpoints' request limits (GATEHOUSE_AGENT_RATE_LIMIT, GATEHOUSE_ADDRESS_RATE_LIMIT, GATEHOUSE_TRUSTED_PROXIES) */
   agentRequestLimits: { perAgent: number; perAddress: number; trustedProxies: string[] };
   /**
@@ -73,6 +77,7 @@ const fields = {
   GATEHOUSE_DATABASE_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000),
   GATEHOUSE_METRICS_TOKEN: z.string().min(1).optional(),
   GATEHOUSE_METRICS_OPEN: z.enum(['true', 'false']),
+  GATEHOUSE_DPOP_NONCE: z.enum(['off', 'required']),
   GATEHOUSE_OUTBOUND_ALLOW_PRIVATE: z.enum(['true', 'false']),
   GATEHOUSE_OUTBOUND_ALLOW_HOSTS: z
     .string()
@@ -154,6 +159,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     databaseUrl,
     databaseTimeoutMs: parseVar<number>('GATEHOUSE_DATABASE_TIMEOUT_MS', env.GATEHOUSE_DATABASE_TIMEOUT_MS, '5000'),
     policyDir,
+    auditRedactContext: (env.GATEHOUSE_AUDIT_REDACT_CONTEXT ?? '').split(',').map((f) => f.trim()).filter(Boolean),
     adminToken,
     projectFile,
     logLevel: parseVar<string>('LOG_LEVEL', env.LOG_LEVEL, 'info'),
@@ -161,6 +167,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     workers: parseVar<number>('GATEHOUSE_WORKERS', env.GATEHOUSE_WORKERS, String(availableParallelism())),
     metricsToken,
     metricsOpen: parseVar<string>('GATEHOUSE_METRICS_OPEN', env.GATEHOUSE_METRICS_OPEN, 'false') === 'true',
+    dpopNonce: parseVar<'off' | 'required'>('GATEHOUSE_DPOP_NONCE', env.GATEHOUSE_DPOP_NONCE, 'off'),
     agentRequestLimits: {
       perAgent: parseVar<number>('GATEHOUSE_AGENT_RATE_LIMIT', env.GATEHOUSE_AGENT_RATE_LIMIT, '2000'),
       perAddress: parseVar<number>('GATEHOUSE_ADDRESS_RATE_LIMIT', env.GATEHOUSE_ADDRESS_RATE_LIMIT, '5000'),

@@ -65,6 +65,14 @@ export const errors = {
   requestNotSupported: make(400, 'request_not_supported'),
   /** a relationship question that needs more hops through the graph than the limit allows */
   resolutionTooComplex: make(400, 'resolution_too_complex'),
+  /** RFC 9449 section 5: a token request whose DPoP proof is missing (where one is required), malformed or fails a check */
+  invalidDpopProof: make(400, 'invalid_dpop_proof'),
+  /** RFC 9449 section 8: the token request's proof must carry the server nonce sent in the `DPoP-Nonce` header */
+  useDpopNonce: make(400, 'use_dpop_nonce'),
+  /** RFC 9449 section 7.1: a resource request's proof is missing or fails a check (with a `WWW-Authenticate: DPoP` challenge) */
+  resourceInvalidDpopProof: make(401, 'invalid_dpop_proof'),
+  /** RFC 9449 section 9: the resource request's proof must carry the server nonce sent in the `DPoP-Nonce` header */
+  resourceUseDpopNonce: make(401, 'use_dpop_nonce'),
 };
 
 /** A zod failure as the management API's 400: each bad field named in `issues`. */

@@ -8,6 +8,7 @@ import {
   type SourceFile,
 } from './policy/index.js';
 import type { Logger } from './logger.js';
+import { invariantDiagnostics } from './policy/verify.js';
 import type { Store } from './store/index.js';
 import type { Rule } from './store/rules.js';
 
@@ -92,7 +93,9 @@ export class PolicyService {
 
   /** Would the policy still compile with these live rules? Used before a rule goes live (`store`: the caller's transaction). */
   async check(rules: JsonRule[], store: Store = this.store): Promise<Diagnostic[]> {
-    return loadPolicySet({ files: await this.files(store), rules }).diagnostics;
+    const { policySet, diagnostics } = loadPolicySet({ files: await this.files(store), rules });
+    // A set that breaks an invariant of the files (or one that cannot be proven) is refused as an error would be.
+    return policySet ? [...diagnostics, ...invariantDiagnostics(policySet)] : diagnostics;
   }
 
   /** The compiled set in force (stale or not); throws PolicyUnavailableError when there is none. */

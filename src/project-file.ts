@@ -106,6 +106,7 @@ const applicationsSection = defineSection<ProjectApplication>({
         ...(a.refresh_tokens !== undefined ? { refresh_tokens: a.refresh_tokens } : {}),
         first_party: a.first_party,
         require_pushed_authorization_requests: a.require_pushed_authorization_requests ?? false,
+        ...(a.dpop_bound_access_tokens !== undefined ? { dpop_bound_access_tokens: a.dpop_bound_access_tokens } : {}),
         ...(secretDiffers ? { client_secret: a.client_secret } : {}),
         ...(a.id_jag_audiences !== undefined ? { id_jag_audiences: a.id_jag_audiences } : {}),
       });
@@ -130,7 +131,8 @@ const agentsSection = defineSection<z.output<typeof agentCreate>>({
     for (const a of items) {
       const id = a.agent_id ?? defaultAgentId(ctx.config.issuerHost, a.name);
       if (!(await ctx.store.agents.get(id))) await createAgent(ctx, a);
-      else await updateAgent(ctx, id, { name: a.name, mode: a.mode, public_jwk: a.public_jwk, roles: a.roles, capabilities: a.capabilities, attributes: a.attributes });
+      else await updateAgent(ctx, id, { name: a.name, mode: a.mode, public_jwk: a.public_jwk, roles: a.roles, capabilities: a.capabilities, attributes: a.attributes,
+        ...(a.dpop_bound_access_tokens !== undefined ? { dpop_bound_access_tokens: a.dpop_bound_access_tokens } : {}) });
     }
   },
 });

@@ -32,6 +32,7 @@ export function agentJson(a: Agent) {
     capabilities: a.capabilities,
     attributes: a.attributes,
     sub_agents: a.sub_agents,
+    dpop_bound_access_tokens: a.dpop_bound_access_tokens,
     revoked: a.revoked,
     revoked_at: iso(a.revoked_at),
     created_at: iso(a.created_at),
@@ -67,7 +68,7 @@ export function createAgent(ctx: AppContext, input: AgentCreate, record?: Record
       if (await tx.agents.get(agentId)) throw errors.conflict(`an agent ${agentId} exists`);
       const agent = await tx.agents.create(
         agentId,
-        { name: input.name, mode: input.mode, public_jwk: publicJwk(input.public_jwk), roles: input.roles, attributes: input.attributes, sub_agents: uniqueIds(input.sub_agents) },
+        { name: input.name, mode: input.mode, public_jwk: publicJwk(input.public_jwk), roles: input.roles, attributes: input.attributes, sub_agents: uniqueIds(input.sub_agents), dpop_bound_access_tokens: input.dpop_bound_access_tokens },
         capabilities(input.capabilities),
       );
       await tx.settings.bump('agents');
@@ -89,6 +90,7 @@ export function updateAgent(ctx: AppContext, agentId: string, patch: AgentPatch,
         roles: patch.roles ?? cur.roles,
         attributes: patch.attributes ?? cur.attributes,
         sub_agents: patch.sub_agents ? uniqueIds(patch.sub_agents) : cur.sub_agents,
+        dpop_bound_access_tokens: patch.dpop_bound_access_tokens ?? cur.dpop_bound_access_tokens,
       },
       patch.capabilities ? capabilities(patch.capabilities) : undefined,
     ))!;

@@ -33,6 +33,7 @@ export async function applicationJson(ctx: AppContext, app: Application) {
     confidential: app.confidential,
     refresh_tokens: app.refresh_tokens,
     first_party: app.first_party,
+    dpop_bound_access_tokens: app.dpop_bound_access_tokens,
     has_secret: app.has_secret,
     require_pushed_authorization_requests: app.require_pushed_authorization_requests,
     grants: await ctx.store.applications.listGrants(app.client_id),
@@ -78,6 +79,7 @@ export async function createApplication(ctx: AppContext, input: ApplicationCreat
         refresh_tokens: input.refresh_tokens ?? REFRESH_BY_DEFAULT[input.type],
         first_party: input.first_party,
         require_pushed_authorization_requests: input.require_pushed_authorization_requests,
+        dpop_bound_access_tokens: input.dpop_bound_access_tokens ?? false,
       });
       if (input.id_jag_audiences?.length) await tx.idJag.setAudiences(clientId, input.id_jag_audiences.map((a) => ({ audience: a.audience, client_id: a.client_id ?? null })));
       await tx.settings.bump('applications');
@@ -106,6 +108,7 @@ export function updateApplication(ctx: AppContext, clientId: string, patch: Appl
       refresh_tokens: patch.refresh_tokens ?? cur.refresh_tokens,
       first_party: patch.first_party ?? cur.first_party,
       require_pushed_authorization_requests: patch.require_pushed_authorization_requests ?? cur.require_pushed_authorization_requests,
+      dpop_bound_access_tokens: patch.dpop_bound_access_tokens ?? cur.dpop_bound_access_tokens,
     };
     const builtIn = builtInApplicationProblem(ctx, clientId, next);
     if (builtIn) throw fieldError(builtIn.path, builtIn.message);

@@ -215,6 +215,9 @@ const applicationFields = {
   require_pushed_authorization_requests: z
     .boolean()
     .meta({ description: 'true: authorization requests only through the pushed authorization request endpoint (RFC 9126)' }),
+  dpop_bound_access_tokens: z
+    .boolean()
+    .meta({ description: 'RFC 9449: every access token is bound to a DPoP key; a token request without a DPoP proof is refused' }),
   client_secret: z.string().min(32, 'a client secret must be at least 32 characters').max(512),
 };
 
@@ -261,6 +264,7 @@ export const applicationCreate = z.object({
     .meta({ description: 'default true for web, spa and native' }),
   first_party: applicationFields.first_party.default(true),
   require_pushed_authorization_requests: applicationFields.require_pushed_authorization_requests.optional().meta({ description: 'default false' }),
+  dpop_bound_access_tokens: applicationFields.dpop_bound_access_tokens.optional().meta({ description: 'default false' }),
   client_id: clientIdSchema.optional(),
   client_secret: applicationFields.client_secret.optional(),
   id_jag_audiences: idJagAudiences.optional(),
@@ -276,6 +280,7 @@ export const applicationPatch = z.object({
   refresh_tokens: applicationFields.refresh_tokens.optional(),
   first_party: applicationFields.first_party.optional(),
   require_pushed_authorization_requests: applicationFields.require_pushed_authorization_requests.optional(),
+  dpop_bound_access_tokens: applicationFields.dpop_bound_access_tokens.optional(),
   client_secret: applicationFields.client_secret.optional().meta({ description: 'sets a new secret' }),
   rotate_secret: z.boolean().optional().meta({ description: 'true: generates a new secret, returned once' }),
   id_jag_audiences: idJagAudiences.optional().meta({ description: 'replaces the list' }),
@@ -295,6 +300,7 @@ export const applicationView = z.object({
   confidential: z.boolean(),
   refresh_tokens: z.boolean(),
   first_party: z.boolean(),
+  dpop_bound_access_tokens: z.boolean(),
   has_secret: z.boolean(),
   require_pushed_authorization_requests: z.boolean(),
   grants: z.array(z.object({ api_client_id: z.string(), scopes: z.array(z.string()) })),
@@ -441,6 +447,10 @@ export const agentCreate = z
     capabilities: z.array(capability).max(500).default([]),
     attributes: attributes.default({}),
     sub_agents: z.array(spiffeId).max(100).default([]).meta({ description: 'the agents it may hand work to by token exchange' }),
+    dpop_bound_access_tokens: z
+      .boolean()
+      .optional()
+      .meta({ description: 'default false. RFC 9449: every access token is bound to a DPoP key; a token request without a DPoP proof is refused' }),
   })
   .superRefine((a, c) => uniqueCapabilities(a.capabilities, c));
 export type AgentCreate = z.output<typeof agentCreate>;
@@ -454,6 +464,7 @@ export const agentPatch = z
     capabilities: z.array(capability).max(500).optional().meta({ description: 'replaces all capabilities' }),
     attributes: attributes.optional().meta({ description: 'replaces all attributes' }),
     sub_agents: z.array(spiffeId).max(100).optional().meta({ description: 'replaces the sub-agents it may hand work to' }),
+    dpop_bound_access_tokens: z.boolean().optional(),
   })
   .superRefine((a, c) => uniqueCapabilities(a.capabilities, c));
 export type AgentPatch = z.output<typeof agentPatch>;
@@ -471,6 +482,7 @@ export const agentView = z.object({
   capabilities: z.array(capabilityView),
   attributes: z.record(z.string(), z.unknown()),
   sub_agents: z.array(z.string()),
+  dpop_bound_access_tokens: z.boolean(),
   revoked: z.boolean(),
   revoked_at: nullableTimestamp,
   created_at: timestamp,

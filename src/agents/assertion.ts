@@ -70,11 +70,12 @@ export async function checkAssertion(ctx: AppContext, body: Record<string, unkno
   }
   if (typeof assertion !== 'string' || !assertion) throw fail('client_assertion is required');
 
-  // 1. The header: EdDSA only (no `none`, no HMAC keyed with the public key, no RSA/EC).
+  // 1. The header: EdDSA only (no `none`, no HMAC keyed with the public key, no RSA/EC), under its
+  // older name or the fully specified `Ed25519` (RFC 9864) that openid-client writes.
   let claims: JWTPayload;
   try {
     const header = decodeProtectedHeader(assertion);
-    if (header.alg !== 'EdDSA') throw new Error('alg');
+    if (header.alg !== 'EdDSA' && header.alg !== 'Ed25519') throw new Error('alg');
     claims = decodeJwt(assertion);
   } catch {
     throw fail('the client assertion must be a JWT signed with EdDSA');
@@ -91,7 +92,7 @@ export async function checkAssertion(ctx: AppContext, body: Record<string, unkno
   let verified: JWTPayload;
   try {
     ({ payload: verified } = await jwtVerify(assertion, state.publicKey, {
-      algorithms: ['EdDSA'],
+      algorithms: ['EdDSA', 'Ed25519'],
       issuer: agentId,
       subject: agentId,
       audience: audiences,

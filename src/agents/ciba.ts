@@ -105,7 +105,7 @@ function requestedExpiry(raw: unknown): number {
  * access_denied, expired → expired_token, pending → slow_down or authorization_pending,
  * approved → the token, once.
  */
-export async function cibaGrant(ctx: AppContext, agent: Agent, body: Record<string, unknown>, res: Response): Promise<void> {
+export async function cibaGrant(ctx: AppContext, agent: Agent, body: Record<string, unknown>, res: Response, jkt?: string): Promise<void> {
   const authReqId = one(body.auth_req_id, 'auth_req_id');
   if (!authReqId) throw errors.invalidRequest('auth_req_id is required');
   const outcome = await ctx.store.agentAuth.poll(sha256(authReqId), ctx.clock.now(), POLL_TOLERANCE_MS);
@@ -131,10 +131,10 @@ export async function cibaGrant(ctx: AppContext, agent: Agent, body: Record<stri
   const held = new Set(agent.capabilities.map((c) => c.name));
   const capabilities = request.scope.filter((c) => held.has(c));
   const authorizationDetails = request.authorization_details?.length ? request.authorization_details : undefined;
-  const token = await issueAgentAccessToken(ctx, { agent, userId: user.id, capabilities, audience: ctx.urls.mcp, authorizationDetails });
+  const token = await issueAgentAccessToken(ctx, { agent, userId: user.id, capabilities, audience: ctx.urls.mcp, authorizationDetails, jkt });
   const response: Record<string, unknown> = {
     access_token: token.access_token,
-    token_type: 'Bearer',
+    token_type: jkt ? 'DPoP' : 'Bearer',
     expires_in: token.expires_in,
     scope: [...(request.openid ? ['openid'] : []), ...capabilities].join(' '),
     ...(authorizationDetails ? { authorization_details: authorizationDetails } : {}),

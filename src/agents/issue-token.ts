@@ -8,6 +8,7 @@ import { recordAudit } from '../authz/audit.js';
 import { AGENT_ACCESS_TOKEN_TTL, AGENT_ACCESS_TOKEN_TYP, rememberIssued } from '../authz/agent-access-token.js';
 import { nowSeconds } from '../clock.js';
 import { DELEGATION_BY_CONSENT, DELEGATION_CLAIM, nestedAct } from '../authz/chain.js';
+import { confirmation } from '../oauth/dpop.js';
 
 /**
  * The capabilities a token carries: all of the agent's, or the requested `scope` narrowed to
@@ -41,7 +42,16 @@ export interface IssuedAgentToken { access_token: string; expires_in: number; sc
  */
 export async function issueAgentAccessToken(
   ctx: AppContext,
-  p: { agent: Agent; userId: string | null; capabilities: string[]; audience: string; grant?: string; authorizationDetails?: Record<string, unknown>[]; chain?: { agents: string[]; sid: string | null; notAfter: number } },
+  p: {
+    agent: Agent;
+    userId: string | null;
+    capabilities: string[];
+    audience: string;
+    grant?: string;
+    authorizationDetails?: Record<string, unknown>[];
+    chain?: { agents: string[]; sid: string | null; notAfter: number };
+    jkt?: string | undefined;
+  },
 ): Promise<IssuedAgentToken> {
   const iat = nowSeconds(ctx.clock);
   const jti = randomUUID();
@@ -62,6 +72,7 @@ export async function issueAgentAccessToken(
       : p.userId ? { act: { sub: p.agent.agent_id } } : {}),
     // RFC 9396: what the person approved; every decision on this token stays within it
     ...(p.authorizationDetails?.length ? { authorization_details: p.authorizationDetails } : {}),
+    ...confirmation(p.jkt),
   };
   const grant = p.grant ?? (p.chain ? 'token_exchange' : p.userId ? 'ciba' : 'client_credentials');
   const token = await ctx.keys.sign('EdDSA', claims, AGENT_ACCESS_TOKEN_TYP);

@@ -8,6 +8,8 @@ import { renderCause } from '../authz/cause.js';
 import { verifyAccessToken, type AccessTokenClaims } from '../oauth/access-token.js';
 import { checkAssertion, JWT_BEARER_ASSERTION_TYPE } from './assertion.js';
 import { agentAudience, issueAgentAccessToken, sendTokenResponse } from './issue-token.js';
+import { parseAuthorizationDetails } from '../oauth/authorization-details.js';
+import { detailsBeyondApproved } from '../authz/authorization-details.js';
 
 export const TOKEN_EXCHANGE_GRANT = 'urn:ietf:params:oauth:grant-type:token-exchange';
 export const ACCESS_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:access_token';
@@ -32,7 +34,7 @@ export const JWT_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:jwt';
  * The token: `sub` the person, `act` nested one level per agent (the outermost this agent),
  * `exp` never after the subject token's. Refusals past the assertion are recorded.
  */
-export async function tokenExchangeGrant(ctx: AppContext, state: AgentState, body: Record<string, unknown>, res: Response): Promise<void> {
+export async function tokenExchangeGrant(ctx: AppContext, state: AgentState, body: Record<string, unknown>, res: Response, jkt?: string): Promise<void> {
   const agent = state.agent;
   let issued: Parameters<typeof issueAgentAccessToken>[1];
   try {
@@ -49,11 +51,12 @@ export async function tokenExchangeGrant(ctx: AppContext, state: AgentState, bod
     }
     throw err;
   }
-  const token = await issueAgentAccessToken(ctx, issued);
+  // bound to the DPoP key of the request's proof, when one came
+  const token = await issueAgentAccessToken(ctx, { ...issued, jkt });
   sendTokenResponse(res, {
     access_token: token.access_token,
     issued_token_type: ACCESS_TOKEN_TYPE,
-    token_type: 'Bearer',
+    token_type: jkt ? 'DPoP' : 'Bearer',
     expires_in: token.expires_in,
     scope: token.scope,
   });
@@ -120,8 +123,15 @@ async function exchange(ctx: AppContext, state: AgentState, body: Record<string,
 
   // 6. The audience.
   const audience = agentAudience(ctx, body.resource);
-  // What the person approved in detail (RFC 9396) goes down the chain: never wider.
-  const details = Array.isArray(claims.authorization_details) ? (claims.authorization_details as Record<string, unknown>[]) : undefined;
+  // What the person approved in detail (RFC 9396) goes down the chain: never wider. An exchange
+  // may ask for narrower details (authorization_details), each within one the subject token carries.
+  const approved = Array.isArray(claims.authorization_details) ? (claims.authorization_details as Record<string, unknown>[]) : undefined;
+  const asked = await parseAuthorizationDetails(ctx, body.authorization_details);
+  if (asked) {
+    const why = detailsBeyondApproved(asked, approved);
+    if (why) throw errors.invalidAuthorizationDetails(why);
+  }
+  const details = asked ?? approved;
   return {
     agent, userId: subject.userId, capabilities, audience,
     ...(details?.length ? { authorizationDetails: details } : {}),

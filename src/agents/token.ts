@@ -3,6 +3,7 @@ import type { AppContext } from '../context.js';
 import { errors, ProtocolError } from '../errors.js';
 import { recordAuditOrLog } from '../authz/audit.js';
 import { authenticateAgent } from './assertion.js';
+import { tokenRequestBinding } from '../oauth/dpop.js';
 import { CIBA_GRANT_TYPE, cibaGrant } from './ciba.js';
 import { TOKEN_EXCHANGE_GRANT, tokenExchangeGrant } from './token-exchange.js';
 import { agentAudience, issueAgentAccessToken, requestedCapabilities, sendTokenResponse } from './issue-token.js';
@@ -14,7 +15,9 @@ const GRANTS = AGENT_TOKEN_GRANT_TYPES;
 /**
  * POST /apis/regional/v1/ai/auth/token: agent sign-in (`client_credentials`, autonomous agents),
  * CIBA polling, ID-JAG redemption (jwt-bearer, delegated agents) and token exchange
- * (`token-exchange.ts`, delegated agents). Steps: check the grant type, authenticate the agent's assertion, run the grant.
+ * (`token-exchange.ts`, delegated agents). Steps: check the grant type, authenticate the agent's
+ * assertion, the DPoP proof (its key binds the token; required of an agent with
+ * dpop_bound_access_tokens), run the grant.
  */
 export async function agentToken(ctx: AppContext, req: Request, res: Response): Promise<void> {
   const body = (req.body ?? {}) as Record<string, unknown>;
@@ -30,17 +33,18 @@ export async function agentToken(ctx: AppContext, req: Request, res: Response): 
     grantType === CIBA_GRANT_TYPE ? 'token:ciba' : grantType === JWT_BEARER_GRANT ? 'token:jwt-bearer' : grantType === TOKEN_EXCHANGE_GRANT ? 'token:token_exchange' : 'token:client_credentials',
   );
   const { agent } = state;
+  const jkt = await tokenRequestBinding(ctx, req, ctx.urls.agentToken, agent.dpop_bound_access_tokens);
   if (grantType === TOKEN_EXCHANGE_GRANT) {
-    await tokenExchangeGrant(ctx, state, body, res);
+    await tokenExchangeGrant(ctx, state, body, res, jkt);
     return;
   }
   if (grantType === JWT_BEARER_GRANT) {
     // An ID-JAG from a trusted identity provider: a delegated token for the person it names.
-    sendTokenResponse(res, { ...(await redeemIdJag(ctx, { kind: 'agent', agent, id: agent.agent_id }, body)) });
+    sendTokenResponse(res, { ...(await redeemIdJag(ctx, { kind: 'agent', agent, id: agent.agent_id }, body, jkt)) });
     return;
   }
   if (grantType === CIBA_GRANT_TYPE) {
-    await cibaGrant(ctx, agent, body, res);
+    await cibaGrant(ctx, agent, body, res, jkt);
     return;
   }
 
@@ -65,10 +69,10 @@ export async function agentToken(ctx: AppContext, req: Request, res: Response): 
     }
     throw err;
   }
-  const token = await issueAgentAccessToken(ctx, { agent, userId: null, capabilities, audience });
+  const token = await issueAgentAccessToken(ctx, { agent, userId: null, capabilities, audience, jkt });
   sendTokenResponse(res, {
     access_token: token.access_token,
-    token_type: 'Bearer',
+    token_type: jkt ? 'DPoP' : 'Bearer',
     expires_in: token.expires_in,
     scope: token.scope,
   });

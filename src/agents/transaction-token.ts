@@ -3,7 +3,8 @@ import type { JWTPayload } from 'jose';
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
 import { errors, ProtocolError, validationError } from '../errors.js';
-import { bearerToken } from '../oauth/bearer.js';
+import { accessCredential, type AccessCredential } from '../oauth/bearer.js';
+import { checkSenderConstraint } from '../oauth/dpop.js';
 import { authorize } from '../authz/pipeline.js';
 import { recordAuditOrLog } from '../authz/audit.js';
 import { TRANSACTION_TOKEN_TTL, TRANSACTION_TOKEN_TYP } from '../authz/transaction-tokens.js';
@@ -31,9 +32,9 @@ export const actionFields = {
 };
 const bindBody = z.object(actionFields);
 
-/** The bearer token of the Authorization header, or 401. */
-function requiredBearer(req: { get(name: string): string | undefined }): string {
-  const token = bearerToken(req.get('authorization'));
+/** The access token of the Authorization header (Bearer, or DPoP with its proof), or 401. */
+function requiredBearer(req: { get(name: string): string | undefined }): AccessCredential {
+  const token = accessCredential(req.get('authorization'));
   if (token === undefined) throw errors.invalidToken('an agent access token is required (Authorization: Bearer)', {}, { 'WWW-Authenticate': 'Bearer' });
   return token;
 }
@@ -52,7 +53,9 @@ export async function transactionTokenEndpoint(
   rawBody: unknown,
   req: { get(name: string): string | undefined },
 ): Promise<{ data: { transaction_token: string; expires_in: number } }> {
-  const principal = await verifyAgentAccessToken(ctx, requiredBearer(req));
+  const credential = requiredBearer(req);
+  const principal = await verifyAgentAccessToken(ctx, credential.token);
+  await checkSenderConstraint(ctx, req, credential, principal.claims, { htm: 'POST', htu: ctx.urls.transactionToken });
   const parsed = bindBody.safeParse(rawBody ?? {});
   if (!parsed.success) {
     const err = validationError(parsed.error);

@@ -19,6 +19,23 @@ export function cappedContext(context: unknown): unknown {
   return { $truncated: { bytes, sha256: createHash('sha256').update(json).digest('hex') } };
 }
 
+/**
+ * The context with the fields named redacted: each such top-level field is kept as
+ * `{"$redacted": {"sha256": <hex of its JSON>}}`, so a record proves what was sent without
+ * keeping it (a replay reads such a field as that object: a condition on it fails closed).
+ */
+export function redactedContext(context: unknown, fields: readonly string[]): unknown {
+  if (!fields.length || typeof context !== 'object' || context === null || Array.isArray(context)) return context;
+  const c = context as Record<string, unknown>;
+  if (!fields.some((f) => Object.hasOwn(c, f))) return context;
+  const out: Record<string, unknown> = { ...c };
+  for (const f of fields) {
+    if (!Object.hasOwn(c, f)) continue;
+    out[f] = { $redacted: { sha256: createHash('sha256').update(JSON.stringify(c[f]) ?? 'undefined').digest('hex') } };
+  }
+  return out;
+}
+
 interface Pending { input: AuditInput; resolve: () => void; reject: (err: unknown) => void }
 
 /**
@@ -80,7 +97,8 @@ function writer(ctx: AppContext): AuditWriter {
 
 /** Appends one audit record in this turn's shared transaction; resolves once it is committed. */
 export function recordAudit(ctx: AppContext, input: AuditInput): Promise<void> {
-  return writer(ctx).append(input.context === undefined ? input : { ...input, context: cappedContext(input.context) });
+  const redact = ctx.config.auditRedactContext ?? [];
+  return writer(ctx).append(input.context === undefined ? input : { ...input, context: cappedContext(redactedContext(input.context, redact)) });
 }
 
 /**

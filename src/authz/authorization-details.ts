@@ -91,3 +91,45 @@ export function beyondAuthorizationDetails(claim: unknown, asked: AskedAction): 
   }
   return first;
 }
+
+/**
+ * Why the details asked for go beyond those approved (a token exchange may only narrow them), or
+ * undefined when each asked detail lies within an approved one of its type: the actions and
+ * locations it lists are among the approved ones (and it lists them where the approved one does),
+ * and every other field the approved detail names is there and within it (a number no greater, an
+ * array's elements among the approved ones, a string, boolean or null equal, objects field by
+ * field). No approved details: anything asked only narrows.
+ */
+export function detailsBeyondApproved(asked: Record<string, unknown>[], approved: unknown): string | undefined {
+  if (!Array.isArray(approved) || approved.length === 0) return undefined;
+  for (const [i, detail] of asked.entries()) {
+    let first: string | undefined;
+    const within = approved.some((a) => {
+      if (!isObject(a)) return false;
+      const why = detailBeyond(detail, a);
+      first ??= why;
+      return why === undefined;
+    });
+    if (!within) return `authorization_details[${i}] is wider than the subject token's: ${first ?? 'no approved detail of its type'}`;
+  }
+  return undefined;
+}
+
+function detailBeyond(asked: Record<string, unknown>, approved: Record<string, unknown>): string | undefined {
+  if (asked.type !== approved.type) return `type ${String(asked.type)} is not approved`;
+  for (const list of ['actions', 'locations'] as const) {
+    const a = approved[list];
+    if (!Array.isArray(a)) continue;
+    const b = asked[list];
+    if (!Array.isArray(b)) return `${list} must be listed (within ${JSON.stringify(a).slice(0, 60)})`;
+    const outside = b.find((x) => !a.includes(x));
+    if (outside !== undefined) return `${list} ${JSON.stringify(outside).slice(0, 60)} is not approved`;
+  }
+  for (const [field, value] of Object.entries(approved)) {
+    if (COMMON_SCOPE.has(field)) continue;
+    if (!Object.hasOwn(asked, field)) return `${field} must be stated (within the approved ${JSON.stringify(value).slice(0, 60)})`;
+    const why = beyond(value, asked[field], field);
+    if (why) return why;
+  }
+  return undefined;
+}

@@ -4,7 +4,7 @@ import type { AuditInput } from '../store/audit.js';
 import type { Store } from '../store/index.js';
 import { addAmounts, usageKey, type UsageCheck, type UsageFacts, type UsageLimit } from '../policy/usage.js';
 import type { CounterDef, CounterState, NewEvent, UsageStore } from '../store/usage.js';
-import { cappedContext } from './audit.js';
+import { cappedContext, redactedContext } from './audit.js';
 
 /**
  * Limits over time in a decision: which counters a request touches, reading them (locked, so
@@ -403,7 +403,7 @@ const batches = new WeakMap<AppContext, UsageBatch<Store>>();
 export function usageBatch(ctx: AppContext): UsageBatch<Store> {
   let b = batches.get(ctx);
   if (!b) {
-    b = new UsageBatch<Store>(ctx.store, { writeRecords: (tx, records) => tx.audit.appendAll(records.map((r) => (r.context === undefined ? r : { ...r, context: cappedContext(r.context) }))) });
+    b = new UsageBatch<Store>(ctx.store, { writeRecords: (tx, records) => tx.audit.appendAll(records.map((r) => (r.context === undefined ? r : { ...r, context: cappedContext(redactedContext(r.context, ctx.config.auditRedactContext ?? [])) }))) });
     batches.set(ctx, b);
   }
   return b;

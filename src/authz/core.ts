@@ -72,9 +72,39 @@ export function grantsThroughRelations(d: Pick<PipelineDecision, 'trace'>): stri
  * The one audit record of a decision (a refused or issued binding has kind `token`). `caller`:
  * the application that asked about someone else (an AuthZEN policy enforcement point).
  */
+/**
+ * The facts a decision was decided on, as its record keeps them for `policy replay`: the subject
+ * and person (roles, groups, permissions, capabilities with their limits, attributes), the
+ * object's attributes, the stored entities references led to, the usage of limits over time
+ * read, whether an approval was already given, and the clock in milliseconds. Relationships are
+ * not kept (a replay reads them as they are then, and says so).
+ */
+export interface AuditFacts {
+  now: number;
+  subject: DecisionRequest['subject'];
+  person?: DecisionRequest['person'];
+  resource_attributes?: Record<string, unknown>;
+  usage?: Record<string, number>;
+  approved?: boolean;
+  entities?: Record<string, Record<string, unknown> | null>;
+  /** a decision through a delegation chain: the chain as the request carried it */
+  chain?: DecisionRequest['chain'];
+}
+
+export function auditFacts(request: Pick<DecisionRequest, 'subject' | 'person' | 'now' | 'resourceAttributes' | 'usage' | 'approved' | 'entities' | 'chain'>): AuditFacts {
+  const f: AuditFacts = { now: request.now, subject: request.subject };
+  if (request.person) f.person = request.person;
+  if (request.resourceAttributes && Object.keys(request.resourceAttributes).length) f.resource_attributes = request.resourceAttributes;
+  if (request.usage && Object.keys(request.usage).length) f.usage = request.usage;
+  if (request.approved) f.approved = true;
+  if (request.entities?.size) f.entities = Object.fromEntries(request.entities);
+  if (request.chain) f.chain = request.chain;
+  return f;
+}
+
 export function auditRecord(
   via: Via,
-  request: Pick<DecisionRequest, 'subject' | 'person' | 'action' | 'resource' | 'context' | 'now' | 'chain'>,
+  request: Pick<DecisionRequest, 'subject' | 'person' | 'action' | 'resource' | 'context' | 'now' | 'chain'> & Partial<Pick<DecisionRequest, 'resourceAttributes' | 'usage' | 'approved' | 'entities'>>,
   d: PipelineDecision,
   issued?: string,
   caller?: string,
@@ -96,6 +126,7 @@ export function auditRecord(
     policy_version: d.policyVersion,
     ...(caller !== undefined ? { caller } : {}),
     ...(chain ? { chain } : {}),
+    ...(bind ? {} : { facts: auditFacts(request) }),
   };
 }
 

@@ -334,6 +334,8 @@ async function decideOnCounters(
   caller?: string,
 ): Promise<AuthorizeResult> {
   let outcome: { decision: PipelineDecision; approvalId?: string };
+  // The usage the decision read, kept with its record for replay.
+  let usageRead: DecisionRequest['usage'];
   try {
     ({ outcome } = await usageBatch(ctx).run({
       counters,
@@ -341,11 +343,12 @@ async function decideOnCounters(
       txn,
       async judge(usage, tx: Store, read) {
         const judged: ChainRequest = { ...request, usage, ...(request.chain ? { chainUsage: usageByAgent(read.counters, read.values) } : {}) };
+        usageRead = usage;
         const first = decideChain(judged, policy);
         if (first.decision !== 'approval_required') return { decision: first };
         return approvalStep(tx, policy, judged, first, agentName);
       },
-      record: (done, changes) => ({ ...auditRecord(via, request, done.decision, undefined, caller), ...(changes.length ? { usage: changes } : {}) }),
+      record: (done, changes) => ({ ...auditRecord(via, { ...request, usage: usageRead }, done.decision, undefined, caller), ...(changes.length ? { usage: changes } : {}) }),
     }));
   } catch (err) {
     // Nothing of the turn's transaction holds (no consumption, no record); without the database, no answer at all.

@@ -2,7 +2,8 @@ import type { AppContext } from '../context.js';
 import { errors, type ProtocolError } from '../errors.js';
 import { verifiedTokens } from '../authz/verified-tokens.js';
 import { ACCESS_TOKEN_TYP } from '../oauth/tokens.js';
-import { bearerToken } from '../oauth/bearer.js';
+import { accessCredential } from '../oauth/bearer.js';
+import { checkSenderConstraint } from '../oauth/dpop.js';
 import { accessApiUrl } from './metadata.js';
 import { nowSeconds } from '../clock.js';
 
@@ -25,12 +26,18 @@ function unauthorized(ctx: AppContext, description: string, withError: boolean):
  * application without a grant (or not m2m) is a 403 `insufficient_scope`. Both carry a
  * `WWW-Authenticate` challenge. A verified token is remembered until it expires (one map
  * lookup per repeat); the grant is checked on every request against a per-process view that
- * follows the `applications` change counter.
+ * follows the `applications` change counter. A DPoP-bound token comes as `Authorization: DPoP`
+ * with a proof for `request` (its `DPoP` header, the endpoint's URL), checked on every request.
  */
-export async function authenticateCaller(ctx: AppContext, authorization: string | undefined): Promise<Caller> {
+export async function authenticateCaller(
+  ctx: AppContext,
+  authorization: string | undefined,
+  request?: { get(name: string): string | undefined; htu: string },
+): Promise<Caller> {
   if (!authorization) throw unauthorized(ctx, 'an access token is required (Authorization: Bearer)', false);
-  const token = bearerToken(authorization);
-  if (token === undefined || token.length > 8192) throw unauthorized(ctx, 'the Authorization header is not a bearer token', true);
+  const credential = accessCredential(authorization);
+  const token = credential?.token;
+  if (credential === undefined || token === undefined || token.length > 8192) throw unauthorized(ctx, 'the Authorization header is not a bearer token', true);
   const audience = accessApiUrl(ctx);
   const cache = verifiedTokens(ctx, `authzen:${audience}`);
   let payload = cache.get(token, nowSeconds(ctx.clock))?.payload;
@@ -48,6 +55,8 @@ export async function authenticateCaller(ctx: AppContext, authorization: string 
       throw unauthorized(ctx, `the access token is invalid, expired or not for ${audience}`, true);
     }
   }
+  // A DPoP-bound token needs its proof; a request with nothing to check a proof against has none.
+  await checkSenderConstraint(ctx, request ?? { get: () => undefined }, credential, payload, { htm: 'POST', htu: request?.htu ?? '' });
   const clientId = payload.client_id;
   const standing = typeof clientId === 'string' ? await grants(ctx).standing(clientId) : 'unknown';
   // A token whose application is gone is as good as revoked: the caller is not authenticated.

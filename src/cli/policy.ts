@@ -1,8 +1,9 @@
-// `gatehouse policy check|fmt|test|diff|explain`. Every error is printed with its source line and
+// `gatehouse policy check|fmt|test|diff|verify|explain`. Every error is printed with its source line and
 // a caret; `--format json` gives the same facts to machines. Exit codes: 0 success, 1 a policy
 // error (or a failing test, a file fmt would change under --check), 2 a usage or input error;
 // diff: 1 when something changes, 2 also for two sets too large to compare exactly (one line
-// saying what was too large: a diff's work is bounded); explain: 0 allow, 3 deny, 4 approval_required.
+// saying what was too large: a diff's work is bounded); verify: 1 when an invariant does not hold,
+// 2 when one cannot be proven; explain: 0 allow, 3 deny, 4 approval_required.
 
 import { readFile, readdir, stat, writeFile } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
@@ -26,6 +27,7 @@ import { diffMarkdown } from './formats/markdown.js';
 import { filesAtRevision, GitError } from './git.js';
 import { combineCoverage, coverageLcov, coverageText, measureCoverage, type Coverage } from '../policy/coverage.js';
 import { unifiedDiff } from './udiff.js';
+import { counterexampleText, invariantDiagnostics, verifyInvariants } from '../policy/verify.js';
 
 /** `gatehouse policy ...` as one call (tests run it in process). */
 export async function runPolicyCommand(args: string[], io: CliIO): Promise<number> {
@@ -168,6 +170,13 @@ export function check(a: ParsedArgs, io: CliIO): Promise<number> {
       errors += errs.length;
       warnings += warns.length;
       const ok = !errs.length && !(strict && warns.length);
+      // Invariants are checked once the set is valid: one that does not hold (or cannot be proven) is an error.
+      if (!errs.length) {
+        const broken = invariantDiagnostics(buildPolicySet(parsed.files, []));
+        parsed.diagnostics.push(...broken);
+        errs.push(...broken);
+        errors += broken.length;
+      }
       const facts = errs.length ? null : described(parsed);
       if (asJson) {
         diagnostics.push(...diagnosticsJson(parsed.diagnostics, files, sources));
@@ -434,6 +443,34 @@ export function diff(a: ParsedArgs, io: CliIO): Promise<number> {
     else io.stdout((rel.definitions.length && !r.changes.length ? '' : diffText(r)) + relationDiffText(rel));
     const changed = r.changes.length > 0 || rel.changes.length > 0 || (rel.pairs?.length ?? 0) > 0;
     return changed ? 1 : 0;
+  });
+}
+
+// ---- verify -----------------------------------------------------------------------------
+
+export function verify(a: ParsedArgs, io: CliIO): Promise<number> {
+  return guarded(io, 'verify', async () => {
+    const dir = a.positionals[0] ?? defaultDir();
+    const files = (await readTarget(io, dir, [POLICY_EXT])).filter((f) => !isTestsFile(f.path));
+    const set = loadSide(io, files);
+    if (!set) return 2;
+    const results = verifyInvariants(set);
+    if (wantsJson(a)) {
+      json(io, { invariants: results.map((r) => ({ name: r.name, file: r.file, line: r.line, holds: r.holds, counterexample: r.counterexample, ...(r.error ? { error: r.error } : {}) })) });
+    } else {
+      for (const r of results) {
+        const at = `${r.file}:${r.line}`;
+        if (r.error) io.stdout(`error   invariant "${r.name}" (${at}): ${r.error}\n`);
+        else if (r.holds) io.stdout(`holds   invariant "${r.name}" (${at})\n`);
+        else io.stdout(`broken  invariant "${r.name}" (${at})\n  counterexample: ${counterexampleText(r.counterexample!)}\n`);
+      }
+      if (!results.length) io.stdout('no invariants\n');
+    }
+    if (results.some((r) => r.error)) {
+      for (const r of results) if (r.error) io.stderr(`gatehouse policy verify: invariant "${r.name}": ${r.error}\n`);
+      return 2;
+    }
+    return results.every((r) => r.holds) ? 0 : 1;
   });
 }
 

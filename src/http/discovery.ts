@@ -5,6 +5,7 @@ import { AGENT_TOKEN_GRANT_TYPES } from '../agents/token.js';
 import { declaredTypes } from '../oauth/authorization-details.js';
 import { ID_JAG_TOKEN_TYPE } from '../oauth/grants/id-jag.js';
 import { TOKEN_ENDPOINT_GRANT_TYPES } from '../oauth/token.js';
+import { DPOP_SIGNING_ALGS } from '../oauth/dpop.js';
 import { SUPPORTED_EVENT_TYPES } from '../signals.js';
 
 /** Discovery documents and keys: no authentication, open CORS, a short public cache. */
@@ -53,6 +54,7 @@ export function discoveryDocuments(ctx: AppContext) {
       // the declared types, filled in per request (they change through the management API)
       authorization_details_types_supported: [] as string[],
       client_id_metadata_document_supported: true,
+      dpop_signing_alg_values_supported: DPOP_SIGNING_ALGS,
     },
     'oauth-authorization-server': {
       issuer: u.issuer,
@@ -69,6 +71,7 @@ export function discoveryDocuments(ctx: AppContext) {
       backchannel_user_code_parameter_supported: false,
       agent_configuration_endpoint: u.agentConfiguration,
       response_types_supported: [],
+      dpop_signing_alg_values_supported: DPOP_SIGNING_ALGS,
     },
     'agent-configuration': {
       modes: ['delegated', 'autonomous'],
@@ -81,6 +84,9 @@ export function discoveryDocuments(ctx: AppContext) {
     'oauth-protected-resource': {
       resource: u.mcp,
       authorization_servers: [u.issuer],
+      // RFC 9728: DPoP-bound tokens are accepted (with their proofs); bearer tokens too.
+      dpop_signing_alg_values_supported: DPOP_SIGNING_ALGS,
+      dpop_bound_access_tokens_required: false,
     },
     'ssf-configuration': {
       issuer: u.issuer,

@@ -54,7 +54,7 @@ function authzenRoute(path: string, answer: (ctx: AppContext, caller: Caller, bo
     body: 'json',
     requestId: 'echo',
     otherMethods: 'refuse',
-    authenticate: (ctx, req) => authenticateCaller(ctx, req.get('authorization')),
+    authenticate: (ctx, req) => authenticateCaller(ctx, req.get('authorization'), { get: (name) => req.get(name), htu: `${ctx.urls.issuer}${path}` }),
     handle(ctx, body, req, caller) {
       if (!isJson(req.get('content-type'))) throw errors.invalidRequest('the request body must be application/json');
       return answer(ctx, caller as Caller, body);

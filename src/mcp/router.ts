@@ -4,7 +4,8 @@ import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv
 import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
 import type { AppContext } from '../context.js';
 import { errors, ProtocolError } from '../errors.js';
-import { bearerToken } from '../oauth/bearer.js';
+import { accessCredential } from '../oauth/bearer.js';
+import { checkSenderConstraint } from '../oauth/dpop.js';
 import { verifyAgentAccessToken, type AgentPrincipal } from '../authz/agent-access-token.js';
 import { agentKnown } from '../authz/agent-cache.js';
 import { authorize } from '../authz/pipeline.js';
@@ -42,29 +43,44 @@ export function mcpRouter(ctx: AppContext): Router {
  */
 const cors: RequestHandler = (req, res, next) => {
   res.setHeader('Access-Control-Allow-Origin', '*');
-  res.setHeader('Access-Control-Expose-Headers', 'WWW-Authenticate, Mcp-Session-Id, Mcp-Protocol-Version');
+  res.setHeader('Access-Control-Expose-Headers', 'WWW-Authenticate, DPoP-Nonce, Mcp-Session-Id, Mcp-Protocol-Version');
   if (req.method !== 'OPTIONS') return next();
   res.setHeader('Access-Control-Allow-Methods', 'POST, GET, DELETE, OPTIONS');
-  res.setHeader('Access-Control-Allow-Headers', 'Authorization, Content-Type, Accept, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID');
+  res.setHeader('Access-Control-Allow-Headers', 'Authorization, DPoP, Content-Type, Accept, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID');
   res.setHeader('Access-Control-Max-Age', '600');
   res.sendStatus(204);
 };
 
-/** Steps: a bearer token → an agent access token of ours for this resource, of an agent not revoked; else 401 with the challenge. */
+/**
+ * Steps: an access token (Bearer, or DPoP with its proof) → an agent access token of ours for
+ * this resource, of an agent not revoked → a DPoP-bound token's proof for this request; else
+ * 401 with the challenge.
+ */
 function requireAgentToken(ctx: AppContext): RequestHandler {
   // Exactly this challenge, so MCP clients find the protected-resource metadata.
   const challenge = `Bearer resource_metadata="${ctx.urls.protectedResource}"`;
   const unauthorized = (description: string) =>
     new ProtocolError(401, 'invalid_token', description, {}, { 'WWW-Authenticate': challenge });
   return async (req, res, next) => {
-    const token = bearerToken(req.get('authorization'));
-    if (token === undefined) return next(unauthorized('an agent access token for this resource is required'));
+    const credential = accessCredential(req.get('authorization'));
+    if (credential === undefined) return next(unauthorized('an agent access token for this resource is required'));
+    let principal: AgentPrincipal;
     try {
-      res.locals.mcpPrincipal = await verifyAgentAccessToken(ctx, token, ctx.urls.mcp);
+      principal = await verifyAgentAccessToken(ctx, credential.token, ctx.urls.mcp);
     } catch (err) {
       if (err instanceof ProtocolError) return next(unauthorized(err.description ?? 'the access token is not valid'));
       return next(err);
     }
+    try {
+      await checkSenderConstraint(ctx, req, credential, principal.claims, {
+        htm: req.method,
+        htu: ctx.urls.mcp,
+        extraChallenge: `resource_metadata="${ctx.urls.protectedResource}"`,
+      });
+    } catch (err) {
+      return next(err);
+    }
+    res.locals.mcpPrincipal = principal;
     next();
   };
 }

@@ -1,7 +1,7 @@
 import type { JWTPayload } from 'jose';
 import { decodeProtectedHeader } from 'jose';
 import type { AppContext } from '../context.js';
-import { bearerToken } from './bearer.js';
+import { accessCredential, type AccessCredential } from './bearer.js';
 import { ACCESS_TOKEN_TYP } from './tokens.js';
 
 export interface AccessTokenClaims extends JWTPayload {
@@ -31,8 +31,11 @@ export async function verifyAccessToken(ctx: AppContext, token: string): Promise
   }
 }
 
-/** The bearer token of `Authorization: Bearer <token>`, or else the form field of RFC 6750 2.2. */
-export function presentedToken(authorization: string | undefined, formValue: unknown): string | undefined {
-  if (authorization) return bearerToken(authorization);
-  return typeof formValue === 'string' && formValue ? formValue : undefined;
+/**
+ * The access token of `Authorization: Bearer <token>` or `DPoP <token>`, or else the form field
+ * of RFC 6750 2.2 (a bearer token).
+ */
+export function presentedToken(authorization: string | undefined, formValue: unknown): AccessCredential | undefined {
+  if (authorization) return accessCredential(authorization);
+  return typeof formValue === 'string' && formValue ? { scheme: 'Bearer', token: formValue } : undefined;
 }

@@ -25,12 +25,13 @@ export interface ApplicationShape {
   confidential: boolean;
   refresh_tokens: boolean;
   first_party: boolean;
+  dpop_bound_access_tokens?: boolean;
 }
 
 /**
  * Why `next` is not a shape the console application may take, as the field and a message,
- * or null. Any other redirect URI would hand administrators' codes elsewhere; a secret or a
- * consent step would break the console's own sign-in.
+ * or null. Any other redirect URI would hand administrators' codes elsewhere; a secret, a
+ * consent step or a DPoP requirement would break the console's own sign-in.
  */
 export function builtInApplicationProblem(ctx: AppContext, clientId: string, next: ApplicationShape): { path: string; message: string } | null {
   if (clientId !== CONSOLE_CLIENT_ID) return null;
@@ -43,6 +44,8 @@ export function builtInApplicationProblem(ctx: AppContext, clientId: string, nex
   if (next.confidential !== want.confidential) return { path: 'confidential', message: fixed };
   if (next.refresh_tokens !== want.refresh_tokens) return { path: 'refresh_tokens', message: fixed };
   if (next.first_party !== want.first_party) return { path: 'first_party', message: fixed };
+  // The console signs in without DPoP proofs.
+  if (next.dpop_bound_access_tokens) return { path: 'dpop_bound_access_tokens', message: fixed };
   return null;
 }
 

@@ -3,6 +3,7 @@ import type { AppContext } from '../context.js';
 import { errors } from '../errors.js';
 import { verifyAccessToken } from './access-token.js';
 import { authenticateClient } from './client-auth.js';
+import { boundKey } from './dpop.js';
 import { formBody, single } from './params.js';
 
 const INACTIVE = JSON.stringify({ active: false });
@@ -37,7 +38,8 @@ export function introspectEndpoint(ctx: AppContext): RequestHandler {
       iss: claims.iss,
       exp: claims.exp,
       iat: claims.iat,
-      token_type: 'Bearer',
+      // RFC 9449 section 6.2: a DPoP-bound token says so, with its key's thumbprint.
+      ...(boundKey(claims) ? { token_type: 'DPoP', cnf: { jkt: boundKey(claims) } } : { token_type: 'Bearer' }),
       aud: claims.aud,
       ...(claims.jti ? { jti: claims.jti } : {}),
       // The delegation the token carries: who acts (nested per hop, RFC 8693), who may act.

@@ -17,7 +17,8 @@ const methodNotAllowed: RequestHandler = (_req, _res, next) => next(errors.metho
 /** Cross-origin calls from browser apps (SPAs) to the JSON endpoints; no cookies involved. */
 export const OAUTH_CORS_HEADERS = {
   'Access-Control-Allow-Origin': '*',
-  'Access-Control-Allow-Headers': 'Authorization, Content-Type',
+  'Access-Control-Allow-Headers': 'Authorization, DPoP, Content-Type',
+  'Access-Control-Expose-Headers': 'WWW-Authenticate, DPoP-Nonce',
   'Access-Control-Allow-Methods': 'GET, POST, OPTIONS',
 };
 

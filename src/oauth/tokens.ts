@@ -6,6 +6,7 @@ import type { User } from '../store/users.js';
 import { mayUseApplication } from './built-in-applications.js';
 import { nowSeconds } from '../clock.js';
 import { mayActOf } from '../authz/chain.js';
+import { confirmation } from './dpop.js';
 
 /** Lifetimes in seconds (access tokens 900 s; the others are listed in docs/sign-in.md). */
 export const ACCESS_TOKEN_TTL = 900;
@@ -19,7 +20,7 @@ export const ACCESS_TOKEN_TYP = 'at+jwt';
 /** A service's token (client credentials): no person claims. */
 export async function issueServiceAccessToken(
   ctx: AppContext,
-  t: { clientId: string; audience: string; scope: string | undefined },
+  t: { clientId: string; audience: string; scope: string | undefined; jkt?: string | undefined },
 ): Promise<string> {
   const iat = nowSeconds(ctx.clock);
   return ctx.keys.sign(
@@ -33,16 +34,18 @@ export async function issueServiceAccessToken(
       jti: randomUUID(),
       client_id: t.clientId,
       ...(t.scope !== undefined ? { scope: t.scope } : {}),
+      ...confirmation(t.jkt),
     },
     ACCESS_TOKEN_TYP,
   );
 }
 
 /**
- * A person's access token: `aud` is the resource asked for, else the client. `may_act` names
- * the agents the person lets act for them (token exchange), when there are any.
+ * A person's access token: `aud` is the resource asked for, else the client; `jkt` binds it to a
+ * DPoP key. `may_act` names the agents the person lets act for them (token exchange), when
+ * there are any.
  */
-export async function issuePersonAccessToken(ctx: AppContext, user: User, grant: Grant, scope: string[]): Promise<string> {
+export async function issuePersonAccessToken(ctx: AppContext, user: User, grant: Grant, scope: string[], jkt?: string): Promise<string> {
   const iat = nowSeconds(ctx.clock);
   const mayAct = mayActOf(await ctx.store.delegations.listForUser(user.id));
   return ctx.keys.sign(
@@ -65,6 +68,7 @@ export async function issuePersonAccessToken(ctx: AppContext, user: User, grant:
       ...(mayAct ? { may_act: mayAct } : {}),
       // RFC 9396 section 9.1: what the person approved, for the resource server to enforce.
       ...(grant.authorization_details?.length ? { authorization_details: grant.authorization_details } : {}),
+      ...confirmation(jkt),
     },
     ACCESS_TOKEN_TYP,
   );
@@ -107,7 +111,7 @@ export async function issueIdToken(
 
 export interface TokenResponse {
   access_token: string;
-  token_type: 'Bearer';
+  token_type: 'Bearer' | 'DPoP';
   expires_in: number;
   id_token?: string;
   refresh_token?: string;
@@ -138,10 +142,10 @@ export async function personTokenResponse(
   ctx: AppContext,
   user: User,
   grant: Grant,
-  opts: { scope: string[]; nonce?: string | null; refreshToken?: string },
+  opts: { scope: string[]; nonce?: string | null; refreshToken?: string; jkt?: string | undefined },
 ): Promise<TokenResponse> {
-  const accessToken = await issuePersonAccessToken(ctx, user, grant, opts.scope);
-  const body: TokenResponse = { access_token: accessToken, token_type: 'Bearer', expires_in: ACCESS_TOKEN_TTL };
+  const accessToken = await issuePersonAccessToken(ctx, user, grant, opts.scope, opts.jkt);
+  const body: TokenResponse = { access_token: accessToken, token_type: opts.jkt ? 'DPoP' : 'Bearer', expires_in: ACCESS_TOKEN_TTL };
   if (opts.scope.includes('openid')) body.id_token = await issueIdToken(ctx, user, grant, accessToken, opts.nonce);
   if (opts.refreshToken) body.refresh_token = opts.refreshToken;
   body.scope = opts.scope.join(' ');

@@ -2,6 +2,7 @@ import type { RequestHandler } from 'express';
 import type { AppContext } from '../context.js';
 import { errors } from '../errors.js';
 import { presentedToken, verifyAccessToken } from './access-token.js';
+import { checkSenderConstraint } from './dpop.js';
 import { formBody } from './params.js';
 
 const challenge = (error?: string) => ({
@@ -15,14 +16,16 @@ const challenge = (error?: string) => ({
 export function userinfoEndpoint(ctx: AppContext): RequestHandler {
   return async (req, res) => {
     res.setHeader('Cache-Control', 'no-store');
-    // 1. The bearer token
-    const token = presentedToken(req.get('authorization'), req.method === 'POST' ? formBody(req).access_token : undefined);
-    if (!token) throw errors.invalidToken('a bearer access token is required', {}, challenge());
-    const claims = await verifyAccessToken(ctx, token);
+    // 1. The access token (Bearer or DPoP)
+    const credential = presentedToken(req.get('authorization'), req.method === 'POST' ? formBody(req).access_token : undefined);
+    if (!credential) throw errors.invalidToken('a bearer access token is required', {}, challenge());
+    const claims = await verifyAccessToken(ctx, credential.token);
     // 2. A person's token (it carries a session id), for a person who still exists
     const user = claims?.sid ? await ctx.store.users.get(claims.sub!) : undefined;
     if (!claims || !user) throw errors.invalidToken('the access token is not valid', {}, challenge('invalid_token'));
-    // 3. Filter by scope
+    // 3. A DPoP-bound token with its proof for this request
+    await checkSenderConstraint(ctx, req, credential, claims, { htm: req.method, htu: ctx.urls.userinfo });
+    // 4. Filter by scope
     const scopes = new Set((claims.scope ?? '').split(' '));
     const info: Record<string, unknown> = { sub: user.id };
     if (scopes.has('email')) {

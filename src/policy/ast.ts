@@ -106,6 +106,28 @@ export interface RuleNode {
   timezone?: string;
 }
 
+/** The decisions an invariant may rule out: `never allow`, `never deny`, `never approval_required`. */
+export const INVARIANT_DECISIONS = ['allow', 'deny', 'approval_required'] as const;
+
+/**
+ * `invariant "name" { never allow "create:refunds" on "refund:*" when amount > 100000 }`: no
+ * request whose action one of the relations (or action groups) covers, whose object the pattern
+ * matches and on which the condition holds ever gets that decision. `policy verify` proves it.
+ */
+export interface InvariantNode {
+  kind: 'invariant';
+  name: string;
+  /** The decision ruled out, as written (validated to one of INVARIANT_DECISIONS). */
+  never: string;
+  relations: string[];
+  relationLocs?: Loc[];
+  object: string;
+  when?: Expr;
+  loc?: Loc;
+  fieldLocs?: Partial<Record<'name' | 'never' | 'relation' | 'object' | 'when', Loc>>;
+  comments?: Record<string, Comments>;
+}
+
 /** One context field's constraints. Operators are stored by name so the order written does not matter. */
 export interface LimitField {
   field: string;
@@ -214,7 +236,7 @@ export interface TestNode {
 /** A line `used <count | field> <amount> in <window> [per <scope>]`. */
 export interface UsedLine { what: string; amount: Literal; per: string; scope?: string; loc?: Loc }
 
-export type Item = RuleNode | LimitsNode | KindNode | ActionGroupNode | TestNode | TimezoneNode | SchemaNode | TypeNode | ConditionNode | RelationshipsNode;
+export type Item = RuleNode | InvariantNode | LimitsNode | KindNode | ActionGroupNode | TestNode | TimezoneNode | SchemaNode | TypeNode | ConditionNode | RelationshipsNode;
 
 export interface PolicyFileNode {
   path: string;

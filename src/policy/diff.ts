@@ -119,7 +119,7 @@ export interface DiffOptions {
 }
 
 /** What a diff has spent, and where it is (for the message when it runs out). */
-class Budget {
+export class Budget {
   spent = 0;
   tidy = TIDY_STEPS;
   where = '';
@@ -144,7 +144,7 @@ const meet = meetPatterns;
 
 const key = (p: Pattern) => `${p.type === null ? '\u0001' : p.type}\u0000${p.segs === null ? '\u0001' : p.segs.map((s) => (s === null ? '\u0001' : s)).join('\u0000')}`;
 
-interface Cell0 { pattern: Pattern; except: Pattern[]; witness: string }
+export interface Cell0 { pattern: Pattern; except: Pattern[]; witness: string }
 
 const CLOSURE_MAX = 2000;
 
@@ -599,8 +599,12 @@ function relationName(name: string): { rel: RelDim['rel']; a: string; b: string 
 
 interface Side { rules: CompiledRule[]; limits: CompiledLimitBlock[] }
 
+const sides = new WeakMap<PolicySet, Side>();
+
 function sideOf(set: PolicySet): Side {
-  return { rules: set.compiled.rules, limits: [...set.compiled.limits.values()].flat() };
+  let s = sides.get(set);
+  if (!s) sides.set(set, (s = { rules: set.compiled.rules, limits: [...set.compiled.limits.values()].flat() }));
+  return s;
 }
 
 const IDENTITY = new Set(['subject.id', 'person.id', 'resource.id', 'resource.type']);
@@ -633,7 +637,7 @@ function usageReads(blocks: CompiledLimitBlock[]): UsageRead[] {
   return [...byKey.values()];
 }
 
-interface Computed { dims: Dim[]; boxes: { sets: Set<number>[]; point: number[]; before: DecisionValue; after: DecisionValue }[] }
+export interface Computed { dims: Dim[]; boxes: { sets: Set<number>[]; point: number[]; before: DecisionValue; after: DecisionValue }[] }
 
 /**
  * The action patterns a rule's condition compares the action with: `action == "push:repos"`,
@@ -641,15 +645,19 @@ interface Computed { dims: Dim[]; boxes: { sets: Set<number>[]; point: number[];
  * A comparison of the action with another value, or a `like` pattern on it, is not modelled.
  */
 function actionConstantPatterns(r: CompiledRule): Pattern[] {
+  return r.ast.when ? actionConstantsOfAtoms(atomsOf(r.ast.when), `rule "${r.name}" (${r.source})`) : [];
+}
+
+/** The action patterns comparisons compare the action with; `who` names their rule or invariant in a refusal. */
+function actionConstantsOfAtoms(atoms: Atom[], who: string): Pattern[] {
   const out: Pattern[] = [];
-  if (!r.ast.when) return out;
-  for (const a of atomsOf(r.ast.when)) {
+  for (const a of atoms) {
     const sides = [a.left, a.right];
     const at = sides.findIndex((o) => o.type === 'path' && o.root === 'action');
     if (at < 0) continue;
     const path = sides[at] as PathNode, other = sides[1 - at]!;
-    if (other.type === 'path') throw new DiffRefused(`rule "${r.name}" (${r.source}) compares ${fmtExpr(a)}: the action against another value, which diff does not model yet`);
-    if (a.type === 'like') throw new DiffRefused(`rule "${r.name}" (${r.source}) matches the action with a pattern (${fmtExpr(a)}), which diff does not model yet`);
+    if (other.type === 'path') throw new DiffRefused(`${who} compares ${fmtExpr(a)}: the action against another value, which diff does not model yet`);
+    if (a.type === 'like') throw new DiffRefused(`${who} matches the action with a pattern (${fmtExpr(a)}), which diff does not model yet`);
     const values = Array.isArray(other.value) ? other.value : [other.value];
     for (const v of values) {
       if (typeof v !== 'string' || v === '' || v.includes('*')) continue;
@@ -662,12 +670,17 @@ function actionConstantPatterns(r: CompiledRule): Pattern[] {
   return out;
 }
 
-export function diffPolicySets(before: PolicySet, after: PolicySet, options: DiffOptions = {}): DiffResult {
-  for (const set of [before, after]) for (const r of set.compiled.rules) {
+/** Refuse sets whose rules ask what the exact engine does not model (relationship questions, the action against a value). */
+export function refuseUnmodelled(sets: PolicySet[]): void {
+  for (const set of sets) for (const r of set.compiled.rules) {
     const q = r.ast.when ? relQuestionsOf(r.ast.when)[0] : undefined;
     if (q) throw new DiffRefused(`rule "${r.name}" (${r.source}) asks a relationship question (${fmtExpr(q)}), which diff does not model yet`);
     actionConstantPatterns(r);
   }
+}
+
+export function diffPolicySets(before: PolicySet, after: PolicySet, options: DiffOptions = {}): DiffResult {
+  refuseUnmodelled([before, after]);
   try {
     const budget = new Budget(options.steps ?? DIFF_STEPS);
     try {
@@ -681,23 +694,55 @@ export function diffPolicySets(before: PolicySet, after: PolicySet, options: Dif
   }
 }
 
-function diffInner(before: PolicySet, after: PolicySet, budget: Budget): DiffResult {
-  const notes: string[] = [];
-  const sb = sideOf(before), sa = sideOf(after);
-  const singB = JSON.stringify(Object.entries(before.compiled.singulars).sort());
-  const singA = JSON.stringify(Object.entries(after.compiled.singulars).sort());
-  if (singB !== singA) notes.push('declared kind singulars differ: which objects a permission covers changes, also for actions no rule or limit names');
-  const singularsAll = [before.compiled.singulars, after.compiled.singulars];
+/**
+ * What one cell of actions, objects and subjects gives the one who walks it: the space of the
+ * values the rules, limits (and extra atoms) read there, which rules and limits apply, and a
+ * signature of all that, equal for cells on which the same walk gives the same answer.
+ */
+export interface CellContext {
+  space: Space;
+  rules: CompiledRule[];
+  limits: CompiledLimitBlock[];
+  ac: Cell0; oc: Cell0; pc: PCell;
+  agentW?: string; personW?: string;
+  /** The action of the cell, or null for a cell of actions of any kinds (then `actionFor` the object's kind). */
+  action: string | null;
+  actionFor: (kind: string) => string | null;
+  sig: string;
+  who: string;
+}
 
-  const allRules = [...sb.rules, ...sa.rules];
-  const allLimits = [...sb.limits, ...sa.limits];
+type PCell = { kind: PrincipalKind; agent?: Cell0; person?: Cell0 };
+
+/** What a walk of the request space adds to what the sets themselves cut it by. */
+interface CellWalk {
+  /** Action and object patterns that cut the cells too, with the cells inside them alone walked. */
+  onlyActions?: Pattern[];
+  onlyObject?: Pattern;
+  /** Comparisons read besides the rules' (an invariant's condition), each with its time zone. */
+  atoms?: { atom: Atom; zone: string }[];
+  /** Walk the cells no rule or limit applies to as well (roles alone decide them), and weigh role grants always. */
+  everyCell?: boolean;
+}
+
+/**
+ * The request space of some policy sets, cut into cells of actions, objects and subjects (see the
+ * header); for each cell some rule or limit is weighed on, `visit` is called with its space.
+ */
+export function forEachCell(sets: PolicySet[], budget: Budget, walk: CellWalk, visit: (c: CellContext) => void): { personCells: number } {
+  const sides = sets.map(sideOf);
+  const singularsAll = sets.map((s) => s.compiled.singulars);
+  const allRules = sides.flatMap((s) => s.rules);
+  const allLimits = sides.flatMap((s) => s.limits);
   const actionPats = [
     ...allRules.flatMap((r) => r.relations.map((rel) => parseTypedPattern(rel)!)),
     ...allLimits.map((l) => parseTypedPattern(l.capability)!),
     // every constant a condition compares the action with cuts the actions, so that on each cell such a comparison is constant
     ...allRules.flatMap((r) => actionConstantPatterns(r)),
+    ...(walk.onlyActions ?? []),
+    ...actionConstantsOfAtoms((walk.atoms ?? []).map((a) => a.atom), 'the invariant'),
   ];
-  const objectPats = allRules.map((r) => parseTypedPattern(r.ast.object)!);
+  const objectPats = [...allRules.map((r) => parseTypedPattern(r.ast.object)!), ...(walk.onlyObject ? [walk.onlyObject] : [])];
   // `<kind>:*` for the kind each concrete action covers, on either side's singulars
   for (const a of actionPats) {
     if (a.segs === null || a.segs.length !== 1 || a.segs[0] === null) continue;
@@ -715,25 +760,24 @@ function diffInner(before: PolicySet, after: PolicySet, budget: Budget): DiffRes
   const objectCells = cells(objectPats, { type: null, segs: null }, (p) => witnessOf(p, objectTaken, 'thing', 'example'));
   const agentCells = cells(agentPats, { type: '', segs: null }, (p) => witnessOf(p, agentTaken, '', 'example-agent'));
   const userCells = cells(userPats, { type: '', segs: null }, (p) => witnessOf(p, userTaken, '', 'example-person'));
-  type PCell = { kind: PrincipalKind; agent?: Cell0; person?: Cell0 };
   const principals: PCell[] = [
     ...agentCells.map((a) => ({ kind: 'auto' as const, agent: a })),
     ...agentCells.flatMap((a) => userCells.map((u) => ({ kind: 'deleg' as const, agent: a, person: u }))),
     ...userCells.map((u) => ({ kind: 'user' as const, person: u })),
   ];
-
-  const memo = new Map<string, Computed>();
-  const changes: Change[] = [];
+  const inside = (c: Cell0, p: Pattern) => { const m = meet(c.pattern, p); return m !== null && key(m) === key(c.pattern); };
 
   for (const ac of actionCells) {
+    if (walk.onlyActions && !walk.onlyActions.some((p) => inside(ac, p))) continue;
     const kindsWild = !(ac.pattern.segs && ac.pattern.segs.length === 1 && ac.pattern.segs[0] !== null);
     const relOk = (r: CompiledRule) => r.relations.some((rel) => matchTyped(parseTypedPattern(rel)!, ac.witness));
     const rulesA = allRules.filter(relOk);
     const limitsA = allLimits.filter((l) => l.capability === ac.witness);
-    if (!rulesA.length && !limitsA.length) continue;
+    if (!rulesA.length && !limitsA.length && !walk.everyCell) continue;
     for (const oc of objectCells) {
+      if (walk.onlyObject && !inside(oc, walk.onlyObject)) continue;
       const rulesO = rulesA.filter((r) => r.object(oc.witness));
-      if (!rulesO.length && !limitsA.length) continue;
+      if (!rulesO.length && !limitsA.length && !walk.everyCell) continue;
       // A cell of actions with any kinds (`create:*`) holds actions of every kind: for an object of
       // kind k, an action of the cell whose kinds cover k (others are denied by both sets alike).
       const actionFor = (kind: string) => (kindsWild ? coveringAction(ac, kind, singularsAll) : ac.witness);
@@ -770,13 +814,14 @@ function diffInner(before: PolicySet, after: PolicySet, budget: Budget): DiffRes
         const byRole = (r: CompiledRule) => r.ast.subjects.some((s) => s.startsWith('role:') || s.startsWith('group:'));
         const rulesP = rulesO.filter((r) => idMatch(r) !== '' || byRole(r));
         const limitsP = pc.kind === 'user' ? [] : limitsA.filter((l) => l.agent(agentW!));
-        if (!rulesP.length && !limitsP.length) continue;
+        if (!rulesP.length && !limitsP.length && !walk.everyCell) continue;
         const atoms: { atom: Atom; zone: string }[] = [];
         for (const r of rulesP) if (r.ast.when) for (const atom of atomsOf(r.ast.when)) atoms.push({ atom, zone: r.zone });
+        atoms.push(...(walk.atoms ?? []));
         const roleNames = [...new Set(rulesP.flatMap((r) => r.ast.subjects.filter((s) => s.startsWith('role:')).map((s) => s.slice(5))))].sort();
         const groupNames = [...new Set(rulesP.flatMap((r) => r.ast.subjects.filter((s) => s.startsWith('group:')).map((s) => s.slice(6))))].sort();
         // Without a permit rule, only roles grant: a request they do not grant is denied by both sets alike.
-        const hasPermit = rulesP.some((r) => r.effect === 'permit');
+        const hasPermit = walk.everyCell || rulesP.some((r) => r.effect === 'permit');
         const principal: Principal = {
           kind: pc.kind,
           actionWitness: ac.witness,
@@ -799,35 +844,55 @@ function diffInner(before: PolicySet, after: PolicySet, budget: Budget): DiffRes
         const coherence = kindsWild ? 'w' : singularsAll.map((s) => (permissionCovers('*:*', ac.witness, oc.witness, s) ? 'g' : 'n')).join('');
         const sig = [
           pc.kind, coherence,
-          ...rulesP.map((r) => (sb.rules.includes(r) ? 'b' : 'a') + r.index + idMatch(r)), '|',
+          ...rulesP.map((r) => sides.findIndex((sd) => sd.rules.includes(r)) + ':' + r.index + idMatch(r)), '|',
           ...limitsP.map((l) => allLimits.indexOf(l)),
           ...(readsIdentity ? ['|', agentW, personW, oc.witness, ac.witness] : []),
           // the action a condition reads is fixed by the cell: another action cell may decide otherwise
           ...([...space.fixed.keys()].some((k) => k === 'action' || k.startsWith('action.')) ? ['|', String(space.fixed.get('action')?.value ?? ''), String(space.fixed.get('action.verb')?.value ?? ''), String(space.fixed.get('action.kind')?.value ?? '')] : []),
         ].join(',');
-        const probes: [Probe, Probe] = [
-          decider(space, { rules: rulesP.filter((r) => sb.rules.includes(r)), limits: limitsP.filter((l) => sb.limits.includes(l)).flatMap(limitFieldsOf), usage: limitsP.filter((l) => sb.limits.includes(l)).flatMap(usageOf), singulars: before.compiled.singulars, action: kindsWild ? null : ac.witness, actionFor }, { agent: agentW, person: personW }),
-          decider(space, { rules: rulesP.filter((r) => sa.rules.includes(r)), limits: limitsP.filter((l) => sa.limits.includes(l)).flatMap(limitFieldsOf), usage: limitsP.filter((l) => sa.limits.includes(l)).flatMap(usageOf), singulars: after.compiled.singulars, action: kindsWild ? null : ac.witness, actionFor }, { agent: agentW, person: personW }),
-        ];
         budget.where = `${who} (${space.dims.length} values and relations read)`;
-        let computed = memo.get(sig);
-        budget.spend((computed?.boxes.length ?? 0) * CONSTRUCT_STEPS);
-        let built = computed?.boxes.map((b) => construct(space, b.point));
-        if (!computed || built!.some((x) => x === null)) {
-          computed = compare(before, after, space, probes, rulesP, budget);
-          memo.set(sig, computed);
-          budget.spend(computed.boxes.length * CONSTRUCT_STEPS);
-          built = computed.boxes.map((b) => construct(space, b.point));
-        }
-        // Rendering a region is work too: a step per dimension it describes.
-        computed.boxes.forEach((b, i) => {
-          budget.spend(RENDER_STEPS + computed!.dims.length);
-          changes.push(render(space, computed!.dims, b, built![i]!.request, ac, oc, pc));
-        });
+        visit({ space, rules: rulesP, limits: limitsP, ac, oc, pc, agentW, personW, action: kindsWild ? null : ac.witness, actionFor, sig, who });
       }
     }
   }
-  const merged = mergePersonCells(changes, userCells.length);
+  return { personCells: userCells.length };
+}
+
+/** The decider of one set on a cell: its rules and limits among those the cell weighs. */
+export function sideProbe(set: PolicySet, c: CellContext): Probe {
+  const side = sideOf(set);
+  const limits = c.limits.filter((l) => side.limits.includes(l));
+  return decider(c.space, {
+    rules: c.rules.filter((r) => side.rules.includes(r)), limits: limits.flatMap(limitFieldsOf), usage: limits.flatMap(usageOf),
+    singulars: set.compiled.singulars, action: c.action, actionFor: c.actionFor,
+  }, { agent: c.agentW, person: c.personW });
+}
+
+function diffInner(before: PolicySet, after: PolicySet, budget: Budget): DiffResult {
+  const notes: string[] = [];
+  const singB = JSON.stringify(Object.entries(before.compiled.singulars).sort());
+  const singA = JSON.stringify(Object.entries(after.compiled.singulars).sort());
+  if (singB !== singA) notes.push('declared kind singulars differ: which objects a permission covers changes, also for actions no rule or limit names');
+  const memo = new Map<string, Computed>();
+  const changes: Change[] = [];
+  const { personCells } = forEachCell([before, after], budget, {}, (c) => {
+    const probes: [Probe, Probe] = [sideProbe(before, c), sideProbe(after, c)];
+    let computed = memo.get(c.sig);
+    budget.spend((computed?.boxes.length ?? 0) * CONSTRUCT_STEPS);
+    let built = computed?.boxes.map((b) => construct(c.space, b.point));
+    if (!computed || built!.some((x) => x === null)) {
+      computed = compare(c.space, probes, c.rules, budget, (req) => [decide(req, before).decision, decide(req, after).decision]);
+      memo.set(c.sig, computed);
+      budget.spend(computed.boxes.length * CONSTRUCT_STEPS);
+      built = computed.boxes.map((b) => construct(c.space, b.point));
+    }
+    // Rendering a region is work too: a step per dimension it describes.
+    computed.boxes.forEach((b, i) => {
+      budget.spend(RENDER_STEPS + computed!.dims.length);
+      changes.push(render(c.space, computed!.dims, b, built![i]!.request, c.ac, c.oc, c.pc));
+    });
+  });
+  const merged = mergePersonCells(changes, personCells);
   merged.sort((x, y) => (x.relation + x.object + x.subjects.join()).localeCompare(y.relation + y.object + y.subjects.join()));
   return { changes: merged, notes };
 }
@@ -838,7 +903,7 @@ function diffInner(before: PolicySet, after: PolicySet, budget: Budget): DiffRes
  * decisions, one box (the node's cells, and every cell of the dimensions not chosen yet), with
  * an example request built below it and checked with decide().
  */
-function compare(before: PolicySet, after: PolicySet, space: Space, probes: [Probe, Probe], rules: CompiledRule[], budget: Budget): Computed {
+export function compare(space: Space, probes: [Probe, Probe], rules: CompiledRule[], budget: Budget, decideBoth: (req: DecisionRequest) => [DecisionValue, DecisionValue]): Computed {
   const dims = space.dims;
   const sizes = dims.map(dimSize);
   const order = walkOrder(space, rules);
@@ -889,7 +954,7 @@ function compare(before: PolicySet, after: PolicySet, space: Space, probes: [Pro
       if (!ex) return;
       budget.spend(CONSTRUCT_STEPS);
       const built = construct(space, ex)!;
-      const db = decide(built.request, before).decision, da = decide(built.request, after).decision;
+      const [db, da] = decideBoth(built.request);
       if (db !== b || da !== a) throw new Error(`diff: the cells say ${b} -> ${a}, deciding the example says ${db} -> ${da}`);
       let g = groups.find((x) => x.before === b && x.after === a);
       if (!g) groups.push((g = { before: b, after: a, boxes: [] }));
@@ -1103,7 +1168,7 @@ function render(
   return c;
 }
 
-function exampleOf(req: DecisionRequest, space: Space): ExampleRequest {
+export function exampleOf(req: DecisionRequest, space: Space): ExampleRequest {
   const s = req.subject;
   const subject: Record<string, unknown> = { type: s.type, id: s.id };
   if (s.mode) subject.mode = s.mode;

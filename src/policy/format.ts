@@ -2,7 +2,7 @@
 // kept by the parser are printed where they were attached.
 
 import type {
-  Comments, Expr, Item, JsonValue, LimitField, LimitsNode, Literal, Operand, PolicyFileNode, RelObject, RuleNode, SchemaNode, SchemaType,
+  InvariantNode, Comments, Expr, Item, JsonValue, LimitField, LimitsNode, Literal, Operand, PolicyFileNode, RelObject, RuleNode, SchemaNode, SchemaType,
   TestFacts, TestNode,
 } from './ast.js';
 import { pathText, writtenRelations } from './ast.js';
@@ -116,6 +116,13 @@ function fmtRule(o: Out, r: RuleNode): void {
   o.line(0, '}', c.end);
 }
 
+function fmtInvariant(o: Out, v: InvariantNode): void {
+  const c = v.comments ?? {};
+  o.line(0, `invariant ${fmtString(v.name)} {`, c.item);
+  o.line(1, `never ${v.never} ${fmtStrings(v.relations)} on ${fmtString(v.object)}${v.when ? ` when ${fmtExpr(v.when)}` : ''}`, c.never);
+  o.line(0, '}', c.end);
+}
+
 function fmtLimits(o: Out, l: LimitsNode): void {
   const c = l.comments ?? {};
   o.line(0, `limits ${fmtString(l.capability)} for ${fmtString(l.forAgent)} {`, c.item);
@@ -205,6 +212,7 @@ function fmtTest(o: Out, t: TestNode): void {
 export function fmtItem(o: Out, item: Item): void {
   switch (item.kind) {
     case 'rule': fmtRule(o, item); break;
+    case 'invariant': fmtInvariant(o, item); break;
     case 'limits': fmtLimits(o, item); break;
     case 'kind': o.line(0, `kind ${fmtString(item.plural)} singular ${fmtString(item.singular)}`, item.comments?.item); break;
     case 'actions': o.line(0, `actions ${fmtString(item.name)} = [${fmtStrings(item.members)}]`, item.comments?.item); break;

@@ -9,7 +9,7 @@ import * as ohm from 'ohm-js';
 import type { Diagnostic, ConditionOp } from './types.js';
 import type {
   ActionGroupNode, Comments, Expr, Item, JsonValue, KindNode, LimitField, Literal, LimitsNode, Loc, Operand, PathNode, PolicyFileNode, RelObject, RelWho, Root,
-  RuleNode, SchemaEntry, SchemaNode, TestFacts, TestNode, TimezoneNode,
+  InvariantNode, RuleNode, SchemaEntry, SchemaNode, TestFacts, TestNode, TimezoneNode,
 } from './ast.js';
 import { ROOTS } from './ast.js';
 import type { UsedLine } from './ast.js';
@@ -160,6 +160,20 @@ function semantics(): ohm.Semantics {
       if (fields.numChildren) anchor(rule, 'end', close);
       return rule;
     },
+    Invariant(_kw, name, _open, _never, decision, list, _on, object, when, _close) {
+      const relations = list.ast() as string[];
+      const node: InvariantNode = {
+        kind: 'invariant', name: name.ast(), never: decision.sourceString, relations, object: object.ast(), loc: locOf(this),
+        fieldLocs: { name: locOf(name), never: locOf(decision), relation: locOf(list), object: locOf(object) },
+        relationLocs: stringLocs(list),
+      };
+      if (when.numChildren) { node.when = when.children[0]!.ast(); node.fieldLocs!.when = locOf(when.children[0]!.child(1)); }
+      anchor(node, 'item', { startIdx: this.source.startIdx, endIdx: _open.source.endIdx });
+      anchor(node, 'never', { startIdx: _never.source.startIdx, endIdx: (when.numChildren ? when : object).source.endIdx });
+      anchor(node, 'end', _close);
+      return node;
+    },
+    InvariantWhen(_kw, e) { return e.ast(); },
     RuleField_effect(_kw, w) { return { key: 'effect', value: w.sourceString, loc: locOf(w), node: this }; },
     RuleField_subjects(_kw, l) { return { key: 'subjects', value: l.ast(), loc: locOf(l), node: this }; },
     RuleField_relation(_kw, l) { return { key: 'relation', value: l.ast(), loc: locOf(l), node: this }; },
@@ -646,7 +660,7 @@ function attachComments(file: PolicyFileNode, text: string): void {
 
 export interface ParseResult { file: PolicyFileNode | null; diagnostics: Diagnostic[] }
 
-const KEYWORDS = ['policy', 'version', 'rule', 'effect', 'subjects', 'relation', 'object', 'when', 'limits', 'for', 'kind', 'singular', 'actions',
+const KEYWORDS = ['policy', 'version', 'rule', 'invariant', 'never', 'effect', 'subjects', 'relation', 'object', 'when', 'limits', 'for', 'kind', 'singular', 'actions',
   'timezone', 'schema', 'test', 'type', 'condition', 'relationships', 'and', 'or', 'not', 'in', 'like', 'contains', 'any', 'all', 'has', 'on', 'through',
   'agent', 'user', 'permissions', 'capability', 'person', 'roles', 'groups', 'email', 'attributes', 'action', 'resource', 'context', 'now', 'used',
   'approved', 'expect', 'relationship', 'check', 'list', 'objects', 'sum', 'max', 'min', 'count', 'per'];
@@ -717,7 +731,7 @@ function pruneComments(item: { comments?: Record<string, Comments> }): void {
 /** After a failed match, parse every top-level block on its own to report each broken block. */
 function recover(g: ohm.Grammar, path: string, text: string, idx: LineIndex, first: Diagnostic): Diagnostic[] {
   const starts: number[] = [];
-  const re = /^(policy|rule|limits|kind|actions|timezone|schema|test|type|condition|relationships)\b/gm;
+  const re = /^(policy|rule|invariant|limits|kind|actions|timezone|schema|test|type|condition|relationships)\b/gm;
   for (let m = re.exec(text); m; m = re.exec(text)) starts.push(m.index);
   const out: Diagnostic[] = [first];
   const seen = new Set([`${first.line}:${first.col}`]);

@@ -45,7 +45,11 @@ export interface SideFacts {
 
 export interface Who { agent?: string; person?: string }
 
-export function decider(space: Space, side: SideFacts, who: Who): Probe {
+/** A condition's value on a partial choice of cells: 0 false, 1 true, 2 cannot be evaluated, 3 not known yet. */
+export type CondProbe = (point: number[], chosen: Uint8Array) => 0 | 1 | 2 | 3;
+
+/** The readers of a space: values of cells, and conditions over them. */
+function readersOf(space: Space) {
   const kind = space.principal.kind;
   const index = new Map<string, number>();
   space.dims.forEach((d, i) => index.set(d.key, i));
@@ -168,6 +172,16 @@ export function decider(space: Space, side: SideFacts, who: Who): Probe {
     };
   };
 
+  return { kind, index, valueOf, condFn };
+}
+
+/** The value of a condition (in the time zone given) on the cells of a space. */
+export function conditionProbe(space: Space, e: Expr | undefined, zone: string): CondProbe {
+  return readersOf(space).condFn(e, zone);
+}
+
+export function decider(space: Space, side: SideFacts, who: Who): Probe {
+  const { kind, index, valueOf, condFn } = readersOf(space);
   // Subjects: ids are fixed by the cell of subjects; roles and groups are cells of their own.
   const holds = (key: string, name: string) => (point: number[], chosen: Uint8Array): B3 => {
     const i = index.get(key);

@@ -3,9 +3,9 @@
 
 import type { Diagnostic } from './types.js';
 import type {
-  Atom, Expr, LimitField, LimitsNode, Literal, Loc, Operand, PathNode, PolicyFileNode, RuleNode, SchemaNode, TestNode,
+  InvariantNode, Atom, Expr, LimitField, LimitsNode, Literal, Loc, Operand, PathNode, PolicyFileNode, RuleNode, SchemaNode, TestNode,
 } from './ast.js';
-import { atomsOf, pathKey, pathText, relQuestionsOf, type RelObject, type RelQuestion } from './ast.js';
+import { INVARIANT_DECISIONS, atomsOf, pathKey, pathText, relQuestionsOf, type RelObject, type RelQuestion } from './ast.js';
 import { checkAgentPattern, checkObjectPattern, checkPermissionKey, checkSubjectPattern, meetPatterns, parseTypedPattern, splitFirstColon } from './patterns.js';
 import { checkFieldName, FIELD_NAME, KIND_NAME } from './names.js';
 import { BUILTINS, VALUE_TYPES, type ValueType } from './values.js';
@@ -327,6 +327,30 @@ export function validateRule(rule: RuleNode, out: Diagnostic[], where: string, s
   if (rule.when) validateCondition(rule.when, fl.when ?? at, out, schema);
 }
 
+/** An invariant: its decision, then its relations, object and condition as a rule's. */
+export function validateInvariant(inv: InvariantNode, out: Diagnostic[], where: string, schema: Schema | null = null, groups?: ActionGroups): void {
+  const at = inv.loc ?? { file: where, line: 1, col: 1 };
+  if (!(INVARIANT_DECISIONS as readonly string[]).includes(inv.never)) {
+    out.push(diag(inv.fieldLocs?.never, at, `invariant "${inv.name}": unknown decision "${inv.never}" (use never allow, never deny or never approval_required)`));
+  }
+  const inner: Diagnostic[] = [];
+  validateRule(invariantAsRule(inv), inner, where, schema, groups);
+  for (const d of inner) out.push({ ...d, message: d.message.replace(/^rule "/, 'invariant "') });
+}
+
+/** An invariant's relations, object and condition in the shape of a rule, so that they are read as a rule's are. */
+export function invariantAsRule(inv: InvariantNode): RuleNode {
+  const r: RuleNode = {
+    kind: 'rule', name: inv.name, effect: 'permit', subjects: ['agent:*', 'user:*'], relation: inv.relations[0] ?? '', object: inv.object,
+    fieldLocs: { ...(inv.fieldLocs?.name ? { name: inv.fieldLocs.name } : {}), ...(inv.fieldLocs?.relation ? { relation: inv.fieldLocs.relation } : {}), ...(inv.fieldLocs?.object ? { object: inv.fieldLocs.object } : {}), ...(inv.fieldLocs?.when ? { when: inv.fieldLocs.when } : {}) },
+  };
+  if (inv.relations.length !== 1 || !inv.relations[0]!.includes(':')) r.relations = inv.relations;
+  if (inv.relationLocs) r.relationLocs = inv.relationLocs;
+  if (inv.when) r.when = inv.when;
+  if (inv.loc) r.loc = inv.loc;
+  return r;
+}
+
 export function validateLimitField(f: LimitField, at: Loc, out: Diagnostic[]): void {
   const loc = f.loc ?? at;
   const fe = checkFieldName(f.field);
@@ -545,6 +569,7 @@ export function validateAcross(files: PolicyFileNode[], apiRules: RuleNode[], ou
   const policyNames = new Map<string, string>();
   const singulars = new Map<string, { singular: string; where: string }>();
   const testNames = new Map<string, string>();
+  const invariantNames = new Map<string, string>();
   const where = (l: Loc | undefined, fallback: string) => (l ? `${l.file}:${l.line}` : fallback);
   const schema = schemaOf(files, out);
   const groups = actionGroupsOf(files);
@@ -557,7 +582,12 @@ export function validateAcross(files: PolicyFileNode[], apiRules: RuleNode[], ou
     }
     for (const item of f.items) {
       if (item.kind === 'rule') validateRule(item, out, f.path, schema, groups);
-      else if (item.kind === 'kind') {
+      else if (item.kind === 'invariant') {
+        validateInvariant(item, out, f.path, schema, groups);
+        const prev = invariantNames.get(item.name);
+        if (prev) out.push(diag(item.loc, item.loc!, `invariant "${item.name}" is also stated at ${prev}`));
+        else invariantNames.set(item.name, where(item.loc, f.path));
+      } else if (item.kind === 'kind') {
         const prev = singulars.get(item.plural);
         if (prev && prev.singular !== item.singular) {
           out.push(diag(item.loc, item.loc!, `kind "${item.plural}" has singular "${prev.singular}" at ${prev.where}`));

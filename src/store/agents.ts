@@ -1,7 +1,7 @@
 import type { Sql } from './sql.js';
 import { attributesOf, type Attributes } from './entities.js';
 import type { Clock } from '../clock.js';
-import { parseJson, secondsOf } from './util.js';
+import { bool, parseJson, secondsOf } from './util.js';
 
 export type AgentMode = 'delegated' | 'autonomous';
 export interface Capability { name: string; limits: Record<string, unknown> }
@@ -16,6 +16,8 @@ export interface Agent {
   attributes: Attributes;
   /** the agents it may hand work to (token exchange by a sub-agent); `[]` when none */
   sub_agents: string[];
+  /** RFC 9449 section 5.2: every access token is DPoP-bound; a token request without a proof is refused */
+  dpop_bound_access_tokens: boolean;
   revoked: boolean;
   revoked_at: number | null;
   created_at: number;
@@ -29,6 +31,7 @@ interface Row {
   roles: string;
   attributes: string;
   sub_agents: string | null;
+  dpop_bound_access_tokens: number;
   revoked_at: number | null;
   created_at: number;
   updated_at: number;
@@ -43,6 +46,8 @@ export interface AgentFields {
   attributes?: Attributes;
   /** absent: `[]` on create, unchanged on update */
   sub_agents?: string[];
+  /** absent: false on create, unchanged on update */
+  dpop_bound_access_tokens?: boolean;
 }
 
 const BY_ID = 'SELECT * FROM agents WHERE agent_id = ?';
@@ -58,6 +63,7 @@ const toAgent = (r: Row, caps: { name: string; limits: string }[]): Agent => ({
   capabilities: caps.map((c) => ({ name: c.name, limits: parseJson(c.limits, {}) })),
   attributes: attributesOf(r.attributes),
   sub_agents: parseJson(r.sub_agents, []),
+  dpop_bound_access_tokens: bool(r.dpop_bound_access_tokens),
   revoked: r.revoked_at != null,
   revoked_at: r.revoked_at,
   created_at: r.created_at,
@@ -72,6 +78,7 @@ const params = (id: string, f: AgentFields, t: number) => ({
   roles: JSON.stringify(f.roles),
   attributes: f.attributes === undefined ? null : JSON.stringify(f.attributes),
   sub_agents: f.sub_agents === undefined ? null : JSON.stringify(f.sub_agents),
+  dpop_bound_access_tokens: f.dpop_bound_access_tokens === undefined ? null : f.dpop_bound_access_tokens ? 1 : 0,
   t,
 });
 
@@ -88,8 +95,9 @@ export function agentsStore(sql: Sql, clock: Clock) {
     create(id: string, f: AgentFields, capabilities: Capability[]): Promise<Agent> {
       return sql.transaction(async (tx) => {
         await tx.run(
-          `INSERT INTO agents (agent_id, name, mode, public_jwk, roles, attributes, sub_agents, created_at, updated_at)
-           VALUES (@agent_id, @name, @mode, @public_jwk, @roles, COALESCE(CAST(@attributes AS TEXT), '{}'), COALESCE(CAST(@sub_agents AS TEXT), '[]'), @t, @t)`,
+          `INSERT INTO agents (agent_id, name, mode, public_jwk, roles, attributes, sub_agents, dpop_bound_access_tokens, created_at, updated_at)
+           VALUES (@agent_id, @name, @mode, @public_jwk, @roles, COALESCE(CAST(@attributes AS TEXT), '{}'), COALESCE(CAST(@sub_agents AS TEXT), '[]'),
+             COALESCE(CAST(@dpop_bound_access_tokens AS INTEGER), 0), @t, @t)`,
           params(id, f, now()),
         );
         for (const c of capabilities) await tx.run(PUT_CAP, [id, c.name, JSON.stringify(c.limits ?? {})]);
@@ -111,7 +119,8 @@ export function agentsStore(sql: Sql, clock: Clock) {
         const changed = await tx.run(
           `UPDATE agents SET name = @name, mode = @mode, public_jwk = @public_jwk, roles = @roles,
              attributes = COALESCE(CAST(@attributes AS TEXT), attributes),
-             sub_agents = COALESCE(CAST(@sub_agents AS TEXT), sub_agents), updated_at = @t WHERE agent_id = @agent_id`,
+             sub_agents = COALESCE(CAST(@sub_agents AS TEXT), sub_agents),
+             dpop_bound_access_tokens = COALESCE(CAST(@dpop_bound_access_tokens AS INTEGER), dpop_bound_access_tokens), updated_at = @t WHERE agent_id = @agent_id`,
           params(id, f, now()),
         );
         if (changed.changes === 0) return undefined;

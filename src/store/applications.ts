@@ -14,6 +14,8 @@ export interface Application {
   confidential: boolean;
   refresh_tokens: boolean;
   first_party: boolean;
+  /** RFC 9449 section 5.2: every access token is DPoP-bound; a token request without a proof is refused */
+  dpop_bound_access_tokens: boolean;
   has_secret: boolean;
   /** authorization requests only through /oauth/par (RFC 9126 client metadata) */
   require_pushed_authorization_requests: boolean;
@@ -32,6 +34,7 @@ interface Row {
   refresh_tokens: number;
   first_party: number;
   require_pushed_authorization_requests: number;
+  dpop_bound_access_tokens: number;
   created_at: number;
   updated_at: number;
 }
@@ -45,6 +48,7 @@ const toApp = (r: Row): Application => ({
   confidential: bool(r.confidential),
   refresh_tokens: bool(r.refresh_tokens),
   first_party: bool(r.first_party),
+  dpop_bound_access_tokens: bool(r.dpop_bound_access_tokens),
   has_secret: r.secret_hash != null,
   require_pushed_authorization_requests: bool(r.require_pushed_authorization_requests),
   created_at: r.created_at,
@@ -62,6 +66,8 @@ export interface NewApplication {
   refresh_tokens: boolean;
   first_party: boolean;
   require_pushed_authorization_requests?: boolean;
+  /** absent: false on create, unchanged on update */
+  dpop_bound_access_tokens?: boolean;
 }
 
 const BY_ID = 'SELECT * FROM applications WHERE client_id = ?';
@@ -76,6 +82,7 @@ const params = (a: Omit<NewApplication, 'secret_hash'>, t: number) => ({
   refresh_tokens: a.refresh_tokens ? 1 : 0,
   first_party: a.first_party ? 1 : 0,
   require_par: a.require_pushed_authorization_requests ? 1 : 0,
+  dpop_bound_access_tokens: a.dpop_bound_access_tokens === undefined ? null : a.dpop_bound_access_tokens ? 1 : 0,
   t,
 });
 
@@ -95,8 +102,8 @@ export function applicationsStore(sql: Sql, changes: ChangeFeed, clock: Clock) {
   return {
     async create(a: NewApplication): Promise<Application> {
       await write((tx) => tx.run(
-        `INSERT INTO applications (client_id, name, type, redirect_uris, post_logout_redirect_uris, confidential, secret_hash, refresh_tokens, first_party, require_pushed_authorization_requests, created_at, updated_at)
-         VALUES (@client_id, @name, @type, @redirect_uris, @post_logout_redirect_uris, @confidential, @secret_hash, @refresh_tokens, @first_party, @require_par, @t, @t)`,
+        `INSERT INTO applications (client_id, name, type, redirect_uris, post_logout_redirect_uris, confidential, secret_hash, refresh_tokens, first_party, require_pushed_authorization_requests, dpop_bound_access_tokens, created_at, updated_at)
+         VALUES (@client_id, @name, @type, @redirect_uris, @post_logout_redirect_uris, @confidential, @secret_hash, @refresh_tokens, @first_party, @require_par, COALESCE(CAST(@dpop_bound_access_tokens AS INTEGER), 0), @t, @t)`,
         { ...params(a, now()), secret_hash: a.secret_hash },
       ));
       return toApp((await byId(a.client_id))!);
@@ -114,7 +121,8 @@ export function applicationsStore(sql: Sql, changes: ChangeFeed, clock: Clock) {
     async update(a: Omit<NewApplication, 'secret_hash'>): Promise<Application | undefined> {
       const r = await write((tx) => tx.run(
         `UPDATE applications SET name = @name, type = @type, redirect_uris = @redirect_uris, post_logout_redirect_uris = @post_logout_redirect_uris,
-           confidential = @confidential, refresh_tokens = @refresh_tokens, first_party = @first_party, require_pushed_authorization_requests = @require_par, updated_at = @t WHERE client_id = @client_id`,
+           confidential = @confidential, refresh_tokens = @refresh_tokens, first_party = @first_party, require_pushed_authorization_requests = @require_par,
+           dpop_bound_access_tokens = COALESCE(CAST(@dpop_bound_access_tokens AS INTEGER), dpop_bound_access_tokens), updated_at = @t WHERE client_id = @client_id`,
         params(a, now()),
       ));
       if (r.changes === 0) return undefined;

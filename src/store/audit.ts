@@ -22,6 +22,8 @@ export interface AuditInput {
   usage?: unknown;
   /** a decision through a delegation chain: its agents, first (acting for the person) to current */
   chain?: string[] | null;
+  /** a decision: the facts it was decided on, for replay (AuditFacts in src/authz/core.ts) */
+  facts?: unknown;
 }
 export interface AuditRecord {
   seq: number;
@@ -39,10 +41,11 @@ export interface AuditRecord {
   caller: string | null;
   usage: unknown;
   chain: string[] | null;
+  facts: unknown;
   prev_hash: string;
   hash: string;
 }
-interface Row extends Omit<AuditRecord, 'context' | 'usage' | 'chain'> { context: string | null; usage: string | null; chain: string | null }
+interface Row extends Omit<AuditRecord, 'context' | 'usage' | 'chain' | 'facts'> { context: string | null; usage: string | null; chain: string | null; facts: string | null }
 
 export const GENESIS_HASH = '0'.repeat(64);
 
@@ -60,11 +63,13 @@ export function auditHash(r: Omit<Row, 'hash'>): string {
   if (r.caller != null) fields.push({ caller: r.caller });
   // So did the delegation chain, the same way.
   if (r.chain != null) fields.push({ chain: r.chain });
+  // And the facts a decision read, the same way.
+  if (r.facts != null) fields.push({ facts: r.facts });
   const content = JSON.stringify(fields);
   return createHash('sha256').update(content).digest('hex');
 }
 
-const toRecord = (r: Row): AuditRecord => ({ ...r, context: parseJson(r.context, null), usage: parseJson(r.usage, null), chain: parseJson(r.chain ?? null, null) });
+const toRecord = (r: Row): AuditRecord => ({ ...r, context: parseJson(r.context, null), usage: parseJson(r.usage, null), chain: parseJson(r.chain ?? null, null), facts: parseJson(r.facts ?? null, null) });
 
 export interface AuditFilter {
   agent_id?: string;
@@ -140,7 +145,7 @@ export async function checkpointSignatureProblem(sql: Sql, c: AuditCheckpoint): 
 }
 
 const VERIFY_PAGE = 1000;
-const COLUMNS = ['seq', 'time', 'kind', 'agent_id', 'user_id', 'action', 'resource', 'context', 'decision', 'reason', 'policy_version', 'actor', 'caller', 'usage', 'chain', 'prev_hash', 'hash'] as const;
+const COLUMNS = ['seq', 'time', 'kind', 'agent_id', 'user_id', 'action', 'resource', 'context', 'decision', 'reason', 'policy_version', 'actor', 'caller', 'usage', 'chain', 'facts', 'prev_hash', 'hash'] as const;
 /** Rows per INSERT: a batch goes in as few statements as these sizes allow (few distinct statements to prepare). */
 const CHUNKS = [64, 16, 4, 1];
 const insertOf = new Map<number, string>();
@@ -180,6 +185,7 @@ export function auditStore(sql: Sql, clock: Clock) {
           caller: input.caller ?? null,
           usage: input.usage === undefined ? null : JSON.stringify(input.usage),
           chain: input.chain ? JSON.stringify(input.chain) : null,
+          facts: input.facts === undefined ? null : JSON.stringify(input.facts),
           prev_hash: prevHash,
         };
         const full = { ...row, hash: auditHash(row) };
@@ -192,7 +198,7 @@ export function auditStore(sql: Sql, clock: Clock) {
         i += n;
       }
       // The records as stored, without parsing back the JSON just written.
-      return rows.map((r, i) => ({ ...r, context: r.context === null ? null : inputs[i]!.context, usage: r.usage === null ? null : inputs[i]!.usage, chain: r.chain === null ? null : inputs[i]!.chain! }));
+      return rows.map((r, i) => ({ ...r, context: r.context === null ? null : inputs[i]!.context, usage: r.usage === null ? null : inputs[i]!.usage, chain: r.chain === null ? null : inputs[i]!.chain!, facts: r.facts === null ? null : inputs[i]!.facts }));
     });
   };
 

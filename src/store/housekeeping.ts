@@ -59,7 +59,7 @@ export interface HousekeepingOptions {
 /**
  * Periodic clean-up of rows nobody needs any more: signing keys retired past their
  * publication window, expired authorization requests and codes, old failure counters, used
- * assertion jtis and answered approvals, and counters of rates and budgets with nothing left in
+ * assertion jtis, used DPoP proofs and answered approvals, and counters of rates and budgets with nothing left in
  * their window, relationship changes older than an hour, and (with a retention) audit records past it behind a signed checkpoint (each in its own short transaction). However many processes and instances run it, one
  * pass runs per period (a lease named `housekeeping`, held for the period).
  */
@@ -76,6 +76,7 @@ export function startHousekeeping(store: Store, opts: HousekeepingOptions): () =
       agent_auth: await store.agentAuth.purgeExpired(t),
       usage_counters: await store.usage.purgeIdle(t, 1000),
       relationship_changes: await store.relationships.purgeChangesBefore(t - RELATIONSHIP_CHANGES_KEPT_SECONDS),
+      dpop: await store.dpop.purgeExpired(t),
       id_jag_jtis: await store.idJag.purgeExpiredJtis(t),
       audit_log: opts.auditRetention ? await pruneAudit(store, opts.auditRetention) : 0,
     };

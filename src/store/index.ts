@@ -4,6 +4,7 @@ import { applicationsStore } from './applications.js';
 import { clientRequestsStore } from './client-requests.js';
 import { auditStore } from './audit.js';
 import { delegationsStore } from './delegations.js';
+import { dpopStore } from './dpop.js';
 import { entitiesStore } from './entities.js';
 import { idJagStore } from './id-jag.js';
 import { perTurnFeed, type ChangeFeed } from './changes.js';
@@ -56,6 +57,7 @@ function modules(sql: Sql, changes: ChangeFeed, clock: Clock) {
     policyVersions: policyVersionsStore(sql, clock),
     usage: usageStore(sql),
     webauthn: webauthnStore(sql, clock),
+    dpop: dpopStore(sql, clock),
     idJag: idJagStore(sql, clock),
     clientRequests: clientRequestsStore(sql, changes, clock),
   };

@@ -30,8 +30,8 @@ const agents: Record<string, TestAgent> = {};
 /** The agent's openid-client configuration: the agent token endpoint, private_key_jwt with its Ed25519 key. */
 function agentConfig(agent: TestAgent): client.Configuration {
   const metadata = { issuer: server.ctx.urls.issuer, token_endpoint: server.ctx.urls.agentToken };
-  // openid-client names an Ed25519 signature `Ed25519` (RFC 9864); the agent endpoint takes `EdDSA`.
-  const auth = client.PrivateKeyJwt(agent.privateKey, { [client.modifyAssertion]: (header) => void (header.alg = 'EdDSA') });
+  // openid-client names an Ed25519 signature `Ed25519` (RFC 9864), which the agent endpoint takes as it takes `EdDSA`.
+  const auth = client.PrivateKeyJwt(agent.privateKey);
   const config = new client.Configuration(metadata, agent.id, undefined, auth);
   client.allowInsecureRequests(config);
   return config;
@@ -237,6 +237,25 @@ describe('token exchange down a chain', () => {
     const t2 = await exchange(agents.researcher!, t1.access_token);
     expect(decodeJwt(t1.access_token).authorization_details).toEqual(details);
     expect(decodeJwt(t2.access_token).authorization_details).toEqual(details);
+  });
+
+  it('an exchange may ask for narrower authorization_details, never wider', async () => {
+    const schema = { type: 'object', properties: { amount: { type: 'number' }, currency: { enum: ['EUR', 'USD'] } } };
+    expect([200, 201]).toContain((await server.admin('PUT', '/authorization-details-types/payment_initiation', { description: 'A payment', schema })).status);
+    const approved = [{ type: 'payment_initiation', amount: 240, currency: 'EUR' }];
+    const { tokens } = await signInAndExchange(await discover(f, f.web), f, { email: f.user.email, password: f.user.password }, { authorization_details: JSON.stringify(approved) });
+    // narrower: a smaller amount, the same currency
+    const narrower = [{ type: 'payment_initiation', amount: 100, currency: 'EUR' }];
+    const t1 = await exchange(agents.planner!, tokens.access_token, { authorization_details: JSON.stringify(narrower) });
+    expect(decodeJwt(t1.access_token).authorization_details).toEqual(narrower);
+    // and down the chain, never wider than the hop above
+    expect(await refusal(exchange(agents.researcher!, t1.access_token, { authorization_details: JSON.stringify(approved) })))
+      .toMatch(/^invalid_authorization_details: .*amount 240 is above the approved 100/);
+    // wider: a larger amount, another currency, a field left unconstrained, an undeclared type
+    expect(await refusal(exchange(agents.planner!, tokens.access_token, { authorization_details: JSON.stringify([{ type: 'payment_initiation', amount: 500, currency: 'EUR' }]) }))).toMatch(/^invalid_authorization_details: /);
+    expect(await refusal(exchange(agents.planner!, tokens.access_token, { authorization_details: JSON.stringify([{ type: 'payment_initiation', amount: 100, currency: 'USD' }]) }))).toMatch(/^invalid_authorization_details: /);
+    expect(await refusal(exchange(agents.planner!, tokens.access_token, { authorization_details: JSON.stringify([{ type: 'payment_initiation', currency: 'EUR' }]) }))).toMatch(/^invalid_authorization_details: .*amount must be stated/);
+    expect(await refusal(exchange(agents.planner!, tokens.access_token, { authorization_details: JSON.stringify([{ type: 'nope' }]) }))).toMatch(/^invalid_authorization_details: /);
   });
 
   it('takes an actor_token that is the same agent’s assertion, and refuses another agent’s', async () => {

@@ -176,6 +176,8 @@ describe.skipIf(!existsSync(CHROMIUM))('the console in headless Chromium', () =>
     expect(await page.textContent('.notice.info')).toContain('saved as a draft');
     const [draft] = (await server.admin('GET', '/rules')).body.data;
     expect(draft).toMatchObject({ name: 'block-medium-refunds', state: 'draft', validated: true, condition: { field: 'amount', op: 'gt', value: 200 } });
+    // Impact before Enable: the last 7 days of decisions replayed with the rule live.
+    expect(await page.textContent('#rule-impact')).toMatch(/^\d+ recorded decisions replayed with this rule live: \d+ would change\.$/);
 
     await submit('#rule-enable');
     expect(await page.textContent('.notice.info')).toContain('is live');

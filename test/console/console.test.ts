@@ -39,6 +39,7 @@ describe('the console application', () => {
       [{ confidential: true }, 'confidential'],
       [{ first_party: false }, 'first_party'],
       [{ refresh_tokens: true }, 'refresh_tokens'],
+      [{ dpop_bound_access_tokens: true }, 'dpop_bound_access_tokens'],
       [{ type: 'spa' }, 'type'],
       [{ rotate_secret: true }, 'rotate_secret'],
     ];

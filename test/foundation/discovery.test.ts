@@ -53,6 +53,7 @@ describe('discovery documents', () => {
       require_pushed_authorization_requests: false,
       authorization_details_types_supported: [],
       client_id_metadata_document_supported: true,
+      dpop_signing_alg_values_supported: ['ES256', 'EdDSA'],
     });
   });
 
@@ -72,6 +73,7 @@ describe('discovery documents', () => {
       backchannel_user_code_parameter_supported: false,
       agent_configuration_endpoint: `${base}/.well-known/agent-configuration`,
       response_types_supported: [],
+      dpop_signing_alg_values_supported: ['ES256', 'EdDSA'],
     });
   });
 
@@ -92,7 +94,12 @@ describe('discovery documents', () => {
 
   it('oauth-protected-resource (RFC 9728) names the MCP gateway', async () => {
     const { body } = await getJson('/.well-known/oauth-protected-resource');
-    expect(body).toEqual({ resource: `${base}/mcp`, authorization_servers: [base] });
+    expect(body).toEqual({
+      resource: `${base}/mcp`,
+      authorization_servers: [base],
+      dpop_signing_alg_values_supported: ['ES256', 'EdDSA'],
+      dpop_bound_access_tokens_required: false,
+    });
   });
 
   it('ssf-configuration lists the four event types and the stream endpoints', async () => {

@@ -215,6 +215,6 @@ describe('across instances', () => {
     for (const stop of stops) await stop();
     expect(errors).toEqual([]);
     expect(passes).toHaveLength(1);
-    expect(Object.keys(passes[0]!).sort()).toEqual(['agent_auth', 'id_jag_jtis', 'oauth', 'rate_limits', 'relationship_changes', 'signing_keys', 'usage_counters']);
+    expect(Object.keys(passes[0]!).sort()).toEqual(['agent_auth', 'dpop', 'id_jag_jtis', 'oauth', 'rate_limits', 'relationship_changes', 'signing_keys', 'usage_counters']);
   });
 });

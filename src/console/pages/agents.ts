@@ -7,10 +7,11 @@ import { agentCreate, agentPatch, capabilityName, capabilityPut } from '../../ad
 import type { AppContext } from '../../context.js';
 import { errors } from '../../errors.js';
 import { audited, type Change } from '../audit.js';
-import { emptyForm, jsonField, list, type FormState } from '../forms.js';
+import { emptyForm, jsonField, list, ticked, type FormState } from '../forms.js';
 import {
   badge,
   button,
+  checkbox,
   code,
   dangerForm,
   details,
@@ -160,7 +161,16 @@ ${textarea({ ...at('limits'), id: 'new-limits', label: 'Limits', hint: LIMITS_HI
 ${button('Add capability')}`,
   );
 
-  const s = forms.settings ?? emptyForm({ name: a.name, mode: a.mode, roles: a.roles.join(', '), attributes: limitsText(a.attributes), sub_agents: a.sub_agents.join(', ') });
+  const s =
+    forms.settings ??
+    emptyForm({
+      name: a.name,
+      mode: a.mode,
+      roles: a.roles.join(', '),
+      attributes: limitsText(a.attributes),
+      sub_agents: a.sub_agents.join(', '),
+      ...(a.dpop_bound_access_tokens ? { dpop_bound_access_tokens: 'on' } : {}),
+    });
   const settingsForm = stateForm(
     base,
     person,
@@ -172,6 +182,7 @@ ${select({ ...at('mode'), label: 'Mode', options: MODES })}
 ${input({ ...at('roles'), label: 'Roles', hint: 'Comma-separated.' })}
 ${textarea({ ...at('attributes'), label: 'Attributes', hint: ATTRIBUTES_HINT, rows: rowsFor(s.values.attributes), mono: true })}
 ${input({ ...at('sub_agents'), label: 'Sub-agents', hint: 'Agent IDs, comma-separated: the agents it may hand work to by token exchange.' })}
+${checkbox({ ...at('dpop_bound_access_tokens'), label: 'DPoP-bound tokens only (no token without a DPoP proof)', checked: ticked(s.values, 'dpop_bound_access_tokens') })}
 ${button('Save changes')}`,
   );
   const keyForm = stateForm(
@@ -250,8 +261,29 @@ export function agentPages(router: Router, ctx: AppContext): void {
   action(
     '',
     async ({ id, v, audit }) => {
-      const patch = parseWith(agentPatch, { name: (v.name ?? '').trim(), mode: v.mode, roles: list(v.roles), attributes: jsonField(v, 'attributes', {}), sub_agents: list(v.sub_agents) });
-      const agent = await updateAgent(ctx, id, patch, audit((a) => about(id, 'agents.update', { name: a.name, mode: a.mode, roles: a.roles, attributes: a.attributes, sub_agents: a.sub_agents })));
+      const patch = parseWith(agentPatch, {
+        name: (v.name ?? '').trim(),
+        mode: v.mode,
+        roles: list(v.roles),
+        attributes: jsonField(v, 'attributes', {}),
+        sub_agents: list(v.sub_agents),
+        dpop_bound_access_tokens: ticked(v, 'dpop_bound_access_tokens'),
+      });
+      const agent = await updateAgent(
+        ctx,
+        id,
+        patch,
+        audit((a) =>
+          about(id, 'agents.update', {
+            name: a.name,
+            mode: a.mode,
+            roles: a.roles,
+            attributes: a.attributes,
+            sub_agents: a.sub_agents,
+            dpop_bound_access_tokens: a.dpop_bound_access_tokens,
+          }),
+        ),
+      );
       return `Agent ${agent.name} saved.`;
     },
     'settings',

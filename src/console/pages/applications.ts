@@ -64,6 +64,7 @@ ${select({ ...at('refresh_tokens'), label: 'Refresh tokens', value: v.refresh_to
 </div>
 ${checkbox({ ...at('first_party'), label: 'First party (no consent screen)', checked: v.first_party === undefined ? true : ticked(v, 'first_party') })}
 ${checkbox({ ...at('require_pushed_authorization_requests'), label: 'Pushed authorization requests only (PAR)', checked: ticked(v, 'require_pushed_authorization_requests') })}
+${checkbox({ ...at('dpop_bound_access_tokens'), label: 'DPoP-bound tokens only (no token without a DPoP proof)', checked: ticked(v, 'dpop_bound_access_tokens') })}
 ${button('Create application')}`,
   );
 }
@@ -118,6 +119,7 @@ const detailPage: DetailPage<DetailForms> = async (ctx, req, res, id, forms = {}
     ...(app.refresh_tokens ? { refresh_tokens: 'on' } : {}),
     ...(app.first_party ? { first_party: 'on' } : {}),
     ...(app.require_pushed_authorization_requests ? { require_pushed_authorization_requests: 'on' } : {}),
+    ...(app.dpop_bound_access_tokens ? { dpop_bound_access_tokens: 'on' } : {}),
   });
   const ev = edit.values;
   const editForm = stateForm(
@@ -130,7 +132,8 @@ ${textarea({ ...at('post_logout_redirect_uris'), label: 'Post-logout redirect UR
 ${textarea({ ...at('id_jag_audiences'), label: 'ID-JAG audiences', hint: 'Authorization servers this application may ask an ID-JAG for, one issuer per line; after a space, its client ID there when not the same.', rows: 2, mono: true })}
 ${checkbox({ ...at('refresh_tokens'), label: 'Refresh tokens', checked: ticked(ev, 'refresh_tokens') })}
 ${checkbox({ ...at('first_party'), label: 'First party (no consent screen)', checked: ticked(ev, 'first_party') })}
-${checkbox({ ...at('require_pushed_authorization_requests'), label: 'Pushed authorization requests only (PAR)', checked: ticked(ev, 'require_pushed_authorization_requests') })}`}
+${checkbox({ ...at('require_pushed_authorization_requests'), label: 'Pushed authorization requests only (PAR)', checked: ticked(ev, 'require_pushed_authorization_requests') })}
+${checkbox({ ...at('dpop_bound_access_tokens'), label: 'DPoP-bound tokens only (no token without a DPoP proof)', checked: ticked(ev, 'dpop_bound_access_tokens') })}`}
 ${button('Save changes')}`,
   );
 
@@ -194,6 +197,7 @@ const appInput = (v: Values) => ({
   ...(tri(v.refresh_tokens) !== undefined ? { refresh_tokens: tri(v.refresh_tokens) } : {}),
   first_party: ticked(v, 'first_party'),
   require_pushed_authorization_requests: ticked(v, 'require_pushed_authorization_requests'),
+  dpop_bound_access_tokens: ticked(v, 'dpop_bound_access_tokens'),
 });
 
 /** The application and the person of an assignment, read from a form of one's page (`id` is that one). */
@@ -258,6 +262,7 @@ export function applicationPages(router: Router, ctx: AppContext): void {
               refresh_tokens: ticked(v, 'refresh_tokens'),
               first_party: ticked(v, 'first_party'),
               require_pushed_authorization_requests: ticked(v, 'require_pushed_authorization_requests'),
+              dpop_bound_access_tokens: ticked(v, 'dpop_bound_access_tokens'),
             };
       const { app } = await updateApplication(ctx, id, parseWith(applicationPatch, patch), audit(() => ({ action: 'applications.update', target: `application:${id}`, details: patch })));
       return `Application ${app.name} saved.`;

@@ -3,6 +3,8 @@ import type { Request, Response, Router } from 'express';
 import type { Recorder } from '../../admin/audit.js';
 import { parseWith } from '../../admin/route.js';
 import { createRule, deleteRule, disableRule, enableRule, ruleJson, updateRule, validateAndRecord, validateRule } from '../../admin/rules.js';
+import { replayDraft } from '../../admin/policy.js';
+import type { ReplayResult } from '../../authz/replay.js';
 import { CONDITION_OPS, ruleCreate, type RuleCreate } from '../../admin/schemas.js';
 import type { AppContext } from '../../context.js';
 import { errors } from '../../errors.js';
@@ -228,9 +230,27 @@ function newPage(ctx: AppContext, req: Request, res: Response, f: EditorState = 
   render(ctx, req, res, f.status, {
     title: 'New rule',
     section: 'rules',
-    lead: 'Write the rule, Validate it against the policy in force, Save it as a draft, then Enable it.',
+    lead: 'Write the rule, Validate it against the policy in force, Save it as a draft, see its Impact on the last 7 days of decisions, then Enable it.',
     body: editor(res, '/console/rules/new', f),
   });
+}
+
+/**
+ * The Impact step, before Enable: the decisions of the last 7 days decided again with the rule
+ * live, as counts of recorded decision -> decision with the rule, with examples.
+ */
+async function impactOf(ctx: AppContext, id: string): Promise<Html> {
+  let r: ReplayResult;
+  try {
+    r = await replayDraft(ctx, { since: '7d', enable: [id] });
+  } catch (err) {
+    return `<h3>Impact on the last 7 days</h3><p>Not known: ${e(err instanceof Error ? err.message : String(err))}</p>`;
+  }
+  const rows = r.changes.map((c) => `<tr><td>${code(c.before)} → ${code(c.after)}</td><td>${c.count}</td><td>${c.examples.map((x) => `${code(String(x.audit_id))} ${e(x.agent_id ?? '(a person)')} ${e(x.resource ?? '')}`).join('<br>')}</td></tr>`).join('');
+  return `<h3>Impact on the last 7 days</h3>
+<p id="rule-impact">${r.decisions} recorded decisions replayed with this rule live: ${r.changed} would change.</p>
+${rows ? `<table><thead><tr><th>Decision</th><th>Requests</th><th>Examples (audit id, agent, object)</th></tr></thead><tbody>${rows}</tbody></table>` : ''}
+${r.notes.map((n) => `<p class="hint">${e(n)}</p>`).join('')}`;
 }
 
 async function rulePage(ctx: AppContext, req: Request, res: Response, id: string, f?: EditorState, danger?: FormState): Promise<void> {
@@ -246,7 +266,8 @@ async function rulePage(ctx: AppContext, req: Request, res: Response, id: string
     lifecycle = `<p>This rule is ${badge('live', 'ok')}: it holds for every agent it names, including agents registered later.</p>
 ${postForm(`${base}/disable`, person, button('Disable', { kind: 'plain', id: 'rule-disable' }))}`;
   } else if (r.validated) {
-    lifecycle = `<p>The saved rule passed Validate. Enable puts it in force.</p>
+    lifecycle = `${await impactOf(ctx, found.id)}
+<p>The saved rule passed Validate. Enable puts it in force.</p>
 ${postForm(`${base}/enable`, person, button('Enable', { id: 'rule-enable' }))}`;
   } else {
     lifecycle = '<p>Validate and Save the rule before it can be enabled.</p>';

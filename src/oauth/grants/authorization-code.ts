@@ -25,7 +25,7 @@ function bindingMismatch(code: CodeRecord, clientId: string, redirectUri: string
 }
 
 /** grant_type=authorization_code: a single-use, 5-minute code bound to client, redirect URI and PKCE. */
-export async function authorizationCodeGrant(ctx: AppContext, client: AuthenticatedClient, body: Params): Promise<TokenResponse> {
+export async function authorizationCodeGrant(ctx: AppContext, client: AuthenticatedClient, body: Params, jkt?: string): Promise<TokenResponse> {
   // 1. Parameters
   const code = required(body, 'code');
   const redirectUri = required(body, 'redirect_uri');
@@ -34,10 +34,11 @@ export async function authorizationCodeGrant(ctx: AppContext, client: Authentica
 
   // 2. Redeem: single use, and the refresh family starts in the same transaction
   const refreshToken = client.app.refresh_tokens ? randomToken() : undefined;
+  const familyId = randomToken(16);
   const redemption = await ctx.store.oauth.redeemCode(
     sha256(code),
     (c) => bindingMismatch(c, client.app.client_id, redirectUri, verifier),
-    refreshToken ? { familyId: randomToken(16), tokenHash: sha256(refreshToken), ttl: REFRESH_TOKEN_TTL } : undefined,
+    refreshToken ? { familyId, tokenHash: sha256(refreshToken), ttl: REFRESH_TOKEN_TTL } : undefined,
   );
   if (!redemption.ok) {
     const why = {
@@ -52,5 +53,8 @@ export async function authorizationCodeGrant(ctx: AppContext, client: Authentica
   // 3. The person, checked again at issue; 4. tokens
   const grant = redemption.code;
   const user = await personForIssue(ctx, grant);
-  return personTokenResponse(ctx, user, grant, { scope: grant.scope, nonce: grant.nonce, refreshToken });
+  // A public client's refresh tokens are bound to the proof's key (RFC 9449 section 5); a
+  // confidential client's are bound to its authentication already.
+  if (refreshToken && jkt && client.method === 'none') await ctx.store.dpop.bindRefreshFamily(familyId, jkt);
+  return personTokenResponse(ctx, user, grant, { scope: grant.scope, nonce: grant.nonce, refreshToken, jkt });
 }

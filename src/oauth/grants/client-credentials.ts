@@ -6,7 +6,7 @@ import { ACCESS_TOKEN_TTL, issueServiceAccessToken } from '../tokens.js';
 
 export interface ClientCredentialsResponse {
   access_token: string;
-  token_type: 'Bearer';
+  token_type: 'Bearer' | 'DPoP';
   expires_in: number;
 }
 
@@ -15,7 +15,12 @@ export interface ClientCredentialsResponse {
  * client ID that the caller holds a grant on; the token is for it, else for the caller.
  * Kept lean: the client row was read once by client authentication; one sign.
  */
-export async function clientCredentialsGrant(ctx: AppContext, client: AuthenticatedClient, body: Params): Promise<ClientCredentialsResponse> {
+export async function clientCredentialsGrant(
+  ctx: AppContext,
+  client: AuthenticatedClient,
+  body: Params,
+  jkt?: string,
+): Promise<ClientCredentialsResponse> {
   // 1. Who may use it
   if (client.app.type !== 'm2m') throw errors.unauthorizedClient('only an m2m application may use client_credentials');
   if (client.method === 'none') throw errors.invalidClient('client_credentials needs a client secret');
@@ -34,7 +39,7 @@ export async function clientCredentialsGrant(ctx: AppContext, client: Authentica
   const scopeParam = single(body, 'scope');
   parseScope(scopeParam);
 
-  // 4. Sign
-  const accessToken = await issueServiceAccessToken(ctx, { clientId: client.app.client_id, audience, scope: scopeParam });
-  return { access_token: accessToken, token_type: 'Bearer', expires_in: ACCESS_TOKEN_TTL };
+  // 4. Sign (bound to the DPoP key when a proof came)
+  const accessToken = await issueServiceAccessToken(ctx, { clientId: client.app.client_id, audience, scope: scopeParam, jkt });
+  return { access_token: accessToken, token_type: jkt ? 'DPoP' : 'Bearer', expires_in: ACCESS_TOKEN_TTL };
 }

@@ -16,6 +16,7 @@ import { required, type Params } from '../params.js';
 import { ACCESS_TOKEN_TTL, ACCESS_TOKEN_TYP } from '../tokens.js';
 import { issuerKeys } from '../trusted-issuer-keys.js';
 import { ID_JAG_TYP } from './id-jag.js';
+import { confirmation, tokenRequestBinding } from '../dpop.js';
 
 export const JWT_BEARER_GRANT = 'urn:ietf:params:oauth:grant-type:jwt-bearer';
 
@@ -28,7 +29,7 @@ const ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256
 
 export interface JwtBearerResponse {
   access_token: string;
-  token_type: 'Bearer';
+  token_type: 'Bearer' | 'DPoP';
   expires_in: number;
   scope?: string;
 }
@@ -121,19 +122,19 @@ const resourcesOf = (claims: JWTPayload): string[] =>
  * names none). Whether the person may do each thing is decided at each call, as for any
  * delegated token.
  */
-async function agentToken(ctx: AppContext, agent: Agent, user: User, claims: JWTPayload): Promise<JwtBearerResponse> {
+async function agentToken(ctx: AppContext, agent: Agent, user: User, claims: JWTPayload, jkt: string | undefined): Promise<JwtBearerResponse> {
   const asked = resourcesOf(claims);
   const audience = agentAudience(ctx, asked.find((r) => r === ctx.urls.mcp) ?? (asked.length ? asked[0] : undefined));
   const held = agent.capabilities.map((c) => c.name);
   const scope = scopeOf(claims);
   const capabilities = scope ? scope.filter((s) => held.includes(s)) : held;
   if (scope && capabilities.length === 0) throw errors.invalidScope('the assertion\'s scope names none of this agent\'s capabilities');
-  const issued = await issueAgentAccessToken(ctx, { agent, userId: user.id, capabilities, audience, grant: 'jwt-bearer' });
-  return { access_token: issued.access_token, token_type: 'Bearer', expires_in: issued.expires_in, scope: issued.scope };
+  const issued = await issueAgentAccessToken(ctx, { agent, userId: user.id, capabilities, audience, grant: 'jwt-bearer', jkt });
+  return { access_token: issued.access_token, token_type: jkt ? 'DPoP' : 'Bearer', expires_in: issued.expires_in, scope: issued.scope };
 }
 
 /** An application redeems: a person's access token, as the authorization code grant gives, for the resource named. */
-async function applicationToken(ctx: AppContext, client: AuthenticatedClient, user: User, claims: JWTPayload): Promise<JwtBearerResponse> {
+async function applicationToken(ctx: AppContext, client: AuthenticatedClient, user: User, claims: JWTPayload, jkt: string | undefined): Promise<JwtBearerResponse> {
   const asked = resourcesOf(claims);
   if (asked.length > 1) throw errors.invalidTarget('the assertion names more than one resource; this server issues a token for one');
   const resource = asked[0];
@@ -161,6 +162,7 @@ async function applicationToken(ctx: AppContext, client: AuthenticatedClient, us
       ...(typeof claims.acr === 'string' ? { acr: claims.acr } : {}),
       groups: user.groups,
       roles: user.roles,
+      ...confirmation(jkt),
     },
     ACCESS_TOKEN_TYP,
   );
@@ -175,7 +177,7 @@ async function applicationToken(ctx: AppContext, client: AuthenticatedClient, us
     caller: client.app.client_id,
   });
   ctx.metrics.tokens.inc({ grant: 'jwt_bearer' });
-  return { access_token: token, token_type: 'Bearer', expires_in: ACCESS_TOKEN_TTL, scope: scope.join(' ') };
+  return { access_token: token, token_type: jkt ? 'DPoP' : 'Bearer', expires_in: ACCESS_TOKEN_TTL, scope: scope.join(' ') };
 }
 
 /**
@@ -186,7 +188,10 @@ async function applicationToken(ctx: AppContext, client: AuthenticatedClient, us
  * Every refusal of the assertion is `invalid_grant`.
  */
 export async function jwtBearerGrant(ctx: AppContext, req: ClientRequest, body: Params): Promise<JwtBearerResponse> {
-  return redeemIdJag(ctx, await redeemer(ctx, req, body), body);
+  const who = await redeemer(ctx, req, body);
+  // A DPoP proof binds the token (and is required of a client with dpop_bound_access_tokens).
+  const required = who.kind === 'agent' ? who.agent.dpop_bound_access_tokens : who.client.app.dpop_bound_access_tokens;
+  return redeemIdJag(ctx, who, body, await tokenRequestBinding(ctx, req, ctx.urls.token, required));
 }
 
 /**
@@ -194,9 +199,9 @@ export async function jwtBearerGrant(ctx: AppContext, req: ClientRequest, body: 
  * A refusal is in the audit trail (kind `token`, decision `refused`), under the agent or the
  * application that asked.
  */
-export async function redeemIdJag(ctx: AppContext, who: Redeemer, body: Params): Promise<JwtBearerResponse> {
+export async function redeemIdJag(ctx: AppContext, who: Redeemer, body: Params, jkt?: string): Promise<JwtBearerResponse> {
   try {
-    return await redeem(ctx, who, body);
+    return await redeem(ctx, who, body, jkt);
   } catch (err) {
     if (err instanceof ProtocolError) {
       await recordAuditOrLog(ctx, {
@@ -211,7 +216,7 @@ export async function redeemIdJag(ctx: AppContext, who: Redeemer, body: Params):
   }
 }
 
-async function redeem(ctx: AppContext, who: Redeemer, body: Params): Promise<JwtBearerResponse> {
+async function redeem(ctx: AppContext, who: Redeemer, body: Params, jkt: string | undefined): Promise<JwtBearerResponse> {
   // 1. The assertion
   const assertion = required(body, 'assertion');
   if (assertion.length > 16_384) throw grantError('the assertion is too large');
@@ -240,5 +245,5 @@ async function redeem(ctx: AppContext, who: Redeemer, body: Params): Promise<Jwt
   if (!(await ctx.store.idJag.useJti(iss, jti, claims.exp! + SKEW))) throw grantError('the assertion was already used');
 
   // 6. The token
-  return who.kind === 'agent' ? agentToken(ctx, who.agent, user, claims) : applicationToken(ctx, who.client, user, claims);
+  return who.kind === 'agent' ? agentToken(ctx, who.agent, user, claims, jkt) : applicationToken(ctx, who.client, user, claims, jkt);
 }

@@ -10,13 +10,22 @@ import { personForIssue, personTokenResponse, REFRESH_TOKEN_TTL, type TokenRespo
  * a new one is returned; a used token presented again revokes the family. `scope` may narrow
  * the new access token, never widen it; sid, amr, auth_time stay those of the sign-in.
  */
-export async function refreshTokenGrant(ctx: AppContext, client: AuthenticatedClient, body: Params): Promise<TokenResponse> {
+export async function refreshTokenGrant(ctx: AppContext, client: AuthenticatedClient, body: Params, jkt?: string): Promise<TokenResponse> {
   // 1. Parameters
   const presented = required(body, 'refresh_token');
   const asked = parseScope(single(body, 'scope'));
   if (!client.app.refresh_tokens) throw errors.unauthorizedClient('this application may not use refresh tokens');
 
-  // 2. Rotate in one transaction (exactly one of racing requests wins)
+  // 2. A refresh token bound to a DPoP key is used only with a proof by that key (RFC 9449
+  // section 5), checked before rotating so that a thief's attempt spends nothing.
+  const family = await ctx.store.oauth.familyOfRefresh(sha256(presented));
+  const boundTo = family && family.client_id === client.app.client_id ? await ctx.store.dpop.refreshFamilyKey(family.id) : undefined;
+  if (boundTo !== undefined) {
+    if (jkt === undefined) throw errors.invalidDpopProof('this refresh token is bound to a DPoP key: send a DPoP proof by that key');
+    if (jkt !== boundTo) throw errors.invalidGrant('the refresh token is bound to another DPoP key');
+  }
+
+  // 3. Rotate in one transaction (exactly one of racing requests wins)
   const next = randomToken();
   const rotation = await ctx.store.oauth.rotateRefresh(sha256(presented), sha256(next), REFRESH_TOKEN_TTL, (family) => {
     if (family.client_id !== client.app.client_id) return 'wrong_client';
@@ -35,9 +44,11 @@ export async function refreshTokenGrant(ctx: AppContext, client: AuthenticatedCl
     throw errors.invalidGrant(why);
   }
 
-  // 3. The person, checked again; 4. tokens with the sign-in's sid/amr/auth_time
-  const family = rotation.family;
-  const user = await personForIssue(ctx, family);
-  const scope = asked ?? family.scope;
-  return personTokenResponse(ctx, user, family, { scope, refreshToken: next });
+  // 4. The person, checked again; 5. tokens with the sign-in's sid/amr/auth_time
+  const rotated = rotation.family;
+  const user = await personForIssue(ctx, rotated);
+  const scope = asked ?? rotated.scope;
+  // A public client's family first used with a proof is bound from then on.
+  if (boundTo === undefined && jkt !== undefined && client.method === 'none') await ctx.store.dpop.bindRefreshFamily(rotated.id, jkt);
+  return personTokenResponse(ctx, user, rotated, { scope, refreshToken: next, jkt });
 }
