@@ -16,6 +16,8 @@ import { relayVerifiedTokens, shareVerifiedTokens } from './authz/verified-token
 import { PolicyLoadError, PolicyService } from './policy-service.js';
 import { createApp } from './http/app.js';
 import { fastPaths } from './http/fast-path.js';
+import { startTracing, tracingConfigured, tracingEnabled } from './telemetry.js';
+import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { DRAIN_GRACE_MS, drainServer, trackConnections } from './http/drain.js';
 import { EDGE_ROUTES } from './http/routes.js';
 import { createLogger, type Logger } from './logger.js';
@@ -309,7 +311,8 @@ export function attach(server: Server, ctx: AppContext): void {
   const fast = fastPaths(ctx, EDGE_ROUTES);
   server.removeListener('request', starting);
   server.on('request', (req, res) => {
-    if (!fast(req, res)) app(req, res);
+    // With tracing on every request goes through Express, where its span is made.
+    if (tracingEnabled() || !fast(req, res)) app(req, res);
   });
 }
 
@@ -357,6 +360,8 @@ export interface StartOptions extends OpenOptions {
   logger?: Logger;
   /** `worker`: a second process over a database a primary prepared (no migrations, lease or background work) */
   role?: ProcessRole;
+  /** traces go to this exporter (tests); otherwise to OTLP when OTEL_EXPORTER_OTLP_ENDPOINT is set, else nowhere */
+  spanExporter?: SpanExporter;
 }
 
 /** Whether the port is bound before the context opens: when the issuer follows a port the system chooses. */
@@ -392,6 +397,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const logger = opts.logger ?? createLogger(config.logLevel);
   const role = opts.role ?? 'primary';
   if (!bindsFirst(config)) await checkPortFree(config.port);
+  const stopTracing = opts.spanExporter || tracingConfigured() ? startTracing(opts.spanExporter ? { exporter: opts.spanExporter } : {}) : async () => undefined;
   const { server, ctx } = await bindAndOpen(config, (c) => openContext(c, logger, role, opts));
   const port = (server.address() as AddressInfo).port;
   let stopBackground: () => Promise<void> = async () => {};
@@ -421,6 +427,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       }
       await stopBackground();
       await closeContext(ctx);
+      await stopTracing();
     },
   };
 }
@@ -568,6 +575,8 @@ async function runWorker(config: Config, logger: Logger): Promise<void> {
   const port = (server.address() as AddressInfo).port;
   ctx.metrics.text = workerMetrics(ctx.metrics.registry).text;
   shareVerifiedTokens(ctx);
+  // Each worker exports its own spans (OTLP batches) when tracing is configured.
+  if (tracingConfigured()) startTracing();
   attach(server, ctx);
   logger.info({ port, issuer: ctx.urls.issuer }, 'listening');
   // Draining: requests in flight are answered (their audit records committed with them), then the database is closed.

@@ -12,6 +12,7 @@ import type { SearchKind } from '../authzen/request.js';
 import { searchAnswer } from '../authzen/search.js';
 import { OAUTH_CORS_HEADERS } from '../oauth/router.js';
 import { tokenResponse } from '../oauth/token.js';
+import { resumeRequestSpan } from '../telemetry.js';
 import { checkJsonDepth, echoRequestId, refuseAnnouncedOversize, FORM_BODY_LIMIT, JSON_BODY_LIMIT, NO_STORE_HEADERS, writeJson } from './edge.js';
 
 /** What an endpoint core sees of the request, on either transport. */
@@ -139,6 +140,7 @@ export function mountEdgeRoutes(ctx: AppContext, app: Express, routes: readonly 
     if (route.body === 'form') steps.push(parsers.json);
     steps.push(parsers[route.body]);
     if (route.formToo) steps.push(parsers.form);
+    steps.push(resumeRequestSpan);
     steps.push(async (req: Request, res: Response) => {
       for (const [k, v] of Object.entries({ ...route.headers, ...NO_STORE_HEADERS })) res.setHeader(k, v);
       if (route.body === 'form' && !req.is('application/x-www-form-urlencoded')) {
