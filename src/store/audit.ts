@@ -24,6 +24,8 @@ export interface AuditInput {
   chain?: string[] | null;
   /** a decision: the facts it was decided on, for replay (AuditFacts in src/authz/core.ts) */
   facts?: unknown;
+  /** the OpenTelemetry trace the record was written in, when tracing is on */
+  trace_id?: string | null;
 }
 export interface AuditRecord {
   seq: number;
@@ -42,6 +44,7 @@ export interface AuditRecord {
   usage: unknown;
   chain: string[] | null;
   facts: unknown;
+  trace_id: string | null;
   prev_hash: string;
   hash: string;
 }
@@ -65,6 +68,8 @@ export function auditHash(r: Omit<Row, 'hash'>): string {
   if (r.chain != null) fields.push({ chain: r.chain });
   // And the facts a decision read, the same way.
   if (r.facts != null) fields.push({ facts: r.facts });
+  // And the trace it was written in.
+  if (r.trace_id != null) fields.push({ trace_id: r.trace_id });
   const content = JSON.stringify(fields);
   return createHash('sha256').update(content).digest('hex');
 }
@@ -145,7 +150,7 @@ export async function checkpointSignatureProblem(sql: Sql, c: AuditCheckpoint): 
 }
 
 const VERIFY_PAGE = 1000;
-const COLUMNS = ['seq', 'time', 'kind', 'agent_id', 'user_id', 'action', 'resource', 'context', 'decision', 'reason', 'policy_version', 'actor', 'caller', 'usage', 'chain', 'facts', 'prev_hash', 'hash'] as const;
+const COLUMNS = ['seq', 'time', 'kind', 'agent_id', 'user_id', 'action', 'resource', 'context', 'decision', 'reason', 'policy_version', 'actor', 'caller', 'usage', 'chain', 'facts', 'trace_id', 'prev_hash', 'hash'] as const;
 /** Rows per INSERT: a batch goes in as few statements as these sizes allow (few distinct statements to prepare). */
 const CHUNKS = [64, 16, 4, 1];
 const insertOf = new Map<number, string>();
@@ -186,6 +191,7 @@ export function auditStore(sql: Sql, clock: Clock) {
           usage: input.usage === undefined ? null : JSON.stringify(input.usage),
           chain: input.chain ? JSON.stringify(input.chain) : null,
           facts: input.facts === undefined ? null : JSON.stringify(input.facts),
+          trace_id: input.trace_id ?? null,
           prev_hash: prevHash,
         };
         const full = { ...row, hash: auditHash(row) };

@@ -63,6 +63,9 @@ describe('traces', () => {
     expect(decision, `${res.status}: ` + spans.map((s) => `${s.name}@${s.spanContext().traceId.slice(0, 6)}`).join(', ')).toBeDefined();
     expect(parentOf(decision)).toBe(request.spanContext().spanId);
     expect(decision.attributes['gatehouse.outcome']).toBe('deny');
+    // the decision's audit record carries the trace id
+    const [record] = await server.ctx.store.audit.list({ agent_id: agentId, limit: 1 });
+    expect(record!.trace_id).toBe(request.spanContext().traceId);
     const steps = trace.filter((s) => s.name.startsWith('gatehouse.step.'));
     expect(steps.length).toBeGreaterThan(0);
     const db = trace.filter((s) => s.name.startsWith('db '));

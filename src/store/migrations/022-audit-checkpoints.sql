@@ -28,3 +28,5 @@ BEGIN
 END $$;
 CREATE TRIGGER audit_log_no_delete BEFORE DELETE ON audit_log FOR EACH ROW EXECUTE FUNCTION audit_log_prune_only();
 -- dialect: all
+-- The OpenTelemetry trace a record was written in (when tracing is on); hashed only when set.
+ALTER TABLE audit_log ADD COLUMN trace_id TEXT;
