@@ -5,7 +5,7 @@ import type { AppContext } from './context.js';
 import { sha256, verifyPassword } from './crypto/hash.js';
 import { ProtocolError } from './errors.js';
 import { createAgent, updateAgent } from './admin/agents.js';
-import { createApplication, updateApplication, putGrant, assignUser } from './admin/applications.js';
+import { createApplication, updateApplication, putGrant, assignUser, authzenTermsOf } from './admin/applications.js';
 import { putRole } from './admin/roles.js';
 import { createRule, disableRule, enableRule, updateRule, validateAndRecord } from './admin/rules.js';
 import { putEntity } from './admin/entities.js';
@@ -114,7 +114,7 @@ const applicationsSection = defineSection<ProjectApplication>({
     }
     // Grants and assignments once every application exists (a grant may name an API listed later).
     for (const [i, a] of items.entries()) {
-      for (const g of a.grants ?? []) await putGrant(ctx, ids[i]!, g.api_client_id, g.scopes);
+      for (const g of a.grants ?? []) await putGrant(ctx, ids[i]!, g.api_client_id, g.scopes, authzenTermsOf(g));
       for (const who of a.assignments ?? []) {
         const user = await ctx.store.users.get(who) ?? await ctx.store.users.getByEmail(who);
         if (!user) throw new ProjectItemError(`applications.${i}.assignments: no user ${who}`);

@@ -3,7 +3,8 @@ import type { AppContext } from '../context.js';
 import type { Store } from '../store/index.js';
 import { randomToken, sha256 } from '../crypto/hash.js';
 import { errors } from '../errors.js';
-import type { Application, ApplicationType } from '../store/applications.js';
+import type { Application, ApplicationType, AuthzenGrantTerms } from '../store/applications.js';
+import { accessApiUrl } from '../authzen/metadata.js';
 import { builtInApplicationProblem, CONSOLE_CLIENT_ID } from '../oauth/built-in-applications.js';
 import type { Recorder } from './audit.js';
 import { onDuplicate, onStillReferenced } from './conflict.js';
@@ -130,14 +131,26 @@ export function updateApplication(ctx: AppContext, clientId: string, patch: Appl
   });
 }
 
-export async function putGrant(ctx: AppContext, clientId: string, apiClientId: string, scopes: string[]): Promise<void> {
+/** The AuthZEN terms of a grant body, when it gives any (a grant on another API may not). */
+export function authzenTermsOf(body: AuthzenGrantTerms): AuthzenGrantTerms | undefined {
+  const terms: AuthzenGrantTerms = {};
+  if (body.enforcement_point_for !== undefined) terms.enforcement_point_for = body.enforcement_point_for;
+  if (body.search_subject_types !== undefined) terms.search_subject_types = body.search_subject_types;
+  if (body.search_resource_types !== undefined) terms.search_resource_types = body.search_resource_types;
+  return Object.keys(terms).length ? terms : undefined;
+}
+
+export async function putGrant(ctx: AppContext, clientId: string, apiClientId: string, scopes: string[], authzen?: AuthzenGrantTerms): Promise<void> {
   await ctx.store.transaction(async (tx) => {
     const app = await mustGet(tx, clientId);
     if (app.type !== 'm2m') throw fieldError('client_id', `only an m2m application holds grants; ${clientId} is ${app.type}`);
     const api = await tx.applications.get(apiClientId);
     if (!api) throw fieldError('api_client_id', `no application ${apiClientId}`);
     if (api.type !== 'api') throw fieldError('api_client_id', `a grant is on an application of type api; ${apiClientId} is ${api.type}`);
-    await tx.applications.putGrant(clientId, apiClientId, scopes);
+    if (authzen && apiClientId !== accessApiUrl(ctx)) {
+      throw fieldError(Object.keys(authzen)[0]!, `AuthZEN terms belong on a grant on the AuthZEN API (${accessApiUrl(ctx)})`);
+    }
+    await tx.applications.putGrant(clientId, apiClientId, scopes, authzen);
     await tx.settings.bump('applications');
   });
 }
@@ -230,8 +243,8 @@ export function applicationRoutes(router: Router, ctx: AppContext): void {
       responses: { 204: 'granted', 400: 'not an m2m application, or the target is not an API' },
     },
     async (req, res) => {
-      const { scopes } = parseWith(grantBody, bodyOrEmpty(req));
-      await putGrant(ctx, param(req, 'client_id'), param(req, 'api_client_id'), scopes);
+      const body = parseWith(grantBody, bodyOrEmpty(req));
+      await putGrant(ctx, param(req, 'client_id'), param(req, 'api_client_id'), body.scopes, authzenTermsOf(body));
       res.status(204).end();
     },
   );

@@ -287,8 +287,19 @@ export const applicationPatch = z.object({
 });
 export type ApplicationPatch = z.output<typeof applicationPatch>;
 
+const typeNames = z.array(z.string().min(1).max(200)).max(200);
+/** The AuthZEN API's grant terms (accepted on a grant on that API only). */
+const authzenGrantTerms = {
+  enforcement_point_for: z
+    .union([z.literal('*'), z.array(z.string().min(1).max(200)).max(10_000)])
+    .optional()
+    .meta({ description: "AuthZEN: the agents (ids, or `*` for every agent) whose enforcement point this application is: its evaluations about them consume limits and approvals and create approvals; any other evaluation about an agent is read-only" }),
+  search_subject_types: typeNames.optional().meta({ description: 'AuthZEN: the subject types its searches may name (absent: any)' }),
+  search_resource_types: typeNames.optional().meta({ description: 'AuthZEN: the resource types its searches may name (absent: any)' }),
+};
 export const grantBody = z.object({
   scopes: z.array(z.string().regex(/^[\x21\x23-\x5b\x5d-\x7e]+$/, 'must be a scope token (no spaces)')).max(200).default([]),
+  ...authzenGrantTerms,
 });
 
 export const applicationView = z.object({
@@ -303,7 +314,7 @@ export const applicationView = z.object({
   dpop_bound_access_tokens: z.boolean(),
   has_secret: z.boolean(),
   require_pushed_authorization_requests: z.boolean(),
-  grants: z.array(z.object({ api_client_id: z.string(), scopes: z.array(z.string()) })),
+  grants: z.array(z.object({ api_client_id: z.string(), scopes: z.array(z.string()), ...authzenGrantTerms })),
   assignments: z.array(z.string()).meta({ description: 'ids of the people assigned to the application' }),
   id_jag_audiences: z.array(z.object({ audience: z.string(), client_id: z.string().nullable() })),
   created_at: timestamp,
@@ -321,6 +332,7 @@ export const projectApplication = applicationCreate.extend({
         // An API's client ID, or a URL one such as the AuthZEN API's `{issuer}/access/v1`.
         api_client_id: clientIdSchema.or(z.url({ protocol: /^https?$/ }).max(2000)),
         scopes: grantBody.shape.scopes,
+        ...authzenGrantTerms,
       }),
     )
     .optional(),

@@ -35,13 +35,15 @@ interface Action {
  * - `bind`: the transaction-token endpoint; only the limits are checked (nothing is consumed)
  *   and an allowed binding is recorded as token `txn`.
  * - `authzen`: an AuthZEN evaluation, asked by an authenticated application (`caller`) about a
- *   subject named by type and id. An unknown subject is a deny, not a 401.
+ *   subject named by type and id. An unknown subject is a deny, not a 401. `observe`: the
+ *   caller may ask but not act (an agent it is not the enforcement point of): decided and
+ *   recorded, with the limits only read and no approval created or consumed.
  */
 export type AuthorizeRequest =
   | ({ via: 'decision'; agentId: string; transactionToken: string | undefined } & Action)
   | ({ via: 'mcp'; principal: AgentPrincipal } & Action)
   | ({ via: 'bind'; principal: AgentPrincipal; txn: string } & Action)
-  | ({ via: 'authzen'; caller: string; subject: NamedSubject; resourceProperties?: Attributes; facts?: SubjectLoader } & Action);
+  | ({ via: 'authzen'; caller: string; subject: NamedSubject; resourceProperties?: Attributes; facts?: SubjectLoader; observe?: boolean } & Action);
 
 /** How the AuthZEN door reads a named subject's facts (a batch passes one that reads each subject once). */
 export type SubjectLoader = typeof namedSubjectFacts;
@@ -74,8 +76,10 @@ export type AuthorizeResult =
  * and then exactly one audit record (`record`). The modes: decide (every step; an allow
  * consumes), bind (steps 1–3; nothing consumed, only the limits can refuse; recorded as a
  * token), refuse (a request refused before step 3, by a door that could not map it: a deny,
- * recorded like any other), dry (search: steps 3–7 with the limits only read; nothing
- * recorded, nothing consumed: `decideDry`).
+ * recorded like any other), observe (an AuthZEN caller that is not the agent's enforcement
+ * point: steps 3–7 with the limits only read and no approval created or consumed; recorded),
+ * dry (search: steps 3–7 with the limits only read; nothing recorded, nothing consumed:
+ * `decideDry`).
  * Anything unexpected is a deny, recorded like any other. A decision that cannot be recorded is
  * not given: when the record cannot be written, or the database is unavailable, it throws
  * StoreUnavailableError (the doors answer 503 with Retry-After), and nothing of it holds.
@@ -178,6 +182,8 @@ interface Mode {
   caller?: string;
   /** who asks, as an approval request names them */
   name: string;
+  /** AuthZEN, not the enforcement point: limits read, approvals neither created nor consumed */
+  observe?: boolean;
 }
 
 /** The AuthZEN door: the same decision order, approvals and record, for a subject the caller names. */
@@ -194,7 +200,7 @@ async function runNamed(ctx: AppContext, req: Extract<AuthorizeRequest, { via: '
   }
   const { subject, person } = withSubjectProperties(named, req.subject.properties);
   const request: DecisionRequest = { subject, person, action, resource, resourceAttributes: withProperties(stored, req.resourceProperties), context, now, relationships };
-  return decisionOrder(ctx, { via: 'authzen', txn: null, caller, name: subject.name ?? subject.id }, policy.set, request);
+  return decisionOrder(ctx, { via: 'authzen', txn: null, caller, name: subject.name ?? subject.id, ...(req.observe ? { observe: true } : {}) }, policy.set, request);
 }
 
 async function run(ctx: AppContext, req: Exclude<AuthorizeRequest, { via: 'authzen' }>, agentId: string): Promise<AuthorizeResult> {
@@ -270,7 +276,7 @@ async function tokenMatchesUntraced(
 async function decisionOrderUntraced(ctx: AppContext, mode: Mode, policy: PolicySet | null, request: DecisionRequest): Promise<AuthorizeResult> {
   await loadReferences(ctx, policy, request);
   const counters = policy ? countersOf(request, policy) : [];
-  if (counters.length && mode.via !== 'bind') {
+  if (counters.length && mode.via !== 'bind' && !mode.observe) {
     return decideOnCounters(ctx, mode.via as 'decision' | 'mcp' | 'authzen', policy!, request, counters, mode.txn, mode.name, mode.caller);
   }
   if (counters.length) await readLimits(ctx, counters, request);
@@ -285,7 +291,7 @@ async function decisionOrderUntraced(ctx: AppContext, mode: Mode, policy: Policy
   }
 
   let approvalId: string | undefined;
-  if (decision.decision === 'approval_required' && policy) {
+  if (decision.decision === 'approval_required' && policy && !mode.observe) {
     ({ decision, approvalId } = await approvals(ctx, policy, request, decision, mode.name));
   }
   return record(ctx, mode.via, request, decision, undefined, approvalId, mode.caller);

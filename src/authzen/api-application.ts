@@ -45,7 +45,7 @@ export async function ensureApiApplication(ctx: AppContext): Promise<void> {
     for (const old of stale) {
       for (const app of apps) {
         const grant = await tx.applications.getGrant(app.client_id, old.client_id);
-        if (grant && !(await tx.applications.getGrant(app.client_id, clientId))) await tx.applications.putGrant(app.client_id, clientId, grant.scopes);
+        if (grant && !(await tx.applications.getGrant(app.client_id, clientId))) await tx.applications.putGrant(app.client_id, clientId, grant.scopes, grant.authzen);
       }
       await tx.applications.delete(old.client_id);
     }

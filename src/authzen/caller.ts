@@ -6,9 +6,22 @@ import { accessCredential } from '../oauth/bearer.js';
 import { checkSenderConstraint } from '../oauth/dpop.js';
 import { accessApiUrl } from './metadata.js';
 import { nowSeconds } from '../clock.js';
+import type { AuthzenGrantTerms } from '../store/applications.js';
 
-/** Who asks: the m2m application whose access token came with the request. */
-export interface Caller { clientId: string }
+/** Who asks: the m2m application whose access token came with the request, and its grant's terms. */
+export interface Caller {
+  clientId: string;
+  terms: AuthzenGrantTerms;
+}
+
+/**
+ * Whether the caller is the named agent's enforcement point: only then do its evaluations about
+ * that agent act (consume limits and one-time approvals, create approvals).
+ */
+export const enforcesFor = (caller: Caller, agentId: string): boolean => {
+  const named = caller.terms.enforcement_point_for;
+  return named === '*' || (named !== undefined && named.includes(agentId));
+};
 
 
 function unauthorized(ctx: AppContext, description: string, withError: boolean): ProtocolError {
@@ -25,8 +38,8 @@ function unauthorized(ctx: AppContext, description: string, withError: boolean):
  * misdirected token, or one whose application is gone, is a 401; an authentic token of an
  * application without a grant (or not m2m) is a 403 `insufficient_scope`. Both carry a
  * `WWW-Authenticate` challenge. A verified token is remembered until it expires (one map
- * lookup per repeat); the grant is checked on every request against a per-process view that
- * follows the `applications` change counter. A DPoP-bound token comes as `Authorization: DPoP`
+ * lookup per repeat); the grant (and its terms) is checked on every request against a
+ * per-process view that follows the `applications` change counter. A DPoP-bound token comes as `Authorization: DPoP`
  * with a proof for `request` (its `DPoP` header, the endpoint's URL), checked on every request.
  */
 export async function authenticateCaller(
@@ -58,13 +71,13 @@ export async function authenticateCaller(
   // A DPoP-bound token needs its proof; a request with nothing to check a proof against has none.
   await checkSenderConstraint(ctx, request ?? { get: () => undefined }, credential, payload, { htm: 'POST', htu: request?.htu ?? '' });
   const clientId = payload.client_id;
-  const standing = typeof clientId === 'string' ? await grants(ctx).standing(clientId) : 'unknown';
+  const { standing, terms } = typeof clientId === 'string' ? await grants(ctx).standing(clientId) : UNKNOWN;
   // A token whose application is gone is as good as revoked: the caller is not authenticated.
   if (standing === 'unknown') throw unauthorized(ctx, 'the application of this token no longer exists', true);
   // An authentic token of an application that may not ask (no grant, or not an m2m
   // application): the caller is known, the request forbidden.
   if (standing === 'forbidden') throw forbidden(ctx, 'the application of this token holds no grant on the AuthZEN API');
-  return { clientId: clientId as string };
+  return { clientId: clientId as string, terms };
 }
 
 function forbidden(ctx: AppContext, description: string): ProtocolError {
@@ -74,7 +87,8 @@ function forbidden(ctx: AppContext, description: string): ProtocolError {
 }
 
 /** Whether an application may call the AuthZEN API: an m2m application holding a grant on it. */
-type Standing = 'granted' | 'forbidden' | 'unknown';
+type Standing = { standing: 'granted' | 'forbidden' | 'unknown'; terms: AuthzenGrantTerms };
+const UNKNOWN: Standing = { standing: 'unknown', terms: {} };
 
 /** Which applications may call the AuthZEN API, per process, per change. */
 class GrantView {
@@ -97,11 +111,8 @@ class GrantView {
     let s = this.known.get(clientId);
     if (s === undefined) {
       const app = await this.ctx.store.applications.get(clientId);
-      s = !app
-        ? 'unknown'
-        : app.type === 'm2m' && (await this.ctx.store.applications.getGrant(clientId, accessApiUrl(this.ctx))) !== undefined
-          ? 'granted'
-          : 'forbidden';
+      const grant = app?.type === 'm2m' ? await this.ctx.store.applications.getGrant(clientId, accessApiUrl(this.ctx)) : undefined;
+      s = !app ? UNKNOWN : grant ? { standing: 'granted', terms: grant.authzen ?? {} } : { standing: 'forbidden', terms: {} };
       if (this.known.size > 10_000) this.known.clear();
       this.known.set(clientId, s);
     }

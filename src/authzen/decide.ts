@@ -4,7 +4,7 @@
 import type { AppContext } from '../context.js';
 import { authorize, decideDry as decideDryOn } from '../authz/pipeline.js';
 import type { DecisionRequest, PolicySet } from '../authz/policy-interface.js';
-import type { Caller } from './caller.js';
+import { enforcesFor, type Caller } from './caller.js';
 import type { FactsMemo } from './facts.js';
 import type { Properties, Subject } from './request.js';
 
@@ -32,12 +32,17 @@ export interface Answer {
 /**
  * Decides through the decision pipeline, the same as the agents' decisions: the facts read
  * fresh, approvals created and consumed, limits counted, and one audit record naming the
- * caller. Never throws: the pipeline answers anything unexpected with a deny.
+ * caller. About an agent, only its enforcement point acts so: anyone else's evaluation observes
+ * (the limits read, no approval created or consumed; still recorded), so that one application
+ * cannot spend what another enforces. Never throws: the pipeline answers anything unexpected
+ * with a deny.
  */
 export async function decideAndRecord(ctx: AppContext, caller: Caller, memo: FactsMemo, q: Question): Promise<Answer> {
+  const observe = q.subject.type === 'agent' && !enforcesFor(caller, q.subject.id);
   const result = await authorize(ctx, {
     via: 'authzen',
     caller: caller.clientId,
+    ...(observe ? { observe } : {}),
     subject: q.subject,
     facts: memo.load,
     ...(q.resourceProperties ? { resourceProperties: q.resourceProperties } : {}),

@@ -53,12 +53,16 @@ export interface Paged<T> {
  * Walks `ids` (sorted, unique) after the token's position and keeps those `accept` admits,
  * until the page is full; asks `accept` about one more only to know whether a next page exists.
  * The page object is present when the request carried one or when more results follow.
+ * At most `maxExamined` candidates are asked about per request: when that bound stops the walk
+ * before the candidates run out, the page ends there (possibly short, even empty) and its
+ * `next_token` resumes after the last candidate examined, so a caller pages on as usual.
  */
 export async function collectPage<T>(
   kind: string,
   req: SearchRequest,
   ids: string[],
   accept: (id: string) => Promise<T | undefined> | T | undefined,
+  maxExamined = Number.POSITIVE_INFINITY,
 ): Promise<Paged<T>> {
   const fingerprint = requestFingerprint(kind, req);
   const resumed = req.page?.token !== undefined ? decodePageToken(req.page.token, fingerprint, req.page.limit) : undefined;
@@ -79,7 +83,15 @@ export async function collectPage<T>(
   const results: T[] = [];
   let last: string | undefined;
   let more = false;
+  let examined = 0;
   for (; i < ids.length; i++) {
+    if (examined === maxExamined) {
+      // The bound, not the end: resume after the last candidate examined.
+      more = true;
+      last = ids[i - 1];
+      break;
+    }
+    examined++;
     const hit = await accept(ids[i]!);
     if (hit === undefined) continue;
     if (results.length === limit) {

@@ -4,9 +4,10 @@
 // compiled policy says a role permission or a rule (indexed under the relation and the
 // object's kind) could grant it at all; the candidates are then decided in order, without
 // recording anything or touching approvals and counters (a search asks, it does not act),
-// until the page is full.
+// until the page is full or the per-request bound on candidates examined is reached.
 
 import type { AppContext } from '../context.js';
+import { errors } from '../errors.js';
 import { permissionCovers } from '../policy/index.js';
 import type { PolicySet } from '../authz/policy-interface.js';
 import type { Caller } from './caller.js';
@@ -23,8 +24,8 @@ type Entity = { type: string; id: string };
 
 /** POST /access/v1/search/{subject|resource|action} */
 export async function searchAnswer(ctx: AppContext, caller: Caller, kind: SearchKind, body: unknown): Promise<Paged<unknown>> {
-  void caller;
   const req = readSearchRequest(kind, body);
+  withinGrant(caller, req);
   // No policy in force: nothing can be shown to be allowed.
   const policy = (await ctx.policy.state()).set;
   if (!policy) return { results: [] };
@@ -36,6 +37,21 @@ export async function searchAnswer(ctx: AppContext, caller: Caller, kind: Search
       return searchResources(ctx, policy, memo, req);
     case 'action':
       return searchActions(ctx, policy, memo, req);
+  }
+}
+
+/**
+ * A search names only the subject and resource types the caller's grant lists (when it lists
+ * them): a 403 naming the field otherwise. Searches never act (they decide dry), so this bounds
+ * what a caller may learn, not what it may spend.
+ */
+function withinGrant(caller: Caller, req: SearchRequest): void {
+  const { search_subject_types: subjects, search_resource_types: resources } = caller.terms;
+  if (subjects && !subjects.includes(req.subject.type)) {
+    throw errors.forbidden(`subject.type: this application's grant does not let its searches name subjects of type ${req.subject.type}`);
+  }
+  if (resources && !resources.includes(req.resource.type)) {
+    throw errors.forbidden(`resource.type: this application's grant does not let its searches name resources of type ${req.resource.type}`);
   }
 }
 
@@ -81,7 +97,7 @@ async function searchSubjects(ctx: AppContext, policy: PolicySet, memo: FactsMem
     if (!granted.has(id) && !mayBeGranted(policy, facts.subject, relation, resource.type)) return undefined;
     const q = { subject, relation, object, resourceProperties: resource.properties, context: context(req) };
     return (await allows(ctx, policy, memo, q)) ? { type, id } : undefined;
-  });
+  }, ctx.config.authzenSearchMaxCandidates);
 }
 
 /**
@@ -103,7 +119,7 @@ async function searchResources(ctx: AppContext, policy: PolicySet, memo: FactsMe
   return collectPage('resource', req, ids, async (id) => {
     const q = { subject, relation, object: objectOf(type, id), resourceProperties: req.resource.properties, context: context(req) };
     return (await allows(ctx, policy, memo, q)) ? { type, id } : undefined;
-  });
+  }, ctx.config.authzenSearchMaxCandidates);
 }
 
 async function searchActions(ctx: AppContext, policy: PolicySet, memo: FactsMemo, req: SearchRequest): Promise<Paged<unknown>> {
@@ -119,7 +135,7 @@ async function searchActions(ctx: AppContext, policy: PolicySet, memo: FactsMemo
     if (!modelRelation(policy, resource.type, name) && !mayBeGranted(policy, subject.subject, relation, resource.type)) return undefined;
     const q = { subject: named, relation, object, resourceProperties: resource.properties, context: context(req) };
     return (await allows(ctx, policy, memo, q)) ? { name } : undefined;
-  });
+  }, ctx.config.authzenSearchMaxCandidates);
 }
 
 /**

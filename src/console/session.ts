@@ -3,6 +3,8 @@ import type { AppContext } from '../context.js';
 import { constantTimeEqual, randomToken } from '../crypto/hash.js';
 import type { User } from '../store/users.js';
 import { CONSOLE_ROLE } from '../oauth/built-in-applications.js';
+import { ACR_VALUES } from '../oauth/acr.js';
+import { strengthMeets } from '../oauth/authorization-endpoint.js';
 import { nowSeconds } from '../clock.js';
 import { cookieFlags, cookieName } from '../oauth/cookies.js';
 
@@ -103,6 +105,21 @@ export function endConsoleSession(ctx: AppContext, res: Response): void {
   res.clearCookie(nameOf(ctx, res.req, SESSION_COOKIE), consoleCookieOptions(ctx, res.req));
 }
 
+/**
+ * The acr values the console asks Gatehouse for (undefined: any sign-in): `mfa` is a one-time
+ * code after the password or passkey, or a user-verifying passkey; `passkey` is a passkey.
+ */
+export function consoleAcrValues(ctx: AppContext): string[] | undefined {
+  switch (ctx.config.consoleSignInStrength) {
+    case 'mfa':
+      return [ACR_VALUES.mfa, ACR_VALUES.passkeyMfa];
+    case 'passkey':
+      return [ACR_VALUES.passkey];
+    default:
+      return undefined;
+  }
+}
+
 export type PersonLookup = { person: Person } | { refused: User } | { none: true };
 
 /**
@@ -118,6 +135,9 @@ export async function currentPerson(ctx: AppContext, req: Request): Promise<Pers
   const user = await ctx.store.users.get(data.sub);
   if (!user) return { none: true };
   if (!user.roles.includes(CONSOLE_ROLE)) return { refused: user };
+  // A session weaker than the console requires (required since, or a federated one) signs in again: the step-up.
+  const accepted = consoleAcrValues(ctx);
+  if (accepted && !strengthMeets(session.acr, accepted)) return { none: true };
   return { person: { user, sid: data.sid, csrf: data.csrf } };
 }
 

@@ -8,7 +8,8 @@ import type { TokenResponse } from '../oauth/tokens.js';
 import { appendChange } from './audit.js';
 import { CONSOLE_CLIENT_ID, CONSOLE_ROLE, consoleApplicationShape } from '../oauth/built-in-applications.js';
 import { consolePage, link, notice, sendConsolePage } from './html.js';
-import { endConsoleSession, startConsoleSession, startFlow, takeFlow } from './session.js';
+import { consoleAcrValues, endConsoleSession, startConsoleSession, startFlow, takeFlow } from './session.js';
+import { strengthMeets } from '../oauth/authorization-endpoint.js';
 
 /** Only console paths are returned to after sign-in. */
 export function consoleReturnPath(value: unknown): string {
@@ -22,6 +23,7 @@ const s256 = (verifier: string) => createHash('sha256').update(verifier, 'ascii'
 /** GET /console/login: the console, as an OAuth client, starts Gatehouse's authorization code flow with PKCE. */
 export function startSignIn(ctx: AppContext, req: Request, res: Response): void {
   const flow = startFlow(ctx, res, consoleReturnPath(req.query.return_to));
+  const accepted = consoleAcrValues(ctx);
   const url = new URL(ctx.urls.authorize);
   const params: Record<string, string> = {
     client_id: CONSOLE_CLIENT_ID,
@@ -34,6 +36,8 @@ export function startSignIn(ctx: AppContext, req: Request, res: Response): void 
     code_challenge_method: 'S256',
     // "Sign in as someone else": Gatehouse asks for the password even with a live session.
     ...(req.query.switch === '1' ? { prompt: 'login' } : {}),
+    // The strength the console requires: Gatehouse steps a weaker session up (a code, a passkey).
+    ...(accepted ? { acr_values: accepted.join(' ') } : {}),
   };
   for (const [k, v] of Object.entries(params)) url.searchParams.set(k, v);
   res.setHeader('Cache-Control', 'no-store');
@@ -76,6 +80,9 @@ export async function finishSignIn(ctx: AppContext, req: Request, res: Response)
 
   const error = single(q.error);
   if (error === 'access_denied') return sendConsolePage(res, 403, refusedPage(undefined));
+  if (error === 'unmet_authentication_requirements') {
+    return signInProblem(res, 403, 'Stronger sign-in needed', `The console requires signing in with ${ctx.config.consoleSignInStrength === 'mfa' ? 'a one-time code or a user-verifying passkey' : 'a passkey'}, which this account has not set up. Set it up on your account page, then sign in again.`);
+  }
   if (error !== undefined) {
     const why = single(q.error_description);
     return signInProblem(res, 400, 'Sign-in failed', `Gatehouse answered ${error}${why ? `: ${why}` : ''}.`);
@@ -122,6 +129,10 @@ export async function finishSignIn(ctx: AppContext, req: Request, res: Response)
   const session = await ctx.store.sessions.get(sid);
   if (!user || !session || session.ended_at !== null) return signInProblem(res, 400, 'Sign-in failed', 'The Gatehouse session ended during sign-in.');
   if (!user.roles.includes(CONSOLE_ROLE)) return sendConsolePage(res, 403, refusedPage(user.email));
+  const accepted = consoleAcrValues(ctx);
+  if (accepted && !strengthMeets(session.acr, accepted)) {
+    return signInProblem(res, 403, 'Stronger sign-in needed', `The console requires signing in with ${ctx.config.consoleSignInStrength === 'mfa' ? 'a one-time code or a user-verifying passkey' : 'a passkey'}.`);
+  }
 
   startConsoleSession(ctx, res, sub, sid, session.expires_at);
   await appendChange(ctx.store, { user, sid, csrf: '' }, { action: 'sign_in', target: `user:${user.id}`, details: { amr: claims.amr ?? null, acr: claims.acr ?? null } });

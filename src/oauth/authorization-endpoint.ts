@@ -62,6 +62,9 @@ const MEETS: Record<string, readonly string[]> = {
   [ACR_VALUES.passkeyMfa]: ACR_VALUES_SUPPORTED,
 };
 
+/** Whether a sign-in of strength `acr` meets one of the `accepted` values. */
+export const strengthMeets = (acr: string, accepted: readonly string[]): boolean => accepted.some((a) => MEETS[acr]?.includes(a));
+
 /** The acr values a pending request accepts (undefined: any sign-in will do). */
 export function acceptedAcr(p: AuthorizationParams): string[] | undefined {
   return p.acr_values ?? (p.acr_required ? [p.acr_required] : undefined);

@@ -8,6 +8,7 @@ import { currentSession, startSession } from '../oauth/session.js';
 import type { SamlConnection } from '../store/saml.js';
 import { BindingError, decodeBindingMessage, readBindingMessage } from './binding.js';
 import { usableIdp } from './sp-login.js';
+import { CONSOLE_ROLE } from '../oauth/built-in-applications.js';
 import { samlUrls } from './urls.js';
 import { childElements, descendants, firstChild, NAME_ID_FORMATS, NS, parseUntrustedXml, STATUS, textOf, XmlInputError } from './xml.js';
 
@@ -99,6 +100,23 @@ function emailOf(assertion: Element): string | undefined {
   return undefined;
 }
 
+/**
+ * Whether this IdP may sign in the local account its Assertion names by email: the email's
+ * domain must be one the connection allows (when it lists any), and an administrator (a holder
+ * of the console role) only through a connection that admits administrators. An IdP is trusted
+ * for the people it owns, not for every account that happens to share an address.
+ */
+export function linkRefusal(idp: SamlConnection, email: string, roles: string[]): string | undefined {
+  const domain = email.slice(email.lastIndexOf('@') + 1).toLowerCase();
+  if (idp.allowed_email_domains && !idp.allowed_email_domains.includes(domain)) {
+    return `this identity provider may not sign in accounts of ${domain}`;
+  }
+  if (!idp.admit_administrators && roles.includes(CONSOLE_ROLE)) {
+    return 'this identity provider may not sign in administrators; sign in with your password or passkey';
+  }
+  return undefined;
+}
+
 function showError(res: Response, description: string, status = 400): void {
   sendPage(res, status, errorPage('access_denied', description));
 }
@@ -136,9 +154,14 @@ export function acsEndpoint(ctx: AppContext): RequestHandler {
       // 4. Our request, used up (a replayed Response finds nothing)
       const pending = await ctx.store.saml.takeSpRequest(inResponseTo, idp.name) ?? fail('the Response answers no pending request (expired or already used)');
 
-      // 5. The person, by email; then a session of our own
+      // 5. The person, by email, if this IdP may speak for them; then a session of our own
       const email = emailOf(assertion) ?? fail('the Assertion carries no email address');
       const user = await ctx.store.users.getByEmail(email) ?? fail(`there is no account for ${email}`);
+      const refused = linkRefusal(idp, email, user!.roles);
+      if (refused) {
+        ctx.logger.warn({ connection: idp.name, sub: user!.id, why: refused }, 'saml sign-in refused by the connection');
+        fail(refused);
+      }
       await startSession(ctx, res, user.id, SAML_AMR, SAML_ACR, (await currentSession(ctx, req))?.session);
       ctx.logger.info({ connection: idp.name, sub: user.id }, 'saml sign-in through external idp');
       res.setHeader('Cache-Control', 'no-store');

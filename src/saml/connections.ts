@@ -74,6 +74,15 @@ const fields = {
   idp_sso_url: httpUrl.meta({ description: 'idp: its SingleSignOnService URL' }),
   idp_certificate: certificate,
   idp_metadata_xml: z.string().max(500_000).meta({ description: 'idp: its metadata; fills entity_id, idp_sso_url and idp_certificate where not given' }),
+  allowed_email_domains: z
+    .array(
+      z.string().trim().toLowerCase().max(253)
+        .regex(/^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)+$/, 'must be a domain name (example.com)'),
+    )
+    .min(1, 'must list at least one domain (leave the field out to allow any)')
+    .max(500)
+    .meta({ description: 'idp: it signs in only people whose email is in one of these domains (exactly; subdomains are not included); absent: any domain' }),
+  admit_administrators: z.boolean().meta({ description: 'idp: true lets it sign in administrators (holders of the console role); default false' }),
 };
 
 function kindRules(v: { kind: 'sp' | 'idp'; [k: string]: unknown }, c: z.RefinementCtx): void {
@@ -83,7 +92,7 @@ function kindRules(v: { kind: 'sp' | 'idp'; [k: string]: unknown }, c: z.Refinem
   if (v.kind === 'sp') {
     need('entity_id');
     need('acs_url');
-    for (const f of ['idp_sso_url', 'idp_certificate', 'idp_metadata_xml']) forbid(f);
+    for (const f of ['idp_sso_url', 'idp_certificate', 'idp_metadata_xml', 'allowed_email_domains', 'admit_administrators']) forbid(f);
   } else {
     for (const f of ['acs_url', 'slo_url', 'name_id_format']) forbid(f);
   }
@@ -98,6 +107,8 @@ const body = z.object({
   idp_sso_url: fields.idp_sso_url.optional(),
   idp_certificate: fields.idp_certificate.optional(),
   idp_metadata_xml: fields.idp_metadata_xml.optional(),
+  allowed_email_domains: fields.allowed_email_domains.optional(),
+  admit_administrators: fields.admit_administrators.optional(),
 });
 
 export const connectionCreate = body.extend({ name: connectionName }).superRefine(kindRules);
@@ -116,6 +127,8 @@ export const connectionView = z.object({
   name_id_format: z.string().nullable(),
   idp_sso_url: z.string().nullable(),
   idp_certificate: z.string().nullable(),
+  allowed_email_domains: z.array(z.string()).nullable().meta({ description: 'idp: the email domains it may sign in; null: any' }),
+  admit_administrators: z.boolean().meta({ description: 'idp: whether it may sign in administrators' }),
   metadata_url: z.string().meta({ description: 'the metadata to give the other party: ours as IdP (sp) or as this SP (idp)' }),
   sp_entity_id: z.string().nullable().meta({ description: 'idp: our entityID as its SP' }),
   sp_acs_url: z.string().nullable().meta({ description: 'idp: our ACS URL as its SP' }),
@@ -135,6 +148,8 @@ export function connectionJson(ctx: AppContext, c: SamlConnection): z.output<typ
     name_id_format: c.name_id_format,
     idp_sso_url: c.idp_sso_url,
     idp_certificate: c.idp_certificate,
+    allowed_email_domains: c.allowed_email_domains,
+    admit_administrators: c.admit_administrators,
     metadata_url: idp ? u.spMetadata(c.name) : u.idpMetadata,
     sp_entity_id: idp ? u.spEntityId(c.name) : null,
     sp_acs_url: idp ? u.spAcs(c.name) : null,
@@ -182,6 +197,8 @@ function toFields(name: string, b: ConnectionPut): SamlConnectionFields {
     name_id_format: b.kind === 'sp' ? (b.name_id_format ?? NAME_ID_FORMATS.emailAddress) : null,
     idp_sso_url: b.idp_sso_url ?? fromMetadata.idp_sso_url ?? null,
     idp_certificate: b.idp_certificate ?? fromMetadata.idp_certificate ?? null,
+    allowed_email_domains: b.allowed_email_domains ? [...new Set(b.allowed_email_domains)] : null,
+    admit_administrators: b.admit_administrators ?? false,
   };
 }
 

@@ -23,6 +23,17 @@ export interface Application {
   updated_at: number;
 }
 
+/**
+ * The terms of a grant on the AuthZEN API beyond asking: the agents whose enforcement point the
+ * caller is (`*`: every agent), and the subject and resource types its searches may name
+ * (absent: any).
+ */
+export interface AuthzenGrantTerms {
+  enforcement_point_for?: string[] | '*';
+  search_subject_types?: string[];
+  search_resource_types?: string[];
+}
+
 interface Row {
   client_id: string;
   name: string;
@@ -132,25 +143,25 @@ export function applicationsStore(sql: Sql, changes: ChangeFeed, clock: Clock) {
       (await write((tx) => tx.run('UPDATE applications SET secret_hash = ?, updated_at = ? WHERE client_id = ?', [hash, now(), clientId]))).changes === 1,
     delete: async (clientId: string): Promise<boolean> =>
       (await write((tx) => tx.run('DELETE FROM applications WHERE client_id = ?', [clientId]))).changes === 1,
-    putGrant: async (clientId: string, apiClientId: string, scopes: string[]): Promise<void> => {
+    putGrant: async (clientId: string, apiClientId: string, scopes: string[], authzen?: AuthzenGrantTerms): Promise<void> => {
       await write((tx) => tx.run(
-        'INSERT INTO application_grants (client_id, api_client_id, scopes) VALUES (?, ?, ?) ON CONFLICT (client_id, api_client_id) DO UPDATE SET scopes = excluded.scopes',
-        [clientId, apiClientId, JSON.stringify(scopes)],
+        'INSERT INTO application_grants (client_id, api_client_id, scopes, authzen) VALUES (?, ?, ?, ?) ON CONFLICT (client_id, api_client_id) DO UPDATE SET scopes = excluded.scopes, authzen = excluded.authzen',
+        [clientId, apiClientId, JSON.stringify(scopes), authzen && Object.keys(authzen).length ? JSON.stringify(authzen) : null],
       ));
     },
     deleteGrant: async (clientId: string, apiClientId: string): Promise<boolean> =>
       (await write((tx) => tx.run('DELETE FROM application_grants WHERE client_id = ? AND api_client_id = ?', [clientId, apiClientId]))).changes === 1,
-    async getGrant(clientId: string, apiClientId: string): Promise<{ scopes: string[] } | undefined> {
-      const r = await sql.get<{ scopes: string }>('SELECT scopes FROM application_grants WHERE client_id = ? AND api_client_id = ?', [clientId, apiClientId]);
-      return r && { scopes: parseJson(r.scopes, []) };
+    async getGrant(clientId: string, apiClientId: string): Promise<{ scopes: string[]; authzen?: AuthzenGrantTerms } | undefined> {
+      const r = await sql.get<{ scopes: string; authzen: string | null }>('SELECT scopes, authzen FROM application_grants WHERE client_id = ? AND api_client_id = ?', [clientId, apiClientId]);
+      return r && { scopes: parseJson(r.scopes, []), ...(r.authzen ? { authzen: parseJson<AuthzenGrantTerms>(r.authzen, {}) } : {}) };
     },
     listGrants: async (clientId: string) =>
       (
-        await sql.all<{ api_client_id: string; scopes: string }>(
-          'SELECT api_client_id, scopes FROM application_grants WHERE client_id = ? ORDER BY api_client_id',
+        await sql.all<{ api_client_id: string; scopes: string; authzen: string | null }>(
+          'SELECT api_client_id, scopes, authzen FROM application_grants WHERE client_id = ? ORDER BY api_client_id',
           [clientId],
         )
-      ).map((r) => ({ api_client_id: r.api_client_id, scopes: parseJson<string[]>(r.scopes, []) })),
+      ).map((r) => ({ api_client_id: r.api_client_id, scopes: parseJson<string[]>(r.scopes, []), ...(r.authzen ? parseJson<AuthzenGrantTerms>(r.authzen, {}) : {}) })),
     assign: async (clientId: string, userId: string): Promise<void> => {
       await sql.run('INSERT INTO application_assignments (client_id, user_id) VALUES (?, ?) ON CONFLICT DO NOTHING', [clientId, userId]);
     },

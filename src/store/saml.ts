@@ -1,6 +1,6 @@
 import type { Sql } from './sql.js';
 import type { Clock } from '../clock.js';
-import { secondsOf } from './util.js';
+import { bool, parseJson, secondsOf } from './util.js';
 
 export type SamlConnectionKind = 'sp' | 'idp';
 
@@ -14,10 +14,23 @@ export interface SamlConnection {
   name_id_format: string | null;
   idp_sso_url: string | null;
   idp_certificate: string | null;
+  /** idp: the email domains it may sign in (lower case; null: any) */
+  allowed_email_domains: string[] | null;
+  /** idp: whether it may sign in administrators (holders of the console role) */
+  admit_administrators: boolean;
   created_at: number;
   updated_at: number;
 }
 export type SamlConnectionFields = Omit<SamlConnection, 'created_at' | 'updated_at'>;
+
+type ConnectionRow = Omit<SamlConnection, 'allowed_email_domains' | 'admit_administrators'> & { allowed_email_domains: string | null; admit_administrators: number | boolean };
+const toConnection = (r: ConnectionRow | undefined): SamlConnection | undefined =>
+  r && { ...r, allowed_email_domains: r.allowed_email_domains ? parseJson<string[]>(r.allowed_email_domains, []) : null, admit_administrators: bool(r.admit_administrators) };
+const toRow = (c: SamlConnectionFields) => ({
+  ...c,
+  allowed_email_domains: c.allowed_email_domains ? JSON.stringify(c.allowed_email_domains) : null,
+  admit_administrators: c.admit_administrators ? 1 : 0,
+});
 
 export interface SamlPendingRequest {
   id_hash: string;
@@ -34,13 +47,13 @@ const BY_NAME = 'SELECT * FROM saml_connections WHERE name = ?';
 
 export function samlStore(sql: Sql, clock: Clock) {
   const now = (): number => secondsOf(clock);
-  const get = (name: string) => sql.get<SamlConnection>(BY_NAME, [name]);
+  const get = async (name: string) => toConnection(await sql.get<ConnectionRow>(BY_NAME, [name]));
   return {
     async create(c: SamlConnectionFields): Promise<SamlConnection> {
       await sql.run(
-        `INSERT INTO saml_connections (name, kind, entity_id, acs_url, slo_url, name_id_format, idp_sso_url, idp_certificate, created_at, updated_at)
-         VALUES (@name, @kind, @entity_id, @acs_url, @slo_url, @name_id_format, @idp_sso_url, @idp_certificate, @t, @t)`,
-        { ...c, t: now() },
+        `INSERT INTO saml_connections (name, kind, entity_id, acs_url, slo_url, name_id_format, idp_sso_url, idp_certificate, allowed_email_domains, admit_administrators, created_at, updated_at)
+         VALUES (@name, @kind, @entity_id, @acs_url, @slo_url, @name_id_format, @idp_sso_url, @idp_certificate, @allowed_email_domains, @admit_administrators, @t, @t)`,
+        { ...toRow(c), t: now() },
       );
       return (await get(c.name))!;
     },
@@ -48,17 +61,18 @@ export function samlStore(sql: Sql, clock: Clock) {
     async update(c: SamlConnectionFields): Promise<SamlConnection | undefined> {
       const r = await sql.run(
         `UPDATE saml_connections SET kind = @kind, entity_id = @entity_id, acs_url = @acs_url, slo_url = @slo_url,
-           name_id_format = @name_id_format, idp_sso_url = @idp_sso_url, idp_certificate = @idp_certificate, updated_at = @t
+           name_id_format = @name_id_format, idp_sso_url = @idp_sso_url, idp_certificate = @idp_certificate,
+           allowed_email_domains = @allowed_email_domains, admit_administrators = @admit_administrators, updated_at = @t
          WHERE name = @name`,
-        { ...c, t: now() },
+        { ...toRow(c), t: now() },
       );
       if (r.changes !== 1) return undefined;
       return get(c.name);
     },
     get,
-    spByEntityId: (entityId: string): Promise<SamlConnection | undefined> =>
-      sql.get<SamlConnection>("SELECT * FROM saml_connections WHERE kind = 'sp' AND entity_id = ?", [entityId]),
-    list: (): Promise<SamlConnection[]> => sql.all<SamlConnection>('SELECT * FROM saml_connections ORDER BY name'),
+    spByEntityId: async (entityId: string): Promise<SamlConnection | undefined> =>
+      toConnection(await sql.get<ConnectionRow>("SELECT * FROM saml_connections WHERE kind = 'sp' AND entity_id = ?", [entityId])),
+    list: async (): Promise<SamlConnection[]> => (await sql.all<ConnectionRow>('SELECT * FROM saml_connections ORDER BY name')).map((r) => toConnection(r)!),
     delete: async (name: string): Promise<boolean> => (await sql.run('DELETE FROM saml_connections WHERE name = ?', [name])).changes === 1,
 
     async addPending(p: SamlPendingRequest): Promise<void> {

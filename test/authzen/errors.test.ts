@@ -40,12 +40,13 @@ describe('a project file may grant on the AuthZEN API', () => {
     writeFileSync(project, JSON.stringify({
       roles: [{ name: 'reader', permissions: ['read:documents'] }],
       users: [{ id: 'ada', email: 'ada@example.com', password: 'pw', name: 'Ada', roles: ['reader'] }],
-      applications: [{ client_id: 'gateway', name: 'Gateway', type: 'm2m', client_secret: 'gateway-secret-0123456789abcdef-0123456789', grants: [{ api_client_id: `${issuer}/access/v1`, scopes: [] }] }],
+      applications: [{ client_id: 'gateway', name: 'Gateway', type: 'm2m', client_secret: 'gateway-secret-0123456789abcdef-0123456789', grants: [{ api_client_id: `${issuer}/access/v1`, scopes: [], enforcement_point_for: '*', search_subject_types: ['user'] }] }],
     }));
     const s = await startTestServer({ dir, env: { GATEHOUSE_ISSUER: issuer, GATEHOUSE_PROJECT_FILE: project } });
     try {
       const app = await s.admin('GET', '/applications/gateway');
-      expect(app.body.grants).toEqual([{ api_client_id: `${issuer}/access/v1`, scopes: [] }]);
+      // The AuthZEN terms come with the grant from the project file.
+      expect(app.body.grants).toEqual([{ api_client_id: `${issuer}/access/v1`, scopes: [], enforcement_point_for: '*', search_subject_types: ['user'] }]);
       const tokenRes = await fetch(`${s.url}/oauth/token`, {
         method: 'POST',
         headers: { authorization: `Basic ${Buffer.from('gateway:gateway-secret-0123456789abcdef-0123456789').toString('base64')}`, 'content-type': 'application/x-www-form-urlencoded' },

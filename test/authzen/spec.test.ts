@@ -320,6 +320,9 @@ describe('an agent as the subject', () => {
       roles: ['payer'],
       capabilities: [{ name: 'pay:invoices', limits: { count: [{ max: 2, per: '1h' }] } }],
     });
+    // The caller is the agent's enforcement point: its evaluations act.
+    const grant = await f.server.admin('PUT', `/applications/${f.caller.client_id}/grants/${encodeURIComponent(f.api)}`, { enforcement_point_for: [agent.id] });
+    expect(grant.status).toBe(204);
     const q = { subject: { type: 'agent', id: agent.id }, action: { name: 'pay' }, resource: { type: 'invoice', id: 'i-1' } };
     expect((await f.post('/access/v1/evaluation', q)).body).toEqual({ decision: true });
     expect((await f.post('/access/v1/evaluation', q)).body).toEqual({ decision: true });

@@ -248,12 +248,13 @@ describe('refresh, userinfo, introspection, revocation, logout', () => {
     expect(refreshed.access_token).toBeTruthy();
   });
 
-  it('logout honours a URI with the scheme and host of a redirect URI; otherwise shows a signed-out page', async () => {
-    const same = await new Browser(f.issuer).get(`/oauth/logout?client_id=${f.web.client_id}&post_logout_redirect_uri=${encodeURIComponent('http://localhost:9/elsewhere')}`);
+  it('logout honours a URI with the scheme and host of a redirect URI when no post-logout URI is registered; otherwise shows a signed-out page', async () => {
+    const same = await new Browser(f.issuer).get(`/oauth/logout?client_id=${f.spa.client_id}&post_logout_redirect_uri=${encodeURIComponent('http://localhost:9/elsewhere')}`);
     expect(same.status).toBe(302);
     expect(same.headers.get('location')).toBe('http://localhost:9/elsewhere');
 
     for (const q of [
+      `client_id=${f.web.client_id}&post_logout_redirect_uri=${encodeURIComponent('http://localhost:9/elsewhere')}`,
       `client_id=${f.web.client_id}&post_logout_redirect_uri=${encodeURIComponent('https://evil.example/')}`,
       `post_logout_redirect_uri=${encodeURIComponent('http://localhost:9/bye')}`,
       '',
