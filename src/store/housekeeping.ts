@@ -78,7 +78,8 @@ export function startHousekeeping(store: Store, opts: HousekeepingOptions): () =
       relationship_changes: await store.relationships.purgeChangesBefore(t - RELATIONSHIP_CHANGES_KEPT_SECONDS),
       dpop: await store.dpop.purgeExpired(t),
       id_jag_jtis: await store.idJag.purgeExpiredJtis(t),
-      audit_log: opts.auditRetention ? await pruneAudit(store, opts.auditRetention) : 0,
+      // with a retention only
+      ...(opts.auditRetention ? { audit_log: await pruneAudit(store, opts.auditRetention) } : {}),
     };
     opts.onDone?.(removed);
   };
