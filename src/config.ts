@@ -45,6 +45,13 @@ export interface Config {
    * addresses (GATEHOUSE_OUTBOUND_ALLOW_PRIVATE=true; the default under NODE_ENV=development)
    */
   outboundAllowPrivate: boolean;
+  /**
+   * Destinations that may be private although outboundAllowPrivate is off: host names or
+   * host:port, compared with the URL's host (GATEHOUSE_OUTBOUND_ALLOW_HOSTS, comma-separated)
+   */
+  outboundAllowHosts: string[];
+  /** audit records older than this many days are pruned behind a signed checkpoint (GATEHOUSE_AUDIT_RETENTION_DAYS); undefined: kept for ever */
+  auditRetentionDays: number | undefined;
   /** An AuthZEN search decides at most this many candidates per request (GATEHOUSE_AUTHZEN_SEARCH_MAX_CANDIDATES) */
   authzenSearchMaxCandidates: number;
   /** The sign-in strength the console requires (GATEHOUSE_CONSOLE_SIGN_IN_STRENGTH): `any`, `mfa` or `passkey` */
@@ -76,6 +83,11 @@ const fields = {
   GATEHOUSE_METRICS_OPEN: z.enum(['true', 'false']),
   GATEHOUSE_DPOP_NONCE: z.enum(['off', 'required']),
   GATEHOUSE_OUTBOUND_ALLOW_PRIVATE: z.enum(['true', 'false']),
+  GATEHOUSE_OUTBOUND_ALLOW_HOSTS: z
+    .string()
+    .transform((v) => v.split(',').map((h) => h.trim().toLowerCase()).filter(Boolean))
+    .refine((list) => list.every((h) => URL.canParse(`http://${h}/`) && new URL(`http://${h}/`).host === h), 'must be a comma-separated list of host or host:port'),
+  GATEHOUSE_AUDIT_RETENTION_DAYS: z.coerce.number().int().min(1).max(36_500).optional(),
   GATEHOUSE_CONSOLE_SIGN_IN_STRENGTH: z.enum(['any', 'mfa', 'passkey']),
   GATEHOUSE_AUTHZEN_SEARCH_MAX_CANDIDATES: z.coerce.number().int().min(1).max(10_000_000),
   GATEHOUSE_AGENT_RATE_LIMIT: z.coerce.number().int().min(0).max(1_000_000),
@@ -169,6 +181,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     },
     outboundAllowPrivate:
       parseVar<string>('GATEHOUSE_OUTBOUND_ALLOW_PRIVATE', env.GATEHOUSE_OUTBOUND_ALLOW_PRIVATE, env.NODE_ENV === 'development' ? 'true' : 'false') === 'true',
+    auditRetentionDays: parseVar<number | undefined>('GATEHOUSE_AUDIT_RETENTION_DAYS', env.GATEHOUSE_AUDIT_RETENTION_DAYS),
+    outboundAllowHosts: parseVar<string[]>('GATEHOUSE_OUTBOUND_ALLOW_HOSTS', env.GATEHOUSE_OUTBOUND_ALLOW_HOSTS, ''),
     consoleSignInStrength: parseVar<'any' | 'mfa' | 'passkey'>('GATEHOUSE_CONSOLE_SIGN_IN_STRENGTH', env.GATEHOUSE_CONSOLE_SIGN_IN_STRENGTH, 'any'),
     authzenSearchMaxCandidates: parseVar<number>('GATEHOUSE_AUTHZEN_SEARCH_MAX_CANDIDATES', env.GATEHOUSE_AUTHZEN_SEARCH_MAX_CANDIDATES, '10000'),
   };

@@ -16,6 +16,8 @@ import { relayVerifiedTokens, shareVerifiedTokens } from './authz/verified-token
 import { PolicyLoadError, PolicyService } from './policy-service.js';
 import { createApp } from './http/app.js';
 import { fastPaths } from './http/fast-path.js';
+import { startTracing, tracingConfigured, tracingEnabled } from './telemetry.js';
+import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { DRAIN_GRACE_MS, drainServer, trackConnections } from './http/drain.js';
 import { EDGE_ROUTES } from './http/routes.js';
 import { createLogger, type Logger } from './logger.js';
@@ -23,7 +25,8 @@ import { formatDiagnostic } from './policy/index.js';
 import { createSignalSink } from './ssf/sink.js';
 import { deliveryOptionsFromEnv, startDeliveryWorker } from './ssf/delivery-worker.js';
 import { migrate, openDatabase } from './store/db.js';
-import { startHousekeeping } from './store/housekeeping.js';
+import { startHousekeeping, type AuditRetention } from './store/housekeeping.js';
+import { CHECKPOINT_TYP } from './store/audit.js';
 import { createStore, type Store } from './store/index.js';
 import { isStoreUnavailable } from './store/unavailable.js';
 import { flushRefusalSummary } from './agents/refusal-summary.js';
@@ -308,7 +311,8 @@ export function attach(server: Server, ctx: AppContext): void {
   const fast = fastPaths(ctx, EDGE_ROUTES);
   server.removeListener('request', starting);
   server.on('request', (req, res) => {
-    if (!fast(req, res)) app(req, res);
+    // With tracing on every request goes through Express, where its span is made.
+    if (tracingEnabled() || !fast(req, res)) app(req, res);
   });
 }
 
@@ -319,6 +323,15 @@ export function withBoundPort(config: Config, port: number): Config {
   return { ...config, port, issuer, issuerHost: 'localhost' };
 }
 
+/** Audit retention of `days`, its checkpoints signed with the server's active EdDSA key. */
+export function auditRetention(ctx: AppContext, days: number): AuditRetention {
+  return {
+    days,
+    sign: (claims) => ctx.keys.sign('EdDSA', { ...claims }, CHECKPOINT_TYP),
+    activeKid: () => ctx.keys.activeKid('EdDSA'),
+  };
+}
+
 /** Background work of one instance (its primary, or its single process); instances share it through leases. */
 export function startBackground(ctx: AppContext, opts: { walCheckpoints?: boolean } = {}): () => Promise<void> {
   const stops: (() => Promise<void> | void)[] = [];
@@ -326,6 +339,7 @@ export function startBackground(ctx: AppContext, opts: { walCheckpoints?: boolea
   stops.push(
     startHousekeeping(ctx.store, {
       everyMs: 10 * 60 * 1000,
+      ...(ctx.config.auditRetentionDays !== undefined ? { auditRetention: auditRetention(ctx, ctx.config.auditRetentionDays) } : {}),
       onError: (err) => ctx.logger.warn({ err }, 'housekeeping failed'),
       onDone: (removed) => ctx.logger.debug({ removed }, 'housekeeping done'),
     }),
@@ -346,6 +360,8 @@ export interface StartOptions extends OpenOptions {
   logger?: Logger;
   /** `worker`: a second process over a database a primary prepared (no migrations, lease or background work) */
   role?: ProcessRole;
+  /** traces go to this exporter (tests); otherwise to OTLP when OTEL_EXPORTER_OTLP_ENDPOINT is set, else nowhere */
+  spanExporter?: SpanExporter;
 }
 
 /** Whether the port is bound before the context opens: when the issuer follows a port the system chooses. */
@@ -381,6 +397,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const logger = opts.logger ?? createLogger(config.logLevel);
   const role = opts.role ?? 'primary';
   if (!bindsFirst(config)) await checkPortFree(config.port);
+  const stopTracing = opts.spanExporter || tracingConfigured() ? startTracing(opts.spanExporter ? { exporter: opts.spanExporter } : {}) : async () => undefined;
   const { server, ctx } = await bindAndOpen(config, (c) => openContext(c, logger, role, opts));
   const port = (server.address() as AddressInfo).port;
   let stopBackground: () => Promise<void> = async () => {};
@@ -410,6 +427,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       }
       await stopBackground();
       await closeContext(ctx);
+      await stopTracing();
     },
   };
 }
@@ -557,6 +575,8 @@ async function runWorker(config: Config, logger: Logger): Promise<void> {
   const port = (server.address() as AddressInfo).port;
   ctx.metrics.text = workerMetrics(ctx.metrics.registry).text;
   shareVerifiedTokens(ctx);
+  // Each worker exports its own spans (OTLP batches) when tracing is configured.
+  if (tracingConfigured()) startTracing();
   attach(server, ctx);
   logger.info({ port, issuer: ctx.urls.issuer }, 'listening');
   // Draining: requests in flight are answered (their audit records committed with them), then the database is closed.

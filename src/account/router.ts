@@ -98,7 +98,7 @@ function accountPost(ctx: AppContext, opts: { fresh: boolean }, handler: Account
   return async (req, res) => {
     const signedIn = await currentSession(ctx, req);
     if (!signedIn) return void res.redirect(303, loginUrl(RETURN_TO));
-    if (!verifyCsrf(req)) {
+    if (!verifyCsrf(ctx, req)) {
       return sendPage(res, 403, renderPage('Your account', `${notice('The form has expired (CSRF check failed). Go back to your account page and try again.')}
 <p><a href="/account">Back to your account</a></p>`));
     }
@@ -137,7 +137,7 @@ export function accountRouter(ctx: AppContext): Router {
     if (!signedIn || !isFresh(ctx, signedIn)) {
       return void res.status(401).json({ error: 'login_required', error_description: 'sign in again to add a passkey', login_url: loginUrl(RETURN_TO) });
     }
-    if (!verifyCsrf(req)) return void res.status(403).json({ error: 'invalid_request', error_description: 'the CSRF value is missing or wrong; reload the page' });
+    if (!verifyCsrf(ctx, req)) return void res.status(403).json({ error: 'invalid_request', error_description: 'the CSRF value is missing or wrong; reload the page' });
     res.json(await registrationOptions(ctx, req, res, signedIn.user));
   });
 

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import type { AppContext } from '../context.js';
 import { errors } from '../errors.js';
 import { iso } from '../clock.js';
-import { outboundProblem } from '../oauth/outbound.js';
+import { outboundProblem } from '../outbound.js';
 import { SUBJECT_MAPPINGS, type TrustedIssuer } from '../store/id-jag.js';
 import type { Recorder } from './audit.js';
 import { adminRoute, param, parseWith } from './route.js';

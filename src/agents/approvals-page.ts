@@ -69,7 +69,7 @@ export async function postApproval(ctx: AppContext, req: Request, res: Response)
     res.redirect(303, LOGIN);
     return;
   }
-  if (!verifyCsrf(req)) {
+  if (!verifyCsrf(ctx, req)) {
     sendPage(res, 403, renderPage('Requests waiting for you', notice('The form has expired. Go back to the approvals page and try again.')));
     return;
   }

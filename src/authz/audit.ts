@@ -1,6 +1,7 @@
 import type { AppContext } from '../context.js';
 import { createHash } from 'node:crypto';
 import type { AuditInput } from '../store/audit.js';
+import { activeTraceId } from '../telemetry.js';
 
 /**
  * The largest `context` a record keeps, as JSON bytes. A larger one (anyone who can name an
@@ -56,6 +57,9 @@ class AuditWriter {
   constructor(private readonly ctx: AppContext) {}
 
   append(input: AuditInput): Promise<void> {
+    // The trace is read now, in the request's context: the batch is written outside it.
+    const traceId = input.trace_id === undefined ? activeTraceId() : undefined;
+    if (traceId) input = { ...input, trace_id: traceId };
     return new Promise<void>((resolve, reject) => {
       this.queue.push({ input, resolve, reject });
       this.backlog++;

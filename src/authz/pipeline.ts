@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { AppContext } from '../context.js';
+import { inSpan } from '../telemetry.js';
 import type { AgentPrincipal } from './agent-access-token.js';
 import { agentKnown } from './agent-cache.js';
 import { beyondAuthorizationDetails } from './authorization-details.js';
@@ -92,7 +93,16 @@ export async function authorize(ctx: AppContext, req: AuthorizeRequest): Promise
     userId: req.via === 'mcp' || req.via === 'bind' ? req.principal.userId : null,
     ...(req.via === 'authzen' ? { caller: req.caller } : {}),
   };
-  return measured(ctx, req.via, agentId, asked, () => (req.via === 'authzen' ? runNamed(ctx, req) : run(ctx, req, agentId)));
+  return inSpan('gatehouse.decision', { 'gatehouse.via': req.via, 'gatehouse.agent_id': agentId, 'gatehouse.action': typeof req.action === 'string' ? req.action : undefined }, async (span) => {
+    const result = await measured(ctx, req.via, agentId, asked, () => (req.via === 'authzen' ? runNamed(ctx, req) : run(ctx, req, agentId)));
+    span?.setAttribute('gatehouse.outcome', result.outcome === 'decided' ? String((result.decision as { decision?: unknown }).decision ?? 'decided') : result.outcome);
+    return result;
+  });
+}
+
+/** A step of the order as a child span of the decision (a plain call while tracing is off). */
+function traced<A extends unknown[], R>(name: string, fn: (...args: A) => Promise<R>): (...args: A) => Promise<R> {
+  return (...args: A) => inSpan(name, {}, () => fn(...args));
 }
 
 /** A request a door refused before the decision order (no such tool, arguments that do not map). */
@@ -242,7 +252,7 @@ const AUTHORIZATION_DETAILS_EXCEEDED: PipelineCause = { code: 'constraint_violat
  * person); at the gateway and binding the access token carries the capability: the token's
  * capabilities bound what this sign-in may do, whatever the agent holds now.
  */
-async function tokenMatches(
+async function tokenMatchesUntraced(
   ctx: AppContext,
   req: Exclude<AuthorizeRequest, { via: 'authzen' }>,
   agentId: string,
@@ -263,7 +273,7 @@ async function tokenMatches(
  * read and an allow consumes them, in one transaction with the record (`decideOnCounters`).
  * Bind: the usage is read, nothing consumed, and only the limits can refuse.
  */
-async function decisionOrder(ctx: AppContext, mode: Mode, policy: PolicySet | null, request: DecisionRequest): Promise<AuthorizeResult> {
+async function decisionOrderUntraced(ctx: AppContext, mode: Mode, policy: PolicySet | null, request: DecisionRequest): Promise<AuthorizeResult> {
   await loadReferences(ctx, policy, request);
   const counters = policy ? countersOf(request, policy) : [];
   if (counters.length && mode.via !== 'bind' && !mode.observe) {
@@ -301,7 +311,7 @@ export async function decideDry(ctx: AppContext, policy: PolicySet, request: Dec
 }
 
 /** Step 3 without consuming (bind, dry): the usage now, for the policy's limits to read. */
-async function readLimits(ctx: AppContext, counters: Counter[], request: ChainRequest): Promise<void> {
+async function readLimitsUntraced(ctx: AppContext, counters: Counter[], request: ChainRequest): Promise<void> {
   const t = Math.floor(request.now / 1000);
   if (request.chain) request.chainUsage = usageByAgent(counters, await peekValues(ctx.store, counters, t));
   else request.usage = await peekUsage(ctx.store, counters, t);
@@ -329,7 +339,7 @@ export function countersOf(request: DecisionRequest, policy: PolicySet): Counter
  * decisions on any process or instance never together pass a window, and what a decision
  * consumed is recorded with it or not at all. The same transaction token consumes once.
  */
-async function decideOnCounters(
+async function decideOnCountersUntraced(
   ctx: AppContext,
   via: 'decision' | 'mcp' | 'authzen',
   policy: PolicySet,
@@ -368,7 +378,7 @@ async function decideOnCounters(
 }
 
 /** Writes the decision's one audit record; a decision that cannot be recorded is not given (StoreUnavailableError). */
-async function record(
+async function recordUntraced(
   ctx: AppContext,
   via: Via,
   request: Parameters<typeof auditRecord>[1],
@@ -402,7 +412,7 @@ function approvals(
 }
 
 /** The approvals step inside the caller's transaction (its own, or the one that also holds the counters). */
-async function approvalStep(
+async function approvalStepUntraced(
   tx: Store,
   policy: PolicySet,
   request: DecisionRequest,
@@ -444,3 +454,9 @@ async function approvalStep(
     return { decision: first, approvalId: created.id };
   }
 }
+const tokenMatches = traced('gatehouse.step.token_matches', tokenMatchesUntraced);
+const decisionOrder = traced('gatehouse.step.decision_order', decisionOrderUntraced);
+const readLimits = traced('gatehouse.step.limits', readLimitsUntraced);
+const decideOnCounters = traced('gatehouse.step.decide', decideOnCountersUntraced);
+const record = traced('gatehouse.step.record', recordUntraced);
+const approvalStep = traced('gatehouse.step.approval', approvalStepUntraced);

@@ -16,7 +16,8 @@ export function runAuditCommand(args: string[], io: CliIO): Promise<number> {
 }
 
 /**
- * `gatehouse audit verify`: walks the audit trail's hash chain. Prints `ok: N records` (exit 0)
+ * `gatehouse audit verify`: walks the audit trail's hash chain, from the latest signed
+ * checkpoint when records were pruned (its signature checked against the server's keys). Prints `ok: N records` (exit 0)
  * or the first broken link `broken at record <seq>: <why>` (exit 1); 2 on a usage error.
  */
 export async function verify(args: ParsedArgs, io: CliIO): Promise<number> {
@@ -32,12 +33,15 @@ export async function verify(args: ParsedArgs, io: CliIO): Promise<number> {
   const db = await openDatabase({ file, url });
   try {
     // Verifying reads no time: any clock will do.
-    const { checked, broken } = await auditStore(db, systemClock).verify();
+    const { checked, broken, checkpoint } = await auditStore(db, systemClock).verify();
     if (broken) {
       io.stdout(`broken at record ${broken.seq}: ${broken.why}\n`);
       return 1;
     }
-    io.stdout(`ok: ${checked} records\n`);
+    const since = checkpoint
+      ? ` after the signed checkpoint at record ${checkpoint.seq} (${checkpoint.pruned_total} records pruned, the last cut ${new Date(checkpoint.created_at * 1000).toISOString()})`
+      : '';
+    io.stdout(`ok: ${checked} records${since}\n`);
     return 0;
   } catch (err) {
     io.stderr(`gatehouse: cannot read the audit trail: ${err instanceof Error ? err.message : String(err)}\n`);

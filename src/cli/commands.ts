@@ -143,6 +143,31 @@ export const COMMANDS: CommandSpec[] = [
     run: async (a, io) => (await import('./audit.js')).verify(a, io),
   },
   {
+    path: ['backup'],
+    args: '<file>',
+    summary: 'copy the database to a file, checked (SQLite online backup; pg_dump on PostgreSQL)',
+    description:
+      'Copy the database ($GATEHOUSE_DATABASE_URL, else the SQLite file $GATEHOUSE_DB) to <file>, which must not exist. SQLite: an online backup (the server may keep running), checked for integrity and an unbroken audit chain before it is written under its name. PostgreSQL: pg_dump in its custom format when pg_dump is on the PATH, else the command to run.',
+    positionals: { min: 1, max: 1 },
+    options: [{ name: '--db', value: '<file>', help: 'a SQLite file (default $GATEHOUSE_DATABASE_URL, else $GATEHOUSE_DB, else ./data/gatehouse.db)' }],
+    details: ['Exit 0 when backed up, 1 when the copy failed or does not check out, 2 on a usage error (the file exists, no database, PostgreSQL without pg_dump).'],
+    run: async (a, io) => (await import('./backup.js')).backupCommand(a, io),
+  },
+  {
+    path: ['restore'],
+    args: '<file>',
+    summary: 'put a SQLite backup in place of the database (server stopped)',
+    description:
+      'Check the backup <file> (integrity, schema, audit chain) and copy it to the SQLite file $GATEHOUSE_DB (or --db). Refuses when a database is there unless --force; stop the server first. On PostgreSQL it prints the pg_restore command instead.',
+    positionals: { min: 1, max: 1 },
+    options: [
+      { name: '--db', value: '<file>', help: 'the SQLite file to restore to (default $GATEHOUSE_DB, else ./data/gatehouse.db)' },
+      { name: '--force', help: 'replace an existing database (its write-ahead log is removed too)' },
+    ],
+    details: ['Exit 0 when restored, 1 when the backup does not check out, 2 on a usage error. Start the server with the GATEHOUSE_SECRET it had: the signing keys are sealed with it.'],
+    run: async (a, io) => (await import('./backup.js')).restoreCommand(a, io),
+  },
+  {
     path: ['migrate'],
     args: '',
     summary: 'apply (or list) pending schema migrations',

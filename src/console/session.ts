@@ -6,9 +6,10 @@ import { CONSOLE_ROLE } from '../oauth/built-in-applications.js';
 import { ACR_VALUES } from '../oauth/acr.js';
 import { strengthMeets } from '../oauth/authorization-endpoint.js';
 import { nowSeconds } from '../clock.js';
+import { cookieFlags, cookieName } from '../oauth/cookies.js';
 
 /**
- * The console's own cookies, all on path /console, HttpOnly, SameSite=Lax, Secure on https:
+ * The console's own cookies, all on path /console, HttpOnly, SameSite=Lax, Secure (and named `__Secure-...`) on a secure request (see src/oauth/cookies.ts):
  * - the sign-in flow (state, nonce, PKCE verifier, where to return), sealed, 10 minutes, single use;
  * - the console session (the person, their Gatehouse session, the CSRF token), sealed;
  * - a one-line message for the next page (escaped when shown).
@@ -22,12 +23,15 @@ export const FLOW_TTL_SECONDS = 10 * 60;
 export const CONSOLE_SESSION_TTL_SECONDS = 8 * 60 * 60;
 
 
-export function consoleCookieOptions(ctx: AppContext) {
-  return { httpOnly: true, sameSite: 'lax' as const, secure: ctx.config.issuer.startsWith('https:'), path: '/console' };
+export function consoleCookieOptions(ctx: AppContext, req: Request) {
+  return cookieFlags(ctx, req, '/console');
 }
 
-function cookie(req: Request, name: string): string | undefined {
-  const v = (req.cookies as Record<string, unknown> | undefined)?.[name];
+/** A console cookie's name on this request (`__Secure-` on a secure one: the path is not `/`). */
+const nameOf = (ctx: AppContext, req: Request, base: string): string => cookieName(ctx, req, base, '/console');
+
+function cookie(ctx: AppContext, req: Request, base: string): string | undefined {
+  const v = (req.cookies as Record<string, unknown> | undefined)?.[nameOf(ctx, req, base)];
   return typeof v === 'string' && v.length <= 4096 ? v : undefined;
 }
 
@@ -58,8 +62,8 @@ export interface SignInFlow {
 
 export function startFlow(ctx: AppContext, res: Response, returnTo: string): SignInFlow {
   const flow: SignInFlow = { state: randomToken(), nonce: randomToken(), verifier: randomToken(48), returnTo };
-  res.cookie(FLOW_COOKIE, seal(ctx, 'console-flow', flow, nowSeconds(ctx.clock) + FLOW_TTL_SECONDS), {
-    ...consoleCookieOptions(ctx),
+  res.cookie(nameOf(ctx, res.req, FLOW_COOKIE), seal(ctx, 'console-flow', flow, nowSeconds(ctx.clock) + FLOW_TTL_SECONDS), {
+    ...consoleCookieOptions(ctx, res.req),
     maxAge: FLOW_TTL_SECONDS * 1000,
   });
   return flow;
@@ -67,8 +71,8 @@ export function startFlow(ctx: AppContext, res: Response, returnTo: string): Sig
 
 /** The flow this browser started, when `state` is its state; the cookie is spent either way. */
 export function takeFlow(ctx: AppContext, req: Request, res: Response, state: string | undefined): SignInFlow | undefined {
-  const flow = unseal<SignInFlow>(ctx, 'console-flow', cookie(req, FLOW_COOKIE));
-  res.clearCookie(FLOW_COOKIE, consoleCookieOptions(ctx));
+  const flow = unseal<SignInFlow>(ctx, 'console-flow', cookie(ctx, req, FLOW_COOKIE));
+  res.clearCookie(nameOf(ctx, res.req, FLOW_COOKIE), consoleCookieOptions(ctx, res.req));
   if (!flow || typeof state !== 'string' || !constantTimeEqual(flow.state, state)) return undefined;
   return flow;
 }
@@ -91,14 +95,14 @@ export interface Person {
 export function startConsoleSession(ctx: AppContext, res: Response, sub: string, sid: string, gatehouseSessionExpires: number): void {
   const exp = Math.min(nowSeconds(ctx.clock) + CONSOLE_SESSION_TTL_SECONDS, gatehouseSessionExpires);
   const data: SessionData = { sub, sid, csrf: randomToken() };
-  res.cookie(SESSION_COOKIE, seal(ctx, 'console-session', data, exp), {
-    ...consoleCookieOptions(ctx),
+  res.cookie(nameOf(ctx, res.req, SESSION_COOKIE), seal(ctx, 'console-session', data, exp), {
+    ...consoleCookieOptions(ctx, res.req),
     maxAge: Math.max(exp - nowSeconds(ctx.clock), 0) * 1000,
   });
 }
 
 export function endConsoleSession(ctx: AppContext, res: Response): void {
-  res.clearCookie(SESSION_COOKIE, consoleCookieOptions(ctx));
+  res.clearCookie(nameOf(ctx, res.req, SESSION_COOKIE), consoleCookieOptions(ctx, res.req));
 }
 
 /**
@@ -124,7 +128,7 @@ export type PersonLookup = { person: Person } | { refused: User } | { none: true
  * be live: signing out of Gatehouse, or an administrator revoking the sessions, ends the console's too).
  */
 export async function currentPerson(ctx: AppContext, req: Request): Promise<PersonLookup> {
-  const data = unseal<SessionData>(ctx, 'console-session', cookie(req, SESSION_COOKIE));
+  const data = unseal<SessionData>(ctx, 'console-session', cookie(ctx, req, SESSION_COOKIE));
   if (!data) return { none: true };
   const session = await ctx.store.sessions.get(data.sid);
   if (!session || session.ended_at !== null || session.expires_at <= nowSeconds(ctx.clock) || session.user_id !== data.sub) return { none: true };
@@ -146,12 +150,12 @@ export function csrfMatches(person: Person, posted: unknown): boolean {
 
 export function setFlash(ctx: AppContext, res: Response, text: string): void {
   // res.cookie encodes the value and cookie-parser decodes it.
-  res.cookie(FLASH_COOKIE, text.slice(0, 300), { ...consoleCookieOptions(ctx), maxAge: 60_000 });
+  res.cookie(nameOf(ctx, res.req, FLASH_COOKIE), text.slice(0, 300), { ...consoleCookieOptions(ctx, res.req), maxAge: 60_000 });
 }
 
 export function takeFlash(ctx: AppContext, req: Request, res: Response): string | undefined {
-  const v = cookie(req, FLASH_COOKIE);
+  const v = cookie(ctx, req, FLASH_COOKIE);
   if (v === undefined) return undefined;
-  res.clearCookie(FLASH_COOKIE, consoleCookieOptions(ctx));
+  res.clearCookie(nameOf(ctx, res.req, FLASH_COOKIE), consoleCookieOptions(ctx, res.req));
   return v.slice(0, 300);
 }

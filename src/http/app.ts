@@ -2,8 +2,9 @@ import express, { type Express, type RequestHandler } from 'express';
 import cookieParser from 'cookie-parser';
 import type { AppContext } from '../context.js';
 import { errors } from '../errors.js';
-import { checkJsonDepth, expressErrorHandler, FORM_BODY_LIMIT, JSON_BODY_LIMIT, requestFinished, requestIdOf } from './edge.js';
+import { checkJsonDepth, expressErrorHandler, refuseAnnouncedOversize, FORM_BODY_LIMIT, JSON_BODY_LIMIT, requestFinished, requestIdOf } from './edge.js';
 import { mountOperations } from './health.js';
+import { resumeRequestSpan, startRequestSpan } from '../telemetry.js';
 import { mountEdgeRoutes } from './routes.js';
 import { discoveryRouter } from './discovery.js';
 import { oauthRouter } from '../oauth/router.js';
@@ -11,7 +12,7 @@ import { accountRouter } from '../account/router.js';
 import { adminRouter } from '../admin/router.js';
 import { mcpRouter } from '../mcp/router.js';
 import { mcpAdminRouter } from '../mcp/admin-router.js';
-import { requireAdmin } from '../admin/auth.js';
+import { adminBeforeBody, requireAdmin } from '../admin/auth.js';
 import { ssfRouter } from '../ssf/router.js';
 import { samlRouter } from '../saml/router.js';
 import { samlAdminRouter } from '../saml/admin-router.js';
@@ -33,15 +34,26 @@ function requestContext(ctx: AppContext): RequestHandler {
   return (req, res, next) => {
     req.id = requestIdOf(req.headers['x-request-id']);
     res.setHeader('X-Request-Id', req.id);
-    req.log = ctx.logger.child({ req_id: req.id });
+    const traced = startRequestSpan(req.method, req.path);
+    const traceId = traced?.span.spanContext().traceId;
+    req.log = ctx.logger.child(traceId ? { req_id: req.id, trace_id: traceId } : { req_id: req.id });
     const startNs = process.hrtime.bigint();
     const path = req.path;
     res.on('finish', () => {
       // The route pattern, not the path: ids stay out of the metrics.
       const route = req.route ? `${req.baseUrl}${String(req.route.path)}` : 'unmatched';
       requestFinished(ctx, req.log, { method: req.method, path, route, status: res.statusCode, startNs });
+      if (traced) {
+        traced.span.updateName(`${req.method} ${route}`);
+        traced.span.setAttributes({ 'http.route': route, 'http.response.status_code': res.statusCode, 'gatehouse.request_id': req.id });
+        if (res.statusCode >= 500) traced.span.setStatus({ code: 2 });
+        traced.span.end();
+      }
     });
-    next();
+    if (traced) {
+      res.locals.traceRun = traced.run;
+      traced.run(next);
+    } else next();
   };
 }
 
@@ -62,9 +74,13 @@ export function createApp(ctx: AppContext): Express {
   // parsers: each route asks who is calling before it reads its body.
   mountEdgeRoutes(ctx, app);
   app.use(authzenMetadataRouter(ctx));
+  // The management API and the SSF stream API (the same token) authenticate before any body is read.
+  app.use(['/admin/v1', '/v1/ssf'], adminBeforeBody(ctx));
+  app.use(refuseAnnouncedOversize(Math.max(JSON_BODY_LIMIT, FORM_BODY_LIMIT)));
   app.use(boundedJson);
   app.use(express.urlencoded({ extended: false, limit: FORM_BODY_LIMIT, parameterLimit: 100 }));
   app.use(cookieParser());
+  app.use(resumeRequestSpan);
 
   mountOperations(ctx, app);
   app.use(agentsRouter(ctx));

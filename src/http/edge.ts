@@ -44,6 +44,19 @@ export const echoRequestId: RequestHandler = (req, res, next) => {
 export const JSON_BODY_LIMIT = 256 * 1024;
 export const FORM_BODY_LIMIT = 64 * 1024;
 
+/**
+ * Ahead of a body parser: a body announced larger than `limit` is refused with 413 at once,
+ * and the connection closed. (The parser would refuse it too, but only after draining it.)
+ */
+export function refuseAnnouncedOversize(limit: number): RequestHandler {
+  return (req, res, next) => {
+    const length = Number(req.headers['content-length'] ?? 0);
+    if (!(length > limit)) return next();
+    res.setHeader('Connection', 'close');
+    next(errors.payloadTooLarge(`the body is larger than ${limit} bytes`));
+  };
+}
+
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
 const OPEN_ARRAY = 0x5b;

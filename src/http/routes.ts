@@ -12,7 +12,8 @@ import type { SearchKind } from '../authzen/request.js';
 import { searchAnswer } from '../authzen/search.js';
 import { OAUTH_CORS_HEADERS } from '../oauth/router.js';
 import { tokenResponse } from '../oauth/token.js';
-import { checkJsonDepth, echoRequestId, FORM_BODY_LIMIT, JSON_BODY_LIMIT, NO_STORE_HEADERS, writeJson } from './edge.js';
+import { resumeRequestSpan } from '../telemetry.js';
+import { checkJsonDepth, echoRequestId, refuseAnnouncedOversize, FORM_BODY_LIMIT, JSON_BODY_LIMIT, NO_STORE_HEADERS, writeJson } from './edge.js';
 
 /** What an endpoint core sees of the request, on either transport. */
 export interface EdgeRequest {
@@ -135,9 +136,11 @@ export function mountEdgeRoutes(ctx: AppContext, app: Express, routes: readonly 
     }
     // A JSON body sent to a form route is still read with the depth bound, so that a hostile
     // body is refused for what it is (too deep) before it is refused for its type.
+    steps.push(refuseAnnouncedOversize(Math.max(JSON_BODY_LIMIT, FORM_BODY_LIMIT)));
     if (route.body === 'form') steps.push(parsers.json);
     steps.push(parsers[route.body]);
     if (route.formToo) steps.push(parsers.form);
+    steps.push(resumeRequestSpan);
     steps.push(async (req: Request, res: Response) => {
       for (const [k, v] of Object.entries({ ...route.headers, ...NO_STORE_HEADERS })) res.setHeader(k, v);
       if (route.body === 'form' && !req.is('application/x-www-form-urlencoded')) {

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
 import { errors, validationError } from '../errors.js';
+import { mayReachPrivate, outboundProblem } from '../outbound.js';
 import type { McpUpstreamFields, McpUpstreamRow, ToolMapping } from '../store/mcp.js';
 
 /**
@@ -167,7 +168,14 @@ function fields(ctx: AppContext, name: string, body: Omit<UpstreamPut, 'name'>, 
   };
 }
 
+/** The upstream's URL must be one the outbound rules let us reach (checked again at each connection; a name that does not resolve yet is accepted). */
+async function assertReachable(ctx: AppContext, url: string): Promise<void> {
+  const problem = await outboundProblem(url, mayReachPrivate(ctx.config, url), { unresolved: 'accept' });
+  if (problem) throw errors.invalidRequest(`url: ${problem}`, { issues: [{ path: 'url', message: problem, code: 'custom' }] });
+}
+
 export async function createUpstream(ctx: AppContext, body: UpstreamCreate): Promise<McpUpstreamRow> {
+  await assertReachable(ctx, body.url);
   if (await ctx.store.mcp.get(body.name)) throw errors.conflict(`an upstream named "${body.name}" exists`);
   const row = await ctx.store.transaction(async (tx) => {
     const r = await tx.mcp.create(fields(ctx, body.name, body, null));
@@ -178,12 +186,13 @@ export async function createUpstream(ctx: AppContext, body: UpstreamCreate): Pro
 }
 
 /** Creates or replaces the named upstream. */
-export function putUpstream(ctx: AppContext, name: string, body: UpstreamPut): Promise<{ upstream: McpUpstreamRow; created: boolean }> {
+export async function putUpstream(ctx: AppContext, name: string, body: UpstreamPut): Promise<{ upstream: McpUpstreamRow; created: boolean }> {
   if (body.name !== undefined && body.name !== name) {
     throw errors.invalidRequest('name: must match the name in the path', {
       issues: [{ path: 'name', message: 'must match the name in the path', code: 'custom' }],
     });
   }
+  await assertReachable(ctx, body.url);
   return ctx.store.transaction(async (tx) => {
     const existing = await tx.mcp.get(name);
     const out = await tx.mcp.put(fields(ctx, name, body, existing?.headers_sealed ?? null));

@@ -12,6 +12,7 @@ import {
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { AppContext } from '../context.js';
+import { outboundFetch } from '../outbound.js';
 import { MCP_DOMAIN, toUpstreamConfig, type UpstreamConfig } from './upstream-config.js';
 
 /** How long an upstream's tool list is trusted before it is asked again (a list_changed notice refreshes sooner). */
@@ -214,6 +215,8 @@ export class UpstreamPool {
     client.onerror = (err) => this.ctx.logger.debug({ upstream: upstream.name, err: describe(err) }, 'mcp upstream transport error');
     const transport = new StreamableHTTPClientTransport(new URL(upstream.url), {
       requestInit: { headers: upstream.headers },
+      // Under the outbound rules: an upstream on a loopback, private or link-local address is refused unless allowed.
+      fetch: outboundFetch(this.ctx.config),
       // A broken standalone event stream is retried a little, then left; calls do not depend on it.
       reconnectionOptions: { initialReconnectionDelay: 1000, maxReconnectionDelay: 10_000, reconnectionDelayGrowFactor: 2, maxRetries: 2 },
     });

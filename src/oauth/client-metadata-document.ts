@@ -3,7 +3,7 @@ import type { IncomingMessage } from 'node:http';
 import { createLocalJWKSet, decodeJwt, jwtVerify, type JWTPayload } from 'jose';
 import type { AppContext } from '../context.js';
 import { errors, ProtocolError } from '../errors.js';
-import { guardedLookup, OutboundRefused, outboundProblem } from './outbound.js';
+import { guardedLookup, OutboundRefused, outboundProblem } from '../outbound.js';
 import type { Application } from '../store/applications.js';
 import { nowSeconds } from '../clock.js';
 

@@ -47,7 +47,7 @@ export function consentSubmit(ctx: AppContext): RequestHandler {
     if (!pending) return;
     const signedIn = await currentSession(ctx, req);
     if (!signedIn) return void res.redirect(302, `/login?request=${encodeURIComponent(pending.id)}`);
-    if (!verifyCsrf(req)) return void res.redirect(302, `/consent?request=${encodeURIComponent(pending.id)}`);
+    if (!verifyCsrf(ctx, req)) return void res.redirect(302, `/consent?request=${encodeURIComponent(pending.id)}`);
     if (body.decision === 'approve') {
       const asked = pending.params.delegate;
       if (asked) {

@@ -76,7 +76,7 @@ export function loginSubmit(ctx: AppContext): RequestHandler {
     const again = (status: number, message: string) => loginAgain(ctx, req, res, status, { pending, returnTo, email }, message);
 
     // 2. The form came from our page
-    if (!verifyCsrf(req)) return again(400, 'The form expired. Please sign in again.');
+    if (!verifyCsrf(ctx, req)) return again(400, 'The form expired. Please sign in again.');
     if (!email || !password) return again(400, 'Enter your email and password.');
 
     // 3. Not too many failures for this account or address
@@ -183,7 +183,7 @@ const jsonError = (res: Response, status: number, error: string, description: st
 export function passkeyOptions(ctx: AppContext): RequestHandler {
   return async (req, res) => {
     const body = formBody(req);
-    if (!verifyCsrf(req)) return jsonError(res, 403, 'invalid_request', 'the CSRF value is missing or wrong; reload the page');
+    if (!verifyCsrf(ctx, req)) return jsonError(res, 403, 'invalid_request', 'the CSRF value is missing or wrong; reload the page');
     const ip = clientIp(req);
     if ((await ctx.store.rateLimits.hit(optionsKey(ip), OPTIONS_LIMIT.windowSeconds)) > OPTIONS_LIMIT.max) {
       res.setHeader('Retry-After', String(OPTIONS_LIMIT.windowSeconds));
@@ -245,7 +245,7 @@ export function passkeySubmit(ctx: AppContext): RequestHandler {
     const again = (status: number, message: string) =>
       step ? showPasskeyStep(ctx, req, res, pending!, status, message) : loginAgain(ctx, req, res, status, { pending, returnTo }, message);
 
-    if (!verifyCsrf(req)) return again(400, 'The form expired. Please try again.');
+    if (!verifyCsrf(ctx, req)) return again(400, 'The form expired. Please try again.');
     const ip = clientIp(req);
 
     const result = await verifySignIn(ctx, req, body.credential, pending?.id);

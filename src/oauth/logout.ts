@@ -99,7 +99,7 @@ export function logoutEndpoint(ctx: AppContext): RequestHandler {
     const app = clientId ? await ctx.store.applications.get(clientId) : undefined;
     // 2. Confirmation, when another site asks without proof
     const signedIn = await currentSession(ctx, req);
-    const confirmed = req.method === 'POST' && get('confirm') === 'yes' && verifyCsrf(req);
+    const confirmed = req.method === 'POST' && get('confirm') === 'yes' && verifyCsrf(ctx, req);
     const unproven = !confirmed && (signedIn ? hinted?.sub !== signedIn.user.id : !hinted) && (req.method === 'POST' || fromAnotherSite(ctx, req));
     if (signedIn && unproven) {
       const carried: Record<string, string> = {};

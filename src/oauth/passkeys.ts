@@ -13,6 +13,7 @@ import {
 import { decodeClientDataJSON, isoBase64URL } from '@simplewebauthn/server/helpers';
 import type { AppContext } from '../context.js';
 import { randomToken, sha256 } from '../crypto/hash.js';
+import { cookieName } from './cookies.js';
 import { cookieOptions } from './session.js';
 import { passkeyStrength, type PasskeyMethod, type Strength } from './authorization-endpoint.js';
 import { EVENT_TYPES } from '../signals.js';
@@ -50,12 +51,13 @@ export function riscCredentialType(c: Pick<PasskeyCredential, 'device_type' | 't
 
 /** The sha256 of this browser's ceremony cookie; made (and set) when `create` and the browser has none. */
 function browserBinding(ctx: AppContext, req: Request, res: Response | undefined): string | undefined {
-  const existing = (req.cookies as Record<string, unknown> | undefined)?.[WEBAUTHN_COOKIE];
+  const name = cookieName(ctx, req, WEBAUTHN_COOKIE);
+  const existing = (req.cookies as Record<string, unknown> | undefined)?.[name];
   if (typeof existing === 'string' && /^[\w-]{32,64}$/.test(existing)) return sha256(`webauthn:${existing}`);
   if (!res) return undefined;
   const value = randomToken();
-  res.cookie(WEBAUTHN_COOKIE, value, cookieOptions(ctx));
-  ((req.cookies ??= {}) as Record<string, string>)[WEBAUTHN_COOKIE] = value;
+  res.cookie(name, value, cookieOptions(ctx, req));
+  ((req.cookies ??= {}) as Record<string, string>)[name] = value;
   return sha256(`webauthn:${value}`);
 }
 

@@ -65,7 +65,7 @@ export function secondStepSubmit(ctx: AppContext): RequestHandler {
     if (!pending) return;
     const who = await personOf(ctx, req, pending);
     if (!who) return void res.redirect(302, `/login?request=${encodeURIComponent(pending.id)}`);
-    if (!verifyCsrf(req)) return showForm(ctx, req, res, 400, pending.id, 'The form expired. Please enter the code again.');
+    if (!verifyCsrf(ctx, req)) return showForm(ctx, req, res, 400, pending.id, 'The form expired. Please enter the code again.');
 
     const { account, signedIn } = who;
     const limiter = signInLimiter(ctx);

@@ -4,8 +4,9 @@ import { randomToken, sha256 } from '../crypto/hash.js';
 import type { Session } from '../store/sessions.js';
 import type { User } from '../store/users.js';
 import { nowSeconds } from '../clock.js';
+import { cookieFlags, cookieName, readCookie } from './cookies.js';
 
-/** The browser's sign-in session: a random value whose sha256 is sessions.token_hash. */
+/** The browser's sign-in session: a random value whose sha256 is sessions.token_hash (`__Host-gatehouse_session` on a secure request). */
 export const SESSION_COOKIE = 'gatehouse_session';
 /** How long a sign-in session lives : 12 hours. */
 export const SESSION_TTL_SECONDS = 12 * 60 * 60;
@@ -15,16 +16,14 @@ export interface SignedIn {
   user: User;
 }
 
-const isHttps = (ctx: AppContext) => ctx.config.issuer.startsWith('https:');
-
-/** Session cookie options: HttpOnly, SameSite=Lax, Secure when the issuer is https. */
-export function cookieOptions(ctx: AppContext) {
-  return { httpOnly: true, sameSite: 'lax' as const, secure: isHttps(ctx), path: '/' };
+/** Cookie options on path `/`: HttpOnly, SameSite=Lax, Secure on a secure request (see cookies.ts). */
+export function cookieOptions(ctx: AppContext, req: Request) {
+  return cookieFlags(ctx, req);
 }
 
 /** The live session of this browser and its person, or undefined. Exported for other pages (approvals). */
 export async function currentSession(ctx: AppContext, req: Request): Promise<SignedIn | undefined> {
-  const value = (req.cookies as Record<string, unknown> | undefined)?.[SESSION_COOKIE];
+  const value = readCookie(ctx, req, SESSION_COOKIE);
   if (typeof value !== 'string' || value.length < 20 || value.length > 200) return undefined;
   const session = await ctx.store.sessions.findByTokenHash(sha256(value));
   if (!session) return undefined;
@@ -53,7 +52,7 @@ export async function startSession(
     acr,
     ttl: SESSION_TTL_SECONDS,
   });
-  res.cookie(SESSION_COOKIE, value, { ...cookieOptions(ctx), maxAge: SESSION_TTL_SECONDS * 1000 });
+  res.cookie(cookieName(ctx, res.req, SESSION_COOKIE), value, { ...cookieOptions(ctx, res.req), maxAge: SESSION_TTL_SECONDS * 1000 });
   return session;
 }
 
@@ -61,7 +60,7 @@ export async function startSession(
 export async function endSession(ctx: AppContext, req: Request, res: Response): Promise<Session | undefined> {
   const current = await currentSession(ctx, req);
   if (current) await ctx.store.sessions.end(current.session.sid);
-  res.clearCookie(SESSION_COOKIE, cookieOptions(ctx));
+  res.clearCookie(cookieName(ctx, req, SESSION_COOKIE), cookieOptions(ctx, req));
   return current?.session;
 }
 

@@ -1,7 +1,7 @@
 import { createLocalJWKSet, type JSONWebKeySet, type JWTVerifyGetKey } from 'jose';
 import type { AppContext } from '../context.js';
 import type { TrustedIssuer } from '../store/id-jag.js';
-import { fetchJson, OutboundRefused } from './outbound.js';
+import { fetchJson, OutboundRefused } from '../outbound.js';
 
 /** A fetched JWKS is used this long before it is fetched again. */
 const JWKS_FRESH_MS = 5 * 60_000;

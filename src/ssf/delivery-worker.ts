@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { ConfigError } from '../config.js';
 import type { AppContext } from '../context.js';
+import { OutboundRefused, outboundFetch } from '../outbound.js';
 import type { OutboxEvent } from '../store/ssf.js';
 import { SET_CONTENT_TYPE, signSet, type SetClaims } from './set.js';
 
@@ -66,10 +67,16 @@ const LEASE_MARGIN_MS = 10_000;
 /** Rows of one stream looked at per pass: a backlog on one stream cannot starve the others. */
 const PER_STREAM_PER_PASS = 25;
 
+/** Whether the abort of a push came from stopping the worker rather than its timeout. */
+const stoppingAbort = (signal: AbortSignal): boolean => signal.aborted && (signal.reason as Error | undefined)?.name !== 'TimeoutError';
+
 type PushResult = { delivered: true } | { delivered: false; error: string; aborted?: boolean };
 
-/** One RFC 8935 push: only 202 Accepted counts as delivered. */
-async function push(url: string, authorization: string | undefined, jwt: string, signal: AbortSignal): Promise<PushResult> {
+/**
+ * One RFC 8935 push: only 202 Accepted counts as delivered. It goes out under the outbound
+ * rules (a receiver on a loopback, private or link-local address is refused unless allowed).
+ */
+async function push(fetch: ReturnType<typeof outboundFetch>, url: string, authorization: string | undefined, jwt: string, signal: AbortSignal): Promise<PushResult> {
   try {
     const res = await fetch(url, {
       method: 'POST',
@@ -87,10 +94,11 @@ async function push(url: string, authorization: string | undefined, jwt: string,
     if (res.status === 202) return { delivered: true };
     return { delivered: false, error: `HTTP ${res.status}` };
   } catch (err) {
-    const e = err as Error & { cause?: { code?: string; message?: string } };
-    if (e.name === 'TimeoutError') return { delivered: false, error: 'timed out' };
+    const e = err as Error & { code?: string; cause?: { code?: string; message?: string } };
+    if (err instanceof OutboundRefused) return { delivered: false, error: `refused: ${e.message}` };
+    if (e.name === 'TimeoutError' || (e.name === 'AbortError' && !stoppingAbort(signal))) return { delivered: false, error: 'timed out' };
     if (e.name === 'AbortError') return { delivered: false, error: 'stopped', aborted: true };
-    return { delivered: false, error: `network error: ${e.cause?.code ?? e.cause?.message ?? e.message}` };
+    return { delivered: false, error: `network error: ${e.cause?.code ?? e.code ?? e.cause?.message ?? e.message}` };
   }
 }
 
@@ -109,6 +117,7 @@ export function startDeliveryWorker(ctx: AppContext, opts: DeliveryOptions = DEF
   /** this worker, as the holder of stream leases */
   const owner = randomUUID();
   const leaseMs = opts.requestTimeoutMs + LEASE_MARGIN_MS;
+  const fetch = outboundFetch(ctx.config);
 
   async function deliver(row: OutboxEvent, signed: Promise<string>): Promise<boolean> {
     const stream = await ctx.store.ssf.getStream(row.stream_id);
@@ -116,7 +125,7 @@ export function startDeliveryWorker(ctx: AppContext, opts: DeliveryOptions = DEF
     const authorization = stream.authorization_header_enc ? ctx.box.open(stream.authorization_header_enc) : undefined;
     const jwt = await signed;
     const signal = AbortSignal.any([AbortSignal.timeout(opts.requestTimeoutMs), stopping.signal]);
-    const result = await push(stream.endpoint_url, authorization, jwt, signal);
+    const result = await push(fetch, stream.endpoint_url, authorization, jwt, signal);
     if (result.delivered) {
       await ctx.store.ssf.markDelivered(row.id);
       ctx.metrics.ssfPushes.inc({ outcome: 'delivered' });

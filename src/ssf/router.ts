@@ -7,6 +7,7 @@ import { nowSeconds } from '../clock.js';
 import { errors } from '../errors.js';
 import type { Store } from '../store/index.js';
 import type { OutboxEvent, OutboxState, StreamFields, StreamRecord } from '../store/ssf.js';
+import { mayReachPrivate, outboundProblem } from '../outbound.js';
 import { enqueueVerification } from './sink.js';
 import {
   fieldsForCreate,
@@ -66,9 +67,19 @@ async function assertEndpointFree(store: Store, fields: StreamFields, selfId?: s
   }
 }
 
+/** The receiver's endpoint must be one the outbound rules let us reach (checked again at each push; a name that does not resolve yet is accepted). */
+async function assertEndpointReachable(ctx: AppContext, fields: StreamFields): Promise<void> {
+  const problem = await outboundProblem(fields.endpoint_url, mayReachPrivate(ctx.config, fields.endpoint_url), { unresolved: 'accept' });
+  if (problem) {
+    const path = 'delivery.endpoint_url';
+    throw errors.invalidRequest(`${path}: ${problem}`, { issues: [{ path, message: problem, code: 'custom' }] });
+  }
+}
+
 /** Creates a stream from a receiver's request body (one stream per endpoint_url). */
 export async function createStream(ctx: AppContext, raw: unknown, record?: (tx: Store, stream: StreamRecord) => Promise<void>): Promise<StreamRecord> {
   const fields = fieldsForCreate(ctx, raw);
+  await assertEndpointReachable(ctx, fields);
   return ctx.store.transaction(async (tx) => {
     await assertEndpointFree(tx, fields);
     const stream = await tx.ssf.createStream(randomToken(16), fields);
@@ -128,6 +139,8 @@ export function ssfRouter(ctx: AppContext): Router {
   const change = (parse: typeof parsePatch | typeof parsePut, merge: typeof fieldsForPatch | typeof fieldsForPut) =>
     (async (req, res) => {
       const body = parse(req.body);
+      const current = await loadStream(ctx.store, body.stream_id);
+      await assertEndpointReachable(ctx, merge(ctx, current, body as never));
       const stream = await ctx.store.transaction(async (tx) => {
         const current = await loadStream(tx, body.stream_id);
         const fields = merge(ctx, current, body as never);

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, createPublicKey, verify as verifyBytes } from 'node:crypto';
 import type { Sql } from './sql.js';
 import type { Clock } from '../clock.js';
 import { parseJson, secondsOf } from './util.js';
@@ -24,6 +24,8 @@ export interface AuditInput {
   chain?: string[] | null;
   /** a decision: the facts it was decided on, for replay (AuditFacts in src/authz/core.ts) */
   facts?: unknown;
+  /** the OpenTelemetry trace the record was written in, when tracing is on */
+  trace_id?: string | null;
 }
 export interface AuditRecord {
   seq: number;
@@ -42,6 +44,7 @@ export interface AuditRecord {
   usage: unknown;
   chain: string[] | null;
   facts: unknown;
+  trace_id: string | null;
   prev_hash: string;
   hash: string;
 }
@@ -65,6 +68,8 @@ export function auditHash(r: Omit<Row, 'hash'>): string {
   if (r.chain != null) fields.push({ chain: r.chain });
   // And the facts a decision read, the same way.
   if (r.facts != null) fields.push({ facts: r.facts });
+  // And the trace it was written in.
+  if (r.trace_id != null) fields.push({ trace_id: r.trace_id });
   const content = JSON.stringify(fields);
   return createHash('sha256').update(content).digest('hex');
 }
@@ -87,8 +92,65 @@ export interface AuditFilter {
   limit?: number;
 }
 
+/**
+ * A cut of the trail: every record up to `seq` was pruned; `hash` is that record's hash (the
+ * chain head at the cut), `record_time` its time, `created_at` when the cut was made, `pruned`
+ * how many records this cut removed and `pruned_total` how many all cuts have. `jws` is the
+ * same fields signed with the server's signing key (a JWT of type `audit-checkpoint+jwt`).
+ */
+export interface AuditCheckpoint {
+  seq: number;
+  hash: string;
+  record_time: number;
+  created_at: number;
+  pruned: number;
+  pruned_total: number;
+  jws: string;
+}
+export const CHECKPOINT_TYP = 'audit-checkpoint+jwt';
+export type CheckpointClaims = Omit<AuditCheckpoint, 'jws'>;
+
+const checkpointOf = (r: Record<string, unknown>): AuditCheckpoint => ({
+  seq: Number(r.seq),
+  hash: String(r.hash),
+  record_time: Number(r.record_time),
+  created_at: Number(r.created_at),
+  pruned: Number(r.pruned),
+  pruned_total: Number(r.pruned_total),
+  jws: String(r.jws),
+});
+
+/**
+ * Why a checkpoint's signature does not hold, or undefined: a compact JWS of type
+ * `audit-checkpoint+jwt`, signed by one of the server's keys (held in `signing_keys`), whose
+ * claims are exactly the checkpoint's fields.
+ */
+export async function checkpointSignatureProblem(sql: Sql, c: AuditCheckpoint): Promise<string | undefined> {
+  const parts = c.jws.split('.');
+  if (parts.length !== 3) return 'its signature is not a compact JWS';
+  const [h, p, sig] = parts as [string, string, string];
+  let header: { alg?: string; kid?: string; typ?: string };
+  let claims: Record<string, unknown>;
+  try {
+    header = JSON.parse(Buffer.from(h, 'base64url').toString('utf8')) as typeof header;
+    claims = JSON.parse(Buffer.from(p, 'base64url').toString('utf8')) as Record<string, unknown>;
+  } catch {
+    return 'its signature is not a compact JWS';
+  }
+  if (header.typ !== CHECKPOINT_TYP) return `its signature is not of type ${CHECKPOINT_TYP}`;
+  const key = await sql.get<{ alg: string; public_jwk: string }>('SELECT alg, public_jwk FROM signing_keys WHERE kid = ?', [String(header.kid ?? '')]);
+  if (!key) return `it is signed by key ${JSON.stringify(header.kid ?? null)}, which this server does not hold`;
+  if (key.alg !== header.alg) return 'its signature names another algorithm than its key';
+  const ok = verifyBytes(key.alg === 'RS256' ? 'sha256' : null, Buffer.from(`${h}.${p}`), createPublicKey({ key: JSON.parse(key.public_jwk), format: 'jwk' }), Buffer.from(sig, 'base64url'));
+  if (!ok) return 'its signature does not verify';
+  for (const f of ['seq', 'hash', 'record_time', 'created_at', 'pruned', 'pruned_total'] as const) {
+    if (claims[f] !== c[f]) return `its ${f} differs from what was signed`;
+  }
+  return undefined;
+}
+
 const VERIFY_PAGE = 1000;
-const COLUMNS = ['seq', 'time', 'kind', 'agent_id', 'user_id', 'action', 'resource', 'context', 'decision', 'reason', 'policy_version', 'actor', 'caller', 'usage', 'chain', 'facts', 'prev_hash', 'hash'] as const;
+const COLUMNS = ['seq', 'time', 'kind', 'agent_id', 'user_id', 'action', 'resource', 'context', 'decision', 'reason', 'policy_version', 'actor', 'caller', 'usage', 'chain', 'facts', 'trace_id', 'prev_hash', 'hash'] as const;
 /** Rows per INSERT: a batch goes in as few statements as these sizes allow (few distinct statements to prepare). */
 const CHUNKS = [64, 16, 4, 1];
 const insertOf = new Map<number, string>();
@@ -129,6 +191,7 @@ export function auditStore(sql: Sql, clock: Clock) {
           usage: input.usage === undefined ? null : JSON.stringify(input.usage),
           chain: input.chain ? JSON.stringify(input.chain) : null,
           facts: input.facts === undefined ? null : JSON.stringify(input.facts),
+          trace_id: input.trace_id ?? null,
           prev_hash: prevHash,
         };
         const full = { ...row, hash: auditHash(row) };
@@ -143,6 +206,11 @@ export function auditStore(sql: Sql, clock: Clock) {
       // The records as stored, without parsing back the JSON just written.
       return rows.map((r, i) => ({ ...r, context: r.context === null ? null : inputs[i]!.context, usage: r.usage === null ? null : inputs[i]!.usage, chain: r.chain === null ? null : inputs[i]!.chain!, facts: r.facts === null ? null : inputs[i]!.facts }));
     });
+  };
+
+  const latestCheckpoint = async (): Promise<AuditCheckpoint | undefined> => {
+    const r = await sql.get<Record<string, unknown>>('SELECT * FROM audit_checkpoints ORDER BY seq DESC LIMIT 1');
+    return r ? checkpointOf(r) : undefined;
   };
 
   return {
@@ -181,11 +249,47 @@ export function auditStore(sql: Sql, clock: Clock) {
       );
       return rows.map(toRecord);
     },
-    /** Walks the chain page by page; the first record whose hash or link does not hold, or null when all do. */
-    async verify(): Promise<{ checked: number; broken: { seq: number; why: string } | null }> {
+    /** The latest cut, or undefined when nothing was ever pruned. */
+    latestCheckpoint,
+    /** Where a cut before `time` (unix seconds) would fall: the last record older than it, and how many records precede it since the last cut. */
+    async cutBefore(time: number): Promise<{ seq: number; hash: string; time: number; count: number } | undefined> {
+      const last = await sql.get<{ seq: number; hash: string; time: number }>('SELECT seq, hash, time FROM audit_log WHERE time < ? ORDER BY seq DESC LIMIT 1', [time]);
+      if (!last) return undefined;
+      const n = await sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM audit_log WHERE seq <= ?', [last.seq]);
+      return { seq: Number(last.seq), hash: last.hash, time: Number(last.time), count: Number(n?.n ?? 0) };
+    },
+    /**
+     * Writes the checkpoint and prunes every record up to its seq, in one transaction under the
+     * chain's lock (the delete is allowed only at or below a checkpoint). Answers the records removed.
+     */
+    prune: (checkpoint: AuditCheckpoint): Promise<number> =>
+      sql.transaction(async (tx) => {
+        await tx.lock('audit_log');
+        await tx.run(
+          'INSERT INTO audit_checkpoints (seq, hash, record_time, created_at, pruned, pruned_total, jws) VALUES (@seq, @hash, @record_time, @created_at, @pruned, @pruned_total, @jws)',
+          checkpoint,
+        );
+        return (await tx.run('DELETE FROM audit_log WHERE seq <= ?', [checkpoint.seq])).changes;
+      }),
+    /** Replaces the signature of a checkpoint (signed again with a newer key before the old one is purged). */
+    async resign(seq: number, jws: string): Promise<void> {
+      await sql.run('UPDATE audit_checkpoints SET jws = ? WHERE seq = ?', [jws, seq]);
+    },
+    /**
+     * Walks the chain page by page from the latest checkpoint (its signature checked first) or
+     * the start; the first record whose hash or link does not hold, or null when all do.
+     */
+    async verify(): Promise<{ checked: number; broken: { seq: number; why: string } | null; checkpoint?: AuditCheckpoint }> {
       let prevHash = GENESIS_HASH;
       let checked = 0;
       let after = 0;
+      const checkpoint = await latestCheckpoint();
+      if (checkpoint) {
+        const problem = await checkpointSignatureProblem(sql, checkpoint);
+        if (problem) return { checked, broken: { seq: checkpoint.seq, why: `the checkpoint at the cut does not hold: ${problem}` }, checkpoint };
+        prevHash = checkpoint.hash;
+        after = checkpoint.seq;
+      }
       for (;;) {
         const page = await sql.all<Row>('SELECT * FROM audit_log WHERE seq > ? ORDER BY seq LIMIT ?', [after, VERIFY_PAGE]);
         for (const r of page) {
@@ -196,7 +300,7 @@ export function auditStore(sql: Sql, clock: Clock) {
           prevHash = hash;
           after = r.seq;
         }
-        if (page.length < VERIFY_PAGE) return { checked, broken: null };
+        if (page.length < VERIFY_PAGE) return { checked, broken: null, ...(checkpoint ? { checkpoint } : {}) };
       }
     },
   };

@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { dbSpan } from '../telemetry.js';
 import { ConfigError } from '../config.js';
 import type { ChangeFeed } from './changes.js';
 import type { Params, RunResult, Sql, SqlDatabase } from './sql.js';
@@ -91,7 +92,11 @@ class Statements {
     return c;
   }
 
-  async query<T>(on: Queryable, sql: string, params: Params | undefined): Promise<pg.QueryResult<T & pg.QueryResultRow>> {
+  query<T>(on: Queryable, sql: string, params: Params | undefined): Promise<pg.QueryResult<T & pg.QueryResultRow>> {
+    return dbSpan('postgresql', sql, () => this.queryUntraced<T>(on, sql, params));
+  }
+
+  private async queryUntraced<T>(on: Queryable, sql: string, params: Params | undefined): Promise<pg.QueryResult<T & pg.QueryResultRow>> {
     const c = this.get(sql);
     let values: unknown[] = [];
     if (params !== undefined) {

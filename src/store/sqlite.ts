@@ -1,4 +1,5 @@
 import Database from 'better-sqlite3';
+import { dbSpan } from '../telemetry.js';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { perTurnFeed, type ChangeFeed } from './changes.js';
@@ -202,9 +203,9 @@ class SqliteTransaction implements Sql {
   }
 }
 
-const all = <T>(s: Statement, p: Params | undefined): T[] => (p === undefined ? s.all() : s.all(p)) as T[];
-const get = <T>(s: Statement, p: Params | undefined): T | undefined => (p === undefined ? s.get() : s.get(p)) as T | undefined;
-const run = (s: Statement, p: Params | undefined): RunResult => ({ changes: (p === undefined ? s.run() : s.run(p)).changes });
+const all = <T>(s: Statement, p: Params | undefined): T[] => dbSpan('sqlite', s.source, () => (p === undefined ? s.all() : s.all(p)) as T[]);
+const get = <T>(s: Statement, p: Params | undefined): T | undefined => dbSpan('sqlite', s.source, () => (p === undefined ? s.get() : s.get(p)) as T | undefined);
+const run = (s: Statement, p: Params | undefined): RunResult => dbSpan('sqlite', s.source, () => ({ changes: (p === undefined ? s.run() : s.run(p)).changes }));
 
 export interface SqliteOptions {
   /** cluster workers leave WAL checkpoints to the primary (an automatic one stalls the worker that commits) */

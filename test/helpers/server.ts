@@ -49,6 +49,8 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
     GATEHOUSE_ADMIN_TOKEN: ADMIN_TOKEN,
     GATEHOUSE_SECRET: 'test-secret-0123456789abcdef-0123456789',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    // The tests' receivers and upstreams listen on loopback: allowed as named destinations (a test of the refusal clears this).
+    GATEHOUSE_OUTBOUND_ALLOW_HOSTS: '127.0.0.1,localhost',
     ...opts.env,
   });
   const running = await startServer(config, { logger: createLogger(config.logLevel), role: opts.role ?? 'primary', ...(opts.clock ? { clock: opts.clock } : {}) });

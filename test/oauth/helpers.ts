@@ -64,10 +64,11 @@ export function parseForms(html: string): ParsedForm[] {
 /** A browser stand-in: fetch with a cookie jar and manual redirects. */
 export class Browser {
   readonly jar = new CookieJar();
-  constructor(readonly base: string) {}
+  /** `headers`: sent with every request (a proxy's X-Forwarded-Proto, say) */
+  constructor(readonly base: string, readonly headers: Record<string, string> = {}) {}
 
   async get(url: string): Promise<Response> {
-    const res = await fetch(new URL(url, this.base), { redirect: 'manual', headers: { cookie: this.jar.header() } });
+    const res = await fetch(new URL(url, this.base), { redirect: 'manual', headers: { ...this.headers, cookie: this.jar.header() } });
     this.jar.store(res);
     return res;
   }
@@ -76,7 +77,7 @@ export class Browser {
     const res = await fetch(new URL(url, this.base), {
       method: 'POST',
       redirect: 'manual',
-      headers: { cookie: this.jar.header(), 'content-type': 'application/x-www-form-urlencoded' },
+      headers: { ...this.headers, cookie: this.jar.header(), 'content-type': 'application/x-www-form-urlencoded' },
       body: new URLSearchParams(form),
     });
     this.jar.store(res);

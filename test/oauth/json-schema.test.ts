@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { jsonEqual, schemaProblems, validateJson } from '../../src/oauth/json-schema.js';
-import { guardedLookup, OutboundRefused } from '../../src/oauth/outbound.js';
+import { guardedLookup, OutboundRefused } from '../../src/outbound.js';
 import { cacheSeconds, checkDocument, documentUrlProblem } from '../../src/oauth/client-metadata-document.js';
 
 describe('the JSON Schema subset', () => {

@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fetchJson, isPublicAddress, outboundProblem } from '../../src/oauth/outbound.js';
+import { fetchJson, isPublicAddress, outboundProblem } from '../../src/outbound.js';
 
 let server: Server;
 let base: string;

@@ -44,6 +44,8 @@ const env = () => ({
   GATEHOUSE_SSF_RETRY_BASE_MS: '50',
   // a stream's delivery lease outlives a push by ten seconds: a short push time-out keeps the takeover test short
   GATEHOUSE_SSF_TIMEOUT_MS: '3000',
+  // the test's receivers listen on loopback
+  GATEHOUSE_OUTBOUND_ALLOW_HOSTS: '127.0.0.1',
   LOG_LEVEL: 'info',
 });
 

@@ -11,7 +11,7 @@ import type { TrustedIssuer } from '../../store/id-jag.js';
 import type { User } from '../../store/users.js';
 import { mayUseApplication } from '../built-in-applications.js';
 import { authenticateClient, type AuthenticatedClient, type ClientRequest } from '../client-auth.js';
-import { OutboundRefused } from '../outbound.js';
+import { OutboundRefused } from '../../outbound.js';
 import { required, type Params } from '../params.js';
 import { ACCESS_TOKEN_TTL, ACCESS_TOKEN_TYP } from '../tokens.js';
 import { issuerKeys } from '../trusted-issuer-keys.js';

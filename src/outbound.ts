@@ -3,6 +3,7 @@ import { lookup } from 'node:dns/promises';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { BlockList, isIP, type LookupFunction } from 'node:net';
+import { Readable } from 'node:stream';
 
 /**
  * Addresses an outbound fetch never reaches unless the configuration allows private ones:
@@ -32,8 +33,12 @@ export class OutboundRefused extends Error {
   override name = 'OutboundRefused';
 }
 
-/** Why `url` may not be fetched, or undefined: http(s) only, and (unless allowed) every address the host resolves to public. */
-export async function outboundProblem(url: string, allowPrivate: boolean): Promise<string | undefined> {
+/**
+ * Why `url` may not be fetched, or undefined: http(s) only, and (unless allowed) every address
+ * the host resolves to public. `unresolved: 'accept'` lets a name that does not resolve now pass
+ * (a destination saved for later, checked again at each connection).
+ */
+export async function outboundProblem(url: string, allowPrivate: boolean, opts: { unresolved?: 'refuse' | 'accept' } = {}): Promise<string | undefined> {
   if (!URL.canParse(url)) return 'not a URL';
   const u = new URL(url);
   if (u.protocol !== 'https:' && u.protocol !== 'http:') return 'only http and https URLs are fetched';
@@ -44,7 +49,7 @@ export async function outboundProblem(url: string, allowPrivate: boolean): Promi
   try {
     addresses = isIP(host) ? [host] : (await lookup(host, { all: true })).map((a) => a.address);
   } catch {
-    return `${host} does not resolve`;
+    return opts.unresolved === 'accept' ? undefined : `${host} does not resolve`;
   }
   if (addresses.length === 0 || !addresses.every(isPublicAddress)) return `${host} is not a public address (loopback, private and link-local addresses are refused)`;
   return undefined;
@@ -103,4 +108,61 @@ export async function fetchJson(url: string, opts: { allowPrivate: boolean; time
   } catch {
     throw new OutboundRefused('the document is not JSON');
   }
+}
+
+/** The outbound settings that decide whether a destination may be private. */
+export interface OutboundSettings {
+  outboundAllowPrivate: boolean;
+  outboundAllowHosts: string[];
+}
+
+/** Whether `url` may reach a loopback, private or link-local address: allowed everywhere, or for its host (host or host:port). */
+export function mayReachPrivate(settings: OutboundSettings, url: string | URL): boolean {
+  if (settings.outboundAllowPrivate) return true;
+  if (!URL.canParse(String(url))) return false;
+  const u = new URL(String(url));
+  return settings.outboundAllowHosts.includes(u.host.toLowerCase()) || settings.outboundAllowHosts.includes(u.hostname.toLowerCase());
+}
+
+/** Statuses whose answer has no body (a Response refuses one). */
+const NULL_BODY = new Set([101, 204, 205, 304]);
+
+/**
+ * A fetch under the outbound rules, for pushes and upstream calls: http(s) only, every address
+ * the host resolves to checked at connection time (unless the destination may be private),
+ * redirects never followed (a 3xx is answered as it is). The body of a request is a string or
+ * absent; the answer's body streams. A refused destination rejects with OutboundRefused.
+ */
+export function outboundFetch(settings: OutboundSettings): (url: string | URL, init?: RequestInit) => Promise<Response> {
+  return async (input, init = {}) => {
+    const url = String(input);
+    const allowPrivate = mayReachPrivate(settings, url);
+    const problem = await outboundProblem(url, allowPrivate);
+    if (problem) throw new OutboundRefused(problem);
+    if (init.body !== undefined && init.body !== null && typeof init.body !== 'string') throw new TypeError('outboundFetch sends string bodies only');
+    const headers: Record<string, string> = {};
+    new Headers(init.headers).forEach((value, name) => (headers[name] = value));
+    const body = init.body ?? undefined;
+    if (body !== undefined) headers['content-length'] = String(Buffer.byteLength(body));
+    const signal = init.signal ?? undefined;
+    signal?.throwIfAborted();
+    return new Promise<Response>((resolve, reject) => {
+      const request = url.startsWith('https:') ? httpsRequest : httpRequest;
+      const req = request(url, { method: init.method ?? 'GET', headers, lookup: guardedLookup(allowPrivate), signal }, (res) => {
+        const status = res.statusCode ?? 502;
+        const out = new Headers();
+        for (const [name, value] of Object.entries(res.headers)) {
+          if (value === undefined) continue;
+          for (const v of Array.isArray(value) ? value : [value]) out.append(name, v);
+        }
+        if (NULL_BODY.has(status)) {
+          res.resume();
+          return resolve(new Response(null, { status, headers: out }));
+        }
+        resolve(new Response(Readable.toWeb(res) as ReadableStream<Uint8Array>, { status, statusText: res.statusMessage ?? '', headers: out }));
+      });
+      req.on('error', (err) => reject(err));
+      req.end(body);
+    });
+  };
 }

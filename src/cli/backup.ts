@@ -1,0 +1,163 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
+import Database from 'better-sqlite3';
+import { parseDatabaseUrl } from '../config.js';
+import { systemClock } from '../clock.js';
+import { auditStore } from '../store/audit.js';
+import { openSqlite } from '../store/sqlite.js';
+import type { CliIO, ParsedArgs } from './args.js';
+import { loadDotEnv } from './env.js';
+
+/**
+ * `gatehouse backup FILE` and `gatehouse restore FILE`. SQLite: an online copy through SQLite's
+ * backup API (the server may keep running; the copy is one consistent moment), checked before it
+ * is called done: its integrity, its schema and its audit chain. PostgreSQL: `pg_dump` (custom
+ * format) when it is on the PATH; restoring a PostgreSQL database is `pg_restore`'s work.
+ */
+
+/** The setting a running server holds its SQLite file under (see InstanceLease in src/server.ts). */
+const INSTANCE_LEASE_KEY = 'instance_lease';
+
+/** Where the database is: --db names a SQLite file; otherwise GATEHOUSE_DATABASE_URL, else GATEHOUSE_DB. */
+function target(args: ParsedArgs, io: CliIO): { url: string } | { file: string } {
+  loadDotEnv();
+  const dbArg = args.options.get('--db') as string | undefined;
+  const url = dbArg ? undefined : parseDatabaseUrl(process.env.GATEHOUSE_DATABASE_URL);
+  if (url) return { url };
+  return { file: resolve(io.cwd, dbArg ?? (process.env.GATEHOUSE_DB || './data/gatehouse.db')) };
+}
+
+/** Why the SQLite file at `file` is not a whole Gatehouse database, or undefined; with the audit chain's result. */
+async function checkCopy(file: string): Promise<{ problem?: string; records?: number }> {
+  let db: Database.Database;
+  try {
+    db = new Database(file, { readonly: true, fileMustExist: true });
+  } catch (err) {
+    return { problem: `cannot open it as SQLite: ${(err as Error).message}` };
+  }
+  try {
+    const integrity = db.pragma('integrity_check', { simple: true });
+    if (integrity !== 'ok') return { problem: `integrity check: ${String(integrity)}` };
+    const tables = new Set((db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as { name: string }[]).map((t) => t.name));
+    for (const t of ['schema_migrations', 'audit_log', 'signing_keys']) if (!tables.has(t)) return { problem: `not a Gatehouse database (no ${t} table)` };
+  } catch (err) {
+    return { problem: `cannot read it: ${(err as Error).message}` };
+  } finally {
+    db.close();
+  }
+  const sql = openSqlite(file);
+  try {
+    const { checked, broken } = await auditStore(sql, systemClock).verify();
+    if (broken) return { problem: `its audit trail is broken at record ${broken.seq}: ${broken.why}` };
+    return { records: checked };
+  } finally {
+    await sql.close();
+  }
+}
+
+export async function backupCommand(args: ParsedArgs, io: CliIO): Promise<number> {
+  const out = resolve(io.cwd, args.positionals[0]!);
+  const where = target(args, io);
+  if (existsSync(out)) {
+    io.stderr(`gatehouse: ${out} exists; a backup never overwrites a file\n`);
+    return 2;
+  }
+  if ('url' in where) {
+    const found = spawnSync('pg_dump', ['--version'], { encoding: 'utf8' });
+    if (found.error || found.status !== 0) {
+      io.stderr(
+        'gatehouse: the database is PostgreSQL: back it up with pg_dump, which is not on the PATH here:\n' +
+          `  pg_dump --format=custom --file=${out} "$GATEHOUSE_DATABASE_URL"\n` +
+          'and restore it into an empty database with pg_restore --no-owner --dbname=... (see docs/operations.md)\n',
+      );
+      return 2;
+    }
+    const dump = spawnSync('pg_dump', ['--format=custom', `--file=${out}`, where.url], { encoding: 'utf8' });
+    if (dump.status !== 0) {
+      rmSync(out, { force: true });
+      io.stderr(`gatehouse: pg_dump failed: ${(dump.stderr || dump.error?.message || '').trim()}\n`);
+      return 1;
+    }
+    io.stdout(`backed up to ${out} (pg_dump custom format; restore with pg_restore)\n`);
+    return 0;
+  }
+  if (!existsSync(where.file)) {
+    io.stderr(`gatehouse: GATEHOUSE_DB: no database at ${where.file}\n`);
+    return 2;
+  }
+  // Written beside the destination under another name, renamed once checked: a file at FILE is always a whole backup.
+  const partial = join(dirname(out), `.${basename(out)}.partial`);
+  rmSync(partial, { force: true });
+  const source = new Database(where.file, { readonly: true, fileMustExist: true });
+  try {
+    await source.backup(partial);
+  } catch (err) {
+    rmSync(partial, { force: true });
+    io.stderr(`gatehouse: the backup failed: ${(err as Error).message}\n`);
+    return 1;
+  } finally {
+    source.close();
+  }
+  const { problem, records } = await checkCopy(partial);
+  if (problem) {
+    rmSync(partial, { force: true });
+    io.stderr(`gatehouse: the copy does not check out (${problem}); nothing was written\n`);
+    return 1;
+  }
+  renameSync(partial, out);
+  io.stdout(`backed up to ${out} (audit trail: ${records} records, chain ok)\n`);
+  return 0;
+}
+
+export async function restoreCommand(args: ParsedArgs, io: CliIO): Promise<number> {
+  const from = resolve(io.cwd, args.positionals[0]!);
+  const where = target(args, io);
+  if ('url' in where) {
+    io.stderr(
+      'gatehouse: the database is PostgreSQL: restore a pg_dump backup with pg_restore into an empty database:\n' +
+        `  pg_restore --no-owner --dbname="$GATEHOUSE_DATABASE_URL" ${from}\n`,
+    );
+    return 2;
+  }
+  if (!existsSync(from)) {
+    io.stderr(`gatehouse: no backup at ${from}\n`);
+    return 2;
+  }
+  const force = args.options.get('--force') === true;
+  if (existsSync(where.file) && !force) {
+    io.stderr(`gatehouse: a database exists at ${where.file}; stop the server and pass --force to replace it\n`);
+    return 2;
+  }
+  const { problem, records } = await checkCopy(from);
+  if (problem) {
+    io.stderr(`gatehouse: ${from} cannot be restored: ${problem}\n`);
+    return 1;
+  }
+  mkdirSync(dirname(where.file), { recursive: true });
+  const partial = join(dirname(where.file), `.${basename(where.file)}.partial`);
+  rmSync(partial, { force: true });
+  const source = new Database(from, { readonly: true, fileMustExist: true });
+  try {
+    await source.backup(partial);
+  } catch (err) {
+    rmSync(partial, { force: true });
+    io.stderr(`gatehouse: the restore failed: ${(err as Error).message}\n`);
+    return 1;
+  } finally {
+    source.close();
+  }
+  // The copy was taken from a running server: its instance lease and background leases are that server's, not the restored one's.
+  const copy = new Database(partial);
+  try {
+    copy.prepare('DELETE FROM settings WHERE key = ?').run(INSTANCE_LEASE_KEY);
+    copy.prepare('DELETE FROM leases').run();
+  } finally {
+    copy.close();
+  }
+  // The old database's write-ahead log must not be replayed over the restored file.
+  for (const suffix of ['-wal', '-shm']) rmSync(where.file + suffix, { force: true });
+  renameSync(partial, where.file);
+  io.stdout(`restored ${from} to ${where.file} (audit trail: ${records} records, chain ok); start the server with the same GATEHOUSE_SECRET\n`);
+  return 0;
+}
