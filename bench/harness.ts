@@ -59,6 +59,8 @@ export async function startGatehouse(dir: string, env: Record<string, string>): 
     GATEHOUSE_DB: join(dir, 'bench.db'),
     GATEHOUSE_POLICY_DIR: join(dir, 'policies'),
     GATEHOUSE_SECRET: 'bench-secret-0123456789abcdef-0123456789',
+    // The benches' MCP upstreams and receivers listen on this machine.
+    GATEHOUSE_OUTBOUND_ALLOW_HOSTS: '127.0.0.1,localhost',
     LOG_LEVEL: 'warn',
     ...env,
   });
