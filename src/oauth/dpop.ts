@@ -1,5 +1,5 @@
-import { createHash } from 'node:crypto';
-import { calculateJwkThumbprint, decodeProtectedHeader, importJWK, jwtVerify, type JWK, type JWTPayload } from 'jose';
+import { createHash, createPublicKey, verify as verifySignature, type KeyObject } from 'node:crypto';
+import { decodeProtectedHeader, type JWK, type JWTPayload } from 'jose';
 import type { AppContext } from '../context.js';
 import { errors, type ProtocolError } from '../errors.js';
 import { nowSeconds } from '../clock.js';
@@ -39,6 +39,19 @@ const KEY_TYPE: Record<string, { kty: string; crv: string }> = {
   Ed25519: { kty: 'OKP', crv: 'Ed25519' },
 };
 const PRIVATE_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'];
+
+/** The members of a public key that define it (RFC 7638), in their canonical order. */
+function publicMembers(jwk: JWK): Record<string, string> {
+  const out: Record<string, string> = { crv: String(jwk.crv), kty: String(jwk.kty), x: String(jwk.x) };
+  if (jwk.kty === 'EC') out.y = String(jwk.y);
+  for (const v of Object.values(out)) if (v === 'undefined') throw refuse('the DPoP proof jwk is missing a member of its key');
+  return out;
+}
+
+/** The JWK thumbprint (RFC 7638, SHA-256): the hash of the required members, in order, without spaces. */
+function jwkThumbprint(jwk: JWK): string {
+  return createHash('sha256').update(JSON.stringify(publicMembers(jwk))).digest('base64url');
+}
 
 /** Why a proof is refused: `use_dpop_nonce` asks the client to try again with the nonce it is sent. */
 export class DpopRefusal extends Error {
@@ -106,14 +119,32 @@ export async function verifyDpopProof(ctx: AppContext, header: string, expect: P
   const want = KEY_TYPE[alg]!;
   if (jwk.kty !== want.kty || jwk.crv !== want.crv) throw refuse(`the DPoP proof jwk must be an ${want.kty} ${want.crv} key for ${alg}`);
 
-  // 3. Signature
+  // 3. Signature, with node:crypto on the JWS signing input (a proof is verified on every DPoP
+  // request: the key is made from the JWK's public members only, no WebCrypto round trip)
+  if (protectedHeader.crit !== undefined || protectedHeader.b64 !== undefined) throw refuse('the DPoP proof header may not carry crit or b64');
+  const [encodedHeader, encodedPayload, encodedSignature] = proof.split('.') as [string, string, string];
+  let key: KeyObject;
+  try {
+    key = createPublicKey({ key: publicMembers(jwk), format: 'jwk' });
+  } catch {
+    throw refuse('the DPoP proof jwk is not a usable public key');
+  }
+  let verified = false;
+  try {
+    const input = Buffer.from(`${encodedHeader}.${encodedPayload}`);
+    const signature = Buffer.from(encodedSignature, 'base64url');
+    verified = want.kty === 'EC' ? verifySignature('sha256', input, { key, dsaEncoding: 'ieee-p1363' }, signature) : verifySignature(null, input, key, signature);
+  } catch {
+    verified = false;
+  }
+  if (!verified) throw refuse('the DPoP proof signature does not verify');
   let claims: JWTPayload;
   try {
-    const key = await importJWK(jwk, alg);
-    ({ payload: claims } = await jwtVerify(proof, key, { typ: 'dpop+jwt', algorithms: [alg] }));
+    claims = JSON.parse(Buffer.from(encodedPayload, 'base64url').toString('utf8')) as JWTPayload;
   } catch {
-    throw refuse('the DPoP proof signature does not verify');
+    throw refuse('the DPoP proof claims cannot be read');
   }
+  if (typeof claims !== 'object' || claims === null || Array.isArray(claims)) throw refuse('the DPoP proof claims cannot be read');
 
   // 4. What the request is: method, URL
   if (typeof claims.jti !== 'string' || claims.jti.length === 0 || claims.jti.length > 256) throw refuse('the DPoP proof needs a jti');
@@ -135,7 +166,7 @@ export async function verifyDpopProof(ctx: AppContext, header: string, expect: P
   }
 
   // 7. At a resource: the access token and its key
-  const jkt = await calculateJwkThumbprint(jwk, 'sha256');
+  const jkt = jwkThumbprint(jwk);
   if (expect.accessToken !== undefined) {
     if (typeof claims.ath !== 'string') throw refuse('the DPoP proof needs ath, the hash of the access token');
     if (claims.ath !== accessTokenHash(expect.accessToken)) throw refuse('the DPoP proof ath does not match the access token');
