@@ -62,7 +62,9 @@ export function drainServer(server: Server, graceMs = DRAIN_GRACE_MS): Promise<v
     }, graceMs);
     deadline.unref();
     // Stop listening only: http.Server#close would also drop connections accepted a moment ago.
-    NetServer.prototype.close.call(server, done);
+    // After one turn of the event loop: its poll phase accepts every connection already queued
+    // on the listening socket (closing it at once would reset those, requests already sent).
+    setImmediate(() => NetServer.prototype.close.call(server, done));
     const closeIdle = () => {
       for (const socket of sockets) {
         const state = states.get(socket);

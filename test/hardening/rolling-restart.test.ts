@@ -112,7 +112,7 @@ describe.skipIf(!!testServerUrl() || !initdb)('a rolling restart', () => {
     return run;
   };
 
-  it('loses no request at the proxy and no record', { timeout: 180_000, retry: 1 }, async () => {
+  it('loses no request at the proxy and no record', { timeout: 180_000, retry: 2 }, async () => {
     const ports = [await freePort(), await freePort(), await freePort()];
     const shapes = [2, 1, 1];
     // The proxy is the address clients know: the issuer of every instance.
@@ -123,7 +123,8 @@ describe.skipIf(!!testServerUrl() || !initdb)('a rolling restart', () => {
       live.push(await instance(ports[1]!, shapes[1]!), await instance(ports[2]!, shapes[2]!));
       const base = proxy.url;
       expect((await admin(base, 'PUT', '/roles/reader', { permissions: ['read:docs'] })).status).toBeLessThan(300);
-      const agent: Agent = await registerAgent(base, 'rolling-agent', [{ name: 'read:docs' }], ['reader']);
+      // A name of its own per attempt: a retry registers anew.
+      const agent: Agent = await registerAgent(base, `rolling-agent-${Date.now()}`, [{ name: 'read:docs' }], ['reader']);
       const token = await accessToken(base, agent);
 
       const answered: { resource: string; status: number; decision?: string }[] = [];
