@@ -14,7 +14,9 @@ export function dpopStore(sql: Sql, clock: Clock) {
      * recorded before (a replay). One statement: of two racing uses, exactly one wins.
      */
     async useProof(keyHash: string, expiresAt: number): Promise<boolean> {
-      const r = await sql.run('INSERT INTO dpop_proof_jtis (key_hash, expires_at) VALUES (?, ?) ON CONFLICT DO NOTHING', [keyHash, expiresAt]);
+      // In a transaction of its own: on SQLite, the write lock is then asked for without the busy
+      // wait that sleeps the whole process while another worker holds it (every DPoP request writes).
+      const r = await sql.transaction((tx) => tx.run('INSERT INTO dpop_proof_jtis (key_hash, expires_at) VALUES (?, ?) ON CONFLICT DO NOTHING', [keyHash, expiresAt]));
       return r.changes === 1;
     },
     /** Binds a refresh family to a key thumbprint (once; a family keeps its first key). */
