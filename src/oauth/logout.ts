@@ -9,8 +9,8 @@ import { currentSession, endSession } from './session.js';
 
 /**
  * Where an application may send a person after logout: exactly one of its registered
- * `post_logout_redirect_uris`. An application that registered none keeps the description's
- * rule: any URI with the scheme and host of one of its redirect URIs.
+ * `post_logout_redirect_uris`. An application that registered none accepts any URI with the
+ * scheme and host of one of its redirect URIs.
  */
 export function allowedAfterLogout(app: Application, uri: string): boolean {
   if (app.post_logout_redirect_uris.length) return app.post_logout_redirect_uris.includes(uri);
