@@ -60,19 +60,15 @@ export async function assertion(server: TestServer, agent: TestAgent, o: Asserti
 }
 
 export async function postForm(url: string, fields: Record<string, string>): Promise<{ status: number; body: any; headers: Headers }> {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields) });
-  const text = await res.text();
-  let body: unknown = text;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    /* not JSON */
-  }
-  return { status: res.status, body, headers: res.headers };
+  return readJson(await fetch(url, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields) }));
 }
 
 export async function postJson(url: string, json: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any; headers: Headers }> {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(json) });
+  return readJson(await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(json) }));
+}
+
+/** A response's status, its body (parsed when it is JSON) and its headers. */
+export async function readJson(res: Response): Promise<{ status: number; body: any; headers: Headers }> {
   const text = await res.text();
   let body: unknown = text;
   try {

@@ -43,16 +43,9 @@ export async function proof(key: DpopKey, c: ProofClaims): Promise<string> {
     .sign(key.privateKey);
 }
 
-export async function readJson(res: Response): Promise<{ status: number; body: any; headers: Headers }> {
-  const text = await res.text();
-  let body: unknown = text;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    /* not JSON */
-  }
-  return { status: res.status, body, headers: res.headers };
-}
+import { readJson } from '../agents/helpers.js';
+
+export { readJson };
 
 /** client_credentials at the agent token endpoint, with `dpop` as the DPoP header when given. */
 export async function agentTokenRequest(
