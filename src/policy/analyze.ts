@@ -11,6 +11,7 @@ import type { Loc, PolicyFileNode, RuleNode } from './ast.js';
 import { atomsOf, pathKey, pathText, relQuestionsOf, type PathNode } from './ast.js';
 import { fmtExpr } from './format.js';
 import { compileCondition, zoneOf } from './compile.js';
+import { declaredTypesOf, NO_DECLARED_TYPES, type DeclaredTypes } from './declared.js';
 import { buildSpace, construct, dimSize, normalize, SpaceTooLarge, statusOf, type Principal, type PrincipalKind } from './space.js';
 import { StringSearchTooLarge } from './strings.js';
 import { envOf } from './values.js';
@@ -62,11 +63,11 @@ function exampleActions(rule: RuleNode, groups: ActionGroups): string[] {
   return [...out];
 }
 
-export function satisfiable(rule: RuleNode, zone: string, groups: ActionGroups = new Map()): boolean | null {
+export function satisfiable(rule: RuleNode, zone: string, groups: ActionGroups = new Map(), declared: DeclaredTypes = NO_DECLARED_TYPES): boolean | null {
   if (!rule.when) return true;
   // A relationship question depends on the relationships, which the request space does not hold.
   if (relQuestionsOf(rule.when).length) return null;
-  const cond = compileCondition(rule.when, zone);
+  const cond = compileCondition(rule.when, zone, declared);
   const atoms = atomsOf(rule.when).map((atom) => ({ atom, zone }));
   const actions = exampleActions(rule, groups);
   const [objType, objId] = splitFirstColon(rule.object) ?? ['*', '*'];
@@ -176,6 +177,7 @@ export function analyzePolicy(files: PolicyFileNode[], apiRules: RuleNode[]): Di
     ...apiRules.map((rule) => ({ rule, zone: 'UTC' })),
   ];
   const groups = actionGroupsOf(files);
+  const declared = declaredTypesOf(files);
   for (const { rule, zone } of rules) {
     const objKind = splitFirstColon(rule.object)?.[0] ?? '*';
     const relations = ruleRelations(rule, groups);
@@ -191,7 +193,7 @@ export function analyzePolicy(files: PolicyFileNode[], apiRules: RuleNode[]): Di
       out.push(warning(rule.fieldLocs?.object ?? rule.loc, 'kind_mismatch',
         `rule "${rule.name}" can never apply: ${what}, and object "${rule.object}" is never one (nothing grants the action on it)`));
     }
-    if (rule.when && satisfiable(rule, zone, groups) === false) {
+    if (rule.when && satisfiable(rule, zone, groups, declared) === false) {
       const tail = rule.effect === 'permit'
         ? 'it never grants'
         : 'it applies only when a value it reads is missing or of the wrong type';

@@ -17,6 +17,7 @@ import { compileReader, MISSING, scalarTypeOf, type Env, type Read } from './val
 import { usageLimitOf, type UsageLimit } from './usage.js';
 import { buildModel, type RelationModel } from './relations/model.js';
 import { actionGroupsOf, ruleRelations, type ActionGroups } from './action-groups.js';
+import { declaredTypesOf, memberItemType, NO_DECLARED_TYPES, type DeclaredTypes, type ScalarType } from './declared.js';
 
 export type Ctx = Record<string, unknown>;
 
@@ -36,6 +37,8 @@ export interface CompiledRule {
   index: number;
   /** The time zone of `time.*` in this rule (its file's `timezone`, else UTC). */
   zone: string;
+  /** The types the set's schema declares, which fix the item type of a membership test (see declared.ts). */
+  declared: DeclaredTypes;
   /** Deny and approval rules: does a subject pattern match the acting subject or its person? */
   matchesAny: (env: Env) => boolean;
   /** Permit rules: does a subject pattern match this agent as the one granted? */
@@ -155,12 +158,16 @@ function itemsType(a: unknown[], b: unknown[]): string | null {
   return t;
 }
 
-function compileAtom(a: Atom, zone: string): Cond {
-  return compileAtomWith(a, operand(a.left, zone), operand(a.right, zone));
+function compileAtom(a: Atom, zone: string, declared: DeclaredTypes): Cond {
+  return compileAtomWith(a, operand(a.left, zone), operand(a.right, zone), memberItemType(a, declared));
 }
 
-/** An atom over given readers of its two sides (diff evaluates atoms on values of its own). */
-export function compileAtomWith(a: Atom, L: (env: Env) => Read, R: (env: Env) => Read): Cond {
+/**
+ * An atom over given readers of its two sides (diff evaluates atoms on values of its own).
+ * `item`: the declared item type of a membership test (memberItemType); a value or item of
+ * another type cannot be evaluated, also against an empty list.
+ */
+export function compileAtomWith(a: Atom, L: (env: Env) => Read, R: (env: Env) => Read, item: ScalarType | null = null): Cond {
   switch (a.type) {
     case 'cmp': {
       const op = a.op;
@@ -216,7 +223,7 @@ export function compileAtomWith(a: Atom, L: (env: Env) => Read, R: (env: Env) =>
       return (env) => {
         const x = L(env), list = R(env);
         const t = scalarTypeOf(x);
-        if (t === null || !listOfType(list, t)) return 2;
+        if (t === null || (item !== null && t !== item) || !listOfType(list, t)) return 2;
         return (list as unknown[]).includes(x) !== neg ? 1 : 0;
       };
     }
@@ -225,7 +232,7 @@ export function compileAtomWith(a: Atom, L: (env: Env) => Read, R: (env: Env) =>
         return (env) => {
           const list = L(env), x = R(env);
           const t = scalarTypeOf(x);
-          if (t === null || !listOfType(list, t)) return 2;
+          if (t === null || (item !== null && t !== item) || !listOfType(list, t)) return 2;
           return (list as unknown[]).includes(x) ? 1 : 0;
         };
       }
@@ -244,7 +251,9 @@ export function compileAtomWith(a: Atom, L: (env: Env) => Read, R: (env: Env) =>
       }
       return (env) => {
         const l = L(env), r = R(env);
-        if (!isArray(l) || !isArray(r) || itemsType(l, r) === null) return 2;
+        if (!isArray(l) || !isArray(r)) return 2;
+        const t = itemsType(l, r);
+        if (t === null || (item !== null && t !== '' && t !== item)) return 2;
         if (all) { for (const v of r) if (!l.includes(v)) return 0; return 1; }
         for (const v of r) if (l.includes(v)) return 1;
         return 0;
@@ -264,10 +273,10 @@ export function compileAtomWith(a: Atom, L: (env: Env) => Read, R: (env: Env) =>
 }
 
 /** A condition compiled to its three-valued answer; every part is evaluated (a problem anywhere is a problem). */
-export function compileCondition(e: Expr, zone = 'UTC'): Cond {
+export function compileCondition(e: Expr, zone = 'UTC', declared: DeclaredTypes = NO_DECLARED_TYPES): Cond {
   switch (e.type) {
     case 'and': case 'or': {
-      const fs = e.items.map((i) => compileCondition(i, zone));
+      const fs = e.items.map((i) => compileCondition(i, zone, declared));
       const isAnd = e.type === 'and';
       if (e.items.some(isGuard)) {
         // Guards first: a false one decides an `and` (a true one an `or`) before the rest can fail.
@@ -301,14 +310,14 @@ export function compileCondition(e: Expr, zone = 'UTC'): Cond {
       };
     }
     case 'not': {
-      const f = compileCondition(e.expr, zone);
+      const f = compileCondition(e.expr, zone, declared);
       return (env) => { const x = f(env); return x === 2 ? 2 : ((1 - x) as Tri); };
     }
     case 'has': case 'within': {
       const f = compileRelQuestion(e, zone);
       return (env) => f(env).value;
     }
-    default: return compileAtom(e, zone);
+    default: return compileAtom(e, zone, declared);
   }
 }
 
@@ -416,7 +425,7 @@ function ruleSourceOf(r: RuleNode): string {
 
 const EFFECT_WORD = { deny: 'deny', require_approval: 'approval', permit: 'permit' } as const;
 
-export function compileRule(r: RuleNode, index: number, zone = 'UTC', groups: ActionGroups = new Map()): CompiledRule {
+export function compileRule(r: RuleNode, index: number, zone = 'UTC', groups: ActionGroups = new Map(), declared: DeclaredTypes = NO_DECLARED_TYPES): CompiledRule {
   const effect = r.effect as CompiledRule['effect'];
   const paths = r.when ? distinctPaths(r.when) : [];
   const c: CompiledRule = {
@@ -425,10 +434,11 @@ export function compileRule(r: RuleNode, index: number, zone = 'UTC', groups: Ac
     source: ruleSourceOf(r),
     index,
     zone,
+    declared,
     ...compileSubjects(r.subjects),
     object: compileTypedMatcher(r.object),
     relations: ruleRelations(r, groups),
-    cond: r.when ? compileCondition(r.when, zone) : null,
+    cond: r.when ? compileCondition(r.when, zone, declared) : null,
     paths,
     pathTexts: paths.map(pathText),
     readers: paths.map((p) => compileReader(p, zone)),
@@ -450,10 +460,11 @@ export function compilePolicy(files: PolicyFileNode[], apiRules: RuleNode[]): Co
   const limits = new Map<string, CompiledLimitBlock[]>();
   const singulars: Record<string, string> = Object.create(null);
   const groups = actionGroupsOf(files);
+  const declared = declaredTypesOf(files);
   for (const f of files) {
     const zone = zoneOf(f);
     for (const item of f.items) {
-      if (item.kind === 'rule') rules.push(compileRule(item, rules.length, zone, groups));
+      if (item.kind === 'rule') rules.push(compileRule(item, rules.length, zone, groups, declared));
       else if (item.kind === 'kind') singulars[item.plural] = item.singular;
       else if (item.kind === 'limits') {
         const block: CompiledLimitBlock = {
@@ -470,7 +481,7 @@ export function compilePolicy(files: PolicyFileNode[], apiRules: RuleNode[]): Co
       }
     }
   }
-  for (const r of apiRules) rules.push(compileRule(r, rules.length));
+  for (const r of apiRules) rules.push(compileRule(r, rules.length, 'UTC', new Map(), declared));
   const index = new Map<string, Map<string, CompiledRule[]>>();
   for (const r of rules) {
     const kind = splitFirstColon(r.ast.object)?.[0] ?? '*';

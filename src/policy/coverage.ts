@@ -92,7 +92,7 @@ export function measureCoverage(set: PolicySet, tests: TestNode[], files: Policy
     // Each comparison, and each relationship question, is a condition that can be seen true and false.
     for (const atom of rule.ast.when ? [...atomsOf(rule.ast.when), ...relQuestionsOf(rule.ast.when)] : []) {
       atoms.set(atom, {
-        cond: compileCondition(atom, rule.zone),
+        cond: compileCondition(atom, rule.zone, rule.declared),
         cov: { line: atom.loc?.line ?? at.line, column: atom.loc?.col ?? 1, text: fmtExpr(atom), true: false, false: false },
       });
     }

@@ -150,7 +150,7 @@ function describeValue(v: unknown): string {
 export function failClosedWhy(r: CompiledRule, env: Env): string {
   if (!r.ast.when) return '';
   let list = atomConds.get(r);
-  if (!list) atomConds.set(r, (list = atomsOf(r.ast.when).map((atom) => ({ atom, cond: compileCondition(atom, r.zone) }))));
+  if (!list) atomConds.set(r, (list = atomsOf(r.ast.when).map((atom) => ({ atom, cond: compileCondition(atom, r.zone, r.declared) }))));
   for (const { atom, cond } of list) {
     if (cond(env) !== 2) continue;
     const parts: string[] = [];

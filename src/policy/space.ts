@@ -472,6 +472,15 @@ export function buildSpace(reading: Reading, principal: Principal, grants: { sub
     if (!a || !b || builtinType(a) || builtinType(b)) continue;
     for (const u of [a, b]) for (const t of SCALARS) u.types.add(t);
   }
+  // Membership likewise: a value of any scalar type is compared with an empty list (which nothing
+  // declares a type for, or a schema does in one version only), and with a list of its own type.
+  // So the value takes cells of every scalar type and the list of every list type (unless built in).
+  for (const r of rels.values()) {
+    if (r.rel === 'cmp') continue;
+    const a = uses.get(r.a), b = uses.get(r.b);
+    if (a && !builtinType(a)) for (const t of SCALARS) a.types.add((r.rel === 'member' ? t : `[${t}]`) as ValueType);
+    if (b && !builtinType(b)) for (const t of SCALARS) b.types.add(`[${t}]` as ValueType);
+  }
   for (const r of rels.values()) {
     for (const [k, asList] of [[r.a, r.rel === 'any' || r.rel === 'all'], [r.b, r.rel !== 'cmp']] as const) {
       const u = uses.get(k);
@@ -1135,39 +1144,50 @@ function constructGeneral(space: Space, point: number[]): Built | null {
       if (!taken.has(v)) { taken.add(v); return v; }
     }
   };
-  for (let round = 0, changed = true; changed && round < 20; round++) {
-    changed = false;
-    for (const { d, v } of rels) {
-      const a = lists.get(d.a), b = lists.get(d.b);
-      if (d.rel === 'member' && v === 'yes') {
-        const x = vals.get(d.a);
-        if (b && x?.present && !b.includes(x.value)) { b.push(x.value); changed = true; }
-      } else if (d.rel === 'any' && v === 'yes' && a && b && !a.some((i) => b.includes(i))) {
-        const f = fresh(cellItem(d.a), [...forbidden(d.a), ...forbidden(d.b)]);
-        if (f === undefined) return null;
-        a.push(f); b.push(f);
-        changed = true;
-      } else if (d.rel === 'all' && v === 'yes' && a && b) {
-        for (const i of b) if (!a.includes(i)) { a.push(i); changed = true; }
-      } else if (d.rel === 'all' && v === 'no' && a && b && b.every((i) => a.includes(i))) {
-        const f = fresh(cellItem(d.b), forbidden(d.b), a);
-        if (f === undefined) return null;
-        b.push(f);
-        changed = true;
-      }
-    }
-  }
-  for (const [k, l] of lists) {
-    if (cellOf.get(k)?.t === 'list' && l.length === 0) {
+  // The relations fill the lists; a non-empty list still empty takes a fresh item, and the
+  // relations run again, so that a list another must hold (contains all) holds it too.
+  const fillEmpty = (): boolean | null => {
+    let filled = false;
+    for (const [k, l] of lists) {
+      if (cellOf.get(k)?.t !== 'list' || l.length) continue;
       // A chain always holds the subject: the agent acting last is the item it needs.
       const subjectId = space.principal.subjectId.witness;
-      if (k === 'chain.agents' && !forbidden(k).includes(subjectId)) { l.push(subjectId); vals.set(k, { present: true, value: l }); continue; }
+      if (k === 'chain.agents' && !forbidden(k).includes(subjectId)) { l.push(subjectId); filled = true; continue; }
       const f = fresh(cellItem(k), forbidden(k));
       if (f === undefined) return null;
       l.push(f);
+      filled = true;
     }
-    vals.set(k, { present: true, value: l });
+    return filled;
+  };
+  for (let pass = 0; pass < 4; pass++) {
+    for (let round = 0, changed = true; changed && round < 20; round++) {
+      changed = false;
+      for (const { d, v } of rels) {
+        const a = lists.get(d.a), b = lists.get(d.b);
+        if (d.rel === 'member' && v === 'yes') {
+          const x = vals.get(d.a);
+          if (b && x?.present && !b.includes(x.value)) { b.push(x.value); changed = true; }
+        } else if (d.rel === 'any' && v === 'yes' && a && b && !a.some((i) => b.includes(i))) {
+          const f = fresh(cellItem(d.a), [...forbidden(d.a), ...forbidden(d.b)]);
+          if (f === undefined) return null;
+          a.push(f); b.push(f);
+          changed = true;
+        } else if (d.rel === 'all' && v === 'yes' && a && b) {
+          for (const i of b) if (!a.includes(i)) { a.push(i); changed = true; }
+        } else if (d.rel === 'all' && v === 'no' && a && b && b.every((i) => a.includes(i))) {
+          const f = fresh(cellItem(d.b), forbidden(d.b), a);
+          if (f === undefined) return null;
+          b.push(f);
+          changed = true;
+        }
+      }
+    }
+    const filled = fillEmpty();
+    if (filled === null) return null;
+    if (!filled) break;
   }
+  for (const [k, l] of lists) vals.set(k, { present: true, value: l });
 
   const request = requestAt(space, point, vals, now, grantSubject, grantPerson);
   if (request === null) return null;

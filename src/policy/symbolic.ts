@@ -18,6 +18,7 @@ import { compileAtomWith, compileLimitField } from './compile.js';
 import { matchTyped, parseTypedPattern, permissionCovers } from './patterns.js';
 import { keyOfPath, relKey, representative, type Cell, type RelDim, type Space, type ValueDim } from './space.js';
 import { MISSING, scalarTypeOf, type Env } from './values.js';
+import { memberItemType, NO_DECLARED_TYPES, type DeclaredTypes } from './declared.js';
 
 /** 0 false, 1 true, 3 not known yet. */
 type B3 = 0 | 1 | 3;
@@ -77,9 +78,36 @@ function readersOf(space: Space) {
     return cellOf(key, point)!.t === 'num' ? 1 : 0;
   };
 
-  const atomFn = (a: Atom, zone: string): ((point: number[], chosen: Uint8Array) => Q) => {
+  /** The type of the value a cell (or a fixed fact) holds: a scalar type, `empty`, `list:<type>`, or null (missing, another type). */
+  const categoryOf = (key: string, point: number[], chosen: Uint8Array): string | null | 3 => {
+    const i = index.get(key);
+    if (i === undefined) {
+      const f = space.fixed.get(key);
+      if (!f?.present) return null;
+      if (Array.isArray(f.value)) {
+        if (!f.value.length) return 'empty';
+        const t = scalarTypeOf(f.value[0]);
+        return t !== null && f.value.every((x) => scalarTypeOf(x) === t) ? `list:${t}` : null;
+      }
+      return scalarTypeOf(f.value);
+    }
+    if (!chosen[i]) return 3;
+    const c = cellOf(key, point)!;
+    switch (c.t) {
+      case 'num': return 'number';
+      case 'str': case 'strOther': return 'string';
+      case 'bool': return 'boolean';
+      case 'empty': return 'empty';
+      case 'list': return `list:${c.item}`;
+      default: return null;
+    }
+  };
+
+  const atomFn = (a: Atom, zone: string, declared: DeclaredTypes): ((point: number[], chosen: Uint8Array) => Q) => {
     const lk = a.left.type === 'path' ? keyOfPath(a.left, zone, kind) : null;
     const rk = a.right.type === 'path' ? keyOfPath(a.right, zone, kind) : null;
+    // A membership test's declared item type: a value or an item of another type cannot be evaluated (see declared.ts).
+    const item = memberItemType(a, declared);
     if (lk !== null && rk !== null) {
       // Two values: decided by the relation between them (and, to order them, whether they are numbers).
       const relKind: RelDim['rel'] = a.type === 'cmp' ? 'cmp' : a.type === 'in' ? 'member' : a.type === 'contains' ? (a.mode === 'one' ? 'member' : a.mode) : 'cmp';
@@ -88,10 +116,24 @@ function readersOf(space: Space) {
       if (ri === undefined) throw new Error(`diff: no relation dimension for ${relKind} ${x} ${y}`);
       const d = space.dims[ri] as RelDim;
       const swapped = relKind === 'cmp' && d.a !== lk;
+      /** Where the values compare, do they have the declared item type? 1 yes, 2 no (cannot be evaluated), 3 not known yet. */
+      const typed = item === null ? null : (point: number[], chosen: Uint8Array): 1 | 2 | 3 => {
+        if (relKind === 'member') {
+          const c = categoryOf(x, point, chosen);
+          return c === 3 ? 3 : c === item ? 1 : 2;
+        }
+        for (const k of [x, y]) {
+          const c = categoryOf(k, point, chosen);
+          if (c === 3) return 3;
+          if (c !== 'empty' && c !== `list:${item}`) return 2;
+        }
+        return 1;
+      };
       return (point, chosen) => {
         if (!chosen[ri]) return 3;
         let v = d.values[point[ri]!]!;
         if (v === 'na') return 2;
+        if (typed) { const t = typed(point, chosen); if (t !== 1) return t; }
         if (swapped) v = v === 'lt' ? 'gt' : v === 'gt' ? 'lt' : v;
         switch (a.type) {
           case 'cmp': {
@@ -119,16 +161,16 @@ function readersOf(space: Space) {
       if (memo.has(got.v)) return memo.get(got.v)!;
       const get = () => got.v;
       const lit = () => (pathLeft ? (a.right as { value: unknown }).value : (a.left as { value: unknown }).value);
-      const q = compileAtomWith(a, pathLeft ? get : lit, pathLeft ? lit : get)(NO_ENV) as Q;
+      const q = compileAtomWith(a, pathLeft ? get : lit, pathLeft ? lit : get, item)(NO_ENV) as Q;
       if (memo.size < 64) memo.set(got.v, q);
       return q;
     };
   };
 
-  const condFn = (e: Expr | undefined, zone: string): ((point: number[], chosen: Uint8Array) => Q) => {
+  const condFn = (e: Expr | undefined, zone: string, declared: DeclaredTypes): ((point: number[], chosen: Uint8Array) => Q) => {
     if (!e) return () => 1;
     const atoms = atomsOf(e);
-    const fns = atoms.map((a) => atomFn(a, zone));
+    const fns = atoms.map((a) => atomFn(a, zone, declared));
     const tree = (x: Expr): ((r: Map<Atom, Q>) => boolean) => {
       if (x.type === 'and') { const fs = x.items.map(tree); return (r) => fs.every((f) => f(r)); }
       if (x.type === 'or') { const fs = x.items.map(tree); return (r) => fs.some((f) => f(r)); }
@@ -176,8 +218,8 @@ function readersOf(space: Space) {
 }
 
 /** The value of a condition (in the time zone given) on the cells of a space. */
-export function conditionProbe(space: Space, e: Expr | undefined, zone: string): CondProbe {
-  return readersOf(space).condFn(e, zone);
+export function conditionProbe(space: Space, e: Expr | undefined, zone: string, declared: DeclaredTypes = NO_DECLARED_TYPES): CondProbe {
+  return readersOf(space).condFn(e, zone, declared);
 }
 
 export function decider(space: Space, side: SideFacts, who: Who): Probe {
@@ -210,7 +252,7 @@ export function decider(space: Space, side: SideFacts, who: Who): Probe {
 
   const compiled = side.rules.map((r) => ({
     effect: r.effect,
-    cond: condFn(r.ast.when, r.zone),
+    cond: condFn(r.ast.when, r.zone, r.declared),
     any: matcher(r.ast.subjects, kind !== 'user', kind !== 'auto'),
     agent: matcher(r.ast.subjects, true, false),
     person: matcher(r.ast.subjects, false, true),

@@ -21,6 +21,7 @@
 import type { DecisionRequest, DecisionValue, Diagnostic } from './types.js';
 import type { PolicySet } from './compile.js';
 import { compileCondition, zoneOf } from './compile.js';
+import { declaredTypesOf } from './declared.js';
 import { atomsOf, relQuestionsOf, type InvariantNode, type PolicyFileNode } from './ast.js';
 import { actionGroupsOf, ruleRelations } from './action-groups.js';
 import { invariantAsRule } from './validate.js';
@@ -81,7 +82,7 @@ export function verifyInvariant(set: PolicySet, inv: InvariantNode, zone: string
 /** Does the request break the invariant: its decision is the one ruled out and the condition holds (the cell fixes action and object). */
 export function breaks(set: PolicySet, inv: InvariantNode, zone: string, req: DecisionRequest): boolean {
   if (decide(req, set).decision !== DECISION[inv.never]) return false;
-  return inv.when ? compileCondition(inv.when, zone)(envOf(req)) === 1 : true;
+  return inv.when ? compileCondition(inv.when, zone, declaredTypesOf(set.compiled.files))(envOf(req)) === 1 : true;
 }
 
 function counterexample(set: PolicySet, inv: InvariantNode, zone: string, options: VerifyOptions): ExampleRequest | null {
@@ -123,9 +124,10 @@ function counterexample(set: PolicySet, inv: InvariantNode, zone: string, option
     return null;
   };
 
+  const declared = declaredTypesOf(set.compiled.files);
   const budget = new Budget(options.steps ?? DIFF_STEPS);
   const found = search(budget, (req) => breaks(set, inv, zone, req), (c) => {
-    const policy = sideProbe(set, c), cond = conditionProbe(c.space, inv.when, zone);
+    const policy = sideProbe(set, c), cond = conditionProbe(c.space, inv.when, zone, declared);
     return (point, chosen) => {
       const v = cond(point, chosen);
       if (v === 0 || v === 2) return 'allow';
@@ -138,9 +140,9 @@ function counterexample(set: PolicySet, inv: InvariantNode, zone: string, option
 
   // Step 3: an agent without its capability, on a request where the condition holds.
   const withoutCapability = (req: DecisionRequest): DecisionRequest => ({ ...req, subject: { ...req.subject, capabilities: [] } });
-  const holds = (req: DecisionRequest) => !inv.when || compileCondition(inv.when, zone)(envOf(req)) === 1;
+  const holds = (req: DecisionRequest) => !inv.when || compileCondition(inv.when, zone, declared)(envOf(req)) === 1;
   return search(budget, holds, (c) => {
-    const cond = conditionProbe(c.space, inv.when, zone);
+    const cond = conditionProbe(c.space, inv.when, zone, declared);
     if (c.pc.kind === 'user') return () => 'allow';
     return (point, chosen) => { const v = cond(point, chosen); return v === 1 ? 'deny' : v === 3 ? null : 'allow'; };
   }, (c, req) => {

@@ -8,6 +8,7 @@ import { completeRequest } from '../../src/policy/explain.js';
 import { arbPolicyAndAtom, arbPolicyPair, arbRequest, cmp, REFUNDS_EXAMPLE, L, normalize, NOWS, P, setFromAst, setOf } from './helpers.js';
 import { formatFile } from '../../src/policy/format.js';
 import { parsePolicy } from '../../src/policy/parser.js';
+import { MEMBERSHIP_CONDITIONS, membershipPolicy, membershipRequests } from './membership-cases.js';
 
 // The random diff properties run on a new seed every time (fast-check prints it with a
 // counterexample; GATEHOUSE_TEST_SEED=<seed> replays one), each bounded in time so that a slow
@@ -472,6 +473,32 @@ describe('diff: an ordered comparison and == of the same two values', () => {
       let x: PolicySet, y: PolicySet;
       // a rule that compares one value with two types does not load: no pair to compare
       try { x = rule(e1, w1); y = rule(e2, w2); } catch { fc.pre(false); return; }
+      const { changes } = diffOrSkip(x, y);
+      expectExact(changes, x, y, all);
+      expectExamples(changes, x, y);
+    }), { numRuns: 40, ...RANDOM });
+  }, 600_000);
+});
+
+describe('diff: membership in empty and mistyped lists', () => {
+  const all = [...membershipRequests()];
+  const set = (effect: string, when: string, schema: boolean) => setOf(membershipPolicy(effect, when, schema), 'm.policy');
+
+  it('a schema that declares the list\'s items changes exactly the mistyped requests against an empty list', () => {
+    const x = set('permit', 'not (context.code in resource.codes)', false), y = set('permit', 'not (context.code in resource.codes)', true);
+    const { changes } = diffPolicySets(x, y);
+    expect(expectExact(changes, x, y, all)).toBeGreaterThan(0);
+    expectExamples(changes, x, y);
+  });
+
+  it('brute force: every changed request lies in exactly one region (random pairs, with and without a schema)', () => {
+    const when = fc.oneof(
+      fc.constantFrom(...MEMBERSHIP_CONDITIONS),
+      fc.tuple(fc.constantFrom(...MEMBERSHIP_CONDITIONS), fc.constantFrom(...MEMBERSHIP_CONDITIONS)).map(([p, q]) => `${p} and ${q}`),
+    );
+    const side = fc.tuple(fc.constantFrom('deny', 'permit', 'require_approval'), when, fc.boolean());
+    fc.assert(fc.property(side, side, ([e1, w1, s1], [e2, w2, s2]) => {
+      const x = set(e1, w1, s1), y = set(e2, w2, s2);
       const { changes } = diffOrSkip(x, y);
       expectExact(changes, x, y, all);
       expectExamples(changes, x, y);

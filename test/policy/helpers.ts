@@ -68,6 +68,8 @@ export const ATOM_KINDS: fc.Arbitrary<Expr>[] = [
   fc.tuple(fc.boolean(), fc.constantFrom('*@x.com', 'ada*', 'b*@*')).map(([n, p]): Expr => ({ type: 'like', left: P('context.to'), negated: n, right: L(p) })),
   fc.tuple(fc.constantFrom('lt' as const, 'gte' as const), fc.constantFrom(8, 18)).map(([o, v]) => cmp('time.hour', o, L(v))),
   fc.constant<Expr>({ type: 'in', left: P('time.weekday'), negated: false, right: L(['sat', 'sun']) }),
+  // a membership in a built-in list of strings: a number or boolean fails closed, also when the list is empty
+  fc.boolean().map((n): Expr => ({ type: 'in', left: P('context.code'), negated: n, right: P('subject.roles') })),
 ];
 export const arbAtom: fc.Arbitrary<Expr> = fc.oneof(...ATOM_KINDS);
 
@@ -184,6 +186,7 @@ export const arbContext: fc.Arbitrary<Record<string, unknown>> = fc.record({
   currency: fc.constantFrom('USD', 'EUR', 'GBP', 5, undefined),
   flag: fc.constantFrom(true, false, 'true', undefined),
   to: fc.constantFrom('ada@x.com', 'bob@y.com', 'b@x.com', 'ada', 7, undefined),
+  code: fc.constantFrom('editor', 'x', -2, true, undefined),
 }).map((c) => Object.fromEntries(Object.entries(c).filter(([, v]) => v !== undefined)));
 
 const drop = <T extends Record<string, unknown>>(o: T) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
@@ -373,7 +376,39 @@ function likeRef(pattern: string, s: string): boolean {
   return re.test(s);
 }
 
-function refAtom(e: Expr, req: DecisionRequest, zone: string): boolean | typeof ERR {
+/** Types a path has without a schema: the built-in facts. */
+const REF_BUILTIN: Record<string, string> = {
+  'subject.id': 'string', 'subject.type': 'string', 'subject.name': 'string', 'subject.mode': 'string', 'subject.email': 'string',
+  'subject.roles': '[string]', 'subject.groups': '[string]', 'person.id': 'string', 'person.email': 'string', 'person.roles': '[string]',
+  'person.groups': '[string]', 'resource.id': 'string', 'resource.type': 'string', 'time.hour': 'number', 'time.minute': 'number',
+  'time.weekday': 'string', 'time.date': 'string', 'time.epoch': 'number', 'chain.depth': 'number', 'chain.agents': '[string]',
+  'action': 'string', 'action.verb': 'string', 'action.kind': 'string',
+};
+
+/** The schema of a file as full path → type (`context.tags` → `[string]`). */
+export type RefSchema = Record<string, string>;
+
+export function refSchemaOf(file: PolicyFileNode): RefSchema {
+  const out: RefSchema = {};
+  for (const i of file.items) if (i.kind === 'schema') for (const e of i.entries) {
+    if (e.type.entity === undefined) out[[e.path.root, ...e.path.segs].join('.')] ??= e.type.list ? `[${e.type.base}]` : e.type.base;
+  }
+  return out;
+}
+
+/** The item type a membership test declares: its list's declared type, else its value's (a literal's own type counts). */
+function refDeclaredItem(list: Operand, value: Operand, schema: RefSchema): string | null {
+  const typeOf = (o: Operand): string | null => {
+    if (o.type === 'lit') return Array.isArray(o.value) ? (o.value.length ? `[${scalarType(o.value[0])}]` : null) : scalarType(o.value);
+    const k = [o.root, ...o.segs].join('.');
+    return REF_BUILTIN[k] ?? schema[k] ?? null;
+  };
+  const l = typeOf(list), v = typeOf(value);
+  if (l !== null && l.startsWith('[')) return l.slice(1, -1);
+  return v !== null && !v.startsWith('[') ? v : null;
+}
+
+function refAtom(e: Expr, req: DecisionRequest, zone: string, schema: RefSchema): boolean | typeof ERR {
   if (e.type === 'present') return refRead(req, e.left, zone).present;
   const val = (o: Operand): V => (o.type === 'lit' ? { present: true, value: o.value } : refRead(req, o, zone));
   const a = val((e as { left: Operand }).left), b = val((e as { right: Operand }).right);
@@ -391,17 +426,21 @@ function refAtom(e: Expr, req: DecisionRequest, zone: string): boolean | typeof 
     }
     case 'in': {
       const t = scalarType(x);
-      if (t === null || !Array.isArray(y) || !y.every((i) => scalarType(i) === t)) return ERR;
+      const declared = refDeclaredItem(e.right, e.left, schema);
+      if (t === null || (declared !== null && t !== declared) || !Array.isArray(y) || !y.every((i) => scalarType(i) === t)) return ERR;
       return y.includes(x) !== e.negated;
     }
     case 'contains': {
       if (e.mode === 'one') {
         const t = scalarType(y);
-        if (t === null || !Array.isArray(x) || !x.every((i) => scalarType(i) === t)) return ERR;
+        const declared = refDeclaredItem(e.left, e.right, schema);
+        if (t === null || (declared !== null && t !== declared) || !Array.isArray(x) || !x.every((i) => scalarType(i) === t)) return ERR;
         return x.includes(y);
       }
       if (!Array.isArray(x) || !Array.isArray(y)) return ERR;
+      const declared = refDeclaredItem(e.left, e.left, schema) ?? refDeclaredItem(e.right, e.right, schema);
       const types = new Set([...x, ...y].map(scalarType));
+      if (declared !== null) types.add(declared);
       if (types.has(null) || types.size > 1) return ERR;
       return e.mode === 'any' ? y.some((i) => x.includes(i)) : y.every((i) => x.includes(i));
     }
@@ -413,7 +452,7 @@ function refAtom(e: Expr, req: DecisionRequest, zone: string): boolean | typeof 
 }
 
 /** true, false, or ERR when any comparison in it cannot be evaluated. */
-export function refCondition(e: Expr, req: DecisionRequest, zone: string): boolean | typeof ERR {
+export function refCondition(e: Expr, req: DecisionRequest, zone: string, schema: RefSchema = {}): boolean | typeof ERR {
   const atoms: Expr[] = [];
   const collect = (x: Expr) => { if (x.type === 'and' || x.type === 'or') x.items.forEach(collect); else if (x.type === 'not') collect(x.expr); else atoms.push(x); };
   collect(e);
@@ -429,7 +468,7 @@ export function refCondition(e: Expr, req: DecisionRequest, zone: string): boole
       if (vs.includes(ERR)) return ERR;
       return x.type === 'and' ? vs.every((v) => v === true) : vs.some((v) => v === true);
     }
-    return refAtom(x, req, zone);
+    return refAtom(x, req, zone, schema);
   };
   return ev(e);
 }
@@ -472,6 +511,7 @@ function covers(p: string, action: string, resource: string): boolean {
 
 export function reference(file: PolicyFileNode, req: DecisionRequest): Pick<Decision, 'decision' | 'reason'> {
   const zone = (file.items.find((i) => i.kind === 'timezone') as { name: string } | undefined)?.name ?? 'UTC';
+  const schema = refSchemaOf(file);
   const s = req.subject;
   const isAgent = s.type === 'agent';
   const person = personOf(req);
@@ -504,12 +544,12 @@ export function reference(file: PolicyFileNode, req: DecisionRequest): Pick<Deci
   const relationsOf = (r: RuleNode) => (r.relations ?? [r.relation]).flatMap((x) => (x.includes(':') ? [x] : groups.get(x) ?? []));
   const targets = (r: RuleNode) => relationsOf(r).some((x) => typedMatch(x, req.action)) && typedMatch(r.object, req.resource);
   const matchesAny = (r: RuleNode) => r.subjects.some((p) => namesAgent(p, s) || (person !== null && namesPerson(p, person)));
-  const applies = (r: RuleNode) => !r.when || refCondition(r.when, req, zone) !== false;
+  const applies = (r: RuleNode) => !r.when || refCondition(r.when, req, zone, schema) !== false;
   const d = rules.find((r) => r.effect === 'deny' && targets(r) && matchesAny(r) && applies(r));
   if (d) return { decision: 'deny', reason: `rule_denied: ${d.name}` };
   if (isAgent && !cap) return { decision: 'deny', reason: `not_granted: ${req.action} (capability)` };
   const coherent = req.resource.split(':')[0] === singularRef(req.action.split(':')[1]!);
-  const permits = (names: (p: string) => boolean) => coherent && rules.some((r) => r.effect === 'permit' && targets(r) && r.subjects.some(names) && (!r.when || refCondition(r.when, req, zone) === true));
+  const permits = (names: (p: string) => boolean) => coherent && rules.some((r) => r.effect === 'permit' && targets(r) && r.subjects.some(names) && (!r.when || refCondition(r.when, req, zone, schema) === true));
   const subjectGranted = s.permissions.some((p) => covers(p, req.action, req.resource))
     || permits((p) => (isAgent ? namesAgent(p, s) : namesPerson(p, s)));
   if (!subjectGranted) return { decision: 'deny', reason: `not_granted: ${req.action}` };
