@@ -84,7 +84,7 @@ export function satisfiable(rule: RuleNode, zone: string, groups: ActionGroups =
       check: () => true,
     };
     try {
-      const space = buildSpace({ atoms, limits: [], roleNames: [], groupNames: [] }, principal, { subject: false, person: false });
+      const space = buildSpace({ atoms, limits: [], roleNames: [], groupNames: [], declared: [declared] }, principal, { subject: false, person: false });
       const sizes = space.dims.map(dimSize);
       const total = sizes.reduce((n, s) => n * s, 1);
       if (total > POINTS_MAX) { unknown = true; continue; }

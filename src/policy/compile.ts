@@ -17,7 +17,7 @@ import { compileReader, MISSING, scalarTypeOf, type Env, type Read } from './val
 import { usageLimitOf, type UsageLimit } from './usage.js';
 import { buildModel, type RelationModel } from './relations/model.js';
 import { actionGroupsOf, ruleRelations, type ActionGroups } from './action-groups.js';
-import { declaredTypesOf, memberItemType, NO_DECLARED_TYPES, type DeclaredTypes, type ScalarType } from './declared.js';
+import { declaredTypesOf, fitsType, memberItemType, MISTYPED, NO_DECLARED_TYPES, schemaTypeOf, type DeclaredTypes, type ScalarType } from './declared.js';
 
 export type Ctx = Record<string, unknown>;
 
@@ -115,8 +115,14 @@ const isArray = Array.isArray;
 
 // ---- conditions ------------------------------------------------------------------------
 
-function operand(o: Operand, zone: string): (env: Env) => Read {
-  if (o.type === 'path') return compileReader(o, zone);
+/** A reader of one side of a comparison: a value its declared type rules out reads as MISTYPED. */
+function operand(o: Operand, zone: string, declared: DeclaredTypes): (env: Env) => Read {
+  if (o.type === 'path') {
+    const read = compileReader(o, zone);
+    const t = schemaTypeOf(o, declared);
+    if (t === null) return read;
+    return (env) => { const v = read(env); return v === MISSING || fitsType(v, t) ? v : MISTYPED; };
+  }
   const v = o.value;
   return () => v;
 }
@@ -159,7 +165,7 @@ function itemsType(a: unknown[], b: unknown[]): string | null {
 }
 
 function compileAtom(a: Atom, zone: string, declared: DeclaredTypes): Cond {
-  return compileAtomWith(a, operand(a.left, zone), operand(a.right, zone), memberItemType(a, declared));
+  return compileAtomWith(a, operand(a.left, zone, declared), operand(a.right, zone, declared), memberItemType(a, declared));
 }
 
 /**

@@ -1,5 +1,10 @@
-// The declared types of paths, and the item type a membership test asks about.
+// The declared types of paths, and what a comparison does with a value of another type.
 // One definition for the compiled evaluator, explain (which is the evaluator), diff and verify.
+//
+// A value whose path the schema declares with another type (`amount: "100"` where the schema
+// says number) is compared with nothing: every comparison of it cannot be evaluated, so the
+// rule fails closed as for a missing value (`has` still sees it there). Undeclared paths are
+// compared by their values.
 //
 // A membership test (`x in list`, `list contains x`, `a contains any b`, `a contains all b`)
 // can be evaluated when its value is a number, string or boolean and every item of its
@@ -77,4 +82,25 @@ export function memberItemType(a: Atom, declared: DeclaredTypes): ScalarType | n
       return itemOfList(a.left, declared) ?? itemOfList(a.right, declared);
     default: return null;
   }
+}
+
+/**
+ * A value its path's declared type rules out (`amount: "100"` where the schema says number):
+ * there, so `has` holds, but no comparison can use it, so the rule fails closed, as for a
+ * missing value. The evaluator reads such a value as this.
+ */
+export const MISTYPED: unique symbol = Symbol('mistyped');
+
+/** Does a value have a declared type? A list has it when every item has the item type (an empty list has every list type). */
+export function fitsType(v: unknown, t: ValueType): boolean {
+  if (!t.startsWith('[')) return scalarTypeOf(v) === t;
+  if (!Array.isArray(v)) return false;
+  const item = t.slice(1, -1);
+  for (let i = 0; i < v.length; i++) if (scalarTypeOf(v[i]) !== item) return false;
+  return true;
+}
+
+/** The schema-declared type of a path as written (built-in paths have theirs by construction), or null. */
+export function schemaTypeOf(p: PathNode, declared: DeclaredTypes): ValueType | null {
+  return declared.size ? declared.get(pathKey(p)) ?? null : null;
 }

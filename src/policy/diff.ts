@@ -30,6 +30,8 @@
 import type { DecisionRequest, DecisionValue } from './types.js';
 import type { CompiledLimitBlock, CompiledRule, PolicySet } from './compile.js';
 import type { Atom, LimitField, PathNode } from './ast.js';
+import { declaredTypesOf } from './declared.js';
+import { scalarTypeOf } from './values.js';
 import { atomsOf, relQuestionsOf, ROOTS } from './ast.js';
 import { fmtExpr } from './format.js';
 import { decide } from './decide.js';
@@ -416,20 +418,37 @@ function describeRelParts(d: RelDim, chosen: Set<number>): FieldDesc {
  * scalar type.
  */
 function withTypes(desc: FieldDesc | null, d: RelDim, byKey: Map<string, ValueDim>): FieldDesc | null {
-  if (desc === null || d.rel !== 'cmp') return desc;
+  if (desc === null) return desc;
   const typesOf = (k: string) => {
     const v = byKey.get(k);
     return v ? new Set<string | null>(v.cells.map((c) => (c.t === 'num' ? 'number' : c.t === 'str' || c.t === 'strOther' ? 'string' : c.t === 'bool' ? 'boolean' : null))) : null;
   };
-  const ta = typesOf(d.a), tb = typesOf(d.b);
-  const of = ['boolean', 'number', 'string'].filter((t) => (!ta || ta.has(t)) && (!tb || tb.has(t)));
-  return of.length === 3 ? desc : { ...desc, of };
+  // A list is told apart by the types of its items (an empty list by none).
+  const itemsOf = (k: string) => {
+    const v = byKey.get(k);
+    return v ? new Set<string | null>(v.cells.map((c) => (c.t === 'list' ? c.item : null))) : null;
+  };
+  const ALL = ['boolean', 'number', 'string'];
+  if (d.rel === 'cmp') {
+    const ta = typesOf(d.a), tb = typesOf(d.b);
+    const of = ALL.filter((t) => (!ta || ta.has(t)) && (!tb || tb.has(t)));
+    return of.length === 3 ? desc : { ...desc, of };
+  }
+  // A membership: the value's types (`of`; the first list's item types for contains any/all), and the list's item types (`items_of`).
+  const ta = d.rel === 'member' ? typesOf(d.a) : itemsOf(d.a), tb = itemsOf(d.b);
+  const of = ALL.filter((t) => !ta || ta.has(t)), itemsOfB = ALL.filter((t) => !tb || tb.has(t));
+  return { ...desc, ...(of.length === 3 ? {} : { of }), ...(itemsOfB.length === 3 ? {} : { items_of: itemsOfB }) };
 }
 
-function ofTypes(d: FieldDesc, v: { present: boolean; value?: unknown }): { present: boolean; value?: unknown } {
-  if (!Array.isArray(d.of) || !v.present) return v;
+/** A value as a region of a comparison sees it: of a type the region names (`of`, or `items_of` for the list of a membership), else as good as missing. */
+function ofTypes(d: FieldDesc, v: { present: boolean; value?: unknown }, rel: RelDim['rel'], side: 'a' | 'b'): { present: boolean; value?: unknown } {
+  const key = rel !== 'cmp' && side === 'b' ? 'items_of' : 'of';
+  const types = d[key];
+  if (!Array.isArray(types) || !v.present) return v;
+  const list = rel === 'any' || rel === 'all' || (rel === 'member' && side === 'b');
+  if (list) return Array.isArray(v.value) && v.value.every((i) => (types as unknown[]).includes(scalarTypeOf(i))) ? v : { present: false };
   const t = typeof v.value === 'number' && !Number.isFinite(v.value) ? null : typeof v.value;
-  return (d.of as string[]).includes(t as string) ? v : { present: false };
+  return (types as string[]).includes(t as string) ? v : { present: false };
 }
 
 /** `!=` holds for every comparable pair that is not equal (numbers ordered either way, other values unequal). */
@@ -578,7 +597,7 @@ export function inRegion(c: Change, req: DecisionRequest, singulars: Record<stri
     const rel = relationName(name);
     if (rel) {
       const a = readName(req, rel.a, zone), b = readName(req, rel.b, zone);
-      if (!matchesRelDesc(d, relationOf(rel.rel, true, ofTypes(d, a), ofTypes(d, b)))) return false;
+      if (!matchesRelDesc(d, relationOf(rel.rel, true, ofTypes(d, a, rel.rel, 'a'), ofTypes(d, b, rel.rel, 'b')))) return false;
       continue;
     }
     const v = readName(req, name, zone);
@@ -731,6 +750,7 @@ interface CellWalk {
  */
 export function forEachCell(sets: PolicySet[], budget: Budget, walk: CellWalk, visit: (c: CellContext) => void): { personCells: number } {
   const sides = sets.map(sideOf);
+  const declared = sets.map((s) => declaredTypesOf(s.compiled.files));
   const singularsAll = sets.map((s) => s.compiled.singulars);
   const allRules = sides.flatMap((s) => s.rules);
   const allLimits = sides.flatMap((s) => s.limits);
@@ -838,7 +858,7 @@ export function forEachCell(sets: PolicySet[], budget: Budget, walk: CellWalk, v
         };
         const kindConstants = kindsWild ? [] : [...new Set(singularsAll.map((m) => { const k = ac.witness.slice(ac.witness.indexOf(':') + 1); return (Object.hasOwn(m, k) ? m[k] : undefined) ?? singularOf(k); }))];
         budget.spend(CONSTRUCT_STEPS);
-        const space = buildSpace({ atoms, limits: limitsP.flatMap(limitFieldsOf), roleNames, groupNames, kindConstants, usage: usageReads(limitsP) }, principal, { subject: hasPermit, person: hasPermit });
+        const space = buildSpace({ atoms, limits: limitsP.flatMap(limitFieldsOf), roleNames, groupNames, kindConstants, usage: usageReads(limitsP), declared }, principal, { subject: hasPermit, person: hasPermit });
         const readsIdentity = space.dims.some((d) => d.kind === 'value' && IDENTITY.has(d.key))
           || space.dims.some((d) => d.kind === 'rel' && (IDENTITY.has(d.a) || IDENTITY.has(d.b)));
         const coherence = kindsWild ? 'w' : singularsAll.map((s) => (permissionCovers('*:*', ac.witness, oc.witness, s) ? 'g' : 'n')).join('');

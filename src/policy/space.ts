@@ -31,6 +31,17 @@ import { permissionCovers } from './patterns.js';
 import { likeMatcher } from './compile.js';
 import { addAmounts, type UsageFacts } from './usage.js';
 import { setOwn } from './own.js';
+import { schemaTypeOf, type DeclaredTypes } from './declared.js';
+
+/** The one type a limit field's constants have, or null. */
+function limitType(f: LimitField): ValueType | null {
+  const ts = new Set<string | null>();
+  if (f.max !== undefined || f.min !== undefined) ts.add('number');
+  for (const op of ['in', 'not_in'] as const) { const v = f[op]; if (Array.isArray(v)) for (const x of v) ts.add(scalarTypeOf(x)); }
+  if (f.eq !== undefined) ts.add(scalarTypeOf(f.eq));
+  const [t] = [...ts];
+  return ts.size === 1 && t ? (t as ValueType) : null;
+}
 
 export class SpaceTooLarge extends Error {}
 
@@ -299,6 +310,8 @@ interface Use {
   items: { number: Set<number>; string: Set<string>; boolean: Set<boolean> };
   /** A condition asks whether it is there at all (`has`): missing is a cell of its own. */
   presence?: boolean;
+  /** The type every set declares for every path read here, '' where one does not, null before any. */
+  declared: ValueType | '' | null;
 }
 
 /** The time zone a time path is read in, as part of its key (`time.epoch` has none). */
@@ -316,6 +329,13 @@ export interface Reading {
   kindConstants?: string[];
   /** Limits over time: each usage key is a dimension (see UsageDim). */
   usage?: UsageRead[];
+  /**
+   * The schema-declared types of each set the space serves. A path every set declares with one
+   * type (and no limit reads with another) has cells of that type only, as a built-in path has:
+   * a value of another type cannot be compared in any of them (see declared.ts), so it lies
+   * with the missing ones, and examples keep to the schema.
+   */
+  declared?: DeclaredTypes[];
 }
 
 /** The dimension key of a path read in a rule of this zone, for this kind of subject. */
@@ -339,6 +359,8 @@ export function buildSpace(reading: Reading, principal: Principal, grants: { sub
   const kind = principal.kind;
   const uses = new Map<string, Use>();
   const fixed = new Map<string, { present: boolean; value?: unknown }>();
+  const declaredSets = reading.declared ?? [];
+  const declare = (u: Use, t: ValueType | '') => { u.declared = u.declared === null || u.declared === t ? t : ''; };
   const use = (p0: PathNode, zone: string): Use | null => {
     const p = normalize(p0, kind);
     const key = useKey(p, zone);
@@ -348,9 +370,11 @@ export function buildSpace(reading: Reading, principal: Principal, grants: { sub
     if (st.status === 'fixed') { fixed.set(key, st.fixed!); return null; }
     let u = uses.get(key);
     if (!u) {
-      u = { key, path: p, zone, types: new Set(), nums: new Set(), strs: new Set(), likes: new Set(), items: { number: new Set(), string: new Set(), boolean: new Set() } };
+      u = { key, path: p, zone, types: new Set(), nums: new Set(), strs: new Set(), likes: new Set(), items: { number: new Set(), string: new Set(), boolean: new Set() }, declared: null };
       uses.set(key, u);
     }
+    if (!declaredSets.length) declare(u, '');
+    for (const d of declaredSets) declare(u, schemaTypeOf(p0, d) ?? '');
     return u;
   };
   const addLit = (u: Use | null, v: unknown, asItem: boolean) => {
@@ -415,6 +439,8 @@ export function buildSpace(reading: Reading, principal: Principal, grants: { sub
   }
   for (const f of reading.limits) {
     const u = use({ type: 'path', root: 'context', segs: [f.field] }, 'UTC')!;
+    // A limit reads the value as it is: its cells keep the limit's type, or it is no declared path.
+    declare(u, limitType(f) ?? '');
     for (const op of ['max', 'min'] as const) if (typeof f[op] === 'number') { u.types.add('number'); u.nums.add(f[op] as number); }
     for (const op of ['in', 'not_in'] as const) if (Array.isArray(f[op])) for (const v of f[op] as Scalar[]) addLit(u, v, false);
     if (f.eq !== undefined) addLit(u, f.eq, false);
@@ -422,6 +448,7 @@ export function buildSpace(reading: Reading, principal: Principal, grants: { sub
   for (const r of reading.usage ?? []) {
     if (r.kind !== 'sum') continue;
     const u = use({ type: 'path', root: 'context', segs: [r.field!] }, 'UTC')!;
+    declare(u, 'number');
     u.types.add('number');
     u.nums.add(0);
     for (const m of r.maxes) u.nums.add(m);
@@ -436,6 +463,7 @@ export function buildSpace(reading: Reading, principal: Principal, grants: { sub
 
   // Types flow through comparisons of two paths; a path with a known type keeps it.
   const builtinType = (u: Use): ValueType | null => {
+    if (u.declared) return u.declared;
     if (u.path.root === 'time') return u.path.segs[0] === 'weekday' || u.path.segs[0] === 'date' ? 'string' : 'number';
     if (u.path.root === 'context' || u.path.segs.length > 1) return null;
     return (BUILTINS[u.path.root as Exclude<Root, 'context'>] as Record<string, ValueType>)[u.path.segs[0]!] ?? null;

@@ -18,7 +18,8 @@ import { compileAtomWith, compileLimitField } from './compile.js';
 import { matchTyped, parseTypedPattern, permissionCovers } from './patterns.js';
 import { keyOfPath, relKey, representative, type Cell, type RelDim, type Space, type ValueDim } from './space.js';
 import { MISSING, scalarTypeOf, type Env } from './values.js';
-import { memberItemType, NO_DECLARED_TYPES, type DeclaredTypes } from './declared.js';
+import { fitsType, memberItemType, MISTYPED, NO_DECLARED_TYPES, schemaTypeOf, type DeclaredTypes } from './declared.js';
+import type { ValueType } from './values.js';
 
 /** 0 false, 1 true, 3 not known yet. */
 type B3 = 0 | 1 | 3;
@@ -106,8 +107,12 @@ function readersOf(space: Space) {
   const atomFn = (a: Atom, zone: string, declared: DeclaredTypes): ((point: number[], chosen: Uint8Array) => Q) => {
     const lk = a.left.type === 'path' ? keyOfPath(a.left, zone, kind) : null;
     const rk = a.right.type === 'path' ? keyOfPath(a.right, zone, kind) : null;
-    // A membership test's declared item type: a value or an item of another type cannot be evaluated (see declared.ts).
+    // A membership test's declared item type: a value or an item of another type cannot be evaluated;
+    // and a value its path's declared type rules out cannot be compared at all (see declared.ts).
     const item = memberItemType(a, declared);
+    const lt = a.left.type === 'path' ? schemaTypeOf(a.left, declared) : null;
+    const rt = a.right.type === 'path' ? schemaTypeOf(a.right, declared) : null;
+    const fits = (c: string | null, t: ValueType) => (t.startsWith('[') ? c === 'empty' || c === `list:${t.slice(1, -1)}` : c === t);
     if (lk !== null && rk !== null) {
       // Two values: decided by the relation between them (and, to order them, whether they are numbers).
       const relKind: RelDim['rel'] = a.type === 'cmp' ? 'cmp' : a.type === 'in' ? 'member' : a.type === 'contains' ? (a.mode === 'one' ? 'member' : a.mode) : 'cmp';
@@ -117,7 +122,14 @@ function readersOf(space: Space) {
       const d = space.dims[ri] as RelDim;
       const swapped = relKind === 'cmp' && d.a !== lk;
       /** Where the values compare, do they have the declared item type? 1 yes, 2 no (cannot be evaluated), 3 not known yet. */
-      const typed = item === null ? null : (point: number[], chosen: Uint8Array): 1 | 2 | 3 => {
+      const typed = item === null && lt === null && rt === null ? null : (point: number[], chosen: Uint8Array): 1 | 2 | 3 => {
+        for (const [k, t] of [[lk, lt], [rk, rt]] as const) {
+          if (t === null) continue;
+          const c = categoryOf(k, point, chosen);
+          if (c === 3) return 3;
+          if (!fits(c, t)) return 2;
+        }
+        if (item === null) return 1;
         if (relKind === 'member') {
           const c = categoryOf(x, point, chosen);
           return c === 3 ? 3 : c === item ? 1 : 2;
@@ -153,13 +165,15 @@ function readersOf(space: Space) {
     // One value against constants: decided by its cell, so any value of the cell will do.
     const key = (lk ?? rk)!;
     const pathLeft = lk !== null;
+    const declaredType = pathLeft ? lt : rt;
     const memo = new Map<unknown, Q>();
     return (point, chosen) => {
       const got = valueOf(key, point, chosen);
       if (got === 3) return 3;
       if (got === null) return 0; // a cell no request has: any answer
       if (memo.has(got.v)) return memo.get(got.v)!;
-      const get = () => got.v;
+      const v = declaredType !== null && got.v !== MISSING && !fitsType(got.v, declaredType) ? MISTYPED : got.v;
+      const get = () => v;
       const lit = () => (pathLeft ? (a.right as { value: unknown }).value : (a.left as { value: unknown }).value);
       const q = compileAtomWith(a, pathLeft ? get : lit, pathLeft ? lit : get, item)(NO_ENV) as Q;
       if (memo.size < 64) memo.set(got.v, q);

@@ -8,6 +8,11 @@ import { completeRequest } from '../../src/policy/explain.js';
 import { arbPolicyAndAtom, arbPolicyPair, arbRequest, cmp, REFUNDS_EXAMPLE, L, normalize, NOWS, P, setFromAst, setOf } from './helpers.js';
 import { formatFile } from '../../src/policy/format.js';
 import { parsePolicy } from '../../src/policy/parser.js';
+import { join } from 'node:path';
+import { projectRoot } from '../../src/paths.js';
+import { loadPolicySet, readPolicyDir } from '../../src/policy/load.js';
+import { readPath, type ValueType } from '../../src/policy/values.js';
+import { fitsType } from '../../src/policy/declared.js';
 import { MEMBERSHIP_CONDITIONS, membershipPolicy, membershipRequests } from './membership-cases.js';
 
 // The random diff properties run on a new seed every time (fast-check prints it with a
@@ -504,4 +509,63 @@ describe('diff: membership in empty and mistyped lists', () => {
       expectExamples(changes, x, y);
     }), { numRuns: 40, ...RANDOM });
   }, 600_000);
+});
+
+// ---- examples keep to the schema ---------------------------------------------------------------
+
+/** The types of every path the random policies read (helpers.ts), as a schema would declare them. */
+const RANDOM_SCHEMA: [string, string][] = [
+  ['context.amount', 'number'], ['context.currency', 'string'], ['context.flag', 'boolean'], ['context.to', 'string'], ['context.code', 'string'],
+  ['subject.max_amount', 'number'], ['resource.owner', 'string'], ['resource.tags', '[string]'], ['resource.editors', '[string]'], ['resource.groups', '[string]'],
+];
+
+function withSchema(file: PolicyFileNode): PolicyFileNode {
+  const entries = RANDOM_SCHEMA.map(([path, t]) => ({ path: P(path), type: { base: t.replace(/[[\]]/g, ''), list: t.startsWith('[') } }));
+  return { ...file, items: [{ kind: 'schema', entries }, ...file.items] as Item[] };
+}
+
+/** Every value an example gives a declared path has the declared type. */
+function expectExamplesTyped(changes: Change[], schema: [string, string][]): void {
+  for (const c of changes) {
+    const { request } = completeRequest(JSON.parse(JSON.stringify(c.example)), () => NaN);
+    for (const [path, t] of schema) {
+      const got = readPath(request, P(path));
+      if (got.present) expect(fitsType(got.value, t as ValueType), `${path} is declared ${t}: ${JSON.stringify(c.example)}`).toBe(true);
+    }
+  }
+}
+
+describe('diff: examples respect the schema', () => {
+  it('random pairs with a schema on either side: exact, and where both declare a path, every example keeps to its type', () => {
+    const where = fc.constantFrom('both', 'both', 'before', 'after', 'none');
+    fc.assert(fc.property(arbPolicyPair, where, fc.array(arbRequest, { minLength: 30, maxLength: 30 }), ([a0, b0], w, reqs) => {
+      const a = w === 'both' || w === 'before' ? withSchema(a0) : a0;
+      const b = w === 'both' || w === 'after' ? withSchema(b0) : b0;
+      const sa = setFromAst(a), sb = setFromAst(b);
+      const { changes } = diffOrSkip(sa, sb);
+      expectExact(changes, sa, sb, reqs.map(inSpace));
+      expectExamples(changes, sa, sb);
+      if (w === 'both') expectExamplesTyped(changes, RANDOM_SCHEMA);
+    }), { numRuns: 40, ...RANDOM });
+  }, 600_000);
+
+  it('the example policies: examples of a change keep to policies/examples/schema.policy', async () => {
+    const dir = join(projectRoot, 'policies', 'examples');
+    const files = await readPolicyDir(dir);
+    const before = loadPolicySet({ files });
+    // Widen a few comparisons, so that the diff has regions over many declared paths.
+    const changed = files.map((f) => ({ ...f, text: f.text.replace(/>= (\d+)/g, (_m, n: string) => `>= ${Number(n) + 1}`).replace(/== "([a-z]+)"/g, '!= "$1"') }));
+    const after = loadPolicySet({ files: changed });
+    expect(before.diagnostics).toEqual([]);
+    expect(after.diagnostics).toEqual([]);
+    const { changes } = diffPolicySets(before.policySet!, after.policySet!);
+    expect(changes.length).toBeGreaterThan(0);
+    const schema: [string, string][] = [];
+    for (const item of parsePolicy('schema.policy', files.find((f) => f.path.endsWith('schema.policy'))!.text).file!.items) {
+      if (item.kind === 'schema') for (const e of item.entries) if (e.type.entity === undefined) schema.push([[e.path.root, ...e.path.segs].join('.'), e.type.list ? `[${e.type.base}]` : e.type.base]);
+    }
+    expect(schema.length).toBeGreaterThan(10);
+    expectExamplesTyped(changes, schema);
+    expectExamples(changes, before.policySet!, after.policySet!);
+  }, 300_000);
 });

@@ -413,6 +413,15 @@ function refAtom(e: Expr, req: DecisionRequest, zone: string, schema: RefSchema)
   const val = (o: Operand): V => (o.type === 'lit' ? { present: true, value: o.value } : refRead(req, o, zone));
   const a = val((e as { left: Operand }).left), b = val((e as { right: Operand }).right);
   if (!a.present || !b.present) return ERR;
+  // A value of another type than its path's declared one is compared with nothing.
+  const fitsSchema = (o: Operand, v: unknown): boolean => {
+    if (o.type !== 'path') return true;
+    const t = schema[[o.root, ...o.segs].join('.')];
+    if (t === undefined) return true;
+    if (!t.startsWith('[')) return scalarType(v) === t;
+    return Array.isArray(v) && v.every((i) => scalarType(i) === t.slice(1, -1));
+  };
+  if (!fitsSchema((e as { left: Operand }).left, a.value) || !fitsSchema((e as { right: Operand }).right, b.value)) return ERR;
   const x = a.value, y = b.value;
   switch (e.type) {
     case 'cmp': {

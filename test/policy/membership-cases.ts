@@ -3,7 +3,7 @@
 import type { DecisionRequest, SubjectFacts } from '../../src/policy/index.js';
 import { NOWS } from './helpers.js';
 
-export const SCHEMA = 'schema {\n  context.code: string\n  context.labels: [string]\n  resource.codes: [string]\n}\n';
+export const SCHEMA = 'schema {\n  context.code: string\n  context.labels: [string]\n  resource.codes: [string]\n  resource.name: string\n}\n';
 
 /** A one-rule policy on `read:docs`, with or without the schema above. */
 export function membershipPolicy(effect: string, when: string, schema: boolean): string {
@@ -23,6 +23,10 @@ export const MEMBERSHIP_CONDITIONS = [
   'context.code in ["main"]',
   'not (context.code in ["main"])',
   'resource.codes contains any ["main"]',
+  // a declared value of another type is compared with nothing, also by == and has-guarded tests
+  'context.code == resource.name',
+  'context.code != resource.name',
+  'not (context has code) or context.code != "x"',
 ];
 
 /** Every combination of a few values, each missing, of the wrong type, an empty list or a list of either type. */
@@ -31,7 +35,8 @@ export function* membershipRequests(): Generator<DecisionRequest> {
   const lists = [[], ['main'], [-2], [true], 'main', undefined];
   const labels = [[], ['main'], [-2], undefined];
   const roles = [[], ['main']];
-  for (const code of codes) for (const list of lists) for (const label of labels) for (const role of roles) for (const granted of [true, false]) {
+  const names = [-2, 'main', undefined];
+  for (const code of codes) for (const list of lists) for (const label of labels) for (const role of roles) for (const name of names) for (const granted of [true, false]) {
     const subject: SubjectFacts = {
       type: 'agent', id: 'a', mode: 'autonomous', roles: role, groups: [], permissions: granted ? ['read:docs'] : [], attributes: {},
       capabilities: [{ name: 'read:docs' }],
@@ -40,6 +45,7 @@ export function* membershipRequests(): Generator<DecisionRequest> {
     if (code !== undefined) r.context.code = code;
     if (label !== undefined) r.context.labels = label;
     if (list !== undefined) r.resourceAttributes!.codes = list;
+    if (name !== undefined) r.resourceAttributes!.name = name;
     yield r;
   }
 }
