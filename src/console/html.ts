@@ -159,8 +159,8 @@ export function checkbox(f: FieldBase & { checked?: boolean; value?: string }): 
 ${d.after}</div>`;
 }
 
-export function button(label: string, o: { name?: string; value?: string; kind?: 'primary' | 'danger' | 'plain'; id?: string } = {}): Html {
-  return `<button type="submit"${o.id ? ` id="${e(o.id)}"` : ''}${o.name ? ` name="${e(o.name)}" value="${e(o.value ?? '')}"` : ''} class="btn ${o.kind ?? 'primary'}">${e(label)}</button>`;
+export function button(label: string, o: { name?: string; value?: string; kind?: 'primary' | 'danger' | 'plain'; id?: string; disabled?: boolean } = {}): Html {
+  return `<button type="submit"${o.id ? ` id="${e(o.id)}"` : ''}${o.name ? ` name="${e(o.name)}" value="${e(o.value ?? '')}"` : ''} class="btn ${o.kind ?? 'primary'}"${o.disabled ? ' disabled' : ''}>${e(label)}</button>`;
 }
 
 /** A POST form carrying the CSRF token. `confirm` asks before sending (with JavaScript; without it the form needs its checkbox). */

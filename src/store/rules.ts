@@ -18,6 +18,8 @@ export interface Rule extends RuleFields {
   state: RuleState;
   /** hash of the fields last validated successfully; enable needs it to match the current fields */
   validated_hash: string | null;
+  /** hash of the fields whose impact on recorded decisions the console last showed; its Enable needs it to match */
+  impact_hash: string | null;
   created_at: number;
   updated_at: number;
 }
@@ -31,11 +33,13 @@ interface Row {
   condition: string | null;
   state: RuleState;
   validated_hash: string | null;
+  impact_hash?: string | null;
   created_at: number;
   updated_at: number;
 }
 const toRule = (r: Row): Rule => ({
   ...r,
+  impact_hash: r.impact_hash ?? null,
   subjects: parseJson(r.subjects, []),
   condition: parseJson<RuleCondition | null>(r.condition, null),
 });
@@ -89,6 +93,9 @@ export function rulesStore(sql: Sql, clock: Clock) {
       (await sql.run('UPDATE rules SET state = ?, updated_at = ? WHERE id = ?', [state, now(), id])).changes === 1,
     setValidatedHash: async (id: string, hash: string | null): Promise<boolean> =>
       (await sql.run('UPDATE rules SET validated_hash = ?, updated_at = ? WHERE id = ?', [hash, now(), id])).changes === 1,
+    /** Does not touch updated_at: seeing a rule's impact changes nothing about the rule. */
+    setImpactHash: async (id: string, hash: string | null): Promise<boolean> =>
+      (await sql.run('UPDATE rules SET impact_hash = ? WHERE id = ?', [hash, id])).changes === 1,
     delete: async (id: string): Promise<boolean> => (await sql.run('DELETE FROM rules WHERE id = ?', [id])).changes === 1,
   };
 }

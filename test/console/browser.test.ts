@@ -149,7 +149,7 @@ describe.skipIf(!existsSync(CHROMIUM))('the console in headless Chromium', () =>
     await shot('agents');
   });
 
-  it('writes a rule: Validate (errors next to the field), Validate, Save, Enable', async () => {
+  it('writes a rule: Validate (errors next to the field), Validate, Save, Impact, Enable', async () => {
     await go('/console/rules/new');
     await page.fill('#f-name', 'block-medium-refunds');
     await page.selectOption('#f-effect', 'deny');
@@ -176,8 +176,12 @@ describe.skipIf(!existsSync(CHROMIUM))('the console in headless Chromium', () =>
     expect(await page.textContent('.notice.info')).toContain('saved as a draft');
     const [draft] = (await server.admin('GET', '/rules')).body.data;
     expect(draft).toMatchObject({ name: 'block-medium-refunds', state: 'draft', validated: true, condition: { field: 'amount', op: 'gt', value: 200 } });
-    // Impact before Enable: the last 7 days of decisions replayed with the rule live.
+    // Impact before Enable: Enable stays disabled until the last 7 days of decisions are replayed with the rule live.
+    expect(await page.isDisabled('#rule-enable')).toBe(true);
+    await submit('#rule-impact-run');
     expect(await page.textContent('#rule-impact')).toMatch(/^\d+ recorded decisions replayed with this rule live: \d+ would change\.$/);
+    expect(await page.isDisabled('#rule-enable')).toBe(false);
+    await shot('rule-impact');
 
     await submit('#rule-enable');
     expect(await page.textContent('.notice.info')).toContain('is live');
@@ -352,6 +356,7 @@ describe.skipIf(!existsSync(CHROMIUM))('the console in headless Chromium', () =>
     const rule = (await server.admin('GET', '/rules')).body.data.find((r: { name: string }) => r.name === 'eu-invoices');
     expect(rule).toMatchObject({ effect: 'permit', condition: { expr: 'region == "eu"' }, state: 'draft', validated: true });
     expect(await page.textContent('pre.policy-text')).toContain('effect permit');
+    await submit('#rule-impact-run');
     await submit('#rule-enable');
     expect(await page.textContent('.notice.info')).toContain('is live');
 

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Request, Response, Router } from 'express';
 import type { Recorder } from '../../admin/audit.js';
 import { parseWith } from '../../admin/route.js';
-import { createRule, deleteRule, disableRule, enableRule, ruleJson, updateRule, validateAndRecord, validateRule } from '../../admin/rules.js';
+import { createRule, deleteRule, disableRule, enableRule, ruleContentHash, ruleJson, updateRule, validateAndRecord, validateRule } from '../../admin/rules.js';
 import { replayDraft } from '../../admin/policy.js';
 import type { ReplayResult } from '../../authz/replay.js';
 import { CONDITION_OPS, ruleCreate, type RuleCreate } from '../../admin/schemas.js';
@@ -237,23 +237,30 @@ function newPage(ctx: AppContext, req: Request, res: Response, f: EditorState = 
 
 /**
  * The Impact step, before Enable: the decisions of the last 7 days decided again with the rule
- * live, as counts of recorded decision -> decision with the rule, with examples.
+ * live, as counts of recorded decision -> decision with the rule, with examples. `computed` says
+ * whether the replay answered (only then has the impact of this content been seen).
  */
-async function impactOf(ctx: AppContext, id: string): Promise<Html> {
+async function impactOf(ctx: AppContext, id: string): Promise<{ html: Html; computed: boolean }> {
   let r: ReplayResult;
   try {
     r = await replayDraft(ctx, { since: '7d', enable: [id] });
   } catch (err) {
-    return `<h3>Impact on the last 7 days</h3><p>Not known: ${e(err instanceof Error ? err.message : String(err))}</p>`;
+    return { html: `<h3>Impact on the last 7 days</h3><p id="rule-impact">Not known: ${e(err instanceof Error ? err.message : String(err))}</p>`, computed: false };
   }
   const rows = r.changes.map((c) => `<tr><td>${code(c.before)} → ${code(c.after)}</td><td>${c.count}</td><td>${c.examples.map((x) => `${code(String(x.audit_id))} ${e(x.agent_id ?? '(a person)')} ${e(x.resource ?? '')}`).join('<br>')}</td></tr>`).join('');
-  return `<h3>Impact on the last 7 days</h3>
+  return {
+    html: `<h3>Impact on the last 7 days</h3>
 <p id="rule-impact">${r.decisions} recorded decisions replayed with this rule live: ${r.changed} would change.</p>
 ${rows ? `<div class="table-wrap"><table><thead><tr><th>Decision</th><th>Requests</th><th>Examples (audit id, agent, object)</th></tr></thead><tbody>${rows}</tbody></table></div>` : ''}
-${r.notes.map((n) => `<p class="hint">${e(n)}</p>`).join('')}`;
+${r.notes.map((n) => `<p class="hint">${e(n)}</p>`).join('')}`,
+    computed: true,
+  };
 }
 
-async function rulePage(ctx: AppContext, req: Request, res: Response, id: string, f?: EditorState, danger?: FormState): Promise<void> {
+/** Has the console shown the impact of the rule's current content (Enable needs it)? */
+const impactSeen = (r: Rule): boolean => r.impact_hash === ruleContentHash(r);
+
+async function rulePage(ctx: AppContext, req: Request, res: Response, id: string, f?: EditorState, danger?: FormState, impact?: Html): Promise<void> {
   const found = await ctx.store.rules.get(id);
   if (!found) throw errors.notFound(`no rule ${id}`);
   const r = ruleJson(found);
@@ -266,9 +273,13 @@ async function rulePage(ctx: AppContext, req: Request, res: Response, id: string
     lifecycle = `<p>This rule is ${badge('live', 'ok')}: it holds for every agent it names, including agents registered later.</p>
 ${postForm(`${base}/disable`, person, button('Disable', { kind: 'plain', id: 'rule-disable' }))}`;
   } else if (r.validated) {
-    lifecycle = `${await impactOf(ctx, found.id)}
-<p>The saved rule passed Validate. Enable puts it in force.</p>
-${postForm(`${base}/enable`, person, button('Enable', { id: 'rule-enable' }))}`;
+    const seen = impactSeen(found);
+    lifecycle = `${impact ?? ''}
+<p id="rule-impact-step">${seen
+    ? 'The saved rule passed Validate and its impact on the last 7 days of decisions has been shown. Enable puts it in force.'
+    : 'The saved rule passed Validate. See its Impact on the last 7 days of recorded decisions: Enable is possible once it has been shown for this content.'}</p>
+${postForm(`${base}/impact`, person, button('Impact', { kind: seen ? 'plain' : 'primary', id: 'rule-impact-run' }))}
+${postForm(`${base}/enable`, person, button('Enable', { id: 'rule-enable', disabled: !seen }))}`;
   } else {
     lifecycle = '<p>Validate and Save the rule before it can be enabled.</p>';
   }
@@ -300,6 +311,7 @@ async function dryRun(ctx: AppContext, v: Values, id: string, existing?: Rule): 
     condition: input.condition ?? null,
     state: existing?.state ?? 'draft',
     validated_hash: null,
+    impact_hash: null,
     created_at: existing?.created_at ?? t,
     updated_at: t,
   };
@@ -366,10 +378,26 @@ export function rulePages(router: Router, ctx: AppContext): void {
     done(ctx, res, left ? `Saved. The rule changed, so it left the policy: Enable it again to put it back in force.` : 'Saved.', `/console/rules/${seg(id)}`);
   });
 
+  // Impact: the recorded decisions of the last 7 days decided again with this content live; once
+  // it has answered, this content may be enabled.
+  router.post('/rules/:id/impact', async (req, res) => {
+    const id = pathParam(req, 'id');
+    const found = await ctx.store.rules.get(id);
+    if (!found) throw errors.notFound(`no rule ${id}`);
+    const impact = await impactOf(ctx, id);
+    // The hash of the content read before the replay: a rule changed meanwhile needs its own Impact.
+    if (impact.computed) await ctx.store.rules.setImpactHash(id, ruleContentHash(found));
+    return rulePage(ctx, req, res, id, undefined, undefined, impact.html);
+  });
+
   router.post('/rules/:id/enable', async (req, res) => {
     const id = pathParam(req, 'id');
     let rule: Rule;
     try {
+      const current = await ctx.store.rules.get(id);
+      if (current && current.state !== 'live' && !impactSeen(current)) {
+        throw errors.conflict('see the Impact of this rule on the last 7 days of recorded decisions before enabling it (its content changed since, or it was never shown)', { state: current.state });
+      }
       rule = await enableRule(ctx, id, audited(ctx, personOf(res), (r) => named(r, 'rules.enable')));
     } catch (err) {
       const found = await ctx.store.rules.get(id);
