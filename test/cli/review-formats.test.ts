@@ -4,7 +4,7 @@
 import { execFile } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { gatehouse, REFUNDS, refundTest, workDir, writeFiles } from './helpers.js';
-import { junitCases, junitErrors, officialSarifErrors, sarifErrors } from './review-schemas.js';
+import { JUNIT_SCHEMAS, junitCases, junitErrors, junitSchemaErrors, officialSarifErrors, sarifErrors } from './review-schemas.js';
 
 const DEPLOYS = `policy "deploys" version 1
 
@@ -27,7 +27,7 @@ const deployTest = (name: string, expect: string) => `test "${name}" {
 `;
 
 describe('policy test --format junit', () => {
-  it('a testsuite per file, a testcase per test block, failures with expected and actual; valid against JUnit.xsd', async () => {
+  it('a testsuite per file, a testcase per test block, failures with expected and actual; valid against the JUnit schema', async () => {
     const dir = await workDir({
       'p/refunds.policy': REFUNDS,
       'p/deploys.policy': DEPLOYS,
@@ -37,6 +37,7 @@ describe('policy test --format junit', () => {
     const r = await gatehouse(['policy', 'test', 'p', '--format', 'junit'], dir);
     expect(r.code).toBe(1); // a test fails
     expect(junitErrors(r.stdout)).toEqual([]);
+    expect(await junitSchemaErrors(r.stdout)).toEqual([]);
     const cases = junitCases(r.stdout);
     expect(cases.map((c) => [c.suite, c.name])).toEqual([
       ['p/deploys.tests', 'staging deploy'],
@@ -57,6 +58,7 @@ describe('policy test --format junit', () => {
     const r = await gatehouse(['policy', 'test', 'p', '--format', 'junit'], dir);
     expect(r.code).toBe(0);
     expect(junitErrors(r.stdout)).toEqual([]);
+    expect(await junitSchemaErrors(r.stdout)).toEqual([]);
     expect(r.stdout).not.toContain('<failure');
   });
 
@@ -65,11 +67,19 @@ describe('policy test --format junit', () => {
     const r = await gatehouse(['policy', 'test', 'p', '--format', 'junit'], dir);
     expect(r.code).toBe(1);
     expect(junitErrors(r.stdout)).toEqual([]);
+    expect(await junitSchemaErrors(r.stdout)).toEqual([]);
     expect(r.stdout).toMatch(/<error message="the policies do not load" type="policy_error">p\/broken\.policy:\d+:\d+: [^<]*unknown effect &quot;sometimes&quot;/);
   });
 
-  it('the validator itself rejects what the schema rejects', () => {
+  it('the validators reject what the schema rejects (libxml2 against the XML Schema, and the checks of counts)', async () => {
     const good = '<?xml version="1.0"?><testsuites><testsuite id="0" package="p" name="a" timestamp="2026-01-01T00:00:00" hostname="h" tests="1" failures="1" errors="0" time="0"><properties/><testcase name="t" classname="a" time="0"><failure type="x">why</failure></testcase><system-out/><system-err/></testsuite></testsuites>';
+    expect(JUNIT_SCHEMAS.length).toBeGreaterThan(0);
+    expect(await junitSchemaErrors(good)).toEqual([]);
+    for (const bad of [
+      good.replace(' classname="a"', ''), good.replace('<properties/>', ''), good.replace(' type="x"', ''),
+      good.replace('<testsuites>', '<testsuites tests="1">'), good.replace('T00:00:00', 'T00:00:00.000Z'), good.replace('tests="1"', 'tests="one"'),
+      good.replace('<system-out/><system-err/>', '<system-err/><system-out/>'), good.replace('<failure type="x">why</failure>', '<failure type="x">why</failure><error type="y"/>'),
+    ]) expect((await junitSchemaErrors(bad)).length, bad).toBeGreaterThan(0);
     expect(junitErrors(good)).toEqual([]);
     expect(junitErrors(good.replace(' classname="a"', ''))).toContain('testsuite[0].testcase[0]: missing attribute classname');
     expect(junitErrors(good.replace('<properties/>', ''))).toHaveLength(1);

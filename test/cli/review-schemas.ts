@@ -2,9 +2,13 @@
 // structural check of what that schema requires of the parts Gatehouse writes (the objects, required properties, property types and enumerations of
 // the OASIS SARIF 2.1.0 JSON schema for a log, run, tool, rule (reportingDescriptor), result,
 // location, physical location, artifact location and region (each object's properties limited to
-// those the schema defines, as its `additionalProperties: false` does). JUnit: the widely used
-// JUnit.xsd (Ant's format): element order, required attributes and their types.
-import { readFileSync } from 'node:fs';
+// those the schema defines, as its `additionalProperties: false` does). JUnit: Ant's report format
+// (what CI reporters read): element order, required attributes and their types, checked here
+// and by libxml2 (xmllint-wasm) against every XML Schema in test/fixtures/junit.
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { validateXML } from 'xmllint-wasm';
+import { projectRoot } from '../../src/paths.js';
 import { createRequire } from 'node:module';
 import { DOMParser, type Element } from '@xmldom/xmldom';
 import ajvDraft04 from 'ajv-draft-04';
@@ -185,4 +189,18 @@ export function junitCases(xml: string): { suite: string; name: string; failure?
     const f = elements(c)[0];
     return { suite: s.getAttribute('name')!, name: c.getAttribute('name')!, ...(f ? { failure: f.textContent ?? '', message: f.getAttribute('message') ?? '' } : {}) };
   }));
+}
+
+/** The XML Schemas a JUnit report must satisfy: every `.xsd` in test/fixtures/junit. */
+export const JUNIT_SCHEMAS = readdirSync(join(projectRoot, 'test', 'fixtures', 'junit')).filter((f) => f.endsWith('.xsd')).sort()
+  .map((f) => ({ fileName: f, contents: readFileSync(join(projectRoot, 'test', 'fixtures', 'junit', f), 'utf8') }));
+
+/** What libxml2 finds wrong with a JUnit report against each schema (empty when valid against all). */
+export async function junitSchemaErrors(xml: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const schema of JUNIT_SCHEMAS) {
+    const r = await validateXML({ xml: [{ fileName: 'report.xml', contents: xml }], schema: [schema] });
+    if (!r.valid) out.push(...r.errors.map((e) => `${schema.fileName}: ${e.rawMessage}`));
+  }
+  return out;
 }
