@@ -20,6 +20,7 @@
 import type { Decision, DecisionCause, DecisionRequest, JsonLimits, PersonFacts, SubjectFacts, TraceStep } from './types.js';
 import type { Bucket, CompiledPolicy, CompiledRule, Cond, Ctx, LimitOp, PolicySet, Tri } from './compile.js';
 import { candidates, compileCondition, compileRelQuestion, readsOf } from './compile.js';
+import { fitsType, schemaTypeOf } from './declared.js';
 import { atomsOf, pathText, relQuestionsOf, type Atom, type RelQuestion } from './ast.js';
 import type { QuestionAnswer } from './relations/questions.js';
 import { fmtExpr } from './format.js';
@@ -157,7 +158,9 @@ export function failClosedWhy(r: CompiledRule, env: Env): string {
     for (const o of [atom.left, atom.right]) {
       if (o.type !== 'path') continue;
       const v = compileReader(o, r.zone)(env);
-      parts.push(v === MISSING ? `${pathText(o)} is missing` : `${pathText(o)} is ${describeValue(v)}`);
+      const declared = schemaTypeOf(o, r.declared);
+      const mistyped = v !== MISSING && declared !== null && !fitsType(v, declared) ? ` (the schema declares ${declared})` : '';
+      parts.push(v === MISSING ? `${pathText(o)} is missing` : `${pathText(o)} is ${describeValue(v)}${mistyped}`);
     }
     return `${fmtExpr(atom)}: ${parts.join(', ')}`;
   }

@@ -49,6 +49,10 @@ describe('membership: one answer over empty and mistyped lists', () => {
       expect(decide(r, permit).decision).toBe('deny');
       expect(decide(r, permit).reason).toMatch(/^not_granted/);
     }
+    // explain names the value and the type the schema declares for it
+    const why = explainDecision(request({ code: -2 }, []), setOf(membershipPolicy('deny', 'not (context.code in resource.codes)', true))).trace
+      .map((t) => t.why ?? '').join('\n');
+    expect(why).toContain('context.code is a number (-2) (the schema declares string), resource.codes is an empty list');
     // a string is compared: not in the empty list, so `not (...)` holds
     expect(decide(request({ code: 'main' }, []), setOf(membershipPolicy('permit', 'not (context.code in resource.codes)', true))).decision).toBe('allow');
   });
