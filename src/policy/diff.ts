@@ -32,6 +32,7 @@ import type { CompiledLimitBlock, CompiledRule, PolicySet } from './compile.js';
 import type { Atom, LimitField, PathNode } from './ast.js';
 import { declaredTypesOf } from './declared.js';
 import { scalarTypeOf } from './values.js';
+import { setOwn } from './own.js';
 import { atomsOf, relQuestionsOf, ROOTS } from './ast.js';
 import { fmtExpr } from './format.js';
 import { decide } from './decide.js';
@@ -64,6 +65,8 @@ export interface ExampleRequest {
   usage?: Record<string, number>;
   /** A delegation chain's agents, first to current (the subject), when the region depends on its depth. */
   chain?: string[];
+  /** The stored entities that references in the example name (`{"customer:example-customer": {...}}`). */
+  entities?: Record<string, Record<string, unknown>>;
 }
 
 export interface Change {
@@ -895,6 +898,7 @@ function diffInner(before: PolicySet, after: PolicySet, budget: Budget): DiffRes
   if (singB !== singA) notes.push('declared kind singulars differ: which objects a permission covers changes, also for actions no rule or limit names');
   const memo = new Map<string, Computed>();
   const changes: Change[] = [];
+  const references = sharedReferences([before, after]);
   const { personCells } = forEachCell([before, after], budget, {}, (c) => {
     const probes: [Probe, Probe] = [sideProbe(before, c), sideProbe(after, c)];
     let computed = memo.get(c.sig);
@@ -909,7 +913,9 @@ function diffInner(before: PolicySet, after: PolicySet, budget: Budget): DiffRes
     // Rendering a region is work too: a step per dimension it describes.
     computed.boxes.forEach((b, i) => {
       budget.spend(RENDER_STEPS + computed!.dims.length);
-      changes.push(render(c.space, computed!.dims, b, built![i]!.request, c.ac, c.oc, c.pc));
+      const change = render(c.space, computed!.dims, b, built![i]!.request, c.ac, c.oc, c.pc);
+      change.example = withReferences(change.example, references);
+      changes.push(change);
     });
   });
   const merged = mergePersonCells(changes, personCells);
@@ -1186,6 +1192,51 @@ function render(
   if (Object.keys(except).length) c.except = except;
   if (pc.kind === 'auto') c.no_person = true;
   return c;
+}
+
+/** The references both sets' schemas declare alike (full path -> entity type). */
+export function sharedReferences(sets: PolicySet[]): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const [k, t] of sets[0]?.compiled.referenceTypes ?? []) if (sets.every((s) => s.compiled.referenceTypes.get(k) === t)) out.set(k, t);
+  return out;
+}
+
+const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * An example whose values at paths the schema declares as references (`resource.customer:
+ * entity customer`) name a stored entity, as a request does, rather than hold its attributes
+ * inline: `{"type": "customer", "id": "example-customer"}` there, and the attributes under
+ * `entities`. (An entity with attributes named `type` or `id` stays inline: a reference object
+ * would read its own.)
+ */
+export function withReferences(ex: ExampleRequest, refs: ReadonlyMap<string, string>): ExampleRequest {
+  if (!refs.size) return ex;
+  const entities: Record<string, Record<string, unknown>> = { ...(ex.entities ?? {}) };
+  const taken = new Set(Object.keys(entities));
+  const walk = (prefix: string, obj: Record<string, unknown>): Record<string, unknown> => {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(obj)) {
+      const path = `${prefix}.${k}`;
+      const type = refs.get(path);
+      let value: unknown = isPlainObject(v) ? walk(path, v) : v;
+      if (type !== undefined && isPlainObject(value) && !Object.hasOwn(value, 'type') && !Object.hasOwn(value, 'id')) {
+        let id = `example-${type}`;
+        for (let n = 2; taken.has(`${type}:${id}`); n++) id = `example-${type}-${n}`;
+        taken.add(`${type}:${id}`);
+        setOwn(entities, `${type}:${id}`, value);
+        value = { type, id };
+      }
+      setOwn(out, k, value);
+    }
+    return out;
+  };
+  const out: ExampleRequest = { ...ex, context: walk('context', ex.context) };
+  if (ex.resource_attributes) out.resource_attributes = walk('resource', ex.resource_attributes);
+  if (isPlainObject(ex.subject.attributes)) out.subject = { ...ex.subject, attributes: walk('subject', ex.subject.attributes) };
+  if (ex.person && isPlainObject(ex.person.attributes)) out.person = { ...ex.person, attributes: walk('person', ex.person.attributes) };
+  if (Object.keys(entities).length) out.entities = entities;
+  return out;
 }
 
 export function exampleOf(req: DecisionRequest, space: Space): ExampleRequest {

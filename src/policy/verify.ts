@@ -33,7 +33,7 @@ import { StringSearchTooLarge } from './strings.js';
 import { conditionProbe, type Probe } from './symbolic.js';
 import { envOf } from './values.js';
 import {
-  Budget, compare, DIFF_STEPS, DiffRefused, DiffTooLarge, exampleOf, forEachCell, refuseUnmodelled, sideProbe,
+  Budget, compare, DIFF_STEPS, DiffRefused, DiffTooLarge, exampleOf, forEachCell, refuseUnmodelled, sideProbe, withReferences,
   type CellContext, type ExampleRequest,
 } from './diff.js';
 
@@ -109,7 +109,7 @@ function counterexample(set: PolicySet, inv: InvariantNode, zone: string, option
           const built = construct(c.space, b.point);
           const req = built && accept(c, built.request);
           if (req) {
-            const example = exampleOf(req, c.space);
+            const example = withReferences(exampleOf(req, c.space), set.compiled.referenceTypes);
             // an agent without the capability of its action says so (explain would assume it held)
             if (req.subject.capabilities && !req.subject.capabilities.some((k) => k.name === req.action)) example.subject.capabilities = req.subject.capabilities;
             throw new Found(example);

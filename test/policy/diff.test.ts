@@ -549,6 +549,19 @@ describe('diff: examples respect the schema', () => {
     }), { numRuns: 40, ...RANDOM });
   }, 600_000);
 
+  it('a path the schema declares as a reference: the example names a stored entity, whose attributes it gives', () => {
+    const text = (when: string) => `schema {\n  resource.customer: entity customer\n  resource.customer.fraud: boolean\n  resource.customer.tier: string\n}\n\nrule "r" {\n  effect deny\n  subjects "agent:*"\n  relation "create:refunds"\n  object "refund:*"\n  when ${when}\n}\n`;
+    const a = setOf(text('resource.customer.fraud == true'), 'r.policy');
+    const b = setOf(text('resource.customer.fraud == true or resource.customer.tier == "gold"'), 'r.policy');
+    const { changes } = diffPolicySets(a, b);
+    expect(changes.length).toBeGreaterThan(0);
+    for (const c of changes) {
+      expect(c.example.resource_attributes?.customer).toEqual({ type: 'customer', id: 'example-customer' });
+      expect(c.example.entities?.['customer:example-customer']).toMatchObject({ tier: 'gold' });
+    }
+    expectExamples(changes, a, b);
+  });
+
   it('the example policies: examples of a change keep to policies/examples/schema.policy', async () => {
     const dir = join(projectRoot, 'policies', 'examples');
     const files = await readPolicyDir(dir);
