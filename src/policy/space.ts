@@ -31,7 +31,7 @@ import { permissionCovers } from './patterns.js';
 import { likeMatcher } from './compile.js';
 import { addAmounts, type UsageFacts } from './usage.js';
 import { setOwn } from './own.js';
-import { schemaTypeOf, type DeclaredTypes } from './declared.js';
+import { fitsType, schemaTypeOf, type DeclaredTypes } from './declared.js';
 
 /** The one type a limit field's constants have, or null. */
 function limitType(f: LimitField): ValueType | null {
@@ -236,6 +236,8 @@ export interface ValueDim {
   zone: string;
   status: Status;
   cells: Cell[];
+  /** The type every set's schema declares for the path: a value of another type is compared with nothing. */
+  declared?: ValueType;
 }
 
 export type RelKind = 'cmp' | 'member' | 'any' | 'all';
@@ -542,7 +544,7 @@ export function buildSpace(reading: Reading, principal: Principal, grants: { sub
       else if (st === 'free') cells.push({ t: 'absent', types: [...u.types].sort() });
       if (st === 'optionalString') cells.push({ t: 'missing' });
     }
-    valueDims.set(u.key, { kind: 'value', key: u.key, path: u.path, zone: u.zone, status: st, cells });
+    valueDims.set(u.key, { kind: 'value', key: u.key, path: u.path, zone: u.zone, status: st, cells, ...(u.declared ? { declared: u.declared } : {}) });
   }
 
   const dims: Dim[] = [...valueDims.values()];
@@ -1174,6 +1176,15 @@ function constructGeneral(space: Space, point: number[]): Built | null {
   };
   // The relations fill the lists; a non-empty list still empty takes a fresh item, and the
   // relations run again, so that a list another must hold (contains all) holds it too.
+  /** What a list must not take: its cell's exclusions, a value it must not hold, the items of a list it must not meet (booleans have only two). */
+  const avoidIn = (k: string): Scalar[] => {
+    const out = [...forbidden(k)];
+    for (const { d, v } of rels) {
+      if (d.rel === 'member' && v === 'no' && d.b === k) { const x = vals.get(d.a); if (x?.present) out.push(x.value as Scalar); }
+      if (d.rel === 'any' && v === 'no' && (d.a === k || d.b === k)) out.push(...((lists.get(d.a === k ? d.b : d.a) ?? []) as Scalar[]));
+    }
+    return out;
+  };
   const fillEmpty = (): boolean | null => {
     let filled = false;
     for (const [k, l] of lists) {
@@ -1181,7 +1192,7 @@ function constructGeneral(space: Space, point: number[]): Built | null {
       // A chain always holds the subject: the agent acting last is the item it needs.
       const subjectId = space.principal.subjectId.witness;
       if (k === 'chain.agents' && !forbidden(k).includes(subjectId)) { l.push(subjectId); filled = true; continue; }
-      const f = fresh(cellItem(k), forbidden(k));
+      const f = fresh(cellItem(k), avoidIn(k));
       if (f === undefined) return null;
       l.push(f);
       filled = true;
@@ -1197,14 +1208,14 @@ function constructGeneral(space: Space, point: number[]): Built | null {
           const x = vals.get(d.a);
           if (b && x?.present && !b.includes(x.value)) { b.push(x.value); changed = true; }
         } else if (d.rel === 'any' && v === 'yes' && a && b && !a.some((i) => b.includes(i))) {
-          const f = fresh(cellItem(d.a), [...forbidden(d.a), ...forbidden(d.b)]);
+          const f = fresh(cellItem(d.a), [...avoidIn(d.a), ...avoidIn(d.b)]);
           if (f === undefined) return null;
           a.push(f); b.push(f);
           changed = true;
         } else if (d.rel === 'all' && v === 'yes' && a && b) {
           for (const i of b) if (!a.includes(i)) { a.push(i); changed = true; }
         } else if (d.rel === 'all' && v === 'no' && a && b && b.every((i) => a.includes(i))) {
-          const f = fresh(cellItem(d.b), forbidden(d.b), a);
+          const f = fresh(cellItem(d.b), avoidIn(d.b), a);
           if (f === undefined) return null;
           b.push(f);
           changed = true;
@@ -1233,9 +1244,14 @@ function constructGeneral(space: Space, point: number[]): Built | null {
     return v;
   };
   for (const [k, c] of cellOf) { const v = read(k); if (!cellHolds(c, v.present, v.value)) return null; }
+  // A value of another type than its path's declared one relates to nothing (as missing).
+  const typed = (k: string, x: Val): Val => {
+    const t = space.valueDims.get(k)?.declared;
+    return t && x.present && !fitsType(x.value, t) ? { present: false } : x;
+  };
   for (const { d, v } of rels) {
-    const a = space.valueDims.has(d.a) ? read(d.a) : (vals.get(d.a) ?? { present: false });
-    const b = space.valueDims.has(d.b) ? read(d.b) : (vals.get(d.b) ?? { present: false });
+    const a = space.valueDims.has(d.a) ? typed(d.a, read(d.a)) : (vals.get(d.a) ?? { present: false });
+    const b = space.valueDims.has(d.b) ? typed(d.b, read(d.b)) : (vals.get(d.b) ?? { present: false });
     if (relationOf(d.rel, d.ordering, a, b) !== v) return null;
   }
   return { request, values: vals };

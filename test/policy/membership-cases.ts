@@ -32,8 +32,8 @@ export const MEMBERSHIP_CONDITIONS = [
 /** Every combination of a few values, each missing, of the wrong type, an empty list or a list of either type. */
 export function* membershipRequests(): Generator<DecisionRequest> {
   const codes = [-2, 'main', 'x', true, undefined];
-  const lists = [[], ['main'], [-2], [true], 'main', undefined];
-  const labels = [[], ['main'], [-2], undefined];
+  const lists = [[], ['main'], [-2], [true], [false], 'main', undefined];
+  const labels = [[], ['main'], [-2], [false], undefined];
   const roles = [[], ['main']];
   const names = [-2, 'main', undefined];
   for (const code of codes) for (const list of lists) for (const label of labels) for (const role of roles) for (const name of names) for (const granted of [true, false]) {
