@@ -1176,12 +1176,18 @@ function constructGeneral(space: Space, point: number[]): Built | null {
   };
   // The relations fill the lists; a non-empty list still empty takes a fresh item, and the
   // relations run again, so that a list another must hold (contains all) holds it too.
-  /** What a list must not take: its cell's exclusions, a value it must not hold, the items of a list it must not meet (booleans have only two). */
-  const avoidIn = (k: string): Scalar[] => {
+  /**
+   * What a list must not take: its cell's exclusions, a value it must not hold, the items of a
+   * list it must not meet, and what a list that must hold all of its items must not take
+   * (booleans have only two).
+   */
+  const avoidIn = (k: string, seen = new Set<string>()): Scalar[] => {
+    seen.add(k);
     const out = [...forbidden(k)];
     for (const { d, v } of rels) {
       if (d.rel === 'member' && v === 'no' && d.b === k) { const x = vals.get(d.a); if (x?.present) out.push(x.value as Scalar); }
       if (d.rel === 'any' && v === 'no' && (d.a === k || d.b === k)) out.push(...((lists.get(d.a === k ? d.b : d.a) ?? []) as Scalar[]));
+      if (d.rel === 'all' && v === 'yes' && d.b === k && !seen.has(d.a)) out.push(...avoidIn(d.a, seen));
     }
     return out;
   };

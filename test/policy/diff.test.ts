@@ -496,6 +496,21 @@ describe('diff: membership in empty and mistyped lists', () => {
     expectExamples(changes, x, y);
   });
 
+  it('pairs the brute force once found inexact: lists of booleans that a membership and contains all constrain together', () => {
+    const pairs: [string, string, boolean, string, string, boolean][] = [
+      ['permit', 'not (resource.codes contains all context.labels) and context.code in resource.codes', false, 'deny', 'context.code == resource.name and context.code not in resource.codes', true],
+      ['deny', 'not (context.code in resource.codes)', true, 'permit', 'not (resource.codes contains all context.labels) and context.code in subject.roles', false],
+      ['deny', 'not (context has code) or context.code != "x"', false, 'deny', 'context.code in resource.codes and resource.codes contains any context.labels', false],
+      ['permit', 'not (context has code) or context.code != "x" and context.code in resource.codes', true, 'permit', 'not (resource.codes contains all context.labels)', true],
+    ];
+    for (const [e1, w1, s1, e2, w2, s2] of pairs) {
+      const x = set(e1, w1, s1), y = set(e2, w2, s2);
+      const { changes } = diffPolicySets(x, y);
+      expect(expectExact(changes, x, y, all)).toBeGreaterThan(0);
+      expectExamples(changes, x, y);
+    }
+  });
+
   it('brute force: every changed request lies in exactly one region (random pairs, with and without a schema)', () => {
     const when = fc.oneof(
       fc.constantFrom(...MEMBERSHIP_CONDITIONS),
