@@ -294,3 +294,12 @@ export class OverlayIndex implements RelationshipIndex {
 }
 
 const CONDITION_OVERLAY = 1 << 30;
+
+/**
+ * The index with a symbol for a name nothing stores. An overlay (a request's own) takes the
+ * symbol itself: an overlay over an overlay would number its symbols and conditions from the
+ * same offsets as the one below, and two names would share a symbol.
+ */
+export function withName(index: RelationshipIndex, name: string): RelationshipIndex {
+  return index instanceof OverlayIndex ? index.withSymbol(name) : new OverlayIndex(index, []).withSymbol(name);
+}
