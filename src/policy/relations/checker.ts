@@ -50,6 +50,8 @@ export interface RelationOptions {
 const UNKNOWN = -2;
 const EMPTY: Record<string, unknown> = Object.freeze({}) as Record<string, unknown>;
 const NO_PATH: [] = [] as [];
+/** The answer of a check that holds and was not asked for its path (shared: a check allocates nothing). */
+const ALLOWED: CheckResult = { allowed: true, path: NO_PATH };
 /** A subject no relationship can name (its type is no type's name), so that a check of it reads every path. */
 const NO_SUBJECT: SubjectRef = Object.freeze({ type: ' ', id: ' ', wildcard: false });
 
@@ -62,6 +64,8 @@ interface State {
   sRel: number;
   sType: number;
   sWild: boolean;
+  /** For an entity subject, its type's wildcard `t:*` (a relationship to it grants the subject); UNKNOWN otherwise. */
+  sWildSym: number;
   /** (object, relation) pairs being resolved, for cycles. */
   stack: number[];
   depth: number;
@@ -71,6 +75,13 @@ interface State {
 }
 
 type RelFn = (st: State, o: number, depth: number) => Outcome;
+
+/** The wildcard symbol that grants an entity subject of a type; UNKNOWN for a wildcard or userset subject, or when there is none. */
+function wildcardFor(index: RelationshipIndex, typeSym: number, notEntity: boolean): number {
+  if (notEntity || typeSym < 0) return UNKNOWN;
+  const w = index.wildcardOf(typeSym);
+  return w === NONE ? UNKNOWN : w;
+}
 
 interface Restriction { type: number; relation: number; wildcard: boolean; condition: string | undefined }
 
@@ -85,6 +96,10 @@ export class RelationChecker {
   private readonly listState: State;
   /** Compiled parts of definitions (what a `but not` subtracts), for a listing's gates. */
   private readonly parts = new Map<RelExpr, RelFn>();
+  /** The model's relation names' symbols (a small map: the index's holds every object). */
+  private readonly relationSyms = new Map<string, number>();
+  private lastSubject = '';
+  private lastSubjectSym = NONE;
   /** The error of a listing's last check that erred. */
   private listError: RelationError | null = null;
   /**
@@ -94,12 +109,16 @@ export class RelationChecker {
   private readonly deepAlone = new Set<string>();
 
   constructor(readonly model: RelationModel, readonly index: RelationshipIndex) {
-    this.st = { index, ctx: EMPTY, sObj: UNKNOWN, sRel: NONE, sType: UNKNOWN, sWild: false, stack: [], depth: 0, path: null, error: null, tooComplex: false };
+    this.st = { index, ctx: EMPTY, sObj: UNKNOWN, sRel: NONE, sType: UNKNOWN, sWild: false, sWildSym: UNKNOWN, stack: [], depth: 0, path: null, error: null, tooComplex: false };
     for (const t of model.types.values()) {
       const ts = index.intern(t.name);
       const m: (RelFn | undefined)[] = [];
       this.fns[ts] = m;
-      for (const r of t.relations.values()) m[index.intern(r.name)] = this.compileRelation(r);
+      for (const r of t.relations.values()) {
+        const rs = index.intern(r.name);
+        this.relationSyms.set(r.name, rs);
+        m[rs] = this.compileRelation(r);
+      }
     }
     this.listState = { ...this.st, stack: [] };
     this.findDeepAlone();
@@ -206,7 +225,7 @@ export class RelationChecker {
   /** Does the model allow the relationship at triple i (its kind of subject, its condition)? */
   private static allowed(st: State, rs: Restriction[], list: readonly number[], i: number): boolean {
     const so = list[i]!, sr = list[i + 1]!, c = list[i + 2]!;
-    const type = st.index.typeOf(so), wild = st.index.isWildcard(so);
+    const type = st.index.typeOf(so), wild = so === st.index.wildcardOf(type);
     const cond = c === NONE ? undefined : st.index.condition(c).name;
     for (let k = 0; k < rs.length; k++) {
       const r = rs[k]!;
@@ -237,7 +256,7 @@ export class RelationChecker {
       for (let i = 0; i < list.length; i += 3) {
         const so = list[i]!, sr = list[i + 1]!;
         // A relationship to another entity is not read at all (its condition is not evaluated).
-        if (sr === NONE && !((so === st.sObj && st.sRel === NONE) || (st.sRel === NONE && !st.sWild && st.index.isWildcard(so) && st.index.typeOf(so) === st.sType))) continue;
+        if (sr === NONE && !(st.sRel === NONE && (so === st.sObj || so === st.sWildSym))) continue;
         if (!RelationChecker.allowed(st, rs, list, i)) continue;
         const c = this.conditionHolds(st, list[i + 2]!);
         if (c !== 1) { if (c === 2) err = true; continue; }
@@ -348,6 +367,7 @@ export class RelationChecker {
     const t = index.lookup(s.type);
     st.sType = t === NONE ? UNKNOWN : t;
     st.sWild = s.wildcard;
+    st.sWildSym = wildcardFor(index, st.sType, s.wildcard || s.relation !== undefined);
     st.depth = 0;
     st.path = opts?.path ? [] : null;
     st.error = null;
@@ -378,7 +398,7 @@ export class RelationChecker {
     this.busy = true;
     try {
       const r = this.dispatch(st, o, rel, 0);
-      if (r === 1) return { allowed: true, path: st.path ?? [] };
+      if (r === 1) return st.path ? { allowed: true, path: st.path } : ALLOWED;
       if (r === 2) return { error: this.errorOf(st) };
       return { allowed: false, path: NO_PATH };
     } finally {
@@ -393,19 +413,26 @@ export class RelationChecker {
    */
   private fastCheck(object: string, relation: string, subject: string, opts: RelationOptions | undefined): CheckResult | null {
     const index = this.index;
-    const o = index.lookup(object), sObj = index.lookup(subject);
+    const o = index.lookup(object);
+    // A symbol, once made, names its string for good: the last subject's is kept (a run of checks asks for one subject).
+    let sObj = this.lastSubjectSym;
+    if (subject !== this.lastSubject) {
+      sObj = index.lookup(subject);
+      if (sObj !== NONE) { this.lastSubject = subject; this.lastSubjectSym = sObj; }
+    }
     if (o === NONE || sObj === NONE) return null;
     const sType = index.typeOf(sObj), oType = index.typeOf(o);
     // A subject whose type is not the model's takes the general path, which reports it.
     if (sType === NONE || oType === NONE || index.isWildcard(o) || this.fns[sType] === undefined) return null;
     const byRel = this.fns[oType];
-    const rel = index.lookup(relation);
+    const rel = this.relationSyms.get(relation) ?? NONE;
     if (byRel === undefined || rel === NONE || byRel[rel] === undefined) return null;
     const reentrant = this.busy;
     const st: State = reentrant ? { ...this.st, stack: [] } : this.st;
     st.index = index;
     st.ctx = opts?.context ?? EMPTY;
     st.sObj = sObj; st.sRel = NONE; st.sType = sType; st.sWild = index.isWildcard(sObj);
+    st.sWildSym = wildcardFor(index, sType, st.sWild);
     st.depth = 0;
     st.path = opts?.path ? [] : null;
     st.error = null;
@@ -413,7 +440,7 @@ export class RelationChecker {
     this.busy = true;
     try {
       const r = this.dispatch(st, o, rel, 0);
-      if (r === 1) return { allowed: true, path: st.path ?? [] };
+      if (r === 1) return st.path ? { allowed: true, path: st.path } : ALLOWED;
       if (r === 2) return { error: this.errorOf(st) };
       return { allowed: false, path: NO_PATH };
     } finally {
@@ -509,6 +536,7 @@ export class RelationChecker {
     st.sRel = s.relation !== undefined && sRel === NONE ? UNKNOWN : sRel;
     st.sType = index.lookup(s.type);
     st.sWild = s.wildcard;
+    st.sWildSym = wildcardFor(index, st.sType, s.wildcard || s.relation !== undefined);
     this.listError = null;
     const reset = () => { st.depth = 0; st.path = null; st.error = null; st.tooComplex = false; };
     const confirm: Confirmer = {

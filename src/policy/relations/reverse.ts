@@ -68,7 +68,7 @@ function restrictionsOf(index: RelationshipIndex, refs: TypeRefNode[]): Restrict
 /** Does the model allow the relationship at triple i of a subjects() list? */
 export function allowedAt(index: RelationshipIndex, rs: Restriction[], list: readonly number[], i: number): boolean {
   const so = list[i]!, sr = list[i + 1]!, c = list[i + 2]!;
-  const type = index.typeOf(so), wild = index.isWildcard(so);
+  const type = index.typeOf(so), wild = so === index.wildcardOf(type);
   const cond = c === NONE ? undefined : index.condition(c).name;
   for (let k = 0; k < rs.length; k++) {
     const r = rs[k]!;
