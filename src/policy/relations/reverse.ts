@@ -209,52 +209,140 @@ export interface ReverseSubject {
 }
 
 const INF = Number.POSITIVE_INFINITY;
+/** A table that grew past this many nodes is not kept for the next listing. */
+const KEEP_NODES = 1 << 16;
+
+/**
+ * The nodes of one listing, in arrays reused from one listing to the next (a listing of
+ * thousands of objects would otherwise allocate a hash map and a record per node, garbage that
+ * the next collection must sweep): (object, kind) → node number by open addressing, whose
+ * slots are valid for the current generation only, so that starting over clears nothing.
+ */
+class NodeTable {
+  count = 0;
+  obj = new Int32Array(256);
+  kind = new Int32Array(256);
+  /** Fewest hops over unions (INF: none). */
+  dist = new Float64Array(256);
+  marked = new Uint8Array(256);
+  /** A gate's own check: 0, 1, 2, or -1 when not asked. */
+  own = new Int8Array(256);
+  /** Where a gate's per-leaf hops start in `leaves` (-1 for a union kind). */
+  leafAt = new Int32Array(256);
+  leaves = new Float64Array(1024);
+  leafCount = 0;
+  private keys = new Float64Array(1024);
+  private slots = new Int32Array(1024);
+  private stamps = new Uint32Array(1024);
+  private generation = 1;
+
+  start(): void {
+    this.count = 0;
+    this.leafCount = 0;
+    if (++this.generation === 0xffffffff) { this.stamps.fill(0); this.generation = 1; }
+  }
+
+  private static hash(key: number, mask: number): number {
+    return Math.imul((key | 0) ^ ((key / 4294967296) | 0), 0x9e3779b1) & mask;
+  }
+
+  /** The node of (o, k), made when new (`leaves` of them for a gate). */
+  node(o: number, k: number, key: number, leaves: number): number {
+    const mask = this.keys.length - 1;
+    let h = NodeTable.hash(key, mask);
+    while (this.stamps[h] === this.generation) {
+      if (this.keys[h] === key) return this.slots[h]!;
+      h = (h + 1) & mask;
+    }
+    const n = this.count++;
+    if (n === this.obj.length) this.growNodes();
+    this.stamps[h] = this.generation; this.keys[h] = key; this.slots[h] = n;
+    this.obj[n] = o; this.kind[n] = k; this.dist[n] = INF; this.marked[n] = 0; this.own[n] = -1;
+    if (leaves > 0) {
+      if (this.leafCount + leaves > this.leaves.length) this.leaves = grown(this.leaves, this.leafCount + leaves);
+      this.leafAt[n] = this.leafCount;
+      this.leaves.fill(INF, this.leafCount, this.leafCount + leaves);
+      this.leafCount += leaves;
+    } else this.leafAt[n] = -1;
+    if (this.count * 2 > this.keys.length) this.rehash();
+    return n;
+  }
+
+  private growNodes(): void {
+    const size = this.obj.length * 2;
+    this.obj = grown(this.obj, size); this.kind = grown(this.kind, size); this.dist = grown(this.dist, size);
+    this.marked = grown(this.marked, size); this.own = grown(this.own, size); this.leafAt = grown(this.leafAt, size);
+  }
+
+  private rehash(): void {
+    const { keys, slots, stamps, generation } = this;
+    const size = keys.length * 2, mask = size - 1;
+    this.keys = new Float64Array(size); this.slots = new Int32Array(size); this.stamps = new Uint32Array(size);
+    for (let i = 0; i < keys.length; i++) {
+      if (stamps[i] !== generation) continue;
+      let h = NodeTable.hash(keys[i]!, mask);
+      while (this.stamps[h] === generation) h = (h + 1) & mask;
+      this.stamps[h] = generation; this.keys[h] = keys[i]!; this.slots[h] = slots[i]!;
+    }
+  }
+}
+
+function grown<T extends Int32Array | Float64Array | Uint8Array | Int8Array>(a: T, atLeast: number): T {
+  let size = a.length * 2;
+  while (size < atLeast) size *= 2;
+  const b = new (a.constructor as new (n: number) => T)(size);
+  b.set(a);
+  return b;
+}
+
+let spare: NodeTable | null = null;
 
 /**
  * The objects (symbols) on which the subject holds the target kind, or 'error' when a check
  * that decides one errs (the confirmer keeps which).
  */
 export function expandReverse(plan: ReversePlan, index: RelationshipIndex, subject: ReverseSubject, target: number, confirm: Confirmer): number[] | 'error' {
+  // A confirming check never lists, but a table in use is never shared.
+  const t = spare ?? new NodeTable();
+  spare = null;
+  t.start();
+  try {
+    return expand(t, plan, index, subject, target, confirm);
+  } finally {
+    if (t.obj.length <= KEEP_NODES) spare = t;
+  }
+}
+
+function expand(t: NodeTable, plan: ReversePlan, index: RelationshipIndex, subject: ReverseSubject, target: number, confirm: Confirmer): number[] | 'error' {
   const K = plan.kinds.length;
   const { inClosure, feeds } = plan.closure(target);
-  const ids = new Map<number, number>();
-  const obj: number[] = [], kindOf: number[] = [], dist: number[] = [], marked: boolean[] = [], leafDist: (number[] | undefined)[] = [];
-  /** A gate's own check, once: 0, 1 or 2; undefined when not yet asked. */
-  const own: (0 | 1 | 2 | undefined)[] = [];
   let selfNode = -1;
   const nodeOf = (o: number, k: number): number => {
-    const key = o * K + k;
-    let n = ids.get(key);
-    if (n === undefined) {
-      n = obj.length;
-      ids.set(key, n);
-      obj.push(o); kindOf.push(k); dist.push(INF); marked.push(false); own.push(undefined);
-      const kind = plan.kinds[k]!;
-      leafDist.push(kind.gate ? new Array<number>(kind.leaves.size).fill(INF) : undefined);
-    }
-    return n;
+    const kind = plan.kinds[k]!;
+    return t.node(o, k, o * K + k, kind.gate ? kind.leaves.size : 0);
   };
 
   let failed = false;
   const ownCheck = (n: number): 0 | 1 | 2 => {
-    let r = own[n];
-    if (r === undefined) own[n] = r = confirm.check(obj[n]!, plan.kinds[kindOf[n]!]!);
-    return r;
+    let r = t.own[n]!;
+    if (r < 0) t.own[n] = r = confirm.check(t.obj[n]!, plan.kinds[t.kind[n]!]!);
+    return r as 0 | 1 | 2;
   };
   const toMark: number[] = [];
-  const mark = (n: number) => { if (!marked[n]) { marked[n] = true; toMark.push(n); } };
+  const mark = (n: number) => { if (!t.marked[n]) { t.marked[n] = 1; toMark.push(n); } };
   /** A node that may hold through a path step 1 does not settle: a gate others derive from is checked first. */
   const markGated = (n: number) => {
-    if (marked[n]) return;
-    const k = kindOf[n]!;
+    if (t.marked[n]) return;
+    const k = t.kind[n]!;
     if (plan.kinds[k]!.gate && n !== selfNode && feeds[k]) { if (ownCheck(n) === 0) return; }
     mark(n);
   };
 
+  type Visit = (o: number, rule: Rule, c: Outcome) => void;
   /** Each relationship (or computed relation) by which node n, held, makes a node above it hold: (parent object, rule, its condition). */
-  const above = (n: number, visit: (o: number, rule: Rule, c: Outcome) => void): void => {
-    const x = obj[n]!;
-    for (const rule of plan.rulesOfChild(kindOf[n]!)) {
+  const above = (n: number, visit: Visit): void => {
+    const x = t.obj[n]!;
+    for (const rule of plan.rulesOfChild(t.kind[n]!)) {
       if (!inClosure[rule.parent]) continue;
       if (rule.how === 'computed') { visit(x, rule, 1); continue; }
       let key: number;
@@ -266,7 +354,7 @@ export function expandReverse(plan: ReversePlan, index: RelationshipIndex, subje
     }
   };
   /** The relationships `rule.rel` to subject `key` (whose parts are so, sr) on objects of the rule's parent type the model allows. */
-  const readEdges = (rule: Rule, key: number, so: number, sr: number, visit: (o: number, rule: Rule, c: Outcome) => void): void => {
+  const readEdges = (rule: Rule, key: number, so: number, sr: number, visit: Visit): void => {
     const objs = index.objects(rule.rel, key);
     if (objs === undefined) return;
     for (let j = 0; j < objs.length; j++) {
@@ -285,25 +373,32 @@ export function expandReverse(plan: ReversePlan, index: RelationshipIndex, subje
   // 1. Breadth first over unions, from the subject.
   const queue: number[] = [];
   const gates: number[] = [];
-  const reached = (o: number, rule: Rule, d: number, c: Outcome) => {
+  let hops = 1;
+  const reached: Visit = (o, rule, c) => {
     if (c === 0) return;
     const n = nodeOf(o, rule.parent);
     if (c !== 1) { markGated(n); return; }
-    const ld = leafDist[n];
-    if (ld !== undefined && n !== selfNode) {
-      if (d < ld[rule.leaf]!) {
-        if (ld.every((v) => v === INF) && feeds[rule.parent]) gates.push(n);
-        ld[rule.leaf] = d;
+    const at = t.leafAt[n]!;
+    if (at >= 0 && n !== selfNode) {
+      const leaf = at + rule.leaf;
+      if (hops < t.leaves[leaf]!) {
+        // A gate others derive from is settled in step 2: listed when its first leaf is reached.
+        if (feeds[rule.parent]) {
+          let first = true;
+          for (let i = at, end = at + plan.kinds[rule.parent]!.leaves.size; i < end; i++) if (t.leaves[i] !== INF) { first = false; break; }
+          if (first) gates.push(n);
+        }
+        t.leaves[leaf] = hops;
       }
       return;
     }
-    if (dist[n] === INF) { dist[n] = d; queue.push(n); }
+    if (t.dist[n] === INF) { t.dist[n] = hops; queue.push(n); }
   };
   if (subject.relation !== undefined) {
     const k = plan.kindOf(subject.typeSym, subject.relSym ?? NONE);
     if (k >= 0 && subject.obj >= 0) {
       selfNode = nodeOf(subject.obj, k);
-      dist[selfNode] = 0;
+      t.dist[selfNode] = 0;
       queue.push(selfNode);
     }
   } else {
@@ -312,55 +407,59 @@ export function expandReverse(plan: ReversePlan, index: RelationshipIndex, subje
       if (!inClosure[rule.parent]) continue;
       const key = rule.how === 'wildcard' ? wild : subject.wildcard ? NONE : subject.obj;
       if (key < 0) continue;
-      readEdges(rule, key, key, NONE, (o, r, c) => reached(o, r, 1, c));
+      readEdges(rule, key, key, NONE, reached);
     }
   }
   for (let qi = 0; qi < queue.length; qi++) {
-    const n = queue[qi]!, d = dist[n]! + 1;
-    above(n, (o, rule, c) => reached(o, rule, d, c));
+    const n = queue[qi]!;
+    hops = t.dist[n]! + 1;
+    above(n, reached);
   }
 
   // 2. Gates others derive from, then everything above what is marked.
   for (const n of gates) markGated(n);
-  for (let i = 0; i < toMark.length; i++) above(toMark[i]!, (o, rule, c) => { if (c !== 0) markGated(nodeOf(o, rule.parent)); });
+  const markAbove: Visit = (o, rule, c) => { if (c !== 0) markGated(nodeOf(o, rule.parent)); };
+  for (let i = 0; i < toMark.length; i++) above(toMark[i]!, markAbove);
 
   // 3. The objects of the asked kind.
   const out: number[] = [];
   const settle = (n: number, r: 0 | 1 | 2) => {
-    if (r === 1) out.push(obj[n]!);
+    if (r === 1) out.push(t.obj[n]!);
     else if (r === 2) failed = true;
   };
-  for (let n = 0; n < obj.length && !failed; n++) {
-    if (kindOf[n] !== target || index.isWildcard(obj[n]!)) continue;
-    const kind = plan.kinds[target]!;
-    if (n === selfNode) { out.push(obj[n]!); continue; }
+  const kind = plan.kinds[target]!;
+  let n = 0, at = 0, unsure = false;
+  /** Does the gate's definition hold on node n, from the hops found per leaf and what `but not` subtracts evaluated in place? */
+  const holds = (e: RelExpr): boolean => {
+    switch (e.op) {
+      case 'direct': case 'computed': case 'ttu': {
+        const d = t.leaves[at + kind.leaves.get(e)!]!;
+        if (d <= MAX_DEPTH) return true;
+        if (d !== INF) unsure = true;
+        return false;
+      }
+      case 'union': return e.items.some(holds);
+      case 'intersection': return e.items.every(holds);
+      case 'exclusion': {
+        if (!holds(e.base)) return false;
+        const x = confirm.atTop(t.obj[n]!, kind, e.subtract);
+        if (x === 2) unsure = true;
+        return x === 0;
+      }
+    }
+  };
+  for (n = 0; n < t.count && !failed; n++) {
+    if (t.kind[n] !== target || index.isWildcard(t.obj[n]!)) continue;
+    if (n === selfNode) { out.push(t.obj[n]!); continue; }
     if (!kind.gate) {
-      if (dist[n]! <= MAX_DEPTH) out.push(obj[n]!);
+      if (t.dist[n]! <= MAX_DEPTH) out.push(t.obj[n]!);
       else settle(n, ownCheck(n));
       continue;
     }
-    if (own[n] !== undefined || marked[n]) { settle(n, ownCheck(n)); continue; }
-    const ld = leafDist[n]!;
-    let unsure = false;
-    const holds = (e: RelExpr): boolean => {
-      switch (e.op) {
-        case 'direct': case 'computed': case 'ttu': {
-          const d = ld[kind.leaves.get(e)!]!;
-          if (d <= MAX_DEPTH) return true;
-          if (d !== INF) unsure = true;
-          return false;
-        }
-        case 'union': return e.items.some(holds);
-        case 'intersection': return e.items.every(holds);
-        case 'exclusion': {
-          if (!holds(e.base)) return false;
-          const x = confirm.atTop(obj[n]!, kind, e.subtract);
-          if (x === 2) unsure = true;
-          return x === 0;
-        }
-      }
-    };
-    if (holds(kind.def.expr)) out.push(obj[n]!);
+    if (t.own[n]! >= 0 || t.marked[n]) { settle(n, ownCheck(n)); continue; }
+    at = t.leafAt[n]!;
+    unsure = false;
+    if (holds(kind.def.expr)) out.push(t.obj[n]!);
     else if (unsure) settle(n, ownCheck(n));
   }
   return failed ? 'error' : out;
