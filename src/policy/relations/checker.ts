@@ -22,7 +22,7 @@ import { fmtRelExpr } from './format.js';
 import { relationshipText } from './tuple.js';
 import { NONE, OverlayIndex, relationshipOf, withName, type RelationshipIndex } from './index.js';
 import { CYCLE, MAX_DEPTH, type Outcome } from './reference.js';
-import { expandReverse, ReversePlan, type Confirmer } from './reverse.js';
+import { allowedAt, expandReverse, ReversePlan, type Confirmer, type Restriction } from './reverse.js';
 import { parseObject, parseSubject, type Relationship, type SubjectRef } from './tuple.js';
 
 export { MAX_DEPTH } from './reference.js';
@@ -83,7 +83,6 @@ function wildcardFor(index: RelationshipIndex, typeSym: number, notEntity: boole
   return w === NONE ? UNKNOWN : w;
 }
 
-interface Restriction { type: number; relation: number; wildcard: boolean; condition: string | undefined }
 
 export class RelationChecker {
   /** type symbol → relation symbol → the relation's closure (arrays: a hop reads two cells). */
@@ -222,18 +221,6 @@ export class RelationChecker {
     }
   }
 
-  /** Does the model allow the relationship at triple i (its kind of subject, its condition)? */
-  private static allowed(st: State, rs: Restriction[], list: readonly number[], i: number): boolean {
-    const so = list[i]!, sr = list[i + 1]!, c = list[i + 2]!;
-    const type = st.index.typeOf(so), wild = so === st.index.wildcardOf(type);
-    const cond = c === NONE ? undefined : st.index.condition(c).name;
-    for (let k = 0; k < rs.length; k++) {
-      const r = rs[k]!;
-      if (r.type === type && r.relation === sr && r.wildcard === wild && r.condition === cond) return true;
-    }
-    return false;
-  }
-
   /** 1 when the relationship's condition holds (or it has none), 0 when not, 2 when it cannot be evaluated. */
   private conditionHolds(st: State, c: number): Outcome {
     if (c === NONE) return 1;
@@ -257,7 +244,7 @@ export class RelationChecker {
         const so = list[i]!, sr = list[i + 1]!;
         // A relationship to another entity is not read at all (its condition is not evaluated).
         if (sr === NONE && !(st.sRel === NONE && (so === st.sObj || so === st.sWildSym))) continue;
-        if (!RelationChecker.allowed(st, rs, list, i)) continue;
+        if (!allowedAt(st.index, rs, list, i)) continue;
         const c = this.conditionHolds(st, list[i + 2]!);
         if (c !== 1) { if (c === 2) err = true; continue; }
         if (sr === NONE || (so === st.sObj && sr === st.sRel)) {
@@ -285,7 +272,7 @@ export class RelationChecker {
       if (list === undefined) return 0;
       let err = false, cycle = false;
       for (let i = 0; i < list.length; i += 3) {
-        if (!RelationChecker.allowed(st, rs, list, i)) continue;
+        if (!allowedAt(st.index, rs, list, i)) continue;
         const c = this.conditionHolds(st, list[i + 2]!);
         if (c !== 1) { if (c === 2) err = true; continue; }
         const mark = st.path ? st.path.length : 0;
