@@ -19,7 +19,8 @@
 //   3. Each object of the asked type reached: a union kind within the hop limit holds without a
 //      check (check's walk would find that same path; a union holds on any part that does);
 //      a gate that nothing marked is evaluated at its top, its positive leaves known from step 1
-//      and what `but not` subtracts evaluated where check would; the rest are confirmed by check.
+//      and what `but not` subtracts evaluated where check would, when that settles it (a positive
+//      leaf the walk did not reach settles nothing); the rest are confirmed by check.
 //      A check that errs makes the listing that error.
 //
 // Hops are counted as check counts them: the request's node is depth 0, each computed relation,
@@ -428,23 +429,36 @@ function expand(t: NodeTable, plan: ReversePlan, index: RelationshipIndex, subje
     else if (r === 2) failed = true;
   };
   const kind = plan.kinds[target]!;
-  let n = 0, at = 0, unsure = false;
-  /** Does the gate's definition hold on node n, from the hops found per leaf and what `but not` subtracts evaluated in place? */
-  const holds = (e: RelExpr): boolean => {
+  let n = 0, at = 0;
+  /**
+   * Does the gate's definition hold on node n, from the hops found per leaf and what `but not`
+   * subtracts evaluated in place: 1 yes, 0 no, 2 not known from the walk (then the node is
+   * checked). A positive leaf the walk did not reach is not known to be false: check evaluates it
+   * on the object and may meet the hop limit or a condition that errs there (OpenFGA confirms an
+   * intersection's candidates by check for the same reason).
+   */
+  const holds = (e: RelExpr): 0 | 1 | 2 => {
     switch (e.op) {
-      case 'direct': case 'computed': case 'ttu': {
-        const d = t.leaves[at + kind.leaves.get(e)!]!;
-        if (d <= MAX_DEPTH) return true;
-        if (d !== INF) unsure = true;
-        return false;
+      case 'direct': case 'computed': case 'ttu':
+        return t.leaves[at + kind.leaves.get(e)!]! <= MAX_DEPTH ? 1 : 2;
+      case 'union': {
+        let r: 0 | 1 | 2 = 0;
+        for (const item of e.items) {
+          const h = holds(item);
+          if (h === 1) return 1;
+          if (h === 2) r = 2;
+        }
+        return r;
       }
-      case 'union': return e.items.some(holds);
-      case 'intersection': return e.items.every(holds);
+      case 'intersection': {
+        for (const item of e.items) if (holds(item) !== 1) return 2;
+        return 1;
+      }
       case 'exclusion': {
-        if (!holds(e.base)) return false;
+        const base = holds(e.base);
+        if (base !== 1) return base;
         const x = confirm.atTop(t.obj[n]!, kind, e.subtract);
-        if (x === 2) unsure = true;
-        return x === 0;
+        return x === 0 ? 1 : x === 1 ? 0 : 2;
       }
     }
   };
@@ -458,9 +472,9 @@ function expand(t: NodeTable, plan: ReversePlan, index: RelationshipIndex, subje
     }
     if (t.own[n]! >= 0 || t.marked[n]) { settle(n, ownCheck(n)); continue; }
     at = t.leafAt[n]!;
-    unsure = false;
-    if (holds(kind.def.expr)) out.push(t.obj[n]!);
-    else if (unsure) settle(n, ownCheck(n));
+    const h = holds(kind.def.expr);
+    if (h === 1) out.push(t.obj[n]!);
+    else if (h === 2) settle(n, ownCheck(n));
   }
   return failed ? 'error' : out;
 }

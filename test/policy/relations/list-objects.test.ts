@@ -187,4 +187,25 @@ condition within(n: int, limit: int) {
     expect(c.listObjects('user:dan', 'viewer', 'doc')).toEqual({ objects: [] });
     for (const s of ['user:anne', 'user:dan', 'group:eng#member']) agrees(c, s, 'viewer', 'doc', everything, { contextual });
   });
+  it('a candidate of `and` whose other part the walk never reached is checked: a chain past the hop limit makes the listing an error', () => {
+    // `deep` is twenty-six computed relations long: check meets the limit on any object whatever is stored.
+    const chain = Array.from({ length: 26 }, (_, i) => `  relation c${i}: ${i === 25 ? '[user]' : `c${i + 1}`}`).join('\n');
+    const m = modelOf(`type user
+type report {
+${chain}
+  relation shallow: [user]
+  relation reader: [user] and c0
+  relation light: [user] and shallow
+}
+`);
+    const rels: Relationship[] = [{ object: 'report:q1', relation: 'reader', subject: 'user:ina' }, { object: 'report:q2', relation: 'light', subject: 'user:ina' }];
+    const c = new RelationChecker(m, indexOf(rels));
+    expect(tri(c.check('report:q1', 'reader', 'user:ina'))).toBe(2);
+    expect(c.listObjects('user:ina', 'reader', 'report')).toEqual({ error: expect.objectContaining({ code: 'resolution_too_complex' }) });
+    // The same shape within the limit: the unreached part is checked and found false.
+    expect(c.listObjects('user:ina', 'light', 'report')).toEqual({ objects: [] });
+    rels.push({ object: 'report:q2', relation: 'shallow', subject: 'user:ina' });
+    expect(new RelationChecker(m, indexOf(rels)).listObjects('user:ina', 'light', 'report')).toEqual({ objects: ['report:q2'] });
+  });
 });
+
