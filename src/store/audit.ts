@@ -1,5 +1,5 @@
 import { createHash, createPublicKey, verify as verifyBytes } from 'node:crypto';
-import type { Sql, Statement } from './sql.js';
+import type { Sql } from './sql.js';
 import type { Clock } from '../clock.js';
 import { parseJson, secondsOf } from './util.js';
 
@@ -167,14 +167,13 @@ const insertSql = (n: number): string => {
 export function auditStore(sql: Sql, clock: Clock) {
   const now = (): number => secondsOf(clock);
   /**
-   * Appends in one transaction under the chain's lock, in two round trips on PostgreSQL: the
-   * lock and the read of the chain's end go with the BEGIN, the inserts with the COMMIT (when
-   * this is not a caller's transaction). Past a cut that pruned every record, the chain goes on
-   * from the cut's hash.
+   * Appends in one transaction under the chain's lock. On PostgreSQL the lock and the read of
+   * the chain's end go in one round trip with the BEGIN; the inserts stay prepared statements
+   * (inlining a batch's records as literals cost more on both sides than the round trip it
+   * saved). Past a cut that pruned every record, the chain goes on from the cut's hash.
    */
   const appendAll = (inputs: AuditInput[]): Promise<AuditRecord[]> => {
     if (!inputs.length) return Promise.resolve([]);
-    const own = !sql.inTransaction;
     return sql.transaction(async (tx) => {
       await tx.lock('audit_log');
       const [last, cut] = await tx.pipeline([
@@ -209,13 +208,11 @@ export function auditStore(sql: Sql, clock: Clock) {
         prevHash = full.hash;
         return full;
       });
-      const inserts: Statement[] = [];
       for (let i = 0; i < rows.length; ) {
         const n = CHUNKS.find((c) => c <= rows.length - i)!;
-        inserts.push({ sql: insertSql(n), params: rows.slice(i, i + n).flatMap((r) => COLUMNS.map((c) => r[c])) });
+        await tx.run(insertSql(n), rows.slice(i, i + n).flatMap((r) => COLUMNS.map((c) => r[c])));
         i += n;
       }
-      await tx.pipeline(inserts, { commit: own });
       // The records as stored, without parsing back the JSON just written.
       return rows.map((r, i) => ({ ...r, context: r.context === null ? null : inputs[i]!.context, usage: r.usage === null ? null : inputs[i]!.usage, chain: r.chain === null ? null : inputs[i]!.chain!, facts: r.facts === null ? null : inputs[i]!.facts }));
     });

@@ -181,9 +181,9 @@ class PostgresExecutor implements SqlDatabase {
 
   /**
    * One pooled client with BEGIN ... COMMIT (READ COMMITTED). The BEGIN is not a round trip of
-   * its own: it goes with the body's first statement (and so does a lock the body asks for
-   * first), and a body's pipeline may carry the COMMIT. A body that lost a deadlock or a
-   * serialization check runs again, up to five times, with a short random pause.
+   * its own when the body's first statement is a pipeline: it goes with it (and so do the
+   * locks the body asks for first). A body that lost a deadlock or a serialization check runs
+   * again, up to five times, with a short random pause.
    */
   async transaction<T>(fn: (tx: Sql) => Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
@@ -198,14 +198,14 @@ class PostgresExecutor implements SqlDatabase {
       client.on('error', lost);
       try {
         const result = await fn(tx);
-        if (tx.begun && !tx.committed) await client.query('COMMIT');
+        if (tx.begun) await client.query('COMMIT');
         const hooks = tx.finish();
         for (const hook of hooks) hook();
         return result;
       } catch (err) {
         tx.finish();
         try {
-          if (tx.begun && !tx.committed) await client.query('ROLLBACK');
+          if (tx.begun) await client.query('ROLLBACK');
         } catch (rollbackError) {
           broken = rollbackError as Error;
         }
@@ -254,8 +254,6 @@ class PostgresTransaction implements Sql {
   private owed: string[] = ['BEGIN'];
   /** the BEGIN was sent (a body that sent nothing has nothing to commit or roll back) */
   begun = false;
-  /** a pipeline carried the COMMIT */
-  committed = false;
 
   constructor(
     private readonly client: pg.PoolClient,
@@ -268,7 +266,7 @@ class PostgresTransaction implements Sql {
     return hooks;
   }
   private check(): void {
-    if (!this.hooks || this.committed) throw new Error('this transaction has ended');
+    if (!this.hooks) throw new Error('this transaction has ended');
   }
   /** What is owed, sent now (one round trip), before a statement that cannot carry it. */
   private async settle(): Promise<void> {
@@ -295,15 +293,14 @@ class PostgresTransaction implements Sql {
     await this.settle();
     await this.client.query(sql);
   }
-  async pipeline(statements: readonly Statement[], options: { commit?: boolean } = {}): Promise<Record<string, unknown>[][]> {
+  async pipeline(statements: readonly Statement[]): Promise<Record<string, unknown>[][]> {
     this.check();
     const owed = this.owed;
-    const texts = [...owed, ...statements.map(inlined), ...(options.commit ? ['COMMIT'] : [])];
+    const texts = [...owed, ...statements.map(inlined)];
+    if (!texts.length) return [];
     this.owed = [];
     this.begun = true;
-    const results = texts.length ? resultsOf(await this.client.query(texts.join(';\n'))) : [];
-    if (options.commit) this.committed = true;
-    return results.slice(owed.length, owed.length + statements.length);
+    return resultsOf(await this.client.query(texts.join(';\n'))).slice(owed.length);
   }
   transaction<T>(fn: (tx: Sql) => Promise<T>): Promise<T> {
     this.check();
@@ -315,8 +312,8 @@ class PostgresTransaction implements Sql {
     this.owed.push(`SELECT pg_advisory_xact_lock(hashtextextended(${literal(this.root.lockKey(name))}, 0))`);
   }
   afterCommit(fn: () => void): void {
-    if (!this.hooks) throw new Error('this transaction has ended');
-    this.hooks.push(fn);
+    this.check();
+    this.hooks!.push(fn);
   }
 }
 

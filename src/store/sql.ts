@@ -38,11 +38,11 @@ export interface Sql {
    * PostgreSQL they go in one round trip (one simple-protocol query, each parameter inlined
    * as an escaped literal, which the server types as it types a parameter), together with
    * what the transaction still owes the server (its BEGIN, a lock asked for); SQLite runs
-   * them one after another. Parameters are numbers, strings, booleans, null or buffers.
-   * `commit`, inside a transaction: they are the transaction's last statements and its COMMIT
-   * goes with them (the body runs no statement after them); outside one it changes nothing.
+   * them one after another. Parameters are numbers, strings, booleans, null or buffers; for
+   * short statements (each literal is escaped in JavaScript, and the server plans the statement
+   * anew), such as reads that would otherwise each cost a round trip.
    */
-  pipeline(statements: readonly Statement[], options?: { commit?: boolean }): Promise<Record<string, unknown>[][]>;
+  pipeline(statements: readonly Statement[]): Promise<Record<string, unknown>[][]>;
   /**
    * Runs `fn` in one transaction and commits when it resolves (rolls back when it throws).
    * Inside a transaction, `transaction` runs `fn` in the same one.
