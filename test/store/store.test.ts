@@ -192,6 +192,25 @@ describe('single use and one winner, with competing callers', () => {
   });
 });
 
+describe('audit batches', () => {
+  it('a batch keeps every value as given (quotes, backslashes, braces, NULL as text, absent fields) and the chain verifies', async () => {
+    const tricky = ['a "quoted" {brace}, comma', 'back\\slash \\" end', 'NULL', '', 'ünï ✓', "it's"];
+    const inputs = Array.from({ length: 37 }, (_, i) => ({
+      agent_id: tricky[i % tricky.length]!,
+      action: i % 2 ? null : 'x',
+      resource: `r${i}`,
+      context: { note: tricky[(i + 1) % tricky.length], n: i },
+      decision: 'allow',
+      reason: i % 3 ? null : tricky[(i + 2) % tricky.length]!,
+    }));
+    const written = await store.audit.appendAll(inputs);
+    const listed = (await store.audit.list({ limit: 1000 })).filter((r) => r.seq >= written[0]!.seq && r.seq <= written.at(-1)!.seq).reverse();
+    expect(listed.map((r) => [r.agent_id, r.action, r.context, r.reason])).toEqual(inputs.map((x) => [x.agent_id, x.action, x.context, x.reason]));
+    expect(listed.map((r) => r.hash)).toEqual(written.map((r) => r.hash));
+    expect((await store.audit.verify()).broken).toBeNull();
+  });
+});
+
 describe('audit chain across a cut', () => {
   it('after a cut that pruned every record, the next record follows the cut', async () => {
     // A store of its own: the cut here is not signed, and would fail the others' verify.
