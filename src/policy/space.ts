@@ -1205,10 +1205,14 @@ function constructGeneral(space: Space, point: number[]): Built | null {
     }
     return filled;
   };
+  // What lists must hold goes in first (members, then what a list must hold whole, then shared
+  // items), fresh items that keep two lists apart last: a fresh item then avoids what is there.
+  const rank = ({ d, v }: { d: RelDim; v: RelValue }) => (d.rel === 'member' && v === 'yes' ? 0 : d.rel === 'all' && v === 'yes' ? 1 : d.rel === 'any' && v === 'yes' ? 2 : 3);
+  const building = [...rels].sort((x, y) => rank(x) - rank(y));
   for (let pass = 0; pass < 4; pass++) {
     for (let round = 0, changed = true; changed && round < 20; round++) {
       changed = false;
-      for (const { d, v } of rels) {
+      for (const { d, v } of building) {
         const a = lists.get(d.a), b = lists.get(d.b);
         if (d.rel === 'member' && v === 'yes') {
           const x = vals.get(d.a);

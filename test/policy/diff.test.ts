@@ -502,6 +502,7 @@ describe('diff: membership in empty and mistyped lists', () => {
       ['deny', 'not (context.code in resource.codes)', true, 'permit', 'not (resource.codes contains all context.labels) and context.code in subject.roles', false],
       ['deny', 'not (context has code) or context.code != "x"', false, 'deny', 'context.code in resource.codes and resource.codes contains any context.labels', false],
       ['permit', 'not (context has code) or context.code != "x" and context.code in resource.codes', true, 'permit', 'not (resource.codes contains all context.labels)', true],
+      ['deny', 'not (resource.codes contains all context.labels) and context.code in resource.codes', true, 'deny', 'resource.codes contains any context.labels', false],
     ];
     for (const [e1, w1, s1, e2, w2, s2] of pairs) {
       const x = set(e1, w1, s1), y = set(e2, w2, s2);
