@@ -1174,8 +1174,6 @@ function constructGeneral(space: Space, point: number[]): Built | null {
       if (!taken.has(v)) { taken.add(v); return v; }
     }
   };
-  // The relations fill the lists; a non-empty list still empty takes a fresh item, and the
-  // relations run again, so that a list another must hold (contains all) holds it too.
   /**
    * What a list must not take: its cell's exclusions, a value it must not hold, the items of a
    * list it must not meet, and what a list that must hold all of its items must not take
@@ -1191,6 +1189,8 @@ function constructGeneral(space: Space, point: number[]): Built | null {
     }
     return out;
   };
+  // The relations fill the lists; a non-empty list still empty takes a fresh item, and the
+  // relations run again, so that a list another must hold (contains all) holds it too.
   const fillEmpty = (): boolean | null => {
     let filled = false;
     for (const [k, l] of lists) {
