@@ -5,6 +5,7 @@ import Database from 'better-sqlite3';
 import { parseDatabaseUrl } from '../config.js';
 import { systemClock } from '../clock.js';
 import { auditStore } from '../store/audit.js';
+import { openPostgres } from '../store/postgres.js';
 import { openSqlite } from '../store/sqlite.js';
 import type { CliIO, ParsedArgs } from './args.js';
 import { loadDotEnv } from './env.js';
@@ -13,7 +14,9 @@ import { loadDotEnv } from './env.js';
  * `gatehouse backup FILE` and `gatehouse restore FILE`. SQLite: an online copy through SQLite's
  * backup API (the server may keep running; the copy is one consistent moment), checked before it
  * is called done: its integrity, its schema and its audit chain. PostgreSQL: `pg_dump` (custom
- * format) when it is on the PATH; restoring a PostgreSQL database is `pg_restore`'s work.
+ * format) when it is on the PATH, its file then read back by `pg_restore --list`; a restore runs
+ * `pg_restore` into the configured database (empty, or emptied with --force) and checks the
+ * restored audit chain before it is called done.
  */
 
 /** The setting a running server holds its SQLite file under (see InstanceLease in src/server.ts). */
@@ -79,7 +82,14 @@ export async function backupCommand(args: ParsedArgs, io: CliIO): Promise<number
       io.stderr(`gatehouse: pg_dump failed: ${(dump.stderr || dump.error?.message || '').trim()}\n`);
       return 1;
     }
-    io.stdout(`backed up to ${out} (pg_dump custom format; restore with pg_restore)\n`);
+    // Read back: a file pg_restore cannot list is no backup.
+    const listed = spawnSync('pg_restore', ['--list', out], { encoding: 'utf8' });
+    if (listed.status !== 0 || !/TABLE DATA \S+ audit_log /.test(listed.stdout ?? '')) {
+      rmSync(out, { force: true });
+      io.stderr(`gatehouse: the dump does not read back (${(listed.stderr || listed.error?.message || 'no audit_log data in it').trim()}); nothing was kept\n`);
+      return 1;
+    }
+    io.stdout(`backed up to ${out} (pg_dump custom format; restore with gatehouse restore)\n`);
     return 0;
   }
   if (!existsSync(where.file)) {
@@ -113,13 +123,7 @@ export async function backupCommand(args: ParsedArgs, io: CliIO): Promise<number
 export async function restoreCommand(args: ParsedArgs, io: CliIO): Promise<number> {
   const from = resolve(io.cwd, args.positionals[0]!);
   const where = target(args, io);
-  if ('url' in where) {
-    io.stderr(
-      'gatehouse: the database is PostgreSQL: restore a pg_dump backup with pg_restore into an empty database:\n' +
-        `  pg_restore --no-owner --dbname="$GATEHOUSE_DATABASE_URL" ${from}\n`,
-    );
-    return 2;
-  }
+  if ('url' in where) return restorePostgres(from, where.url, args.options.get('--force') === true, io);
   if (!existsSync(from)) {
     io.stderr(`gatehouse: no backup at ${from}\n`);
     return 2;
@@ -160,4 +164,65 @@ export async function restoreCommand(args: ParsedArgs, io: CliIO): Promise<numbe
   renameSync(partial, where.file);
   io.stdout(`restored ${from} to ${where.file} (audit trail: ${records} records, chain ok); start the server with the same GATEHOUSE_SECRET\n`);
   return 0;
+}
+
+/** Whether the PostgreSQL database at `url` already holds a Gatehouse schema. */
+async function holdsGatehouse(url: string): Promise<boolean> {
+  const sql = await openPostgres(url, { poolSize: 1, warn: () => undefined });
+  try {
+    const row = await sql.get<{ found: string | null }>("SELECT to_regclass('schema_migrations')::text AS found");
+    return row?.found != null;
+  } finally {
+    await sql.close();
+  }
+}
+
+/**
+ * A `pg_dump` custom-format file into the configured PostgreSQL database: refused over a database
+ * that holds Gatehouse already unless --force (then pg_restore drops what the dump recreates);
+ * the background leases of the server the dump was taken from are cleared; the restored audit
+ * chain is verified before the restore is called done.
+ */
+async function restorePostgres(from: string, url: string, force: boolean, io: CliIO): Promise<number> {
+  const found = spawnSync('pg_restore', ['--version'], { encoding: 'utf8' });
+  if (found.error || found.status !== 0) {
+    io.stderr(
+      'gatehouse: the database is PostgreSQL: restore a pg_dump backup with pg_restore, which is not on the PATH here:\n' +
+        `  pg_restore --no-owner --dbname="$GATEHOUSE_DATABASE_URL" ${from}\n`,
+    );
+    return 2;
+  }
+  if (!existsSync(from)) {
+    io.stderr(`gatehouse: no backup at ${from}\n`);
+    return 2;
+  }
+  let occupied: boolean;
+  try {
+    occupied = await holdsGatehouse(url);
+  } catch (err) {
+    io.stderr(`gatehouse: ${(err as Error).message}\n`);
+    return 1;
+  }
+  if (occupied && !force) {
+    io.stderr('gatehouse: the database named by GATEHOUSE_DATABASE_URL holds Gatehouse data; stop its servers and pass --force to replace it\n');
+    return 2;
+  }
+  const restore = spawnSync('pg_restore', ['--no-owner', '--no-privileges', '--exit-on-error', ...(occupied ? ['--clean', '--if-exists'] : []), `--dbname=${url}`, from], { encoding: 'utf8' });
+  if (restore.status !== 0) {
+    io.stderr(`gatehouse: pg_restore failed: ${(restore.stderr || restore.error?.message || '').trim()}\n`);
+    return 1;
+  }
+  const sql = await openPostgres(url, { poolSize: 1, warn: () => undefined });
+  try {
+    await sql.run('DELETE FROM leases');
+    const { checked, broken } = await auditStore(sql, systemClock).verify();
+    if (broken) {
+      io.stderr(`gatehouse: restored, but its audit trail is broken at record ${broken.seq}: ${broken.why}\n`);
+      return 1;
+    }
+    io.stdout(`restored ${from} (audit trail: ${checked} records, chain ok); start the server with the same GATEHOUSE_SECRET\n`);
+    return 0;
+  } finally {
+    await sql.close();
+  }
 }

@@ -158,7 +158,7 @@ export const COMMANDS: CommandSpec[] = [
     args: '<file>',
     summary: 'put a SQLite backup in place of the database (server stopped)',
     description:
-      'Check the backup <file> (integrity, schema, audit chain) and copy it to the SQLite file $GATEHOUSE_DB (or --db). Refuses when a database is there unless --force; stop the server first. On PostgreSQL it prints the pg_restore command instead.',
+      'Check the backup <file> (integrity, schema, audit chain) and copy it to the SQLite file $GATEHOUSE_DB (or --db). Refuses when a database is there unless --force; stop the server first. On PostgreSQL: pg_restore into the database $GATEHOUSE_DATABASE_URL names (empty, or replaced with --force), then the restored audit chain verified.',
     positionals: { min: 1, max: 1 },
     options: [
       { name: '--db', value: '<file>', help: 'the SQLite file to restore to (default $GATEHOUSE_DB, else ./data/gatehouse.db)' },

@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, existsSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -5,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/main.js';
 import { exportJWK, generateKeyPair } from 'jose';
 import { accessToken } from '../helpers/cluster.js';
-import { testServerUrl } from '../helpers/database.js';
+import { testDatabase, testServerUrl } from '../helpers/database.js';
 import { startTestServer, verifyAuditTrail, type TestServer } from '../helpers/server.js';
 import { basic, discover, postForm, signInAndExchange, startFixture, type Fixture } from '../oauth/helpers.js';
 
@@ -110,6 +111,59 @@ describe('backup on PostgreSQL without pg_dump', () => {
       if (before.url === undefined) delete process.env.GATEHOUSE_DATABASE_URL;
       else process.env.GATEHOUSE_DATABASE_URL = before.url;
       process.env.PATH = before.path;
+    }
+  });
+});
+
+const pgTools = !!testServerUrl() && spawnSync('pg_dump', ['--version']).status === 0 && spawnSync('pg_restore', ['--version']).status === 0;
+
+/** The same round trip on PostgreSQL, through pg_dump and pg_restore (run when the tools are on the PATH). */
+describe.skipIf(!pgTools)('backup and restore (PostgreSQL, pg_dump and pg_restore)', () => {
+  it('restores into an empty database a server then runs on with its chain, keys and refresh families', async () => {
+    const source = await startFixture();
+    let target: TestServer | undefined;
+    const before = process.env.GATEHOUSE_DATABASE_URL;
+    try {
+      const config = await discover(source, source.web);
+      const { tokens } = await signInAndExchange(config, source, { email: source.user.email, password: source.user.password });
+      expect((await source.server.admin('POST', '/keys/rotate', {})).status).toBe(200);
+      const file = join(work, 'gatehouse.pgdump');
+      process.env.GATEHOUSE_DATABASE_URL = source.server.ctx.config.databaseUrl!;
+      const backup = await cli(['backup', file], work);
+      expect(backup.stderr).toBe('');
+      expect(backup.code).toBe(0);
+      expect(backup.stdout).toContain('pg_dump custom format');
+
+      // An empty database of its own, restored into; a second restore over it needs --force.
+      const fresh = mkdtempSync(join(tmpdir(), 'gatehouse-pgrestore-'));
+      process.env.GATEHOUSE_DATABASE_URL = await testDatabase(fresh);
+      const restore = await cli(['restore', file], work);
+      expect(restore.stderr).toBe('');
+      expect(restore.stdout).toMatch(/audit trail: \d+ records, chain ok/);
+      expect(restore.code).toBe(0);
+      const again = await cli(['restore', file], work);
+      expect(again.code).toBe(2);
+      expect(again.stderr).toContain('--force');
+      const forced = await cli(['restore', '--force', file], work);
+      expect(forced.stderr).toBe('');
+      expect(forced.code).toBe(0);
+      process.env.GATEHOUSE_DATABASE_URL = before;
+      if (before === undefined) delete process.env.GATEHOUSE_DATABASE_URL;
+
+      target = await startTestServer({ dir: fresh, env: { GATEHOUSE_ISSUER: source.issuer } });
+      const verified = await verifyAuditTrail(target);
+      expect(verified.stdout).toMatch(/^ok: \d+ records/);
+      expect(verified.code).toBe(0);
+      const { payload } = await target.ctx.keys.verify(tokens.access_token, 'RS256', { issuer: source.issuer, typ: 'at+jwt' });
+      expect(payload.sub).toBe(source.user.id);
+      const refreshed = await postForm(`${target.url}/oauth/token`, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token! }, { authorization: basic(source.web.client_id, source.web.client_secret) });
+      expect(refreshed.status).toBe(200);
+      expect(refreshed.body.refresh_token).not.toBe(tokens.refresh_token);
+    } finally {
+      if (before === undefined) delete process.env.GATEHOUSE_DATABASE_URL;
+      else process.env.GATEHOUSE_DATABASE_URL = before;
+      await target?.stop();
+      await source.server.stop();
     }
   });
 });
