@@ -5,13 +5,25 @@
  * database, registers an autonomous agent, and measures with autocannon at 10 and 50 connections:
  *   - authorize alone (transaction tokens bound beforehand; they live 60 s, so each run rebinds),
  *   - the transaction-token + authorize pair (the second request uses the first one's token),
- *   - a bare Express handler returning the same JSON, same worker count (the framework's ceiling).
- * Runs alternate (bare, authorize, pair) for BENCH_ROUNDS rounds of BENCH_SECONDS; medians are printed.
+ *   - a bare `node:http` handler (the runtime's ceiling) and a bare Express handler (the
+ *     framework's), each a cluster of the same worker count that reads the body, JSON.parses it
+ *     and answers the same JSON as a decision does,
+ *   - authorize with every decision a fresh transaction token (bound beforehand, one per
+ *     request, so every allow consumes its token and nothing is served from a repeat); autocannon
+ *     picks each body as the request goes out, which costs it more than a fixed list, so the bare
+ *     node:http handler is also fed that way and this run is compared with that one.
+ * Runs alternate (node:http, Express, authorize, fresh, pair) for BENCH_ROUNDS rounds of
+ * BENCH_SECONDS; medians are printed, and the decision endpoint's ratio to bare node:http is
+ * the median of each round's ratio (the two runs of a round back to back).
  * Then limits over time: the same decisions at 50 connections by an agent whose capability also
  * has a budget (`amount sum`) and a rate (`count`), against the agent without them, in the
  * same run and alternating; every decision has its own transaction token, so each allow
  * consumes (the maximums are high enough that all are allowed).
  * Prints the table (markdown) for docs/agents.md and docs/budgets.md.
+ *
+ * `npm run bench:decision -- http` (or BENCH_MODE=http) runs only the comparison with the bare
+ * handlers at 10 and 50 connections, and says whether the decision endpoint meets its target:
+ * at least 70% of bare node:http, with tokens bound beforehand and with a fresh token each.
  *
  * `npm run bench:decision -- usage` (or BENCH_MODE=usage) runs only the limits-over-time
  * comparison, and says whether it meets its targets: at least 60% of the throughput without
@@ -46,9 +58,11 @@ const DURATION = Number(process.env.BENCH_SECONDS ?? 4);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const WORKERS = Number(process.env.GATEHOUSE_WORKERS ?? availableParallelism());
 const ADMIN = 'bench-admin-token-0123456789abcdef';
-/** `all`, or `usage`: only decisions with a budget and a rate against the same without. */
+/** `all`; `http`: only the bare handlers against the decision endpoint; `usage`: only decisions with a budget and a rate against the same without; `chain`. */
 const MODE = process.argv[2] ?? process.env.BENCH_MODE ?? 'all';
-if (MODE !== 'all' && MODE !== 'usage' && MODE !== 'chain') throw new Error(`unknown mode ${MODE} (all, usage or chain)`);
+if (MODE !== 'all' && MODE !== 'http' && MODE !== 'usage' && MODE !== 'chain') throw new Error(`unknown mode ${MODE} (all, http, usage or chain)`);
+/** The decision endpoint against bare node:http, same run. */
+const HTTP_RATIO_TARGET = 0.7;
 /** The delegation chain's targets: a 3-deep decision against one hop, a token exchange against a sign-in. */
 const CHAIN_RATIO_TARGET = 0.8;
 /** The targets of limits over time against none. */
@@ -56,6 +70,32 @@ const USAGE_RATIO_TARGET = 0.6;
 const USAGE_P99_TARGET_MS = 25;
 
 
+
+/** The same JSON, the same body work, on bare node:http: what the runtime itself costs. */
+const BARE_HTTP = `
+const cluster = require('node:cluster');
+const http = require('node:http');
+const workers = Number(process.env.WORKERS);
+if (cluster.isPrimary && workers > 1) { for (let i = 0; i < workers; i++) cluster.fork(); }
+else {
+  const answer = (res, status, body) => {
+    const text = JSON.stringify(body);
+    res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) });
+    res.end(text);
+  };
+  http.createServer((req, res) => {
+    if (req.method === 'GET' && req.url === '/healthz') return answer(res, 200, { status: 'ok' });
+    if (req.method !== 'POST' || req.url !== '/apis/regional/v1/agents/authorize') return answer(res, 404, { error: 'not_found' });
+    const chunks = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => {
+      let body;
+      try { body = JSON.parse(Buffer.concat(chunks).toString('utf8')); } catch { return answer(res, 400, { error: 'invalid_request' }); }
+      if (typeof body !== 'object' || body === null || typeof body.agent_id !== 'string') return answer(res, 400, { error: 'invalid_request' });
+      answer(res, 200, { data: { decision: 'allow', reason: 'allowed', policy_version: 'v' } });
+    });
+  }).listen(Number(process.env.PORT));
+}`;
 
 const BARE = `
 const cluster = require('node:cluster');
@@ -80,9 +120,12 @@ async function main(): Promise<void> {
   const barePort = await freePort();
   writeFileSync(join(dir, 'bare.cjs'), BARE);
   const bare = start([join(dir, 'bare.cjs')], { PORT: String(barePort), WORKERS: String(WORKERS), NODE_PATH: join(process.cwd(), 'node_modules') });
+  const bareHttpPort = await freePort();
+  writeFileSync(join(dir, 'bare-http.cjs'), BARE_HTTP);
+  const bareHttp = start([join(dir, 'bare-http.cjs')], { PORT: String(bareHttpPort), WORKERS: String(WORKERS) });
 
   try {
-    await Promise.all([waitReady(`${base}/healthz`), waitReady(`http://localhost:${barePort}/healthz`)]);
+    await Promise.all([waitReady(`${base}/healthz`), waitReady(`http://localhost:${barePort}/healthz`), waitReady(`http://localhost:${bareHttpPort}/healthz`)]);
     const admin = adminClient(base, ADMIN);
 
     // The agent, as a real one: its own Ed25519 key, a signed assertion, a token.
@@ -139,73 +182,6 @@ async function main(): Promise<void> {
       process.stderr.write(`${line}\n`);
     };
 
-    // The machine is shared: bare and authorize runs alternate, and the median round is reported.
-    const median = (runs: CannonResult[]) => [...runs].sort((a, b) => a.requests.average - b.requests.average)[Math.floor(runs.length / 2)]!;
-    for (const c of MODE === 'all' ? [10, 50] : []) {
-      const bareRuns: CannonResult[] = [];
-      const aloneRuns: CannonResult[] = [];
-      const pairRuns: CannonResult[] = [];
-      for (let round = 0; round < ROUNDS; round++) {
-        bareRuns.push(
-          await run(`http://localhost:${barePort}`, c, [
-            { method: 'POST', path: '/apis/regional/v1/agents/authorize', body: JSON.stringify({ agent_id: 'x' }) },
-          ]),
-        );
-        const bodies = await bindAll(64);
-        // A benchmark of denials would flatter us: the bound requests must be allowed.
-        const probe = await fetch(`${base}/apis/regional/v1/agents/authorize`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: bodies[0] });
-        const probed = (await probe.json()) as { data?: { decision?: string; reason?: string } };
-        if (probed.data?.decision !== 'allow') throw new Error(`expected allow, got ${JSON.stringify(probed)}`);
-        aloneRuns.push(await run(base, c, bodies.map((body) => ({ method: 'POST', path: '/apis/regional/v1/agents/authorize', body }))));
-        let n = 0;
-        pairRuns.push(
-          await run(base, c, [
-            {
-              method: 'POST',
-              path: '/apis/regional/v1/ai/auth/transaction-token',
-              headers: bearer,
-              setupRequest: (req, context) => {
-                context.action = action(n++);
-                return { ...req, body: JSON.stringify(context.action) };
-              },
-              onResponse: (_status, body, context) => {
-                context.txn = (JSON.parse(body) as { data?: { transaction_token?: string } }).data?.transaction_token ?? 'none';
-              },
-            },
-            {
-              method: 'POST',
-              path: '/apis/regional/v1/agents/authorize',
-              setupRequest: (req, context) => ({
-                ...req,
-                body: JSON.stringify({ agent_id: agent.agent_id, transaction_token: context.txn, ...(context.action as object) }),
-              }),
-            },
-          ]),
-        );
-        process.stderr.write(`  c=${c} round ${round + 1}: bare ${Math.round(bareRuns.at(-1)!.requests.average)}, authorize ${Math.round(aloneRuns.at(-1)!.requests.average)}, pairs ${Math.round(pairRuns.at(-1)!.requests.average / 2)}\n`);
-      }
-      const bareRes = median(bareRuns);
-      const alone = median(aloneRuns);
-      row('bare Express (same JSON)', c, bareRes);
-      row('authorize alone', c, alone);
-      rows.push(`| authorize / bare | ${c} | ${Math.round((alone.requests.average / bareRes.requests.average) * 100)}% | | | |`);
-      row('transaction-token + authorize (pairs/s)', c, median(pairRuns), 2);
-    }
-
-    // ---- limits over time: a budget and a rate, against none ----
-    const budgeted = (await admin('POST', '/agents', {
-      name: 'bench-budgeted',
-      mode: 'autonomous',
-      public_jwk: await exportJWK(publicKey),
-      roles: ['refunder'],
-      capabilities: [{
-        name: 'create:refunds',
-        limits: { amount: { max: 500, sum: { max: 1e12, per: '24h' } }, currency: { in: ['USD', 'EUR'] }, count: [{ max: 1e9, per: '1h' }] },
-      }],
-    })) as { agent_id: string };
-    const budgetedToken = await tokenFor(budgeted.agent_id);
-    const plainBearer = bearer;
-    const budgetBearer = { authorization: `Bearer ${budgetedToken}`, 'content-type': 'application/json' };
     /** `n` transaction tokens, bound 50 at a time: each decision of a run gets its own. */
     const pool = async (agentId: string, headers: Record<string, string>, n: number) => {
       const out: string[] = [];
@@ -223,6 +199,107 @@ async function main(): Promise<void> {
       let next = 0;
       return [{ method: 'POST', path: '/apis/regional/v1/agents/authorize', setupRequest: (req) => ({ ...req, body: bodies[next++ % bodies.length] }) }];
     };
+    // The machine is shared: bare and authorize runs alternate, and the median round is reported.
+    const median = (runs: CannonResult[]) => [...runs].sort((a, b) => a.requests.average - b.requests.average)[Math.floor(runs.length / 2)]!;
+    const ratioRows: string[] = [];
+    const verdicts: string[] = [];
+    let freshSize = 4000;
+    for (const c of MODE === 'all' || MODE === 'http' ? [10, 50] : []) {
+      const httpRuns: CannonResult[] = [];
+      /** bare node:http fed as the fresh-token runs are: a body chosen per request (autocannon's own cost grows alike) */
+      const httpFreshRuns: CannonResult[] = [];
+      const bareRuns: CannonResult[] = [];
+      const aloneRuns: CannonResult[] = [];
+      const freshRuns: CannonResult[] = [];
+      const pairRuns: CannonResult[] = [];
+      const bareBody = JSON.stringify({ agent_id: agent.agent_id, transaction_token: 'x'.repeat(600), ...action(0) });
+      for (let round = 0; round < ROUNDS; round++) {
+        httpRuns.push(await run(`http://localhost:${bareHttpPort}`, c, [{ method: 'POST', path: '/apis/regional/v1/agents/authorize', body: bareBody }]));
+        bareRuns.push(await run(`http://localhost:${barePort}`, c, [{ method: 'POST', path: '/apis/regional/v1/agents/authorize', body: bareBody }]));
+        const bodies = await bindAll(64);
+        // A benchmark of denials would flatter us: the bound requests must be allowed.
+        const probe = await fetch(`${base}/apis/regional/v1/agents/authorize`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: bodies[0] });
+        const probed = (await probe.json()) as { data?: { decision?: string; reason?: string } };
+        if (probed.data?.decision !== 'allow') throw new Error(`expected allow, got ${JSON.stringify(probed)}`);
+        aloneRuns.push(await run(base, c, bodies.map((body) => ({ method: 'POST', path: '/apis/regional/v1/agents/authorize', body }))));
+        const freshPool = await pool(agent.agent_id, bearer, freshSize);
+        httpFreshRuns.push(await run(`http://localhost:${bareHttpPort}`, c, fresh(freshPool)));
+        freshRuns.push(await run(base, c, fresh(freshPool)));
+        // Enough tokens that no decision of the next round repeats one (a repeat consumes nothing).
+        freshSize = Math.min(60_000, Math.ceil(Math.max(freshSize, freshRuns.at(-1)!.requests.total) * 1.2));
+        if (MODE === 'all') {
+          let n = 0;
+          pairRuns.push(
+            await run(base, c, [
+              {
+                method: 'POST',
+                path: '/apis/regional/v1/ai/auth/transaction-token',
+                headers: bearer,
+                setupRequest: (req, context) => {
+                  context.action = action(n++);
+                  return { ...req, body: JSON.stringify(context.action) };
+                },
+                onResponse: (_status, body, context) => {
+                  context.txn = (JSON.parse(body) as { data?: { transaction_token?: string } }).data?.transaction_token ?? 'none';
+                },
+              },
+              {
+                method: 'POST',
+                path: '/apis/regional/v1/agents/authorize',
+                setupRequest: (req, context) => ({
+                  ...req,
+                  body: JSON.stringify({ agent_id: agent.agent_id, transaction_token: context.txn, ...(context.action as object) }),
+                }),
+              },
+            ]),
+          );
+        }
+        const last = (runs: CannonResult[], perOp = 1) => (runs.length ? Math.round(runs.at(-1)!.requests.average / perOp) : '-');
+        process.stderr.write(`  c=${c} round ${round + 1}: node:http ${last(httpRuns)} (fed per request ${last(httpFreshRuns)}), express ${last(bareRuns)}, authorize ${last(aloneRuns)}, fresh ${last(freshRuns)}, pairs ${last(pairRuns, 2)}\n`);
+      }
+      row('bare node:http (same JSON)', c, median(httpRuns));
+      row('bare node:http, a body chosen per request', c, median(httpFreshRuns));
+      row('bare Express (same JSON)', c, median(bareRuns));
+      row('authorize alone', c, median(aloneRuns));
+      row('authorize, every decision a fresh token', c, median(freshRuns));
+      if (pairRuns.length) row('transaction-token + authorize (pairs/s)', c, median(pairRuns), 2);
+      const ratio = (xs: CannonResult[], ys: CannonResult[]) => {
+        const per = xs.map((x, k) => x.requests.average / ys[k]!.requests.average).sort((a, b) => a - b);
+        return { per, mid: per[Math.floor(per.length / 2)]! };
+      };
+      for (const [name, xs, ys] of [
+        ['authorize / node:http', aloneRuns, httpRuns],
+        ['fresh token / node:http', freshRuns, httpFreshRuns],
+        ['authorize / Express', aloneRuns, bareRuns],
+      ] as const) {
+        const r = ratio(xs, ys);
+        ratioRows.push(`| ${name}, per round (median) | ${c} | ${r.per.map((x) => `${Math.round(x * 100)}%`).join(', ')} (${Math.round(r.mid * 100)}%) | | | |`);
+        if (name.endsWith('node:http')) verdicts.push(`${name} at ${c} connections: ${Math.round(r.mid * 100)}% (target ≥ ${HTTP_RATIO_TARGET * 100}%: ${r.mid >= HTTP_RATIO_TARGET ? 'met' : 'NOT met'})`);
+      }
+    }
+    rows.push(...ratioRows);
+    if (MODE === 'http') {
+      process.stdout.write(
+        `\nworkers: ${WORKERS}, ${DURATION} s per run, median of ${ROUNDS} alternating rounds, ${availableParallelism()} cores (autocannon shares them)\n\n` +
+          `| run | connections | req/s | p50 ms | p99 ms | non-2xx/errors |\n|---|---|---|---|---|---|\n${rows.join('\n')}\n\n${verdicts.join('\n')}\n`,
+      );
+      return;
+    }
+
+    // ---- limits over time: a budget and a rate, against none ----
+    const budgeted = (await admin('POST', '/agents', {
+      name: 'bench-budgeted',
+      mode: 'autonomous',
+      public_jwk: await exportJWK(publicKey),
+      roles: ['refunder'],
+      capabilities: [{
+        name: 'create:refunds',
+        limits: { amount: { max: 500, sum: { max: 1e12, per: '24h' } }, currency: { in: ['USD', 'EUR'] }, count: [{ max: 1e9, per: '1h' }] },
+      }],
+    })) as { agent_id: string };
+    const budgetedToken = await tokenFor(budgeted.agent_id);
+    const plainBearer = bearer;
+    const budgetBearer = { authorization: `Bearer ${budgetedToken}`, 'content-type': 'application/json' };
     const pairs = (agentId: string, headers: Record<string, string>): CannonRequest[] => {
       let n = 0;
       return [
@@ -280,10 +357,10 @@ async function main(): Promise<void> {
 
     process.stdout.write(
       `\nworkers: ${WORKERS}, ${DURATION} s per run, median of ${ROUNDS} alternating rounds, ${availableParallelism()} cores (autocannon shares them)\n\n` +
-        `| run | connections | req/s | p50 ms | p99 ms | non-2xx/errors |\n|---|---|---|---|---|---|\n${rows.join('\n')}\n\n${targets}\n`,
+        `| run | connections | req/s | p50 ms | p99 ms | non-2xx/errors |\n|---|---|---|---|---|---|\n${rows.join('\n')}\n\n${[...verdicts, targets].join('\n')}\n`,
     );
   } finally {
-    for (const child of [server, bare]) stop(child);
+    for (const child of [server, bare, bareHttp]) stop(child);
     await new Promise((r) => setTimeout(r, 500));
     rmSync(dir, { recursive: true, force: true });
   }

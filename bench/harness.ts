@@ -62,6 +62,10 @@ export async function startGatehouse(dir: string, env: Record<string, string>): 
     // The benches' MCP upstreams and receivers listen on this machine.
     GATEHOUSE_OUTBOUND_ALLOW_HOSTS: '127.0.0.1,localhost',
     LOG_LEVEL: 'warn',
+    // One load generator on one address for one agent: the per-second request limits of the
+    // agent endpoints would answer most of a run with 429s, which measures the limiter.
+    GATEHOUSE_AGENT_RATE_LIMIT: '0',
+    GATEHOUSE_ADDRESS_RATE_LIMIT: '0',
     ...env,
   });
   return { base, child };

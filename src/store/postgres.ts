@@ -2,7 +2,7 @@ import pg from 'pg';
 import { dbSpan } from '../telemetry.js';
 import { ConfigError } from '../config.js';
 import type { ChangeFeed } from './changes.js';
-import type { Params, RunResult, Sql, SqlDatabase } from './sql.js';
+import type { Params, RunResult, Sql, SqlDatabase, Statement } from './sql.js';
 
 /** Attempts of a transaction body that lost a deadlock or a serialization check. */
 const MAX_ATTEMPTS = 5;
@@ -21,9 +21,10 @@ interface Compiled {
 
 /**
  * `?` and `@name` placeholders to `$1, $2, ...`, outside string literals, quoted identifiers
- * and comments. A name used twice is one parameter.
+ * and comments. A name used twice is one parameter. `placeholder` writes each one instead
+ * (given its number, and its name when named).
  */
-export function toPositional(sql: string): { text: string; names: string[] | null } {
+export function toPositional(sql: string, placeholder: (n: number, name: string | null) => string = (n) => `$${n}`): { text: string; names: string[] | null } {
   let out = '';
   let n = 0;
   const names: string[] = [];
@@ -40,13 +41,13 @@ export function toPositional(sql: string): { text: string; names: string[] | nul
       out += sql.slice(i, stop);
       i = stop - 1;
     } else if (c === '?') {
-      out += `$${++n}`;
+      out += placeholder(++n, null);
     } else if (c === '@' && /[A-Za-z_]/.test(sql[i + 1] ?? '')) {
       const m = /^[A-Za-z_]\w*/.exec(sql.slice(i + 1))!;
       named = true;
       let at = names.indexOf(m[0]);
       if (at < 0) at = names.push(m[0]) - 1;
-      out += `$${at + 1}`;
+      out += placeholder(at + 1, m[0]);
       i += m[0].length;
     } else {
       out += c;
@@ -64,6 +65,39 @@ function closing(sql: string, start: number, quote: string): number {
     }
   }
   return sql.length - 1;
+}
+
+/**
+ * A parameter as a quoted literal: the text pg would send for it, escaped, so that the server
+ * types it from where it stands, as it types a parameter.
+ */
+function literal(value: unknown): string {
+  if (value === null || value === undefined) return 'NULL';
+  if (Buffer.isBuffer(value)) return `'\\x${value.toString('hex')}'`;
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) throw new Error(`a pipelined parameter is not a finite number: ${value}`);
+    return `'${String(value)}'`;
+  }
+  if (typeof value === 'bigint' || typeof value === 'boolean') return `'${String(value)}'`;
+  if (typeof value === 'string') return pg.Client.prototype.escapeLiteral(value);
+  throw new Error(`a pipelined parameter must be a number, string, boolean, buffer or null (got ${typeof value})`);
+}
+
+/** A statement with its parameters inlined as literals, for the simple-protocol query of a pipeline. */
+export function inlined(statement: Statement): string {
+  const { sql, params } = statement;
+  const valueOf = (n: number, name: string | null): unknown => {
+    if (name === null) return (params as readonly unknown[] | undefined)?.[n - 1];
+    const obj = (params ?? {}) as Record<string, unknown>;
+    if (!(name in obj)) throw new Error(`missing named parameter @${name}`);
+    return obj[name];
+  };
+  return toPositional(sql, (n, name) => literal(valueOf(n, name))).text;
+}
+
+/** The rows of each statement of a simple-protocol query (pg answers one result, or an array for several). */
+function resultsOf(r: pg.QueryResult | pg.QueryResult[]): Record<string, unknown>[][] {
+  return (Array.isArray(r) ? r : [r]).map((x) => x.rows as Record<string, unknown>[]);
 }
 
 /** BIGINT and NUMERIC as JavaScript numbers (times, counters and amounts fit); everything else as pg reads it. */
@@ -139,10 +173,17 @@ class PostgresExecutor implements SqlDatabase {
   async exec(sql: string): Promise<void> {
     await this.pool.query(sql);
   }
+  /** One simple-protocol query (outside a transaction block, the server runs its statements as one). */
+  async pipeline(statements: readonly Statement[]): Promise<Record<string, unknown>[][]> {
+    if (!statements.length) return [];
+    return resultsOf(await this.pool.query(statements.map(inlined).join(';\n')));
+  }
 
   /**
-   * One pooled client with BEGIN ... COMMIT (READ COMMITTED). A body that lost a deadlock or
-   * a serialization check runs again, up to five times, with a short random pause.
+   * One pooled client with BEGIN ... COMMIT (READ COMMITTED). The BEGIN is not a round trip of
+   * its own when the body's first statement is a pipeline: it goes with it (and so do the
+   * locks the body asks for first). A body that lost a deadlock or a serialization check runs
+   * again, up to five times, with a short random pause.
    */
   async transaction<T>(fn: (tx: Sql) => Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
@@ -156,16 +197,15 @@ class PostgresExecutor implements SqlDatabase {
       };
       client.on('error', lost);
       try {
-        await client.query('BEGIN');
         const result = await fn(tx);
-        await client.query('COMMIT');
+        if (tx.begun) await client.query('COMMIT');
         const hooks = tx.finish();
         for (const hook of hooks) hook();
         return result;
       } catch (err) {
         tx.finish();
         try {
-          await client.query('ROLLBACK');
+          if (tx.begun) await client.query('ROLLBACK');
         } catch (rollbackError) {
           broken = rollbackError as Error;
         }
@@ -210,6 +250,10 @@ class PostgresTransaction implements Sql {
   readonly dialect = 'postgres' as const;
   readonly inTransaction = true;
   private hooks: (() => void)[] | null = [];
+  /** BEGIN and locks asked for, not yet sent: they go with the next round trip */
+  private owed: string[] = ['BEGIN'];
+  /** the BEGIN was sent (a body that sent nothing has nothing to commit or roll back) */
+  begun = false;
 
   constructor(
     private readonly client: pg.PoolClient,
@@ -224,30 +268,48 @@ class PostgresTransaction implements Sql {
   private check(): void {
     if (!this.hooks) throw new Error('this transaction has ended');
   }
-  async all<T>(sql: string, params?: Params): Promise<T[]> {
+  /** What is owed, sent now (one round trip), before a statement that cannot carry it. */
+  private async settle(): Promise<void> {
     this.check();
+    if (!this.owed.length) return;
+    const owed = this.owed.join(';\n');
+    this.owed = [];
+    this.begun = true;
+    await this.client.query(owed);
+  }
+  async all<T>(sql: string, params?: Params): Promise<T[]> {
+    await this.settle();
     return (await this.root.statements.query<T>(this.client, sql, params)).rows;
   }
   async get<T>(sql: string, params?: Params): Promise<T | undefined> {
-    this.check();
+    await this.settle();
     return (await this.root.statements.query<T>(this.client, sql, params)).rows[0];
   }
   async run(sql: string, params?: Params): Promise<RunResult> {
-    this.check();
+    await this.settle();
     return { changes: (await this.root.statements.query(this.client, sql, params)).rowCount ?? 0 };
   }
   async exec(sql: string): Promise<void> {
-    this.check();
+    await this.settle();
     await this.client.query(sql);
+  }
+  async pipeline(statements: readonly Statement[]): Promise<Record<string, unknown>[][]> {
+    this.check();
+    const owed = this.owed;
+    const texts = [...owed, ...statements.map(inlined)];
+    if (!texts.length) return [];
+    this.owed = [];
+    this.begun = true;
+    return resultsOf(await this.client.query(texts.join(';\n'))).slice(owed.length);
   }
   transaction<T>(fn: (tx: Sql) => Promise<T>): Promise<T> {
     this.check();
     return fn(this);
   }
-  /** A transaction-level advisory lock, scoped to the schema: released by COMMIT or ROLLBACK. */
+  /** A transaction-level advisory lock, scoped to the schema: released by COMMIT or ROLLBACK. Sent with the next statement. */
   async lock(name: string): Promise<void> {
     this.check();
-    await this.root.statements.query(this.client, 'SELECT pg_advisory_xact_lock(hashtextextended(?, 0))', [this.root.lockKey(name)]);
+    this.owed.push(`SELECT pg_advisory_xact_lock(hashtextextended(${literal(this.root.lockKey(name))}, 0))`);
   }
   afterCommit(fn: () => void): void {
     this.check();

@@ -14,6 +14,11 @@ import type { ChangeFeed } from './changes.js';
 export type Dialect = 'sqlite' | 'postgres';
 /** `?` values in order, or an object whose keys are the `@name`s */
 export type Params = readonly unknown[] | object;
+/** One statement of a pipeline. */
+export interface Statement {
+  sql: string;
+  params?: Params;
+}
 export interface RunResult {
   /** rows inserted, updated or deleted */
   changes: number;
@@ -28,6 +33,16 @@ export interface Sql {
   run(sql: string, params?: Params): Promise<RunResult>;
   /** Statements without parameters, separated by semicolons (migrations). */
   exec(sql: string): Promise<void>;
+  /**
+   * Statements sent together, answered with each one's rows in order (none for a write). On
+   * PostgreSQL they go in one round trip (one simple-protocol query, each parameter inlined
+   * as an escaped literal, which the server types as it types a parameter), together with
+   * what the transaction still owes the server (its BEGIN, a lock asked for); SQLite runs
+   * them one after another. Parameters are numbers, strings, booleans, null or buffers; for
+   * short statements (each literal is escaped in JavaScript, and the server plans the statement
+   * anew), such as reads that would otherwise each cost a round trip.
+   */
+  pipeline(statements: readonly Statement[]): Promise<Record<string, unknown>[][]>;
   /**
    * Runs `fn` in one transaction and commits when it resolves (rolls back when it throws).
    * Inside a transaction, `transaction` runs `fn` in the same one.

@@ -3,7 +3,7 @@ import { dbSpan } from '../telemetry.js';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { perTurnFeed, type ChangeFeed } from './changes.js';
-import type { Params, RunResult, Sql, SqlDatabase } from './sql.js';
+import type { Params, RunResult, Sql, SqlDatabase, Statement as PipelinedStatement } from './sql.js';
 
 type Statement = Database.Statement<unknown[], unknown>;
 
@@ -115,6 +115,10 @@ class SqliteExecutor implements SqlDatabase {
     while (this.gate) await this.gate;
     this.db.exec(sql);
   }
+  async pipeline(statements: readonly PipelinedStatement[]): Promise<Record<string, unknown>[][]> {
+    while (this.gate) await this.gate;
+    return statements.map((s) => rowsOf(this.statement(s.sql), s.params));
+  }
 
   async transaction<T>(fn: (tx: Sql) => Promise<T>): Promise<T> {
     const release = await this.beginImmediate();
@@ -194,6 +198,11 @@ class SqliteTransaction implements Sql {
     this.check();
     this.root.db.exec(sql);
   }
+  /** One after another; the commit is the transaction's, after the body. */
+  async pipeline(statements: readonly PipelinedStatement[]): Promise<Record<string, unknown>[][]> {
+    this.check();
+    return statements.map((s) => rowsOf(this.root.statement(s.sql), s.params));
+  }
   transaction<T>(fn: (tx: Sql) => Promise<T>): Promise<T> {
     this.check();
     return fn(this);
@@ -210,6 +219,8 @@ class SqliteTransaction implements Sql {
 
 const all = <T>(s: Statement, p: Params | undefined): T[] => dbSpan('sqlite', s.source, () => (p === undefined ? s.all() : s.all(p)) as T[]);
 const get = <T>(s: Statement, p: Params | undefined): T | undefined => dbSpan('sqlite', s.source, () => (p === undefined ? s.get() : s.get(p)) as T | undefined);
+/** A pipelined statement's rows: a query's, or none for a write. */
+const rowsOf = (s: Statement, p: Params | undefined): Record<string, unknown>[] => (s.reader ? all<Record<string, unknown>>(s, p) : (run(s, p), []));
 const run = (s: Statement, p: Params | undefined): RunResult => dbSpan('sqlite', s.source, () => ({ changes: (p === undefined ? s.run() : s.run(p)).changes }));
 
 export interface SqliteOptions {

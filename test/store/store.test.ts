@@ -83,6 +83,44 @@ describe('transactions', () => {
     });
     if (store.sql.dialect === 'sqlite') await expect(kept!.settings.get('x')).rejects.toThrow('ended');
   });
+
+  it("a pipeline answers each statement's rows in order, its parameters taken as parameters are", async () => {
+    // Quotes, a backslash, a comment marker and placeholder characters, all inside a value.
+    const tricky = "it's a \\ back'slash -- ? @key 'x'";
+    await store.settings.set('pipeline-read', tricky);
+    const [one, none, typed] = await store.sql.pipeline([
+      { sql: 'SELECT value FROM settings WHERE key = ?', params: ['pipeline-read'] },
+      { sql: 'SELECT value FROM settings WHERE key = @key', params: { key: tricky } },
+      { sql: 'SELECT CAST(? AS TEXT) AS absent, CAST(? AS INTEGER) + 1 AS n, CAST(? AS TEXT) AS s', params: [null, 41, 'ünï'] },
+    ]);
+    expect(one).toEqual([{ value: tricky }]);
+    expect(none).toEqual([]);
+    expect(typed).toEqual([{ absent: null, n: 42, s: 'ünï' }]);
+    await expect(store.sql.pipeline([{ sql: 'SELECT CAST(? AS TEXT) AS v', params: [{ not: 'a scalar' }] }])).rejects.toThrow();
+  });
+
+  it('inside a transaction a pipeline goes with the BEGIN and the locks asked for, and commits or rolls back with it', async () => {
+    await expect(
+      store.transaction(async (tx) => {
+        await tx.sql.lock('pipeline-test');
+        const [written, read] = await tx.sql.pipeline([
+          { sql: 'INSERT INTO settings (key, value) VALUES (?, ?)', params: ['pipeline-rolled-back', 'x'] },
+          { sql: 'SELECT value FROM settings WHERE key = ?', params: ['pipeline-rolled-back'] },
+        ]);
+        expect(written).toEqual([]);
+        expect(read).toEqual([{ value: 'x' }]);
+        throw new Error('no');
+      }),
+    ).rejects.toThrow('no');
+    expect(await store.settings.get('pipeline-rolled-back')).toBeUndefined();
+    await store.transaction(async (tx) => {
+      await tx.sql.lock('pipeline-test');
+      await tx.sql.pipeline([{ sql: 'INSERT INTO settings (key, value) VALUES (?, ?)', params: ['pipeline-committed', 'y'] }]);
+      await tx.settings.set('pipeline-committed-after', 'z');
+    });
+    expect(await store.settings.get('pipeline-committed')).toBe('y');
+    expect(await store.settings.get('pipeline-committed-after')).toBe('z');
+  });
 });
 
 describe('single use and one winner, with competing callers', () => {
@@ -151,6 +189,41 @@ describe('single use and one winner, with competing callers', () => {
     const v = await store.audit.verify();
     expect(v.broken).toBeNull();
     expect(v.checked).toBeGreaterThanOrEqual(30);
+  });
+});
+
+describe('audit batches', () => {
+  it('a batch keeps every value as given (quotes, backslashes, braces, NULL as text, absent fields) and the chain verifies', async () => {
+    const tricky = ['a "quoted" {brace}, comma', 'back\\slash \\" end', 'NULL', '', 'ünï ✓', "it's"];
+    const inputs = Array.from({ length: 37 }, (_, i) => ({
+      agent_id: tricky[i % tricky.length]!,
+      action: i % 2 ? null : 'x',
+      resource: `r${i}`,
+      context: { note: tricky[(i + 1) % tricky.length], n: i },
+      decision: 'allow',
+      reason: i % 3 ? null : tricky[(i + 2) % tricky.length]!,
+    }));
+    const written = await store.audit.appendAll(inputs);
+    const listed = (await store.audit.list({ limit: 1000 })).filter((r) => r.seq >= written[0]!.seq && r.seq <= written.at(-1)!.seq).reverse();
+    expect(listed.map((r) => [r.agent_id, r.action, r.context, r.reason])).toEqual(inputs.map((x) => [x.agent_id, x.action, x.context, x.reason]));
+    expect(listed.map((r) => r.hash)).toEqual(written.map((r) => r.hash));
+    expect((await store.audit.verify()).broken).toBeNull();
+  });
+});
+
+describe('audit chain across a cut', () => {
+  it('after a cut that pruned every record, the next record follows the cut', async () => {
+    // A store of its own: the cut here is not signed, and would fail the others' verify.
+    const own = await openTestStore();
+    const s = own.store;
+    await s.audit.append({ agent_id: 'cut', action: 'x', resource: 'r', decision: 'allow' });
+    const last = (await s.audit.list({ limit: 1 }))[0]!;
+    const before = await s.audit.latestCheckpoint();
+    await s.audit.prune({ seq: last.seq, hash: last.hash, record_time: last.time, created_at: now(), pruned: 1, pruned_total: (before?.pruned_total ?? 0) + 1, jws: 'unsigned.for.test' });
+    const next = await s.audit.append({ agent_id: 'cut', action: 'x', resource: 'r2', decision: 'allow' });
+    expect(next.seq).toBe(last.seq + 1);
+    expect(next.prev_hash).toBe(last.hash);
+    await own.close();
   });
 });
 

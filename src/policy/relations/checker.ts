@@ -3,9 +3,10 @@
 // strings or objects (the state of a check is one reused record). Same semantics as the
 // reference interpreter (reference.ts), which the property tests hold it to.
 //
-// list-objects expands backwards from the subject over the reverse index and the model (which
-// relations derive from which), list-subjects forwards from the object; each keeps only the
-// candidates that check confirms (exclusion and intersection need the full check).
+// list-objects expands backwards from the subject over the reverse index and the model
+// (reverse.ts: unions and tuple-to-usersets settle an object without a check; what `and` and
+// `but not` decide is evaluated, or confirmed by check). list-subjects walks forwards from the
+// object and keeps the candidates that check confirms.
 //
 // A request is validated once, before any hop: the object's type and relation, the subject
 // (its type, and a userset's relation, must be the model's), and each contextual relationship
@@ -19,8 +20,9 @@ import type { RelationModel, RelationDef } from './model.js';
 import { disallowed, relationOf } from './model.js';
 import { fmtRelExpr } from './format.js';
 import { relationshipText } from './tuple.js';
-import { NONE, OverlayIndex, relationshipOf, type RelationshipIndex } from './index.js';
+import { NONE, OverlayIndex, relationshipOf, withName, type RelationshipIndex } from './index.js';
 import { CYCLE, MAX_DEPTH, type Outcome } from './reference.js';
+import { allowedAt, expandReverse, ReversePlan, type Confirmer, type Restriction } from './reverse.js';
 import { parseObject, parseSubject, type Relationship, type SubjectRef } from './tuple.js';
 
 export { MAX_DEPTH } from './reference.js';
@@ -48,6 +50,8 @@ export interface RelationOptions {
 const UNKNOWN = -2;
 const EMPTY: Record<string, unknown> = Object.freeze({}) as Record<string, unknown>;
 const NO_PATH: [] = [] as [];
+/** The answer of a check that holds and was not asked for its path (shared: a check allocates nothing). */
+const ALLOWED: CheckResult = { allowed: true, path: NO_PATH };
 /** A subject no relationship can name (its type is no type's name), so that a check of it reads every path. */
 const NO_SUBJECT: SubjectRef = Object.freeze({ type: ' ', id: ' ', wildcard: false });
 
@@ -60,6 +64,8 @@ interface State {
   sRel: number;
   sType: number;
   sWild: boolean;
+  /** For an entity subject, its type's wildcard `t:*` (a relationship to it grants the subject); UNKNOWN otherwise. */
+  sWildSym: number;
   /** (object, relation) pairs being resolved, for cycles. */
   stack: number[];
   depth: number;
@@ -70,19 +76,31 @@ interface State {
 
 type RelFn = (st: State, o: number, depth: number) => Outcome;
 
-interface Restriction { type: number; relation: number; wildcard: boolean; condition: string | undefined }
+/** The wildcard symbol that grants an entity subject of a type; UNKNOWN for a wildcard or userset subject, or when there is none. */
+function wildcardFor(index: RelationshipIndex, typeSym: number, notEntity: boolean): number {
+  if (notEntity || typeSym < 0) return UNKNOWN;
+  const w = index.wildcardOf(typeSym);
+  return w === NONE ? UNKNOWN : w;
+}
+
 
 export class RelationChecker {
   /** type symbol → relation symbol → the relation's closure (arrays: a hop reads two cells). */
   private readonly fns: ((RelFn | undefined)[] | undefined)[] = [];
   private readonly st: State;
   private busy = false;
-  /** For list-objects: relation → the relations of the same type defined from it (computed). */
-  private readonly derivedFrom = new Map<string, string[]>();
-  /** For list-objects: relation name → tuple-to-usersets reading it: (type, relation, tupleset). */
-  private readonly ttuOf = new Map<string, { type: string; relation: string; tupleset: string }[]>();
-  /** Relation names with direct types, for the reverse index. */
-  private readonly directRelations: string[] = [];
+  /** The model read for list-objects' reverse expansion (made on the first listing). */
+  private plan: ReversePlan | null = null;
+  /** The state of the checks a listing makes for its subject (beside `st`, which a listing never holds). */
+  private readonly listState: State;
+  /** Compiled parts of definitions (what a `but not` subtracts), for a listing's gates. */
+  private readonly parts = new Map<RelExpr, RelFn>();
+  /** The model's relation names' symbols (a small map: the index's holds every object). */
+  private readonly relationSyms = new Map<string, number>();
+  private lastSubject = '';
+  private lastSubjectSym = NONE;
+  /** The error of a listing's last check that erred. */
+  private listError: RelationError | null = null;
   /**
    * `type#relation` whose computed relations alone (no relationship needed) may reach the hop
    * limit, or loop: on an object nothing is stored on, these are walked rather than answered false.
@@ -90,17 +108,18 @@ export class RelationChecker {
   private readonly deepAlone = new Set<string>();
 
   constructor(readonly model: RelationModel, readonly index: RelationshipIndex) {
-    this.st = { index, ctx: EMPTY, sObj: UNKNOWN, sRel: NONE, sType: UNKNOWN, sWild: false, stack: [], depth: 0, path: null, error: null, tooComplex: false };
+    this.st = { index, ctx: EMPTY, sObj: UNKNOWN, sRel: NONE, sType: UNKNOWN, sWild: false, sWildSym: UNKNOWN, stack: [], depth: 0, path: null, error: null, tooComplex: false };
     for (const t of model.types.values()) {
       const ts = index.intern(t.name);
       const m: (RelFn | undefined)[] = [];
       this.fns[ts] = m;
-      for (const r of t.relations.values()) m[index.intern(r.name)] = this.compileRelation(r);
+      for (const r of t.relations.values()) {
+        const rs = index.intern(r.name);
+        this.relationSyms.set(r.name, rs);
+        m[rs] = this.compileRelation(r);
+      }
     }
-    for (const t of model.types.values()) for (const r of t.relations.values()) {
-      if (r.direct.length && !this.directRelations.includes(r.name)) this.directRelations.push(r.name);
-      this.indexDerivations(t.name, r.name, r.expr);
-    }
+    this.listState = { ...this.st, stack: [] };
     this.findDeepAlone();
   }
 
@@ -130,26 +149,6 @@ export class RelationChecker {
     };
     for (const t of this.model.types.values()) for (const r of t.relations.values()) {
       if (chain(t.name, r.name) >= MAX_DEPTH) this.deepAlone.add(`${t.name}#${r.name}`);
-    }
-  }
-
-  private indexDerivations(type: string, rel: string, e: RelExpr): void {
-    switch (e.op) {
-      case 'computed': {
-        const k = `${type}#${e.relation}`;
-        const list = this.derivedFrom.get(k) ?? [];
-        if (!list.includes(rel)) list.push(rel);
-        this.derivedFrom.set(k, list);
-        break;
-      }
-      case 'ttu': {
-        const list = this.ttuOf.get(e.relation) ?? [];
-        list.push({ type, relation: rel, tupleset: e.tupleset });
-        this.ttuOf.set(e.relation, list);
-        break;
-      }
-      case 'union': case 'intersection': for (const i of e.items) this.indexDerivations(type, rel, i); break;
-      case 'exclusion': this.indexDerivations(type, rel, e.base); this.indexDerivations(type, rel, e.subtract); break;
     }
   }
 
@@ -222,18 +221,6 @@ export class RelationChecker {
     }
   }
 
-  /** Does the model allow the relationship at triple i (its kind of subject, its condition)? */
-  private static allowed(st: State, rs: Restriction[], list: readonly number[], i: number): boolean {
-    const so = list[i]!, sr = list[i + 1]!, c = list[i + 2]!;
-    const type = st.index.typeOf(so), wild = st.index.isWildcard(so);
-    const cond = c === NONE ? undefined : st.index.condition(c).name;
-    for (let k = 0; k < rs.length; k++) {
-      const r = rs[k]!;
-      if (r.type === type && r.relation === sr && r.wildcard === wild && r.condition === cond) return true;
-    }
-    return false;
-  }
-
   /** 1 when the relationship's condition holds (or it has none), 0 when not, 2 when it cannot be evaluated. */
   private conditionHolds(st: State, c: number): Outcome {
     if (c === NONE) return 1;
@@ -256,8 +243,8 @@ export class RelationChecker {
       for (let i = 0; i < list.length; i += 3) {
         const so = list[i]!, sr = list[i + 1]!;
         // A relationship to another entity is not read at all (its condition is not evaluated).
-        if (sr === NONE && !((so === st.sObj && st.sRel === NONE) || (st.sRel === NONE && !st.sWild && st.index.isWildcard(so) && st.index.typeOf(so) === st.sType))) continue;
-        if (!RelationChecker.allowed(st, rs, list, i)) continue;
+        if (sr === NONE && !(st.sRel === NONE && (so === st.sObj || so === st.sWildSym))) continue;
+        if (!allowedAt(st.index, rs, list, i)) continue;
         const c = this.conditionHolds(st, list[i + 2]!);
         if (c !== 1) { if (c === 2) err = true; continue; }
         if (sr === NONE || (so === st.sObj && sr === st.sRel)) {
@@ -285,7 +272,7 @@ export class RelationChecker {
       if (list === undefined) return 0;
       let err = false, cycle = false;
       for (let i = 0; i < list.length; i += 3) {
-        if (!RelationChecker.allowed(st, rs, list, i)) continue;
+        if (!allowedAt(st.index, rs, list, i)) continue;
         const c = this.conditionHolds(st, list[i + 2]!);
         if (c !== 1) { if (c === 2) err = true; continue; }
         const mark = st.path ? st.path.length : 0;
@@ -367,6 +354,7 @@ export class RelationChecker {
     const t = index.lookup(s.type);
     st.sType = t === NONE ? UNKNOWN : t;
     st.sWild = s.wildcard;
+    st.sWildSym = wildcardFor(index, st.sType, s.wildcard || s.relation !== undefined);
     st.depth = 0;
     st.path = opts?.path ? [] : null;
     st.error = null;
@@ -390,14 +378,14 @@ export class RelationChecker {
       const self = s.relation !== undefined && `${s.type}:${s.id}` === object;
       if (!self && !this.deepAlone.has(`${object.slice(0, object.indexOf(':'))}#${relation}`)) return { allowed: false, path: NO_PATH };
       if (o !== NONE) return { allowed: false, path: NO_PATH };
-      return this.checkOn(new OverlayIndex(index, []).withSymbol(object), object, relation, s, opts);
+      return this.checkOn(withName(index, object), object, relation, s, opts);
     }
     const reentrant = this.busy;
     const st = this.begin(index, s, opts);
     this.busy = true;
     try {
       const r = this.dispatch(st, o, rel, 0);
-      if (r === 1) return { allowed: true, path: st.path ?? [] };
+      if (r === 1) return st.path ? { allowed: true, path: st.path } : ALLOWED;
       if (r === 2) return { error: this.errorOf(st) };
       return { allowed: false, path: NO_PATH };
     } finally {
@@ -412,19 +400,26 @@ export class RelationChecker {
    */
   private fastCheck(object: string, relation: string, subject: string, opts: RelationOptions | undefined): CheckResult | null {
     const index = this.index;
-    const o = index.lookup(object), sObj = index.lookup(subject);
+    const o = index.lookup(object);
+    // A symbol, once made, names its string for good: the last subject's is kept (a run of checks asks for one subject).
+    let sObj = this.lastSubjectSym;
+    if (subject !== this.lastSubject) {
+      sObj = index.lookup(subject);
+      if (sObj !== NONE) { this.lastSubject = subject; this.lastSubjectSym = sObj; }
+    }
     if (o === NONE || sObj === NONE) return null;
     const sType = index.typeOf(sObj), oType = index.typeOf(o);
     // A subject whose type is not the model's takes the general path, which reports it.
     if (sType === NONE || oType === NONE || index.isWildcard(o) || this.fns[sType] === undefined) return null;
     const byRel = this.fns[oType];
-    const rel = index.lookup(relation);
+    const rel = this.relationSyms.get(relation) ?? NONE;
     if (byRel === undefined || rel === NONE || byRel[rel] === undefined) return null;
     const reentrant = this.busy;
     const st: State = reentrant ? { ...this.st, stack: [] } : this.st;
     st.index = index;
     st.ctx = opts?.context ?? EMPTY;
     st.sObj = sObj; st.sRel = NONE; st.sType = sType; st.sWild = index.isWildcard(sObj);
+    st.sWildSym = wildcardFor(index, sType, st.sWild);
     st.depth = 0;
     st.path = opts?.path ? [] : null;
     st.error = null;
@@ -432,7 +427,7 @@ export class RelationChecker {
     this.busy = true;
     try {
       const r = this.dispatch(st, o, rel, 0);
-      if (r === 1) return { allowed: true, path: st.path ?? [] };
+      if (r === 1) return st.path ? { allowed: true, path: st.path } : ALLOWED;
       if (r === 2) return { error: this.errorOf(st) };
       return { allowed: false, path: NO_PATH };
     } finally {
@@ -501,7 +496,10 @@ export class RelationChecker {
     return 'allowed' in r && r.allowed;
   }
 
-  /** Every object of `type` on which the subject holds the relation, each once (sorted). */
+  /**
+   * Every object of `type` on which the subject holds the relation, each once (sorted), by
+   * reverse expansion from the subject (reverse.ts); exactly the objects check allows.
+   */
   listObjects(subject: string, relation: string, type: string, opts?: RelationOptions): ListResult<'objects'> {
     const bad = this.unknown(type, relation);
     if (bad) return { error: { code: 'invalid_request', message: bad } };
@@ -513,63 +511,45 @@ export class RelationChecker {
     if ('code' in overlay) return { error: overlay };
     let index = overlay;
     // A userset holds its own relation even on an object nothing is stored on: give that object a symbol.
-    if (s.relation !== undefined && index.lookup(`${s.type}:${s.id}`) === NONE) index = new OverlayIndex(index, []).withSymbol(`${s.type}:${s.id}`);
-    const reached = new Set<string>();
-    const pairs: [number, string][] = [];
-    const keys: number[] = [];
-    const seenKeys = new Set<number>();
-    const addKey = (text: string) => {
-      const k = index.lookup(text);
-      if (k !== NONE && !seenKeys.has(k)) { seenKeys.add(k); keys.push(k); }
+    if (s.relation !== undefined && index.lookup(`${s.type}:${s.id}`) === NONE) index = withName(index, `${s.type}:${s.id}`);
+    const plan = (this.plan ??= new ReversePlan(this.model, this.index));
+    const target = plan.kindOf(index.lookup(type), index.lookup(relation));
+    const st = this.listState;
+    st.index = index;
+    st.ctx = opts?.context ?? EMPTY;
+    const sObj = index.lookup(s.wildcard ? `${s.type}:*` : `${s.type}:${s.id}`);
+    st.sObj = sObj === NONE ? UNKNOWN : sObj;
+    const sRel = s.relation !== undefined ? index.lookup(s.relation) : NONE;
+    st.sRel = s.relation !== undefined && sRel === NONE ? UNKNOWN : sRel;
+    st.sType = index.lookup(s.type);
+    st.sWild = s.wildcard;
+    st.sWildSym = wildcardFor(index, st.sType, s.wildcard || s.relation !== undefined);
+    this.listError = null;
+    const reset = () => { st.depth = 0; st.path = null; st.error = null; st.tooComplex = false; };
+    const confirm: Confirmer = {
+      check: (o, kind) => {
+        reset();
+        const r = this.dispatch(st, o, kind.relSym, 0);
+        if (r === 2) { this.listError ??= this.errorOf(st); return 2; }
+        return r === 1 ? 1 : 0;
+      },
+      atTop: (o, kind, e) => {
+        let fn = this.parts.get(e);
+        if (!fn) this.parts.set(e, (fn = this.compileExpr(kind.def, e)));
+        reset();
+        st.stack[0] = o; st.stack[1] = kind.relSym; st.depth = 2;
+        const r = fn(st, o, 0);
+        st.depth = 0;
+        return r;
+      },
+      condition: (c) => this.conditionHolds(st, c),
     };
-    const reach = (o: number, rel: string) => {
-      const k = `${o}#${rel}`;
-      if (reached.has(k)) return;
-      reached.add(k);
-      pairs.push([o, rel]);
-    };
-    const subjectText = s.relation !== undefined ? `${s.type}:${s.id}#${s.relation}` : s.wildcard ? `${s.type}:*` : `${s.type}:${s.id}`;
-    addKey(subjectText);
-    if (s.relation === undefined && !s.wildcard) addKey(`${s.type}:*`);
-    if (s.relation !== undefined) {
-      const o = index.lookup(`${s.type}:${s.id}`);
-      if (o !== NONE) reach(o, s.relation);
-    }
-    const relSyms = this.directRelations.map((r) => [r, index.lookup(r)] as const).filter(([, x]) => x !== NONE);
-    let ki = 0, pi = 0;
-    while (ki < keys.length || pi < pairs.length) {
-      if (ki < keys.length) {
-        const k = keys[ki++]!;
-        for (const [name, rs] of relSyms) {
-          const objs = index.objects(rs, k);
-          if (objs) for (const o of objs) reach(o, name);
-        }
-        continue;
-      }
-      const [o, rel] = pairs[pi++]!;
-      const oName = index.name(o);
-      const oType = oName.slice(0, oName.indexOf(':'));
-      addKey(`${oName}#${rel}`);
-      for (const r2 of this.derivedFrom.get(`${oType}#${rel}`) ?? []) reach(o, r2);
-      for (const t of this.ttuOf.get(rel) ?? []) {
-        const tsDef = relationOf(this.model, t.type, t.tupleset);
-        if (!tsDef || !tsDef.direct.some((d) => d.type === oType)) continue;
-        const ts = index.lookup(t.tupleset);
-        if (ts === NONE) continue;
-        const objs = index.objects(ts, o);
-        if (objs) for (const y of objs) if (index.name(y).startsWith(t.type + ':')) reach(y, t.relation);
-      }
-    }
-    const out: string[] = [];
-    for (const [o, rel] of pairs) {
-      if (rel !== relation) continue;
-      const name = index.name(o);
-      if (!name.startsWith(type + ':') || index.isWildcard(o)) continue;
-      const r = this.checkOn(index, name, relation, s, opts?.context ? { context: opts.context } : undefined);
-      if ('error' in r) return { error: r.error };
-      if (r.allowed) out.push(name);
-    }
-    return { objects: [...new Set(out)].sort() };
+    const found = expandReverse(plan, index, { obj: st.sObj, typeSym: st.sType, wildcard: s.wildcard, ...(s.relation !== undefined ? { relation: s.relation, relSym: st.sRel } : {}) }, target, confirm);
+    st.ctx = EMPTY;
+    st.index = this.index;
+    if (found === 'error') return { error: this.listError ?? { code: 'condition_error', message: 'a condition could not be evaluated' } };
+    const names = found.map((o) => index.name(o));
+    return { objects: names.sort() };
   }
 
   /**

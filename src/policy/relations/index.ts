@@ -29,6 +29,8 @@ export interface RelationshipIndex {
   typeOf(sym: number): number;
   /** Is the symbol a wildcard `t:*`? */
   isWildcard(sym: number): boolean;
+  /** The symbol of type `t`'s wildcard `t:*` (from the type's symbol), or -1 when the index never saw it. */
+  wildcardOf(typeSym: number): number;
   /** Flat triples [subject, subjectRelation | -1, condition | -1] of the relationships on (object, relation). */
   subjects(relation: number, object: number): readonly number[] | undefined;
   /** The objects with a relationship (relation, subject), `subject` the symbol of the whole subject text. */
@@ -40,7 +42,7 @@ export interface RelationshipIndex {
 
 const EMPTY_CONTEXT: Record<string, unknown> = Object.freeze({}) as Record<string, unknown>;
 
-type SymbolSource = Pick<RelationshipIndex, 'lookup' | 'name' | 'typeOf' | 'isWildcard'>;
+type SymbolSource = Pick<RelationshipIndex, 'lookup' | 'name' | 'typeOf' | 'isWildcard' | 'wildcardOf'>;
 
 /** A symbol table: strings ↔ integers, with each symbol's type (for `t:id` and `t:*`). */
 class Symbols {
@@ -48,6 +50,8 @@ class Symbols {
   readonly names: string[] = [];
   readonly types: number[] = [];
   readonly wild: boolean[] = [];
+  /** Type symbol → its wildcard's symbol (a check compares a relationship's subject with it: no read of `wild`). */
+  private readonly wildOf: number[] = [];
   constructor(private readonly parent: SymbolSource | null, private readonly offset: number) {}
 
   lookup(s: string): number {
@@ -71,6 +75,7 @@ class Symbols {
       const t = this.intern(s.slice(0, c));
       this.types[id - this.offset] = t;
       this.wild[id - this.offset] = s.length === c + 2 && s.charCodeAt(c + 1) === 42;
+      if (this.wild[id - this.offset]) this.wildOf[t] = id;
     }
     return id;
   }
@@ -79,6 +84,11 @@ class Symbols {
   name(sym: number): string { return this.parent && sym < this.offset ? this.parent.name(sym) : this.names[sym - this.offset]!; }
   typeOf(sym: number): number { return this.parent && sym < this.offset ? this.parent.typeOf(sym) : (this.types[sym - this.offset] ?? NONE); }
   isWildcard(sym: number): boolean { return this.parent && sym < this.offset ? this.parent.isWildcard(sym) : this.wild[sym - this.offset] === true; }
+  wildcardOf(typeSym: number): number {
+    const own = typeSym < 0 ? undefined : this.wildOf[typeSym];
+    if (own !== undefined) return own;
+    return this.parent ? this.parent.wildcardOf(typeSym) : NONE;
+  }
 }
 
 /** Symbols of an overlay start here, above any root's. */
@@ -113,6 +123,7 @@ export class MemoryIndex implements RelationshipIndex {
   name(sym: number): string { return this.symbols.name(sym); }
   typeOf(sym: number): number { return this.symbols.typeOf(sym); }
   isWildcard(sym: number): boolean { return this.symbols.isWildcard(sym); }
+  wildcardOf(typeSym: number): number { return this.symbols.wildcardOf(typeSym); }
   condition(id: number): StoredCondition { return this.conditions[id]!; }
 
   subjects(relation: number, object: number): readonly number[] | undefined {
@@ -277,6 +288,7 @@ export class OverlayIndex implements RelationshipIndex {
   name(sym: number): string { return this.extra.name(sym); }
   typeOf(sym: number): number { return this.extra.typeOf(sym); }
   isWildcard(sym: number): boolean { return this.extra.isWildcard(sym); }
+  wildcardOf(typeSym: number): number { return this.extra.wildcardOf(typeSym); }
   condition(id: number): StoredCondition {
     return id >= CONDITION_OVERLAY ? this.extra.condition(id - CONDITION_OVERLAY) : this.base.condition(id);
   }
@@ -294,3 +306,12 @@ export class OverlayIndex implements RelationshipIndex {
 }
 
 const CONDITION_OVERLAY = 1 << 30;
+
+/**
+ * The index with a symbol for a name nothing stores. An overlay (a request's own) takes the
+ * symbol itself: an overlay over an overlay would number its symbols and conditions from the
+ * same offsets as the one below, and two names would share a symbol.
+ */
+export function withName(index: RelationshipIndex, name: string): RelationshipIndex {
+  return index instanceof OverlayIndex ? index.withSymbol(name) : new OverlayIndex(index, []).withSymbol(name);
+}

@@ -277,6 +277,24 @@ type doc {
     expect(new RelationChecker(ok, indexOf(jon(25))).listObjects('user:jon', 'a1', 'resource')).toEqual({ objects: ['resource:1'] });
   });
 
+  it('a userset subject with contextual relationships, asked about an object nothing stores, on a loop of computed relations: false', () => {
+    // The object gets a symbol of the request's own; it must not be the subject's.
+    const m = modelOf(`type user
+type t0 {
+  relation parent: [t0]
+  relation r0: r1
+  relation r1: r0 or r0 from parent
+}
+type t1 {
+  relation parent: [t0]
+  relation r1: [user]
+}
+`);
+    const contextual = [{ object: 't1:o1', relation: 'parent', subject: 't0:o0' }];
+    for (const object of ['t0:o0', 't0:o1']) expect(both(m, [], { object, relation: 'r0', subject: 't1:o1#r1', contextual })).toEqual({ allowed: false, path: [] });
+    expect(new RelationChecker(m, indexOf([])).listObjects('t1:o1#r1', 'r0', 't0', { contextual })).toEqual({ objects: [] });
+  });
+
   it('list-subjects is an error when a condition on any relationship it reads cannot be evaluated, even if another path grants', () => {
     const m = modelOf(`type user
 type folder {
