@@ -122,13 +122,12 @@ function proofTable(sql: Sql, now: () => number): RecordProofs {
   return async (batch) => {
     const unique = firstFresh(batch, () => true);
     const params = [...[...unique].flatMap((p) => [p.keyHash, p.expiresAt]), now()];
-    const rows = await sql.transaction((tx) =>
-      tx.all<{ key_hash: string }>(
-        `INSERT INTO dpop_proof_jtis (key_hash, expires_at) VALUES ${valuesList(unique.size)}
-         ON CONFLICT (key_hash) DO UPDATE SET expires_at = excluded.expires_at WHERE dpop_proof_jtis.expires_at < ?
-         RETURNING key_hash`,
-        params,
-      ),
+    // One statement, its own transaction: no BEGIN and COMMIT round trips around it.
+    const rows = await sql.all<{ key_hash: string }>(
+      `INSERT INTO dpop_proof_jtis (key_hash, expires_at) VALUES ${valuesList(unique.size)}
+       ON CONFLICT (key_hash) DO UPDATE SET expires_at = excluded.expires_at WHERE dpop_proof_jtis.expires_at < ?
+       RETURNING key_hash`,
+      params,
     );
     const inserted = new Set(rows.map((r) => r.key_hash));
     return new Set([...unique].filter((p) => inserted.has(p.keyHash)));
