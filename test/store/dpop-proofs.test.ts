@@ -72,7 +72,10 @@ describe('the single-use record of a DPoP proof', () => {
 // Processes on one SQLite file each keep their own copy of the log: two connections in this
 // process stand for two of them.
 describe.skipIf(testServerUrl() !== undefined)('the log of used proofs on SQLite', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'gatehouse-dpop-log-'));
+  let dir: string;
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'gatehouse-dpop-log-'));
+  });
   const opened: Store[] = [];
   const open = async (migrations = listMigrations()) => {
     const db = await openDatabase({ file: join(dir, 'gh.db') });
