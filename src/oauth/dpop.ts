@@ -95,15 +95,25 @@ function comparableUrl(raw: string): string | undefined {
   }
 }
 
-/** Verifies the `DPoP` header of a request against what the request is; throws a DpopRefusal. */
-export async function verifyDpopProof(ctx: AppContext, header: string, expect: ProofExpectation): Promise<VerifiedProof> {
-  // 1. One proof, a compact JWS
-  if (header.length > MAX_PROOF_LENGTH) throw refuse('the DPoP proof is too long');
-  if (/[\s,]/.test(header.trim())) throw refuse('exactly one DPoP header is allowed');
-  const proof = header.trim();
-  if (proof.split('.').length !== 3) throw refuse('the DPoP proof is not a JWT');
+/** What a proof's protected header comes to once checked: its key, ready to verify with, and the key's thumbprint. */
+interface ProofKey {
+  kty: string;
+  key: KeyObject;
+  jkt: string;
+}
 
-  // 2. Header: typ, alg, a public key of the alg's type
+/**
+ * Checked headers by their encoded text. A client signs every proof with the same key, so its
+ * header is the same string each time; reading the JWK into a key costs more than verifying the
+ * signature, and is done once per header. Bounded: the oldest header is dropped first.
+ */
+const proofKeys = new Map<string, ProofKey>();
+const MAX_PROOF_KEYS = 1024;
+
+/** The header's checks (typ, alg, a public jwk of the alg's key type): the key, or a DpopRefusal. */
+function proofKeyOf(proof: string, encodedHeader: string): ProofKey {
+  const known = proofKeys.get(encodedHeader);
+  if (known) return known;
   let protectedHeader: ReturnType<typeof decodeProtectedHeader>;
   try {
     protectedHeader = decodeProtectedHeader(proof);
@@ -118,22 +128,40 @@ export async function verifyDpopProof(ctx: AppContext, header: string, expect: P
   if (PRIVATE_MEMBERS.some((m) => m in jwk)) throw refuse('the DPoP proof jwk must be a public key');
   const want = KEY_TYPE[alg]!;
   if (jwk.kty !== want.kty || jwk.crv !== want.crv) throw refuse(`the DPoP proof jwk must be an ${want.kty} ${want.crv} key for ${alg}`);
-
-  // 3. Signature, with node:crypto on the JWS signing input (a proof is verified on every DPoP
-  // request: the key is made from the JWK's public members only, no WebCrypto round trip)
   if (protectedHeader.crit !== undefined || protectedHeader.b64 !== undefined) throw refuse('the DPoP proof header may not carry crit or b64');
-  const [encodedHeader, encodedPayload, encodedSignature] = proof.split('.') as [string, string, string];
+  // The key is made from the JWK's public members only.
   let key: KeyObject;
   try {
     key = createPublicKey({ key: publicMembers(jwk), format: 'jwk' });
   } catch {
     throw refuse('the DPoP proof jwk is not a usable public key');
   }
+  const checked = { kty: want.kty, key, jkt: jwkThumbprint(jwk) };
+  if (proofKeys.size >= MAX_PROOF_KEYS) proofKeys.delete(proofKeys.keys().next().value!);
+  proofKeys.set(encodedHeader, checked);
+  return checked;
+}
+
+/** Verifies the `DPoP` header of a request against what the request is; throws a DpopRefusal. */
+export async function verifyDpopProof(ctx: AppContext, header: string, expect: ProofExpectation): Promise<VerifiedProof> {
+  // 1. One proof, a compact JWS
+  if (header.length > MAX_PROOF_LENGTH) throw refuse('the DPoP proof is too long');
+  if (/[\s,]/.test(header.trim())) throw refuse('exactly one DPoP header is allowed');
+  const proof = header.trim();
+  const parts = proof.split('.');
+  if (parts.length !== 3) throw refuse('the DPoP proof is not a JWT');
+  const [encodedHeader, encodedPayload, encodedSignature] = parts as [string, string, string];
+
+  // 2. Header: typ, alg, a public key of the alg's type
+  const { kty, key, jkt } = proofKeyOf(proof, encodedHeader);
+
+  // 3. Signature, with node:crypto on the JWS signing input (a proof is verified on every DPoP
+  // request: no WebCrypto round trip)
   let verified = false;
   try {
     const input = Buffer.from(`${encodedHeader}.${encodedPayload}`);
     const signature = Buffer.from(encodedSignature, 'base64url');
-    verified = want.kty === 'EC' ? verifySignature('sha256', input, { key, dsaEncoding: 'ieee-p1363' }, signature) : verifySignature(null, input, key, signature);
+    verified = kty === 'EC' ? verifySignature('sha256', input, { key, dsaEncoding: 'ieee-p1363' }, signature) : verifySignature(null, input, key, signature);
   } catch {
     verified = false;
   }
@@ -166,7 +194,6 @@ export async function verifyDpopProof(ctx: AppContext, header: string, expect: P
   }
 
   // 7. At a resource: the access token and its key
-  const jkt = jwkThumbprint(jwk);
   if (expect.accessToken !== undefined) {
     if (typeof claims.ath !== 'string') throw refuse('the DPoP proof needs ath, the hash of the access token');
     if (claims.ath !== accessTokenHash(expect.accessToken)) throw refuse('the DPoP proof ath does not match the access token');

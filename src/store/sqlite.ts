@@ -36,8 +36,6 @@ class SqliteExecutor implements SqlDatabase {
   private readonly begin: Statement;
   private readonly commit: Statement;
   private readonly rollback: Statement;
-  private readonly busyNoWait: Statement;
-  private readonly busyWait: Statement;
 
   constructor(
     readonly db: Database.Database,
@@ -48,34 +46,44 @@ class SqliteExecutor implements SqlDatabase {
     this.begin = db.prepare('BEGIN IMMEDIATE');
     this.commit = db.prepare('COMMIT');
     this.rollback = db.prepare('ROLLBACK');
-    this.busyNoWait = db.prepare('PRAGMA busy_timeout = 0');
-    this.busyWait = db.prepare(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
   }
 
   /**
-   * BEGIN IMMEDIATE without SQLite's own busy wait. That wait sleeps the whole process (1, 2,
-   * 5, 10 ... ms at a time) while another process holds the write lock, which it does for well
-   * under a millisecond: so the lock is asked for without waiting, and retried after yielding
-   * to the event loop. Nothing else of this process touches the connection meanwhile (the
-   * gate is closed), so the connection's busy timeout is lowered only for these attempts.
+   * BEGIN IMMEDIATE without SQLite's own busy wait, and then the gate closed, in one synchronous
+   * step; answers the gate's release. SQLite's wait sleeps the whole process (1, 2, 5, 10 ... ms
+   * at a time) while another process holds the write lock, which it does for well under a
+   * millisecond: so the lock is asked for without waiting, and asked again after yielding to the
+   * event loop. Until the lock is held the gate stays open: this process's other store calls go
+   * on meanwhile, as statements of their own outside any transaction, so the connection's busy
+   * timeout is lowered only for each attempt itself.
    */
-  private async beginImmediate(): Promise<void> {
+  private async beginImmediate(): Promise<() => void> {
     // A duration: real time passing, not a time the store keeps.
     const started = performance.now();
-    this.busyNoWait.get();
-    try {
-      for (let attempt = 0; ; attempt++) {
-        try {
-          this.begin.run();
-          return;
-        } catch (err) {
-          if (!isBusy(err) || performance.now() - started > WRITE_LOCK_WAIT_MS) throw err;
-        }
-        await pause(attempt < 2 ? 0 : 1);
+    for (let attempt = 0; ; attempt++) {
+      while (this.gate) await this.gate;
+      this.busyTimeout(0);
+      try {
+        this.begin.run();
+        let release!: () => void;
+        this.gate = new Promise<void>((resolve) => (release = resolve));
+        return release;
+      } catch (err) {
+        if (!isBusy(err) || performance.now() - started > WRITE_LOCK_WAIT_MS) throw err;
+      } finally {
+        this.busyTimeout(BUSY_TIMEOUT_MS);
       }
-    } finally {
-      this.busyWait.get();
+      await pause(attempt < 2 ? 0 : 1);
     }
+  }
+
+  /**
+   * Sets the connection's busy timeout. Compiled afresh each time: SQLite applies a
+   * `PRAGMA busy_timeout` when it compiles the statement, so running a prepared one again
+   * does not set it.
+   */
+  private busyTimeout(ms: number): void {
+    this.db.exec(`PRAGMA busy_timeout = ${ms}`);
   }
 
   statement(sql: string): Statement {
@@ -113,9 +121,7 @@ class SqliteExecutor implements SqlDatabase {
   }
 
   async transaction<T>(fn: (tx: Sql) => Promise<T>): Promise<T> {
-    while (this.gate) await this.gate;
-    let release!: () => void;
-    this.gate = new Promise<void>((resolve) => (release = resolve));
+    const release = await this.beginImmediate();
     const started = performance.now(); // real time open, as above
     const watchdog = setTimeout(
       () => this.warn(`a store transaction has been open for ${Math.round(performance.now() - started)} ms: its body must await only calls on its own transaction`),
@@ -125,7 +131,6 @@ class SqliteExecutor implements SqlDatabase {
     const hooks: (() => void)[] = [];
     this.tx.hooks = hooks;
     try {
-      await this.beginImmediate();
       let result: T;
       try {
         result = await fn(this.tx);

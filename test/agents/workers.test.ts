@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { assertion, CIBA_GRANT, JWT_BEARER, postForm, postJson, putRole, registerAgent, type TestAgent } from './helpers.js';
+import { dpopKey, proof } from '../dpop/helpers.js';
+import { assertion, CIBA_GRANT, JWT_BEARER, postForm, postJson, putRole, readJson, registerAgent, type TestAgent } from './helpers.js';
 
 // A server and a worker on one SQLite file and one issuer: what two worker processes share.
 const ISSUER = 'http://gatehouse.test';
@@ -32,6 +33,22 @@ describe('state shared across worker processes', () => {
     expect((await tokenAt(a, once)).status).toBe(200);
     const replay = await tokenAt(b, once);
     expect([replay.status, replay.body.error]).toEqual([401, 'invalid_client']);
+  });
+
+  it('one DPoP proof sent to both workers at once gets one token: the single-use record is shared', async () => {
+    const key = await dpopKey();
+    const dpop = await proof(key, { htm: 'POST', htu: `${ISSUER}/apis/regional/v1/ai/auth/token` });
+    const send = async (server: TestServer) =>
+      readJson(
+        await fetch(`${server.url}/apis/regional/v1/ai/auth/token`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded', dpop },
+          body: new URLSearchParams({ grant_type: 'client_credentials', client_assertion_type: JWT_BEARER, client_assertion: await assertion(server, agent, { aud: ISSUER }) }),
+        }),
+      );
+    const answers = await Promise.all([a, b, a, b, a, b].map(send));
+    expect(answers.filter((r) => r.status === 200)).toHaveLength(1);
+    for (const r of answers.filter((r) => r.status !== 200)) expect([r.status, r.body.error]).toEqual([400, 'invalid_dpop_proof']);
   });
 
   it('a token bound on one worker is decided on the other; a revocation on one is seen at once by the other', async () => {

@@ -54,6 +54,27 @@ describe('proofs at the token endpoint', () => {
     expect(again.body.error_description).toMatch(/already used/);
   });
 
+  it('the same proof sent many times at once gets one token; fresh proofs of one key sent at once all get theirs', async () => {
+    const key = await dpopKey();
+    const p = await tokenProof(key);
+    const same = await Promise.all(Array.from({ length: 8 }, () => serviceToken(p)));
+    expect(same.map((r) => r.status).sort()).toEqual([200, 400, 400, 400, 400, 400, 400, 400]);
+    for (const r of same.filter((r) => r.status === 400)) expect(r.body.error_description).toMatch(/already used/);
+    const fresh = await Promise.all(Array.from({ length: 8 }, async () => serviceToken(await tokenProof(key))));
+    expect(fresh.map((r) => r.status)).toEqual(Array(8).fill(200));
+  });
+
+  it('a header seen before does not spare the signature: a proof naming a known key but signed by another is refused', async () => {
+    const key = await dpopKey();
+    expect((await serviceToken(await tokenProof(key))).status).toBe(200);
+    const thief = await dpopKey();
+    const forged = await proof(thief, { htm: 'POST', htu: gh.ctx.urls.token, header: { jwk: key.publicJwk } });
+    expect(forged.split('.')[0]).toBe((await tokenProof(key)).split('.')[0]);
+    const res = await serviceToken(forged);
+    expect(res.status).toBe(400);
+    expect(res.body.error_description).toMatch(/signature/);
+  });
+
   it('refuses a wrong htu, a wrong htm, a stale or future iat; the htu query and fragment are ignored', async () => {
     const key = await dpopKey();
     const cases: [Partial<Parameters<typeof proof>[1]>, RegExp][] = [
