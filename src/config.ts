@@ -32,6 +32,8 @@ export interface Config {
   logLevel: string;
   secret: string | undefined;
   workers: number;
+  /** On SIGTERM, how long /healthz answers 503 `draining` while the process still serves, before it stops listening (GATEHOUSE_DRAIN_NOTICE_MS, default 0) */
+  drainNoticeMs: number;
   /** GET /metrics: the bearer token a scraper sends (GATEHOUSE_METRICS_TOKEN); the management API's token is accepted too */
   metricsToken: string | undefined;
   /** GET /metrics without authentication (GATEHOUSE_METRICS_OPEN=true) */
@@ -79,6 +81,7 @@ const fields = {
   GATEHOUSE_SECRET: z.string().min(1).optional(),
   GATEHOUSE_WORKERS: z.coerce.number().int().min(1).max(64),
   GATEHOUSE_DATABASE_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000),
+  GATEHOUSE_DRAIN_NOTICE_MS: z.coerce.number().int().min(0).max(120_000),
   GATEHOUSE_METRICS_TOKEN: z.string().min(1).optional(),
   GATEHOUSE_METRICS_OPEN: z.enum(['true', 'false']),
   GATEHOUSE_DPOP_NONCE: z.enum(['off', 'required']),
@@ -171,6 +174,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     logLevel: parseVar<string>('LOG_LEVEL', env.LOG_LEVEL, 'info'),
     secret,
     workers: parseVar<number>('GATEHOUSE_WORKERS', env.GATEHOUSE_WORKERS, String(availableParallelism())),
+    drainNoticeMs: parseVar<number>('GATEHOUSE_DRAIN_NOTICE_MS', env.GATEHOUSE_DRAIN_NOTICE_MS, '0'),
     metricsToken,
     metricsOpen: parseVar<string>('GATEHOUSE_METRICS_OPEN', env.GATEHOUSE_METRICS_OPEN, 'false') === 'true',
     dpopNonce: parseVar<'off' | 'required'>('GATEHOUSE_DPOP_NONCE', env.GATEHOUSE_DPOP_NONCE, 'off'),

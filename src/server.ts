@@ -19,6 +19,7 @@ import { fastPaths } from './http/fast-path.js';
 import { startTracing, tracingConfigured, tracingEnabled } from './telemetry.js';
 import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { DRAIN_GRACE_MS, drainServer, trackConnections } from './http/drain.js';
+import { markDraining } from './http/health.js';
 import { EDGE_ROUTES } from './http/routes.js';
 import { createLogger, type Logger } from './logger.js';
 import { formatDiagnostic } from './policy/index.js';
@@ -418,7 +419,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     ctx,
     async close(opts = {}) {
       if (opts.drainMs) {
-        await drainServer(server, opts.drainMs);
+        markDraining(ctx);
+        await drainServer(server, opts.drainMs, ctx.config.drainNoticeMs);
       } else {
         await new Promise<void>((resolve) => {
           server.close(() => resolve());
@@ -581,7 +583,8 @@ async function runWorker(config: Config, logger: Logger): Promise<void> {
   logger.info({ port, issuer: ctx.urls.issuer }, 'listening');
   // Draining: requests in flight are answered (their audit records committed with them), then the database is closed.
   process.once('SIGTERM', () => {
-    void drainServer(server, DRAIN_GRACE_MS)
+    markDraining(ctx);
+    void drainServer(server, DRAIN_GRACE_MS, ctx.config.drainNoticeMs)
       .then(() => closeContext(ctx))
       .catch((err: unknown) => logger.error({ err }, 'stopping failed'))
       .finally(() => process.exit(0));

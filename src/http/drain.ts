@@ -42,13 +42,20 @@ export function trackConnections(server: Server): void {
  * and every request on a connection already accepted, answered with `Connection: close`;
  * kept-alive connections closed once idle. Resolves when the last connection has ended, or after
  * `graceMs`, when whatever is left is closed.
+ *
+ * With `noticeMs`, the socket first stays open that long (the caller has /healthz answer 503
+ * `draining` meanwhile) and everything else is served as before (each answer with `Connection: close`): a load
+ * balancer that follows health takes the instance out of rotation before it stops listening,
+ * so no connection of its meets the closing socket. (Without notice, a connection that reaches
+ * the socket's queue in the instant between its last accept and its close is reset.)
  */
-export function drainServer(server: Server, graceMs = DRAIN_GRACE_MS): Promise<void> {
+export async function drainServer(server: Server, graceMs = DRAIN_GRACE_MS, noticeMs = 0): Promise<void> {
   const sockets = connections.get(server) ?? new Set<Socket>();
   // First in line, before the app writes anything.
   server.prependListener('request', (_req, res) => {
     if (!res.headersSent) res.setHeader('Connection', 'close');
   });
+  if (noticeMs > 0) await new Promise((r) => setTimeout(r, noticeMs));
   return new Promise<void>((resolve) => {
     let sweep: NodeJS.Timeout | undefined;
     const done = () => {

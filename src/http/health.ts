@@ -36,8 +36,14 @@ export async function health(ctx: AppContext): Promise<Health> {
   return { status, database, policy: policy.status, policy_version: policy.set?.version ?? null };
 }
 
+const draining = new WeakSet<AppContext>();
+/** From now on this server's /healthz answers 503 `draining` (it has been asked to stop). */
+export function markDraining(ctx: AppContext): void {
+  draining.add(ctx);
+}
+
 /**
- * GET /healthz: 200 `{"status":"ok"}` when the database answers and the policy in force is the
+ * GET /healthz: 503 `{"status":"draining"}` once the server has been asked to stop; else 200 `{"status":"ok"}` when the database answers and the policy in force is the
  * stored one; otherwise the body names what is wrong: 200 `degraded` on a stale policy (still
  * deciding, with the last policy that compiled), 503 `unavailable` when the database cannot be
  * read or no policy is in force (every decision would be a deny).
@@ -46,8 +52,9 @@ export async function health(ctx: AppContext): Promise<Health> {
  */
 export function mountOperations(ctx: AppContext, app: Express): void {
   app.get('/healthz', async (_req, res) => {
-    const h = await health(ctx);
     res.setHeader('Cache-Control', 'no-store');
+    if (draining.has(ctx)) return void res.status(503).json({ status: 'draining' });
+    const h = await health(ctx);
     res.status(h.status === 'unavailable' ? 503 : 200).json(h.status === 'ok' ? { status: 'ok' } : h);
   });
   app.get('/metrics', async (req, res) => {

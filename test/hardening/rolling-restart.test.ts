@@ -10,8 +10,10 @@ import { accessToken, ADMIN, admin, registerAgent, type Agent } from '../helpers
 import { listeningPort, serveProcess, stopRun, waitFor, type Run } from '../foundation/serve-process.js';
 import { findInitdb, startThrowawayPostgres, type ThrowawayPostgres } from './throwaway-postgres.js';
 
-// Three instances on one PostgreSQL behind a small proxy (round robin; a connection refused
-// before any byte was sent is tried on the next instance, as a load balancer does). Under load,
+// Three instances on one PostgreSQL behind a small proxy (round robin over the instances whose
+// /healthz answers 200, polled every 100 ms; a connection refused before any byte was sent is
+// tried on the next instance, as a load balancer does). The instances give 1.5 s of notice
+// (GATEHOUSE_DRAIN_NOTICE_MS): /healthz answers 503 `draining` while they still serve. Under load,
 // one instance running a primary and two workers is restarted with SIGTERM, then a single-process
 // one: the proxy sees no failed request, each stop exits 0, and every decision answered has its
 // audit record.
@@ -30,16 +32,33 @@ function freePort(): Promise<number> {
   });
 }
 
+/** Polls each instance's /healthz: which ones are in rotation. */
+function followHealth(ports: number[]): { healthy: boolean[]; stop: () => void } {
+  const healthy = ports.map(() => true);
+  const timer = setInterval(() => {
+    ports.forEach((port, i) => {
+      fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(1000) }).then(
+        (r) => void (healthy[i] = r.status === 200),
+        () => void (healthy[i] = false),
+      );
+    });
+  }, 100);
+  return { healthy, stop: () => clearInterval(timer) };
+}
+
 /** The proxy: what it could not deliver is answered 502 and counted. */
-function startProxy(ports: number[]): Promise<{ server: Server; url: string; failures: string[] }> {
+function startProxy(ports: number[]): Promise<{ server: Server; url: string; failures: string[]; stopHealth: () => void }> {
   const failures: string[] = [];
+  const health = followHealth(ports);
   let next = 0;
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const body = Buffer.concat(chunks);
-      const start = next++ % ports.length;
+      // The next instance in rotation (any, when none is).
+      let start = next++ % ports.length;
+      for (let k = 0; k < ports.length && !health.healthy[start]; k++) start = (start + 1) % ports.length;
       const attempt = (i: number) => {
         if (i === ports.length) {
           failures.push(`${req.method} ${req.url}: every instance refused the connection`);
@@ -66,7 +85,7 @@ function startProxy(ports: number[]): Promise<{ server: Server; url: string; fai
       attempt(0);
     });
   });
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ server, url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, failures })));
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ server, url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, failures, stopHealth: health.stop })));
 }
 
 // It runs once per CI run, in the SQLite pass, on a PostgreSQL cluster of its own: on the shared
@@ -104,6 +123,7 @@ describe.skipIf(!!testServerUrl() || !initdb)('a rolling restart', () => {
       GATEHOUSE_ISSUER: issuer,
       GATEHOUSE_POLICY_DIR: join(dir, 'policies'),
       GATEHOUSE_WORKERS: String(workers),
+      GATEHOUSE_DRAIN_NOTICE_MS: '1500',
     });
     runs.push(run);
     await waitFor(listeningPort(run), 60_000);
@@ -161,6 +181,13 @@ describe.skipIf(!!testServerUrl() || !initdb)('a rolling restart', () => {
       for (const which of [0, 1]) {
         const before = answered.length;
         live[which]!.child.kill('SIGTERM');
+        // The notice: still serving, but out of rotation by its health.
+        let notice: unknown;
+        for (const end = Date.now() + 1400; notice === undefined && Date.now() < end; await new Promise((r) => setTimeout(r, 50))) {
+          const r = await fetch(`http://127.0.0.1:${ports[which]}/healthz`).catch(() => undefined);
+          if (r?.status === 503) notice = await r.json();
+        }
+        expect(notice).toEqual({ status: 'draining' });
         expect(await live[which]!.exited, `instance ${which} exit code`).toBe(0);
         live[which] = await instance(ports[which]!, shapes[which]!);
         await waitFor(() => (answered.length > before + 10 ? true : undefined), 30_000);
@@ -183,6 +210,7 @@ describe.skipIf(!!testServerUrl() || !initdb)('a rolling restart', () => {
         await db.end();
       }
     } finally {
+      proxy.stopHealth();
       await new Promise<void>((r) => proxy.server.close(() => r()));
     }
   });
