@@ -4,28 +4,13 @@
 // seed and the shrunk counterexample of any failure; runs are bounded.
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { parsePolicy } from '../../../src/policy/parser.js';
-import { buildModel, validateModel, type RelationModel } from '../../../src/policy/relations/model.js';
-import { MemoryIndex } from '../../../src/policy/relations/index.js';
+import type { RelationModel } from '../../../src/policy/relations/model.js';
 import { RelationChecker, type CheckResult } from '../../../src/policy/relations/checker.js';
 import { referenceCheck, type Tri } from '../../../src/policy/relations/reference.js';
 import type { Relationship } from '../../../src/policy/relations/tuple.js';
 import { arbContext, arbModelText, arbRelationships, arbRequest, OBJECTS, RELATIONS, TYPES, USERS } from './arbitraries.js';
+import { indexOf, modelOf } from './fixtures.js';
 
-function modelOf(text: string): RelationModel {
-  const r = parsePolicy('m.policy', text);
-  expect(r.diagnostics).toEqual([]);
-  const out: unknown[] = [];
-  validateModel([r.file!], out as never[]);
-  expect(out).toEqual([]);
-  return buildModel([r.file!]);
-}
-
-function indexOf(rels: Relationship[]): MemoryIndex {
-  const ix = new MemoryIndex();
-  for (const r of rels) ix.add(r);
-  return ix;
-}
 
 /** The relationships as the index keeps them: the last write of one (object, relation, subject) wins. */
 function effective(rels: Relationship[]): Relationship[] {

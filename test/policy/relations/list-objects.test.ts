@@ -4,27 +4,11 @@
 // usersets, `and` and `but not` at the top and in the middle of a path, conditions.
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { parsePolicy } from '../../../src/policy/parser.js';
-import { buildModel, validateModel, type RelationModel } from '../../../src/policy/relations/model.js';
-import { MemoryIndex } from '../../../src/policy/relations/index.js';
 import { RelationChecker, type CheckResult, type RelationOptions } from '../../../src/policy/relations/checker.js';
 import type { Relationship } from '../../../src/policy/relations/tuple.js';
 import { arbContext, arbModelText, arbRelationships, OBJECTS, RELATIONS, TYPES, USERS } from './arbitraries.js';
+import { indexOf, modelOf } from './fixtures.js';
 
-function modelOf(text: string): RelationModel {
-  const r = parsePolicy('m.policy', text);
-  expect(r.diagnostics).toEqual([]);
-  const out: unknown[] = [];
-  validateModel([r.file!], out as never[]);
-  expect(out).toEqual([]);
-  return buildModel([r.file!]);
-}
-
-function indexOf(rels: Relationship[]): MemoryIndex {
-  const ix = new MemoryIndex();
-  for (const r of rels) ix.add(r);
-  return ix;
-}
 
 const tri = (r: CheckResult): 0 | 1 | 2 => ('error' in r ? 2 : r.allowed ? 1 : 0);
 
