@@ -181,6 +181,10 @@ describe('a console write and its audit record', () => {
     const state = async () => (await store().rules.get(created.id))!.state;
     const ask = async () => (await bindAndDecide(server, agent, token, 'create:refunds', 'refund:r-2', { amount: 5000 })).decision?.decision;
     expect(await ask()).toBe('allow');
+    // Enable follows the Impact step for this content.
+    const impact = await browser.post(`${base}/impact`, { csrf });
+    expect(impact.status).toBe(200);
+    expect(await impact.text()).toContain('rule-impact');
     await both({ action: 'rules.enable', path: `${base}/enable`, fields: {}, landed: async () => (await state()) === 'live' });
     expect(await ask()).toBe('deny');
     await both({ action: 'rules.disable', path: `${base}/disable`, fields: {}, landed: async () => (await state()) === 'disabled' });
