@@ -59,6 +59,26 @@ async function checkCopy(file: string): Promise<{ problem?: string; records?: nu
   }
 }
 
+/**
+ * SQLite's online backup of `from` into a file beside `to` under another name (the caller renames
+ * it once checked, so a file at `to` is always whole); its path, or undefined when the copy failed.
+ */
+async function onlineCopy(from: string, to: string, what: 'backup' | 'restore', io: CliIO): Promise<string | undefined> {
+  const partial = join(dirname(to), `.${basename(to)}.partial`);
+  rmSync(partial, { force: true });
+  const source = new Database(from, { readonly: true, fileMustExist: true });
+  try {
+    await source.backup(partial);
+    return partial;
+  } catch (err) {
+    rmSync(partial, { force: true });
+    io.stderr(`gatehouse: the ${what} failed: ${(err as Error).message}\n`);
+    return undefined;
+  } finally {
+    source.close();
+  }
+}
+
 export async function backupCommand(args: ParsedArgs, io: CliIO): Promise<number> {
   const out = resolve(io.cwd, args.positionals[0]!);
   const where = target(args, io);
@@ -96,19 +116,8 @@ export async function backupCommand(args: ParsedArgs, io: CliIO): Promise<number
     io.stderr(`gatehouse: GATEHOUSE_DB: no database at ${where.file}\n`);
     return 2;
   }
-  // Written beside the destination under another name, renamed once checked: a file at FILE is always a whole backup.
-  const partial = join(dirname(out), `.${basename(out)}.partial`);
-  rmSync(partial, { force: true });
-  const source = new Database(where.file, { readonly: true, fileMustExist: true });
-  try {
-    await source.backup(partial);
-  } catch (err) {
-    rmSync(partial, { force: true });
-    io.stderr(`gatehouse: the backup failed: ${(err as Error).message}\n`);
-    return 1;
-  } finally {
-    source.close();
-  }
+  const partial = await onlineCopy(where.file, out, 'backup', io);
+  if (!partial) return 1;
   const { problem, records } = await checkCopy(partial);
   if (problem) {
     rmSync(partial, { force: true });
@@ -139,18 +148,8 @@ export async function restoreCommand(args: ParsedArgs, io: CliIO): Promise<numbe
     return 1;
   }
   mkdirSync(dirname(where.file), { recursive: true });
-  const partial = join(dirname(where.file), `.${basename(where.file)}.partial`);
-  rmSync(partial, { force: true });
-  const source = new Database(from, { readonly: true, fileMustExist: true });
-  try {
-    await source.backup(partial);
-  } catch (err) {
-    rmSync(partial, { force: true });
-    io.stderr(`gatehouse: the restore failed: ${(err as Error).message}\n`);
-    return 1;
-  } finally {
-    source.close();
-  }
+  const partial = await onlineCopy(from, where.file, 'restore', io);
+  if (!partial) return 1;
   // The copy was taken from a running server: its instance lease and background leases are that server's, not the restored one's.
   const copy = new Database(partial);
   try {
