@@ -40,12 +40,12 @@ async function expandOnce(ctx: AppContext, policy: PolicySet, question: unknown[
 
 /**
  * The ids of the objects of `type` on which `<subjectType>:<subjectId>` holds `relation`,
- * sorted. A relation that cannot be resolved (too many hops, a condition that fails) gives
- * none: a search lists only what can be shown to be allowed.
+ * sorted. An object whose check errs (too many hops, a condition the context cannot evaluate)
+ * is left out, as its evaluation denies; the others are still listed.
  */
 export function objectsHolding(ctx: AppContext, policy: PolicySet, subject: { type: string; id: string }, relation: string, type: string, context: Record<string, unknown>): Promise<string[]> {
   return expandOnce(ctx, policy, ['objects', subject.type, subject.id, relation, type, context], (checker) => {
-    const r = checker.listObjects(`${subject.type}:${subject.id}`, relation, type, { context });
+    const r = checker.listObjects(`${subject.type}:${subject.id}`, relation, type, { context, omitErrors: true });
     if (r.error) return [];
     return sortedIds(r.objects.map((o) => o.slice(type.length + 1)));
   });
@@ -53,11 +53,12 @@ export function objectsHolding(ctx: AppContext, policy: PolicySet, subject: { ty
 
 /**
  * The ids of the subjects of `subjectType` that hold `relation` on `<type>:<id>`, sorted, with
- * `*` when a wildcard (`user:*`) grants it to every one of them.
+ * `*` when a wildcard (`user:*`) grants it to every one of them; one whose check errs is left
+ * out, as its evaluation denies.
  */
 export function subjectsHolding(ctx: AppContext, policy: PolicySet, object: { type: string; id: string }, relation: string, subjectType: string, context: Record<string, unknown>): Promise<string[]> {
   return expandOnce(ctx, policy, ['subjects', object.type, object.id, relation, subjectType, context], (checker) => {
-    const r = checker.listSubjects(`${object.type}:${object.id}`, relation, subjectType, { context });
+    const r = checker.listSubjects(`${object.type}:${object.id}`, relation, subjectType, { context, omitErrors: true });
     if (r.error) return [];
     return sortedIds(r.subjects.map((s) => s.slice(subjectType.length + 1)));
   });

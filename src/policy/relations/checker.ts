@@ -45,6 +45,12 @@ export interface RelationOptions {
   contextual?: Relationship[];
   /** Record the relationships that granted it (check only). */
   path?: boolean;
+  /**
+   * Listings only: leave out an object or subject whose check errs (the hop limit, a condition
+   * that cannot be evaluated) instead of making the whole listing that error, as a decision
+   * about it would deny it. The rest are still exactly what check allows.
+   */
+  omitErrors?: boolean;
 }
 
 const UNKNOWN = -2;
@@ -530,6 +536,7 @@ export class RelationChecker {
       check: (o, kind) => {
         reset();
         const r = this.dispatch(st, o, kind.relSym, 0);
+        if (r === 2 && opts?.omitErrors) return 0;
         if (r === 2) { this.listError ??= this.errorOf(st); return 2; }
         return r === 1 ? 1 : 0;
       },
@@ -563,7 +570,9 @@ export class RelationChecker {
    * another path grants the same subject (a check stops at the first path that grants; a
    * listing reads them all), and one that is false is not followed. A listing whose walk would
    * pass the hop limit is that error too, whether or not any subject is found: a check for a
-   * subject nothing can match walks every path and tells.
+   * subject nothing can match walks every path and tells. With `omitErrors`, a relationship
+   * whose condition cannot be evaluated is not followed and a subject whose check errs is left
+   * out.
    */
   listSubjects(object: string, relation: string, subjectType: string, opts?: RelationOptions): ListResult<'subjects'> {
     const o0 = parseObject(object);
@@ -625,15 +634,18 @@ export class RelationChecker {
         }
       };
       walk(def.expr);
-      if (conditionError !== null) return { error: { code: 'condition_error', message: conditionError } };
+      if (conditionError !== null && !opts?.omitErrors) return { error: { code: 'condition_error', message: conditionError } };
     }
-    const probe = this.checkOn(index, object, relation, NO_SUBJECT, opts?.context ? { context: opts.context } : undefined);
-    if ('error' in probe && probe.error.code === 'resolution_too_complex') return { error: probe.error };
+    if (!opts?.omitErrors) {
+      const probe = this.checkOn(index, object, relation, NO_SUBJECT, opts?.context ? { context: opts.context } : undefined);
+      if ('error' in probe && probe.error.code === 'resolution_too_complex') return { error: probe.error };
+    }
     const out: string[] = [];
     for (const c of candidates) {
       const s = parseSubject(c);
       if (typeof s === 'string') continue;
       const r = this.checkOn(index, object, relation, s, opts?.context ? { context: opts.context } : undefined);
+      if ('error' in r && opts?.omitErrors) continue;
       if ('error' in r) return { error: r.error };
       if (r.allowed) out.push(c);
     }

@@ -88,6 +88,25 @@ describe('the compiled checker', () => {
     }), RUNS);
   });
 
+  it('list-subjects leaving out what errs gives exactly what check allows (as a search does)', () => {
+    fc.assert(fc.property(arbModelText, arbRelationships, arbRequest, fc.constantFrom('user', ...TYPES.flatMap((t) => RELATIONS.map((r) => `${t}#${r}`))), (text, rels, q, filter) => {
+      const checker = new RelationChecker(modelOf(text), indexOf(rels));
+      const object = q.object === 't1:unknown' ? 't1:o1' : q.object;
+      const listed = checker.listSubjects(object, q.relation, filter, { context: q.context, omitErrors: true });
+      if (listed.error) {
+        expect(listed.error.code).toBe('invalid_request');
+        return;
+      }
+      const universe = filter === 'user' ? [...USERS, 'user:*'] : OBJECTS.filter((o) => o.startsWith(filter.split('#')[0] + ':')).map((o) => `${o}#${filter.split('#')[1]}`);
+      for (const s of listed.subjects) expect(tri(checker.check(object, q.relation, s, { context: q.context })), s).toBe(1);
+      const wildcard = listed.subjects.includes('user:*');
+      for (const s of universe) {
+        if (wildcard && s.startsWith('user:')) continue;
+        if (tri(checker.check(object, q.relation, s, { context: q.context })) === 1) expect(listed.subjects, s).toContain(s);
+      }
+    }), RUNS);
+  });
+
   it('add then remove leaves the answers of the index without them', () => {
     fc.assert(fc.property(arbModelText, arbRelationships, arbRelationships, fc.array(arbRequest, { maxLength: 6 }), (text, keep, drop, reqs) => {
       const model = modelOf(text);

@@ -14,12 +14,17 @@ const tri = (r: CheckResult): 0 | 1 | 2 => ('error' in r ? 2 : r.allowed ? 1 : 0
 
 /**
  * list-objects agrees with check on every object of the type: exactly the objects check allows,
- * or an error only when check errs on one of them.
+ * or an error only when check errs on one of them; with `omitErrors`, always exactly the objects
+ * check allows.
  */
 function agrees(checker: RelationChecker, subject: string, relation: string, type: string, objects: string[], opts?: RelationOptions): void {
   const listed = checker.listObjects(subject, relation, type, opts);
   const results = [...objects].sort().filter((o) => o.startsWith(type + ":")).map((o) => [o, tri(checker.check(o, relation, subject, opts))] as const);
   const what = `${subject} ${relation} ${type}: ${JSON.stringify(results)}`;
+  // Leaving out what errs (as a search does), the listing is exactly the objects check allows.
+  const omitting = checker.listObjects(subject, relation, type, { ...opts, omitErrors: true });
+  if (omitting.error) expect(omitting.error.code, what).toBe('invalid_relationship');
+  else expect(omitting.objects, `${what} (omitting errors)`).toEqual(results.filter(([, t]) => t === 1).map(([o]) => o));
   if (listed.error) {
     expect(listed.error.code, what).not.toBe('invalid_request');
     if (listed.error.code !== 'invalid_relationship') expect(results.some(([, t]) => t === 2), `${what}: ${JSON.stringify(listed.error)}`).toBe(true);
