@@ -111,7 +111,9 @@ export function relationshipRoutes(router: Router, ctx: AppContext): void {
       responses: { 200: { description: 'a page; `next_page_token` is null on the last', schema: relationshipPage } },
     },
     async (req, res) => {
-      const q = parseWith(relationshipListQuery, req.query, 'query');
+      // An empty parameter (`?object=&limit=`, as forms and URLSearchParams send it) is one not given.
+      const given = Object.fromEntries(Object.entries(req.query).filter(([, v]) => v !== ''));
+      const q = parseWith(relationshipListQuery, given, 'query');
       let after;
       if (q.page_token !== undefined) {
         after = decodePageToken(q.page_token);

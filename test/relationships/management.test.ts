@@ -119,6 +119,16 @@ describe('listing', () => {
     expect(byUserset.body.data).toEqual([rel('folder:root#viewer@group:eng#member')]);
   });
 
+  it('takes an empty parameter as one not given, as a form or URLSearchParams sends it', async () => {
+    const all = await server.admin('GET', '/relationships?limit=1000');
+    expect(all.status).toBe(200);
+    const empty = await server.admin('GET', '/relationships?object=&relation=&subject=&limit=&page_token=');
+    expect(empty.status, JSON.stringify(empty.body)).toBe(200);
+    expect(empty.body.data).toEqual(all.body.data.slice(0, 100));
+    const some = await server.admin('GET', '/relationships?object=document:p3&relation=&subject=&page_token=');
+    expect(some.body).toEqual({ data: [rel('document:p3#viewer@user:pat')], next_page_token: null });
+  });
+
   it('refuses a bad filter or page token', async () => {
     for (const [q, path] of [['object=document', 'object'], ['page_token=nonsense', 'page_token'], ['limit=0', 'limit'], ['relation=a%20b', 'relation']]) {
       const r = await server.admin('GET', `/relationships?${q}`);
