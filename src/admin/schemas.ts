@@ -694,9 +694,9 @@ export const relationshipWrite = z.object({
 export const relationshipWriteResult = z.object({ written: z.number().int(), deleted: z.number().int() });
 
 export const relationshipListQuery = z.object({
-  object: z.string().max(1024).regex(/^[A-Za-z_][A-Za-z0-9_-]*:[^\s#@]*$/, 'must be an object `<type>:<id>`, or `<type>:` for every object of a type').optional(),
+  object: z.string().max(1024).regex(/^[A-Za-z_][A-Za-z0-9_-]*:[^\s#@\0]*$/, 'must be an object `<type>:<id>`, or `<type>:` for every object of a type').optional(),
   relation: relationName.optional(),
-  subject: z.string().max(1024).regex(/^[A-Za-z_][A-Za-z0-9_-]*:[^\s#@]*(#[A-Za-z_][A-Za-z0-9_-]*)?$/, 'must be a subject `<type>:<id>`, `<type>:<id>#<relation>`, `<type>:*`, or `<type>:` for every subject of a type').optional(),
+  subject: z.string().max(1024).regex(/^[A-Za-z_][A-Za-z0-9_-]*:[^\s#@\0]*(#[A-Za-z_][A-Za-z0-9_-]*)?$/, 'must be a subject `<type>:<id>`, `<type>:<id>#<relation>`, `<type>:*`, or `<type>:` for every subject of a type').optional(),
   limit: z.coerce.number().int().min(1).max(1000).default(100),
   page_token: z.string().max(4096).optional(),
 });

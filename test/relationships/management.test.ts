@@ -66,6 +66,10 @@ describe('writes', () => {
       [{ deletes: [{ object: 'document:1', relation: 'viewer', subject: 'user anne' }] }, 'deletes.0.subject'],
       [{ writes: [{ object: 'document:1', relation: 'viewer', subject: 'user:anne', extra: 1 }] }, 'writes.0'],
       [{ writes: 'document:1#viewer@user:anne' }, 'writes'],
+      // A NUL no store can hold (PostgreSQL's text refuses it): a 400, on either store.
+      [{ writes: [{ object: 'document:a\u0000b', relation: 'viewer', subject: 'user:anne' }] }, 'writes.0.object'],
+      [{ writes: [{ object: 'document:1', relation: 'viewer', subject: 'user:an\u0000ne' }] }, 'writes.0.subject'],
+      [{ deletes: [{ object: 'document:1', relation: 'viewer', subject: 'group:e\u0000g#member' }] }, 'deletes.0.subject'],
     ] as const) {
       const r = await server.admin('POST', '/relationships', body);
       expect(r.status, JSON.stringify(r.body)).toBe(400);
@@ -130,7 +134,7 @@ describe('listing', () => {
   });
 
   it('refuses a bad filter or page token', async () => {
-    for (const [q, path] of [['object=document', 'object'], ['page_token=nonsense', 'page_token'], ['limit=0', 'limit'], ['relation=a%20b', 'relation']]) {
+    for (const [q, path] of [['object=document', 'object'], ['page_token=nonsense', 'page_token'], ['limit=0', 'limit'], ['relation=a%20b', 'relation'], ['object=document:a%00b', 'object'], ['subject=user:a%00b', 'subject']]) {
       const r = await server.admin('GET', `/relationships?${q}`);
       expect(r.status, q).toBe(400);
       expect(r.body.issues[0].path).toBe(path);

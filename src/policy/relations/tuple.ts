@@ -13,7 +13,8 @@ export interface Relationship {
 export interface SubjectRef { type: string; id: string; relation?: string; wildcard: boolean }
 
 const NAME = /^[A-Za-z_][A-Za-z0-9_-]*$/;
-const ID = /^[^\s#@:*][^\s#@]*$/;
+// No NUL either: no store can hold it (PostgreSQL's text refuses it).
+const ID = /^[^\s#@:*\0][^\s#@\0]*$/;
 
 export function isName(s: string): boolean {
   return NAME.test(s);
@@ -26,7 +27,7 @@ export function parseObject(s: string): { type: string; id: string } | string {
   if (c < 0) return `object "${s}" needs the form <type>:<id>`;
   const type = s.slice(0, c), id = s.slice(c + 1);
   if (!NAME.test(type)) return `object "${s}": "${type}" is not a type name`;
-  if (!ID.test(id)) return `object "${s}": the id must be non-empty, without spaces, "#", "@" or "*"`;
+  if (!ID.test(id)) return `object "${s}": the id must be non-empty, without spaces, NUL, "#", "@" or "*"`;
   return { type, id };
 }
 
