@@ -654,15 +654,23 @@ export const RELATIONSHIPS_MAX_PER_REQUEST = 1000;
 
 const problemOf = (p: unknown): string | null => (typeof p === 'string' ? p : null);
 
+/**
+ * The most UTF-8 bytes an object or a subject may take: the stored key (both, and the relation)
+ * must fit one PostgreSQL index entry, which holds about 2,700 bytes.
+ */
+const REF_MAX_BYTES = 1024;
+const refTooLong = (v: string): string | null =>
+  Buffer.byteLength(v, 'utf8') > REF_MAX_BYTES ? `must be at most ${REF_MAX_BYTES} bytes in UTF-8` : null;
+
 /** `<type>:<id>`. */
-const objectRef = z.string().max(1024).superRefine((v, c) => {
-  const p = problemOf(parseObject(v));
+const objectRef = z.string().superRefine((v, c) => {
+  const p = refTooLong(v) ?? problemOf(parseObject(v));
   if (p) c.addIssue({ code: 'custom', message: p });
 }).meta({ description: 'an object, `<type>:<id>`', example: 'document:1' });
 
 /** `<type>:<id>`, `<type>:<id>#<relation>` or `<type>:*`. */
-const subjectRef = z.string().max(1024).superRefine((v, c) => {
-  const p = problemOf(parseSubject(v));
+const subjectRef = z.string().superRefine((v, c) => {
+  const p = refTooLong(v) ?? problemOf(parseSubject(v));
   if (p) c.addIssue({ code: 'custom', message: p });
 }).meta({ description: 'an entity `<type>:<id>`, a userset `<type>:<id>#<relation>` or a wildcard `<type>:*`', example: 'group:eng#member' });
 

@@ -86,7 +86,8 @@ function encodeToken(k: Key): string {
 /** The key a page token names, or undefined when it is not one of ours. */
 export function decodePageToken(token: string): Key | undefined {
   const parts = parseJson<unknown>(Buffer.from(token, 'base64url').toString('utf8'), null);
-  if (!Array.isArray(parts) || parts.length !== KEY_COLUMNS.length || !parts.every((p) => typeof p === 'string')) return undefined;
+  // A NUL is in no stored key (and PostgreSQL's text refuses it).
+  if (!Array.isArray(parts) || parts.length !== KEY_COLUMNS.length || !parts.every((p) => typeof p === 'string' && !p.includes('\u0000'))) return undefined;
   return Object.fromEntries(KEY_COLUMNS.map((c, i) => [c, parts[i]])) as unknown as Key;
 }
 

@@ -70,11 +70,24 @@ describe('writes', () => {
       [{ writes: [{ object: 'document:a\u0000b', relation: 'viewer', subject: 'user:anne' }] }, 'writes.0.object'],
       [{ writes: [{ object: 'document:1', relation: 'viewer', subject: 'user:an\u0000ne' }] }, 'writes.0.subject'],
       [{ deletes: [{ object: 'document:1', relation: 'viewer', subject: 'group:e\u0000g#member' }] }, 'deletes.0.subject'],
+      // An object or subject past 1024 bytes in UTF-8 (409 characters here) would not fit PostgreSQL's index entry.
+      [{ writes: [{ object: `document:${'日'.repeat(400)}`, relation: 'viewer', subject: 'user:anne' }] }, 'writes.0.object'],
+      [{ writes: [{ object: 'document:1', relation: 'viewer', subject: `user:${'日'.repeat(400)}` }] }, 'writes.0.subject'],
     ] as const) {
       const r = await server.admin('POST', '/relationships', body);
       expect(r.status, JSON.stringify(r.body)).toBe(400);
       expect(r.body.issues.map((i: { path: string }) => i.path)).toContain(path);
     }
+  });
+
+  it('takes an object and a subject of 1024 bytes each, however little they compress', async () => {
+    let seed = 7;
+    const noise = (n: number) => Array.from({ length: n }, () => ((seed = (seed * 1103515245 + 12345) % 2147483648), String.fromCharCode(33 + (seed % 90)).replace(/[#@*:]/, 'x'))).join('');
+    const long = { object: `document:${noise(1024 - 'document:'.length)}`, relation: 'viewer', subject: `user:${noise(1024 - 'user:'.length)}` };
+    const r = await write([long]);
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect((await check({ object: long.object, relation: 'viewer', subject: long.subject })).body.allowed).toBe(true);
+    expect((await write([], [long])).status).toBe(200);
   });
 
   it('refuses more than 1000 writes in one request, and a body that is not an object', async () => {
@@ -134,7 +147,8 @@ describe('listing', () => {
   });
 
   it('refuses a bad filter or page token', async () => {
-    for (const [q, path] of [['object=document', 'object'], ['page_token=nonsense', 'page_token'], ['limit=0', 'limit'], ['relation=a%20b', 'relation'], ['object=document:a%00b', 'object'], ['subject=user:a%00b', 'subject']]) {
+    for (const [q, path] of [['object=document', 'object'], ['page_token=nonsense', 'page_token'], ['limit=0', 'limit'], ['relation=a%20b', 'relation'], ['object=document:a%00b', 'object'], ['subject=user:a%00b', 'subject'],
+      ['page_token=' + Buffer.from(JSON.stringify(['document', 'a\u0000', 'viewer', 'user', 'x', ''])).toString('base64url'), 'page_token']]) {
       const r = await server.admin('GET', `/relationships?${q}`);
       expect(r.status, q).toBe(400);
       expect(r.body.issues[0].path).toBe(path);
