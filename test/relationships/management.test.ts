@@ -197,6 +197,16 @@ describe('check', () => {
     expect(missing.body.error_description).toMatch(/hour/);
     // The stored context wins over the request's.
     expect((await check({ object: 'document:ops1', relation: 'viewer', subject: 'user:olga', context: { hour: 10, start: 11 } })).body.allowed).toBe(true);
+    // A numeric parameter takes a decimal string too, as OpenFGA converts one; anything else is a 400 naming it.
+    const asText = (hour: unknown) => check({ object: 'document:ops1', relation: 'viewer', subject: 'user:olga', context: { hour } });
+    expect((await asText('10')).body).toMatchObject({ allowed: true });
+    expect((await asText('2e1')).body).toMatchObject({ allowed: false });
+    for (const bad of ['ten', '10.5', '', true]) {
+      const r = await asText(bad);
+      expect(r.status, String(bad)).toBe(400);
+      expect(r.body.error_description).toMatch(/hour must be an int/);
+    }
+    expect((await write([rel('folder:ops2#viewer@group:ops#member', { name: 'office_hours', context: { start: '9', end: '17' } })])).status).toBe(200);
   });
 
   it('refuses an unknown type or relation, and a question beyond 25 hops', async () => {

@@ -116,15 +116,33 @@ function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Duration) && !(v instanceof Timestamp) && !(v instanceof IpAddress);
 }
 
+/** A decimal number written as a string (`"10"`, `"-2.5"`, `"1e3"`), as OpenFGA reads one for a numeric parameter. */
+const DECIMAL = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
+
+/** A context value for a numeric parameter: a JSON number, or a decimal string (OpenFGA converts both). */
+function numeric(v: unknown): number | undefined {
+  if (typeof v === 'number') return v;
+  return typeof v === 'string' && DECIMAL.test(v) ? Number(v) : undefined;
+}
+
 /** A context value converted to a parameter's type, or an error message. */
 export function convertValue(v: unknown, t: ParamType, what: string): unknown {
   switch (t.base) {
     case 'any': return v;
     case 'bool': return typeof v === 'boolean' ? v : fail(`${what} must be a bool`);
     case 'string': return typeof v === 'string' ? v : fail(`${what} must be a string`);
-    case 'int': return typeof v === 'number' && Number.isInteger(v) ? v : fail(`${what} must be an int`);
-    case 'uint': return typeof v === 'number' && Number.isInteger(v) && v >= 0 ? v : fail(`${what} must be a uint`);
-    case 'double': return typeof v === 'number' && Number.isFinite(v) ? v : fail(`${what} must be a double`);
+    case 'int': {
+      const n = numeric(v);
+      return n !== undefined && Number.isInteger(n) ? n : fail(`${what} must be an int`);
+    }
+    case 'uint': {
+      const n = numeric(v);
+      return n !== undefined && Number.isInteger(n) && n >= 0 ? n : fail(`${what} must be a uint`);
+    }
+    case 'double': {
+      const n = numeric(v);
+      return n !== undefined && Number.isFinite(n) ? n : fail(`${what} must be a double`);
+    }
     case 'duration': {
       if (v instanceof Duration) return v;
       const d = typeof v === 'string' ? parseDuration(v) : null;

@@ -169,6 +169,9 @@ condition text(s: string) {
     expect(ev('tags', { allowed: ['a'], tag: 'a', m: {} })).toEqual({ ok: true, value: false });
     expect(ev('idx', { m: {} })).toEqual({ ok: false, error: 'condition idx: no such key "k"' });
     expect(ev('idx', { m: { k: 'two' } })).toEqual({ ok: false, error: 'condition idx: parameter m.k must be an int' });
+    expect(ev('idx', { m: { k: '2.5' } })).toEqual({ ok: false, error: 'condition idx: parameter m.k must be an int' });
+    // A decimal string is a number, as OpenFGA converts it for a numeric parameter.
+    expect(ev('tags', { allowed: ['a', 'b'], tag: 'b', m: { k: '2' } })).toEqual({ ok: true, value: true });
     expect(model.conditions.get('net')!.evaluate({ cidr: '10.0.0.0/8' }, { ip: '10.0.0.1', cidr: '0.0.0.0/0' })).toEqual({ ok: true, value: true });
     expect(model.conditions.get('net')!.evaluate({ cidr: '192.168.0.0/16' }, { ip: '10.0.0.1', cidr: '0.0.0.0/0' })).toEqual({ ok: true, value: false });
   });
