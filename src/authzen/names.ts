@@ -2,14 +2,9 @@
 // action `a` on a resource of type `t` is the relation `<a>:<plural of t>`, the plural being the
 // one whose singular (the policy's `kind` declarations first, else English) is `t`.
 
-import { singularOf } from '../policy/index.js';
+import { englishPlural, singularOf } from '../policy/index.js';
 
-/** English plural, the inverse of `singularOf` for the kinds it handles. */
-export function englishPlural(singular: string): string {
-  if (/[^aeiou]y$/.test(singular)) return singular.slice(0, -1) + 'ies';
-  if (/(s|x|z|ch|sh)$/.test(singular)) return singular + 'es';
-  return singular + 's';
-}
+export { englishPlural };
 
 /**
  * The plural kinds of a resource type: the policy's declared plurals of it, else the English

@@ -13,7 +13,7 @@ export { loadPolicySet, readPolicyDir, parseAndValidate, hasErrors, type CheckOp
 export { decide, usageLimitsFor } from './decide.js';
 export { renderReason } from './reason.js';
 export { explainDecision, completeRequest } from './explain.js';
-export { permissionCovers, singularOf } from './patterns.js';
+export { englishPlural, permissionCovers, singularOf } from './patterns.js';
 
 // Relations (OpenFGA schema 1.1): the model of a policy set is `policySet.compiled.relations`.
 export type { Relationship, SubjectRef } from './relations/tuple.js';

@@ -9,6 +9,7 @@ import type { ConditionNode, RelExpr, TypeNode, TypeRefNode } from './ast.js';
 import { checkCondition, compileCondition, type CompiledCondition } from './conditions.js';
 import { fmtTypeRef } from './format.js';
 import { parseObject, parseSubject, type Relationship } from './tuple.js';
+import { englishPlural, singularOf } from '../patterns.js';
 
 export interface RelationDef {
   type: string;
@@ -186,6 +187,16 @@ export function modelWarnings(files: PolicyFileNode[]): Diagnostic[] {
     }
   }
   const out: Diagnostic[] = [];
+  // A relation is the permission `<relation>:<plural of its type>`: a type no plural reads back
+  // to (a name ending in a single "s": "bus", whose "buses" reads as "buse") needs a `kind`.
+  const declared = new Set<string>();
+  for (const f of files) for (const i of f.items) if (i.kind === 'kind') declared.add(i.singular);
+  for (const t of m.types.values()) {
+    if (!t.relations.size || declared.has(t.name) || singularOf(englishPlural(t.name)) === t.name) continue;
+    const at = t.loc ?? { file: '<policy>', line: 1, col: 1 };
+    const first = t.relations.keys().next().value!;
+    out.push(diag(at, at, `type ${t.name}: no plural reads back as "${t.name}" ("${englishPlural(t.name)}" reads as "${singularOf(englishPlural(t.name))}"), so its relations are no permission (${first}:<plural>) until one is declared: kind "${englishPlural(t.name)}" singular "${t.name}"`, 'warning', 'relation_not_a_permission'));
+  }
   for (const t of m.types.values()) for (const r of t.relations.values()) {
     if (can.has(key(t.name, r.name))) continue;
     const at = r.loc ?? t.loc ?? { file: '<policy>', line: 1, col: 1 };

@@ -106,6 +106,14 @@ describe('policy check on relations', () => {
     ]);
   });
 
+  it('a type with relations that no plural reads back to is a warning, until a kind declares one', () => {
+    const bus = 'type bus {\n  relation driver: [user]\n}\n';
+    expect(errors(base + bus + 'type status\n')).toEqual([
+      '7:1: warning: type bus: no plural reads back as "bus" ("buses" reads as "buse"), so its relations are no permission (driver:<plural>) until one is declared: kind "buses" singular "bus"',
+    ]);
+    expect(errors(base + bus + 'kind "buses" singular "bus"\n')).toEqual([]);
+  });
+
   it('ill-typed conditions and unknown names', () => {
     expect(errors('condition c(a: int, b: strin, t: timestamp, l: list<string>) {\n  a < "x" and z and t + duration("x") > t and l contains 1 and size(a) > 0 and matches("a", "(?=x)")\n}\n')).toEqual([
       '1:24: condition c, parameter b: unknown type "strin" (use bool, string, int, uint, double, duration, timestamp, ipaddress, any, list<T>, map<T>)',
