@@ -80,7 +80,7 @@ tests:
 
 let cwd: string;
 beforeAll(async () => {
-  cwd = await workDir({ 'm/docs.fga': MODEL, 'm/docs.fga.yaml': STORE, 'm/bad.fga': MODEL.replace('[user, user:*] or viewer from parent', '[user, user:*] or viewer from parent but not viewer') });
+  cwd = await workDir({ 'm/docs.fga': MODEL, 'm/docs.fga.yaml': STORE, 'm/transit.fga': 'model\n  schema 1.1\n\ntype user\n\ntype bus\n  relations\n    define driver: [user]\n\ntype campus\n',  'm/bad.fga': MODEL.replace('[user, user:*] or viewer from parent', '[user, user:*] or viewer from parent but not viewer') });
 });
 
 describe('gatehouse policy import openfga', () => {
@@ -108,6 +108,27 @@ test "anne reads through the folder" {
   check "user:anne" "viewer" "document:1" expect true
 }
 `);
+  });
+
+  it('names the plural of a type English reads back as another name, so its relations are permissions', async () => {
+    const r = await run(['import', 'openfga', 'm/transit.fga', '--out', 'transit'], cwd);
+    expect(r.code, r.err).toBe(0);
+    expect(await readFile(join(cwd, 'transit/transit.policy'), 'utf8')).toBe(`# Imported from OpenFGA: transit.fga.
+policy "transit" version 1
+
+type user
+
+type bus {
+  relation driver: [user]
+}
+
+kind "buses" singular "bus"
+
+type campus
+`);
+    // As policy check and fmt take it: no warning, already in the canonical layout.
+    expect(await run(['check', 'transit'], cwd)).toMatchObject({ code: 0, err: '' });
+    expect((await run(['fmt', 'transit', '--check'], cwd)).code).toBe(0);
   });
 
   it('refuses with exit 2, naming the file, the line and why', async () => {

@@ -6,6 +6,7 @@
 
 import { refusal, type FgaModel, type Imported, type Refusal, type Rewrite, type TypeRestriction, type Where } from './model.js';
 import { CONDITION_KEYWORDS, translateCondition } from './translate.js';
+import { englishPlural, singularOf } from '../patterns.js';
 
 /** An identifier of the policy language: a letter or `_`, then letters, digits, `_` and `-`. */
 const IDENT = /^[A-Za-z_][A-Za-z0-9_-]*$/;
@@ -63,6 +64,13 @@ export function emitPolicy(model: FgaModel, header: PolicyHeader): Imported<Emit
       out.push(`  relation ${r.name}: ${printRewrite(r.rewrite, 0)}`, r.at);
     }
     out.push('}', t.at);
+    // Its relations are permissions `<relation>:<plural>`; a type whose English plural reads
+    // back as another name (`bus`: "buses" reads as "buse") is given its plural by name.
+    const plural = englishPlural(t.name);
+    if (singularOf(plural) !== t.name) {
+      out.push('');
+      out.push(`kind ${JSON.stringify(plural)} singular ${JSON.stringify(t.name)}`, t.at);
+    }
   }
   for (const c of model.conditions) {
     check(c.name, 'condition name', c.at, CONDITION_KEYWORDS);
