@@ -39,8 +39,11 @@ export function documentUrlProblem(clientId: string): string | undefined {
   if (url.protocol !== 'https:') return 'a client_id URL must use https';
   if (url.username || url.password) return 'a client_id URL must not contain credentials';
   if (url.hash || clientId.includes('#')) return 'a client_id URL must not contain a fragment';
+  // Dot segments, also percent-encoded (`%2e%2e`) or between backslashes, which URL parsers
+  // resolve away: the document fetched would be another path's than the client_id names.
+  const rawPath = clientId.slice(clientId.indexOf('//') + 2).replace(/^[^/\\]*/, '').split('?', 1)[0]!;
+  if (rawPath.split(/[/\\]/).some((segment) => /^(\.|%2e){1,2}$/i.test(segment))) return 'a client_id URL must not contain . or .. path segments';
   if (url.pathname === '/' || url.pathname === '') return 'a client_id URL must contain a path';
-  if (/\/\.\.?(\/|$)/.test(clientId.slice(url.origin.length))) return 'a client_id URL must not contain . or .. path segments';
   // The URL must be the one the document names exactly: no normalisation is applied to compare.
   return undefined;
 }
