@@ -69,6 +69,94 @@ describe('DPoP server nonces with openid-client', () => {
   });
 });
 
+describe('authorization codes bound to a DPoP key (dpop_jkt)', () => {
+  const signIn = async (url: URL | string) => followSignIn(new Browser(fx.issuer), url.toString(), { email: fx.user.email, password: fx.user.password });
+  const refusal = async (p: Promise<unknown>) => {
+    try {
+      await p;
+    } catch (err) {
+      return err as { error?: string; error_description?: string };
+    }
+    throw new Error('expected a refusal');
+  };
+
+  it('openid-client pushes its request with a DPoP proof (retrying on the nonce): the code is then redeemed only with a proof by that key', async () => {
+    const config = await discover(fx, fx.spa);
+    const dpop = client.getDPoPHandle(config, await client.randomDPoPKeyPair('ES256'));
+    const pushedFlow = async () => {
+      const verifier = client.randomPKCECodeVerifier();
+      const state = client.randomState();
+      const url = await client.buildAuthorizationUrlWithPAR(
+        config,
+        { redirect_uri: fx.redirectUri, scope: 'openid', code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state },
+        { DPoP: dpop },
+      );
+      return { callback: await signIn(url), verifier, state };
+    };
+
+    const withoutProof = await pushedFlow();
+    const bare = await refusal(client.authorizationCodeGrant(config, withoutProof.callback, { pkceCodeVerifier: withoutProof.verifier, expectedState: withoutProof.state }));
+    expect([bare.error, bare.error_description]).toEqual(['invalid_grant', 'the code is bound to a DPoP key (dpop_jkt): send a DPoP proof by that key']);
+
+    const otherKey = await pushedFlow();
+    const other = client.getDPoPHandle(config, await client.randomDPoPKeyPair('ES256'));
+    const wrong = await refusal(client.authorizationCodeGrant(config, otherKey.callback, { pkceCodeVerifier: otherKey.verifier, expectedState: otherKey.state }, undefined, { DPoP: other }));
+    expect(wrong.error).toBe('invalid_grant');
+    expect(wrong.error_description).toMatch(/another key than the one the code is bound to/);
+
+    const sameKey = await pushedFlow();
+    const tokens = await client.authorizationCodeGrant(config, sameKey.callback, { pkceCodeVerifier: sameKey.verifier, expectedState: sameKey.state }, undefined, { DPoP: dpop });
+    expect(tokens.token_type).toBe('dpop');
+  });
+
+  it('dpop_jkt on a front-channel request binds the code; a malformed one is invalid_request at the redirect URI', async () => {
+    const { key } = await sharedKey();
+    const config = await discover(fx, fx.spa);
+    const flow = await authorizationUrl(config, fx, { dpop_jkt: key.jkt });
+    const callback = await signIn(flow.url);
+    const form = { grant_type: 'authorization_code', code: callback.searchParams.get('code')!, redirect_uri: fx.redirectUri, code_verifier: flow.verifier, client_id: fx.spa.client_id };
+    const tokenRequest = async (k: DpopKey, nonce?: string) =>
+      readJson(await fetch(server.ctx.urls.token, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', dpop: await proof(k, { htm: 'POST', htu: server.ctx.urls.token, ...(nonce ? { nonce } : {}) }) },
+        body: new URLSearchParams(form),
+      }));
+    const nonce = (await tokenRequest(key)).headers.get('dpop-nonce')!;
+    const good = await tokenRequest(key, nonce);
+    expect([good.status, good.body.token_type]).toEqual([200, 'DPoP']);
+
+    const flow2 = await authorizationUrl(config, fx, { dpop_jkt: key.jkt });
+    const callback2 = await signIn(flow2.url);
+    const thief = (await sharedKey()).key;
+    const stolen = await readJson(await fetch(server.ctx.urls.token, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', dpop: await proof(thief, { htm: 'POST', htu: server.ctx.urls.token, nonce }) },
+      body: new URLSearchParams({ ...form, code: callback2.searchParams.get('code')!, code_verifier: flow2.verifier }),
+    }));
+    expect([stolen.status, stolen.body.error]).toEqual([400, 'invalid_grant']);
+
+    const malformed = await authorizationUrl(config, fx, { dpop_jkt: 'not a thumbprint' });
+    const res = await fetch(malformed.url, { redirect: 'manual' });
+    const location = new URL(res.headers.get('location')!);
+    expect([location.searchParams.get('error'), location.searchParams.get('state')]).toEqual(['invalid_request', malformed.state]);
+    expect(location.searchParams.get('error_description')).toMatch(/^dpop_jkt must be/);
+  });
+
+  it('PAR refuses a dpop_jkt that is not the key of the proof sent with it', async () => {
+    const { key } = await sharedKey();
+    const other = (await sharedKey()).key;
+    const form = {
+      client_id: fx.spa.client_id, redirect_uri: fx.redirectUri, response_type: 'code', scope: 'openid',
+      code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256', dpop_jkt: other.jkt,
+    };
+    const push = async (nonce?: string) => postForm(`${fx.issuer}/oauth/par`, form, { dpop: await proof(key, { htm: 'POST', htu: `${fx.issuer}/oauth/par`, ...(nonce ? { nonce } : {}) }) });
+    const asked = await push();
+    expect([asked.status, asked.body.error]).toEqual([400, 'use_dpop_nonce']);
+    const refused = await push(asked.headers.get('dpop-nonce')!);
+    expect([refused.status, refused.body.error, refused.body.error_description]).toEqual([400, 'invalid_request', "dpop_jkt is not the thumbprint of the DPoP proof's key"]);
+  });
+});
+
 describe('a token refused under the DPoP scheme', () => {
   it('userinfo answers with a DPoP challenge (a Bearer one for a bearer token)', async () => {
     const asDpop = await fetch(server.ctx.urls.userinfo, { headers: { authorization: 'DPoP not-a-token' } });
