@@ -79,9 +79,11 @@ const replayView = z.object({
 /**
  * The recorded decisions of a window decided again under a draft: the policy directory's files
  * with `files` in place of those of the same names, the live rules with `enable` taken as live and
- * `disable` as disabled. Bad input is a 400 naming the field.
+ * `disable` as disabled, and `candidate` (an unsaved rule, such as the console's form) taken as
+ * live in place of the stored rule of its id, or beside the others when no rule has that id.
+ * Bad input is a 400 naming the field.
  */
-export async function replayDraft(ctx: AppContext, body: z.output<typeof replayBody>): Promise<ReplayResult> {
+export async function replayDraft(ctx: AppContext, body: z.output<typeof replayBody>, candidate?: JsonRule & { id: string }): Promise<ReplayResult> {
   const window = parseWindow(body.since ?? '7d');
   if (window === null) throw errors.invalidRequest('since: a window such as 7d, 24h, 30m or 90s', { field: 'since' });
   // The draft: the policy directory's files with those given in their place, the live rules
@@ -100,7 +102,10 @@ export async function replayDraft(ctx: AppContext, body: z.output<typeof replayB
   const byId = new Map(all.map((r) => [r.id, r]));
   for (const id of [...(body.enable ?? []), ...(body.disable ?? [])]) if (!byId.has(id)) throw errors.invalidRequest(`no rule ${id}`, { field: 'enable' });
   const disable = new Set(body.disable ?? []);
-  const rules: JsonRule[] = all.filter((r) => (r.state === 'live' || body.enable?.includes(r.id)) && !disable.has(r.id)).map(toJsonRule);
+  const rules: JsonRule[] = all
+    .filter((r) => (r.state === 'live' || body.enable?.includes(r.id)) && !disable.has(r.id) && r.id !== candidate?.id)
+    .map(toJsonRule);
+  if (candidate) rules.push(candidate);
   const { policySet, diagnostics } = loadPolicySet({ files, rules });
   if (!policySet) throw errors.invalidRequest(`the draft has ${diagnostics.filter((d) => d.severity !== 'warning').length} error(s)`, { errors: diagnostics.filter((d) => d.severity !== 'warning').map(formatDiagnostic) });
   const until = Math.floor(ctx.clock.now() / 1000);

@@ -35,12 +35,15 @@ function cookie(ctx: AppContext, req: Request, base: string): string | undefined
   return typeof v === 'string' && v.length <= 4096 ? v : undefined;
 }
 
-/** A sealed value names its purpose, so one kind of cookie cannot stand in for another. */
-function seal(ctx: AppContext, purpose: string, data: object, exp: number): string {
+/**
+ * A sealed value names its purpose, so one kind of cookie (or sealed form field) cannot stand in
+ * for another; it is refused after `exp`.
+ */
+export function seal(ctx: AppContext, purpose: string, data: object, exp: number): string {
   return ctx.box.seal(JSON.stringify({ purpose, exp, data }));
 }
 
-function unseal<T>(ctx: AppContext, purpose: string, value: string | undefined): T | undefined {
+export function unseal<T>(ctx: AppContext, purpose: string, value: string | undefined): T | undefined {
   if (!value) return undefined;
   try {
     const parsed = JSON.parse(ctx.box.open(value)) as { purpose?: unknown; exp?: unknown; data?: unknown };

@@ -95,6 +95,26 @@ function comparableUrl(raw: string): string | undefined {
   }
 }
 
+/**
+ * Does the proof's `htu` name the endpoint? The endpoint's own URL is already in the compared
+ * form (this service's public URL, no query), so a client that copies it, as clients do, matches
+ * without parsing either; any other spelling is compared once both are parsed.
+ */
+function sameEndpoint(htu: unknown, endpoint: string): boolean {
+  if (typeof htu !== 'string') return false;
+  if (htu === endpoint && endpointForms.get(endpoint) === endpoint) return true;
+  let expected = endpointForms.get(endpoint);
+  if (expected === undefined) {
+    expected = comparableUrl(endpoint) ?? '';
+    if (endpointForms.size >= 64) endpointForms.clear();
+    endpointForms.set(endpoint, expected);
+  }
+  const given = comparableUrl(htu);
+  return given !== undefined && given === expected;
+}
+/** The compared form of each endpoint URL asked about (a handful: this service's endpoints). */
+const endpointForms = new Map<string, string>();
+
 /** What a proof's protected header comes to once checked: its key, ready to verify with, and the key's thumbprint. */
 interface ProofKey {
   kty: string;
@@ -177,8 +197,7 @@ export async function verifyDpopProof(ctx: AppContext, header: string, expect: P
   // 4. What the request is: method, URL
   if (typeof claims.jti !== 'string' || claims.jti.length === 0 || claims.jti.length > 256) throw refuse('the DPoP proof needs a jti');
   if (claims.htm !== expect.htm) throw refuse(`the DPoP proof htm must be ${expect.htm}`);
-  const htu = typeof claims.htu === 'string' ? comparableUrl(claims.htu) : undefined;
-  if (htu === undefined || htu !== comparableUrl(expect.htu)) throw refuse(`the DPoP proof htu must be ${expect.htu}`);
+  if (!sameEndpoint(claims.htu, expect.htu)) throw refuse(`the DPoP proof htu must be ${expect.htu}`);
 
   // 5. When it was made
   const now = nowSeconds(ctx.clock);

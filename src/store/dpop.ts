@@ -22,7 +22,9 @@ interface PendingProof extends Proof {
  * - PostgreSQL: `dpop_proof_jtis`, whose primary key refuses the second insert of a proof.
  * - SQLite: `dpop_proof_log`, appended to. A table keyed by the proof puts each proof on a page
  *   of its own (the keys are random), and writing those pages was most of what a proof cost;
- *   appended rows share pages. Each process keeps the recent log in memory: in the transaction
+ *   appended rows share pages, and with neither an index nor AUTOINCREMENT a commit writes the
+ *   log's last page alone. Row numbers only grow: a new row takes the last one's number plus
+ *   one, and housekeeping never deletes the last row. Each process keeps the recent log in memory: in the transaction
  *   that appends its proofs, holding the database's one write lock, it first reads the rows
  *   every other process and instance appended since it last looked, then appends only the
  *   proofs found in none of them. So every decision is made against every proof committed
@@ -88,7 +90,13 @@ export function dpopStore(sql: Sql, clock: Clock) {
     },
     /** Drops the proofs too old to be accepted again and the bindings of families that are gone. */
     async purgeExpired(t = now()): Promise<number> {
-      const proofs = await sql.run(`DELETE FROM ${sql.dialect === 'sqlite' ? 'dpop_proof_log' : 'dpop_proof_jtis'} WHERE expires_at < ?`, [t]);
+      // The log's last row stays, expired or not: the next row's number follows it (see proofLog).
+      const proofs = await sql.run(
+        sql.dialect === 'sqlite'
+          ? 'DELETE FROM dpop_proof_log WHERE expires_at < ? AND seq < (SELECT MAX(seq) FROM dpop_proof_log)'
+          : 'DELETE FROM dpop_proof_jtis WHERE expires_at < ?',
+        [t],
+      );
       const bindings = await sql.run('DELETE FROM dpop_refresh_bindings WHERE family_id NOT IN (SELECT id FROM refresh_families)');
       return proofs.changes + bindings.changes;
     },

@@ -149,8 +149,10 @@ describe.skipIf(!existsSync(CHROMIUM))('the console in headless Chromium', () =>
     await shot('agents');
   });
 
-  it('writes a rule: Validate (errors next to the field), Validate, Save, Impact, Enable', async () => {
+  it('writes a rule: Validate (errors next to the field), Validate, Impact, Save, Enable', async () => {
     await go('/console/rules/new');
+    // Impact is offered once the form's content validated.
+    expect(await page.isDisabled('#rule-impact-form')).toBe(true);
     await page.fill('#f-name', 'block-medium-refunds');
     await page.selectOption('#f-effect', 'deny');
     await page.fill('#f-subjects', 'agent:*');
@@ -170,18 +172,24 @@ describe.skipIf(!existsSync(CHROMIUM))('the console in headless Chromium', () =>
     await page.fill('#f-object', 'refund:*');
     await submit('#rule-validate');
     expect(await page.textContent('.notice.ok')).toContain('Valid');
+    expect(await page.isDisabled('#rule-impact-form')).toBe(false);
     await shot('rule-valid');
 
+    // Impact of the unsaved form: the last 7 days of decisions replayed with the rule live (one
+    // decision above, allowed at 300, would now be denied); nothing is saved, the form stays filled in.
+    await submit('#rule-impact-form');
+    expect(await page.textContent('#rule-impact')).toMatch(/^\d+ recorded decisions replayed with this rule live: [1-9]\d* would change\.$/);
+    expect(await page.textContent('.rule-form-impact table')).toContain('allow → deny');
+    expect(await page.inputValue('#f-cond_value')).toBe('200');
+    expect((await server.admin('GET', '/rules')).body.data).toEqual([]);
+    await shot('rule-impact');
+
     await submit('#rule-save');
-    expect(await page.textContent('.notice.info')).toContain('saved as a draft');
+    expect(await page.textContent('.notice.info')).toContain('saved as a draft. Its impact was shown');
     const [draft] = (await server.admin('GET', '/rules')).body.data;
     expect(draft).toMatchObject({ name: 'block-medium-refunds', state: 'draft', validated: true, condition: { field: 'amount', op: 'gt', value: 200 } });
-    // Impact before Enable: Enable stays disabled until the last 7 days of decisions are replayed with the rule live.
-    expect(await page.isDisabled('#rule-enable')).toBe(true);
-    await submit('#rule-impact-run');
-    expect(await page.textContent('#rule-impact')).toMatch(/^\d+ recorded decisions replayed with this rule live: \d+ would change\.$/);
+    // Saved with the content whose impact was shown: Enable follows without another Impact.
     expect(await page.isDisabled('#rule-enable')).toBe(false);
-    await shot('rule-impact');
 
     await submit('#rule-enable');
     expect(await page.textContent('.notice.info')).toContain('is live');

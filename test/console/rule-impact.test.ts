@@ -1,7 +1,8 @@
-// The console's rule flow, Validate -> Save -> Impact -> Enable, over HTTP: the server refuses
-// Enable until the Impact of the rule's current content on the last 7 days of recorded decisions
-// has been shown, again after the content changes, and still refuses a rule that breaks an
-// invariant once its impact is seen.
+// The Impact button of a saved rule's page (a rule saved without the form's Impact, here through
+// the management API), over HTTP: the server refuses Enable until the Impact of the rule's current
+// content on the last 7 days of recorded decisions has been shown, again after the content
+// changes, and still refuses a rule that breaks an invariant once its impact is seen. The form's
+// own Impact before Save is tested in rule-form-impact.test.ts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import type { Browser } from '../oauth/helpers.js';

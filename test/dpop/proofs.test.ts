@@ -92,6 +92,14 @@ describe('proofs at the token endpoint', () => {
     }
     const withQuery = await serviceToken(await tokenProof(key, { htu: `${gh.ctx.urls.token}?x=1#frag` }));
     expect(withQuery.status).toBe(200);
+    // the same URL spelt otherwise (host in capitals, the scheme's default port written out) is the endpoint
+    const u = new URL(gh.ctx.urls.token);
+    const respelt = `${u.protocol}//${u.hostname.toUpperCase()}:${u.port || (u.protocol === 'https:' ? '443' : '80')}${u.pathname}`;
+    expect(respelt).not.toBe(gh.ctx.urls.token);
+    expect((await serviceToken(await tokenProof(key, { htu: respelt }))).status).toBe(200);
+    const notAString = await serviceToken(await tokenProof(key, { htu: 42 as unknown as string }));
+    expect(notAString.status).toBe(400);
+    expect(notAString.body.error_description).toMatch(/htu/);
   });
 
   it('refuses a proof that is not a dpop+jwt, a symmetric or unknown alg, a private jwk, a bad signature, two headers', async () => {

@@ -111,6 +111,43 @@ describe.skipIf(testServerUrl() !== undefined)('the log of used proofs on SQLite
     for (let i = 0; i < keys.length; i++) expect([answers[2 * i], answers[2 * i + 1]].filter(Boolean)).toHaveLength(1);
   });
 
+  it('numbering never goes back: housekeeping keeps the last row, so a process reading on from it misses no proof', async () => {
+    const [a, b] = [await open(), await open()];
+    const past = Math.floor(Date.now() / 1000) - 1;
+    expect(await a.dpop.useProof(randomUUID(), later())).toBe(true);
+    expect(await b.dpop.useProof(randomUUID(), later())).toBe(true); // b has read up to the last row
+    // every row expires and housekeeping runs: all but the last go
+    await a.sql.run('UPDATE dpop_proof_log SET expires_at = ?', [past]);
+    await a.dpop.purgeExpired();
+    expect((await a.sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM dpop_proof_log'))!.n).toBe(1);
+    const next = randomUUID();
+    expect(await a.dpop.useProof(next, later())).toBe(true);
+    expect(await b.dpop.useProof(next, later())).toBe(false); // b reads on from its last number and finds it
+  });
+
+  it('an upgrade keeps the numbering of a log that housekeeping had emptied', async () => {
+    const oldDir = mkdtempSync(join(tmpdir(), 'gatehouse-dpop-upgrade-'));
+    const file = join(oldDir, 'gh.db');
+    const openAt = async (migrations = listMigrations()) => {
+      const db = await openDatabase({ file });
+      await migrate(db, migrations);
+      const store = await openStore(db);
+      opened.push(store);
+      return store;
+    };
+    try {
+      const before = await openAt(listMigrations().filter((m) => m.version < 25));
+      await before.sql.run('INSERT INTO dpop_proof_log (key_hash, expires_at) VALUES (?, ?), (?, ?)', ['x1', 1, 'x2', 1]);
+      await before.sql.run('DELETE FROM dpop_proof_log');
+      const after = await openAt();
+      const first = randomUUID();
+      expect(await after.dpop.useProof(first, later())).toBe(true);
+      expect((await after.sql.get<{ seq: number }>('SELECT seq FROM dpop_proof_log WHERE key_hash = ?', [first]))!.seq).toBeGreaterThan(2);
+    } finally {
+      rmSync(oldDir, { recursive: true, force: true });
+    }
+  });
+
   it('a proof past its window is forgotten, and housekeeping drops its row', async () => {
     const s = await open();
     const old = randomUUID();

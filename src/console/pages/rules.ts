@@ -5,6 +5,7 @@ import { parseWith } from '../../admin/route.js';
 import { createRule, deleteRule, disableRule, enableRule, ruleContentHash, ruleJson, updateRule, validateAndRecord, validateRule } from '../../admin/rules.js';
 import { replayDraft } from '../../admin/policy.js';
 import type { ReplayResult } from '../../authz/replay.js';
+import type { JsonRule } from '../../policy/index.js';
 import { CONDITION_OPS, ruleCreate, type RuleCreate } from '../../admin/schemas.js';
 import type { AppContext } from '../../context.js';
 import { errors } from '../../errors.js';
@@ -21,6 +22,7 @@ import {
   dangerForm,
   errorList,
   escapeHtml as e,
+  hidden,
   input,
   link,
   notice,
@@ -35,6 +37,7 @@ import {
 } from '../html.js';
 import { asOneList, done, formPost, pathParam, personOf, render } from './common.js';
 import { nowSeconds } from '../../clock.js';
+import { seal, unseal, type Person } from '../session.js';
 
 /** The console's names of the effects: require_approval is "Require step-up". */
 const EFFECTS = [
@@ -156,16 +159,29 @@ function asPolicyText(r: Rule): string | undefined {
 }
 
 interface EditorState extends FormState {
-  /** after Validate: the form's content fits the policy in force */
+  /** after Validate or Impact: the form's content fits the policy in force */
   valid?: boolean;
+  /** after Impact: what the form's content would have done, and the sealed proof Save carries */
+  impact?: { html: Html; carry?: string };
 }
 
-function editor(res: Response, action: string, f: EditorState): Html {
+/**
+ * The rule form, its buttons in the order of the flow: Validate, Impact (once the content
+ * validated: on this page, or as the saved rule's content), Save. The button of the next step is
+ * the primary one. After Impact the form carries the sealed proof of the content whose impact was
+ * shown, so that Save of that same content lets Enable follow.
+ */
+function editor(res: Response, action: string, f: EditorState, o: { savedValid?: boolean } = {}): Html {
   const v = f.values;
   const err = (k: string) => f.errors[k];
-  const result =
-    f.valid === true
-      ? notice('Valid: the rule fits the policy files and the other live rules. Save it to keep it.', 'ok')
+  const shown = f.impact?.carry !== undefined;
+  const canImpact = f.valid === true || (f.valid === undefined && o.savedValid === true);
+  const result = shown
+    ? notice(f.impact!.html
+      ? 'Valid, and its impact on the last 7 days of recorded decisions is shown below. Save it to keep it: Enable follows on its page.'
+      : 'Valid, and its impact on the last 7 days of recorded decisions was shown for this content. Save it to keep it: Enable follows on its page.', 'ok')
+    : f.valid === true
+      ? notice(f.impact ? 'Valid. Its impact could not be computed (below).' : 'Valid: the rule fits the policy files and the other live rules. Next, see its Impact on the last 7 days of recorded decisions.', 'ok')
       : f.valid === false && !f.general.length
         ? notice('Not valid yet: see the fields marked below.')
         : '';
@@ -194,9 +210,12 @@ ${select({ name: 'cond_type', label: 'Value type', value: v.cond_type ?? 'auto',
 </div>
 ${input({ name: 'cond_expr', label: 'Or an expression', hint: 'In the policy file syntax, such as resource.owner == person.email', value: v.cond_expr, errors: err('cond_expr') })}
 </fieldset>
+${f.impact?.html ? `<div class="rule-form-impact">${f.impact.html}</div>` : ''}
+${f.impact?.carry ? hidden(IMPACT_FIELD, f.impact.carry) : ''}
 <div class="actions">
-${button('Validate', { name: 'step', value: 'validate', kind: 'plain', id: 'rule-validate' })}
-${button('Save', { name: 'step', value: 'save', id: 'rule-save' })}
+${button('Validate', { name: 'step', value: 'validate', kind: canImpact ? 'plain' : 'primary', id: 'rule-validate' })}
+${button('Impact', { name: 'step', value: 'impact', kind: canImpact && !shown ? 'primary' : 'plain', id: 'rule-impact-form', disabled: !canImpact })}
+${button('Save', { name: 'step', value: 'save', kind: shown ? 'primary' : 'plain', id: 'rule-save' })}
 </div>`,
     { id: 'rule-editor' },
   );
@@ -220,7 +239,7 @@ async function listPage(ctx: AppContext, req: Request, res: Response): Promise<v
   render(ctx, req, res, 200, {
     title: 'Rules',
     section: 'rules',
-    lead: 'Project-wide rules beside the policy files: create, Validate, Save, then Enable to put one in force.',
+    lead: 'Project-wide rules beside the policy files: write one, Validate it, see its Impact on the last 7 days of decisions, Save it, then Enable it to put it in force.',
     body: `<p><a class="btn primary" href="/console/rules/new">New rule</a></p>
 ${table(['Name', 'Effect', 'Applies to', 'State', 'Validated'], rows, { empty: 'No rules yet.' })}`,
   });
@@ -230,20 +249,21 @@ function newPage(ctx: AppContext, req: Request, res: Response, f: EditorState = 
   render(ctx, req, res, f.status, {
     title: 'New rule',
     section: 'rules',
-    lead: 'Write the rule, Validate it against the policy in force, Save it as a draft, see its Impact on the last 7 days of decisions, then Enable it.',
+    lead: 'Write the rule, Validate it against the policy in force, see its Impact on the last 7 days of recorded decisions, Save it as a draft, then Enable it.',
     body: editor(res, '/console/rules/new', f),
   });
 }
 
 /**
- * The Impact step, before Enable: the decisions of the last 7 days decided again with the rule
- * live, as counts of recorded decision -> decision with the rule, with examples. `computed` says
- * whether the replay answered (only then has the impact of this content been seen).
+ * The Impact step, before Save and Enable: the decisions of the last 7 days decided again with the
+ * rule live (a saved rule by its id, or the form's unsaved content in place of the stored
+ * version), as counts of recorded decision -> decision with the rule, with examples. `computed`
+ * says whether the replay answered (only then has the impact of this content been seen).
  */
-async function impactOf(ctx: AppContext, id: string): Promise<{ html: Html; computed: boolean }> {
+async function impactOf(ctx: AppContext, rule: { id: string } | { candidate: JsonRule & { id: string } }): Promise<{ html: Html; computed: boolean }> {
   let r: ReplayResult;
   try {
-    r = await replayDraft(ctx, { since: '7d', enable: [id] });
+    r = 'candidate' in rule ? await replayDraft(ctx, { since: '7d' }, rule.candidate) : await replayDraft(ctx, { since: '7d', enable: [rule.id] });
   } catch (err) {
     return { html: `<h3>Impact on the last 7 days</h3><p id="rule-impact">Not known: ${e(err instanceof Error ? err.message : String(err))}</p>`, computed: false };
   }
@@ -259,6 +279,37 @@ ${r.notes.map((n) => `<p class="hint">${e(n)}</p>`).join('')}`,
 
 /** Has the console shown the impact of the rule's current content (Enable needs it)? */
 const impactSeen = (r: Rule): boolean => r.impact_hash === ruleContentHash(r);
+
+/**
+ * Impact on the form carried to Save: a hidden field holding, sealed with the service's secret
+ * box (authenticated encryption: the browser can neither read nor forge it), the content hash
+ * whose impact was shown, the rule it was shown for (`new` on the new-rule form) and the console
+ * session that saw it. Save sets the rule's impact hash only when all of these match what is
+ * saved, within an hour of the Impact; anything else (a garbled, foreign or stale field, or
+ * content edited since) saves the rule without it, and Enable then asks for Impact.
+ */
+const IMPACT_FIELD = 'impact_seen';
+const IMPACT_PURPOSE = 'console-rule-impact';
+const IMPACT_CARRY_SECONDS = 60 * 60;
+interface ImpactCarry {
+  sub: string;
+  sid: string;
+  rule: string;
+  hash: string;
+}
+
+function sealImpact(ctx: AppContext, person: Person, rule: string, hash: string): string {
+  const carry: ImpactCarry = { sub: person.user.id, sid: person.sid, rule, hash };
+  return seal(ctx, IMPACT_PURPOSE, carry, nowSeconds(ctx.clock) + IMPACT_CARRY_SECONDS);
+}
+
+/** The content hash the posted form proves the impact of, for this person, session and rule. */
+function carriedImpact(ctx: AppContext, person: Person, rule: string, v: Values): string | undefined {
+  const posted = v[IMPACT_FIELD];
+  const c = posted && posted.length <= 4096 ? unseal<Partial<ImpactCarry>>(ctx, IMPACT_PURPOSE, posted) : undefined;
+  if (!c || c.sub !== person.user.id || c.sid !== person.sid || c.rule !== rule || typeof c.hash !== 'string') return undefined;
+  return c.hash;
+}
 
 async function rulePage(ctx: AppContext, req: Request, res: Response, id: string, f?: EditorState, danger?: FormState, impact?: Html): Promise<void> {
   const found = await ctx.store.rules.get(id);
@@ -276,12 +327,12 @@ ${postForm(`${base}/disable`, person, button('Disable', { kind: 'plain', id: 'ru
     const seen = impactSeen(found);
     lifecycle = `${impact ?? ''}
 <p id="rule-impact-step">${seen
-    ? 'The saved rule passed Validate and its impact on the last 7 days of decisions has been shown. Enable puts it in force.'
-    : 'The saved rule passed Validate. See its Impact on the last 7 days of recorded decisions: Enable is possible once it has been shown for this content.'}</p>
+    ? 'The saved rule passed Validate and its impact on the last 7 days of decisions has been shown. Enable puts it in force; Impact shows it again on the traffic recorded since.'
+    : 'The saved rule passed Validate, but the impact of this content on the last 7 days of recorded decisions has not been shown. See its Impact (here, or in the form below): Enable is possible once it has been shown for this content.'}</p>
 ${postForm(`${base}/impact`, person, button('Impact', { kind: seen ? 'plain' : 'primary', id: 'rule-impact-run' }))}
 ${postForm(`${base}/enable`, person, button('Enable', { id: 'rule-enable', disabled: !seen }))}`;
   } else {
-    lifecycle = '<p>Validate and Save the rule before it can be enabled.</p>';
+    lifecycle = '<p>Validate the rule, see its Impact and Save it before it can be enabled.</p>';
   }
   const d = danger ?? emptyForm();
   render(ctx, req, res, danger?.status ?? state.status, {
@@ -290,14 +341,14 @@ ${postForm(`${base}/enable`, person, button('Enable', { id: 'rule-enable', disab
     lead: `${effectBadge(r.effect)} ${badge(r.state, STATE_KIND[r.state] ?? '')} ${r.validated ? badge('validated', 'ok') : badge('not validated')}`,
     body: `${section('State', `<dl class="facts"><dt>ID</dt><dd>${code(found.id)}</dd><dt>Created</dt><dd>${when(r.created_at)}</dd><dt>Updated</dt><dd>${when(r.updated_at)}</dd></dl>
 ${lifecycle}`)}
-${section('Rule', editor(res, base, state))}
+${section('Rule', editor(res, base, state, { savedValid: r.validated }))}
 ${text ? section('In the policy language', pre(text, 'policy-text')) : ''}
 ${section('Delete', `${errorList(d.general)}${dangerForm(`${base}/delete`, person, 'Delete rule', 'Yes, delete this rule', 'delete-rule')}`, { cls: 'danger' })}`,
   });
 }
 
 /** Validate: the form's content, checked as the management API's validate does, without saving it. */
-async function dryRun(ctx: AppContext, v: Values, id: string, existing?: Rule): Promise<EditorState> {
+async function dryRun(ctx: AppContext, v: Values, id: string, existing?: Rule): Promise<EditorState & { candidate?: Rule }> {
   let input: RuleCreate;
   try {
     input = parseWith(ruleCreate, ruleInput(v));
@@ -317,22 +368,56 @@ async function dryRun(ctx: AppContext, v: Values, id: string, existing?: Rule): 
   };
   const problems = await validateRule(ctx, candidate);
   const placed = placeValidation(problems, id, v);
-  return { values: v, ...placed, status: problems.length ? 400 : 200, valid: problems.length === 0 };
+  return { values: v, ...placed, status: problems.length ? 400 : 200, valid: problems.length === 0, candidate };
 }
 
-type Validation = Awaited<ReturnType<typeof validateAndRecord>>;
+/**
+ * Impact of the form: its content validated as Validate does and, when valid, the recorded
+ * decisions of the last 7 days decided again with it live (in place of the stored rule, or added
+ * for a new one). Nothing is written, except that an existing rule whose stored content is the
+ * form's now counts as having had its impact shown (as the lifecycle's Impact does).
+ */
+async function formImpact(ctx: AppContext, res: Response, v: Values, id: string, existing?: Rule): Promise<EditorState> {
+  const { candidate, ...checked } = await dryRun(ctx, v, id, existing);
+  if (!checked.valid || !candidate) return checked;
+  const impact = await impactOf(ctx, { candidate: { ...toJsonRule(candidate), id } });
+  if (!impact.computed) return { ...checked, impact: { html: impact.html } };
+  const hash = ruleContentHash(candidate);
+  if (existing && ruleContentHash(existing) === hash) await ctx.store.rules.setImpactHash(id, hash);
+  return { ...checked, impact: { html: impact.html, carry: sealImpact(ctx, personOf(res), existing ? id : 'new', hash) } };
+}
+
+/** Validate keeps the proof of an Impact of the same content (pressing Validate again loses nothing). */
+function keepCarry(ctx: AppContext, res: Response, checked: EditorState & { candidate?: Rule }, rule: string): EditorState {
+  const { candidate, ...f } = checked;
+  const posted = f.values[IMPACT_FIELD];
+  if (!candidate || !f.valid || !posted || carriedImpact(ctx, personOf(res), rule, f.values) !== ruleContentHash(candidate)) return f;
+  return { ...f, impact: { html: '', carry: posted } };
+}
+
+type Validation = Awaited<ReturnType<typeof validateAndRecord>> & { impactShown: boolean };
+
+/** What Save says next: Enable when the impact of this content was shown, else Impact first. */
+function savedMessage(what: string, check: Validation): string {
+  if (!check.valid) return `${what}; it does not validate yet.`;
+  return check.impactShown ? `${what}. Its impact was shown: Enable it to put it in force.` : `${what}. See its Impact on the last 7 days of recorded decisions, then Enable it.`;
+}
 
 const named = (r: Rule, action: string): Change => ({ action, target: `rule:${r.id}`, details: { name: r.name } });
 
 /**
- * Save of the rule form: the rule is written, validated (its validated content remembered)
- * and recorded with the outcome, all in the write's one transaction.
+ * Save of the rule form: the rule is written, validated (its validated content remembered),
+ * given the impact the form carried when it is of this content, and recorded with the outcome,
+ * all in the write's one transaction.
  */
-async function validatedSave(ctx: AppContext, res: Response, action: string, save: (record: Recorder<Rule>) => Promise<Rule>): Promise<[Rule, Validation]> {
-  let check: Validation = { valid: false, errors: [] };
+async function validatedSave(ctx: AppContext, res: Response, action: string, impactShown: string | undefined, save: (record: Recorder<Rule>) => Promise<Rule>): Promise<[Rule, Validation]> {
+  let check: Validation = { valid: false, errors: [], impactShown: false };
   const record = audited<Rule>(ctx, personOf(res), (r) => ({ action, target: `rule:${r.id}`, details: { ...ruleJson(r), valid: check.valid } }));
   const rule = await save(async (tx, r) => {
-    check = await validateAndRecord(ctx, r.id, tx);
+    // The content saved is the content whose impact the form showed: Enable may follow.
+    const shown = impactShown !== undefined && impactShown === ruleContentHash(r);
+    if (shown) await tx.rules.setImpactHash(r.id, impactShown);
+    check = { ...(await validateAndRecord(ctx, r.id, tx)), impactShown: shown || r.impact_hash === ruleContentHash(r) };
     await record(tx, r);
   });
   return [rule, check];
@@ -345,15 +430,17 @@ export function rulePages(router: Router, ctx: AppContext): void {
   router.post('/rules/new', async (req, res) => {
     const v = formValues(req);
     const id = randomUUID();
-    if (v.step === 'validate') return newPage(ctx, req, res, await dryRun(ctx, v, id));
+    if (v.step === 'validate') return newPage(ctx, req, res, keepCarry(ctx, res, await dryRun(ctx, v, id), 'new'));
+    if (v.step === 'impact') return newPage(ctx, req, res, await formImpact(ctx, res, v, id));
     let rule: Rule;
     let check: Validation;
+    const shown = carriedImpact(ctx, personOf(res), 'new', v);
     try {
-      [rule, check] = await validatedSave(ctx, res, 'rules.create', (record) => createRule(ctx, parseWith(ruleCreate, ruleInput(v)), id, record));
+      [rule, check] = await validatedSave(ctx, res, 'rules.create', shown, (record) => createRule(ctx, parseWith(ruleCreate, ruleInput(v)), id, record));
     } catch (err) {
       return newPage(ctx, req, res, { ...refusal(err, v, ruleField), valid: false });
     }
-    done(ctx, res, check.valid ? `Rule ${rule.name} saved as a draft. Enable it to put it in force.` : `Rule ${rule.name} saved as a draft; it does not validate yet.`, `/console/rules/${seg(rule.id)}`);
+    done(ctx, res, savedMessage(`Rule ${rule.name} saved as a draft`, check), `/console/rules/${seg(rule.id)}`);
   });
 
   router.get('/rules/:id', (req, res) => rulePage(ctx, req, res, pathParam(req, 'id')));
@@ -363,11 +450,13 @@ export function rulePages(router: Router, ctx: AppContext): void {
     const existing = await ctx.store.rules.get(id);
     if (!existing) throw errors.notFound(`no rule ${id}`);
     const v = formValues(req);
-    if (v.step === 'validate') return rulePage(ctx, req, res, id, await dryRun(ctx, v, id, existing));
+    if (v.step === 'validate') return rulePage(ctx, req, res, id, keepCarry(ctx, res, await dryRun(ctx, v, id, existing), id));
+    if (v.step === 'impact') return rulePage(ctx, req, res, id, await formImpact(ctx, res, v, id, existing));
     let rule: Rule;
     let check: Validation;
+    const shown = carriedImpact(ctx, personOf(res), id, v);
     try {
-      [rule, check] = await validatedSave(ctx, res, 'rules.update', (record) => updateRule(ctx, id, parseWith(ruleCreate, ruleInput(v)), record));
+      [rule, check] = await validatedSave(ctx, res, 'rules.update', shown, (record) => updateRule(ctx, id, parseWith(ruleCreate, ruleInput(v)), record));
     } catch (err) {
       return rulePage(ctx, req, res, id, { ...refusal(err, v, ruleField), valid: false });
     }
@@ -375,7 +464,7 @@ export function rulePages(router: Router, ctx: AppContext): void {
       return rulePage(ctx, req, res, id, { values: v, ...placeValidation(check.errors, id, v), status: 400, valid: false });
     }
     const left = existing.state === 'live' && rule.state !== 'live';
-    done(ctx, res, left ? `Saved. The rule changed, so it left the policy: Enable it again to put it back in force.` : 'Saved.', `/console/rules/${seg(id)}`);
+    done(ctx, res, left ? savedMessage('Saved. The rule changed, so it left the policy', check) : rule.state === 'live' ? 'Saved.' : savedMessage('Saved', check), `/console/rules/${seg(id)}`);
   });
 
   // Impact: the recorded decisions of the last 7 days decided again with this content live; once
@@ -384,7 +473,7 @@ export function rulePages(router: Router, ctx: AppContext): void {
     const id = pathParam(req, 'id');
     const found = await ctx.store.rules.get(id);
     if (!found) throw errors.notFound(`no rule ${id}`);
-    const impact = await impactOf(ctx, id);
+    const impact = await impactOf(ctx, { id });
     // The hash of the content read before the replay: a rule changed meanwhile needs its own Impact.
     if (impact.computed) await ctx.store.rules.setImpactHash(id, ruleContentHash(found));
     return rulePage(ctx, req, res, id, undefined, undefined, impact.html);
