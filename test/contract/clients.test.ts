@@ -209,6 +209,21 @@ describe('client_id URLs (Client ID Metadata Documents)', () => {
     }
   });
 
+  it('refuses a plain http client_id URL as a URL, not as an unknown client', async () => {
+    const clientId = 'http://client.example/client.json';
+    const pushed = await postForm(`${fx.issuer}/oauth/par`, { ...base(), client_id: clientId });
+    expect([pushed.status, pushed.body.error]).toEqual([400, 'invalid_request']);
+    expect(pushed.body.error_description).toMatch(/^a client_id URL must use https/);
+    const token = await postForm(`${fx.issuer}/oauth/token`, { grant_type: 'authorization_code', code: 'x', redirect_uri: fx.redirectUri, code_verifier: 'x'.repeat(43), client_id: clientId });
+    expect([token.status, token.body.error]).toEqual([400, 'invalid_request']);
+    const page = await fetch(`${fx.issuer}/oauth/authorize?${new URLSearchParams({ ...base(), client_id: clientId })}`, { redirect: 'manual' });
+    expect(page.status).toBe(400);
+    expect(await page.text()).toContain('a client_id URL must use https');
+    // An unknown client_id that is no URL stays an unknown client.
+    const unknown = await postForm(`${fx.issuer}/oauth/par`, { ...base(), client_id: 'no-such-client' });
+    expect([unknown.status, unknown.body.error]).toEqual([401, 'invalid_client']);
+  });
+
   it('refuses a fragment and credentials, and takes a path with dots inside a segment as a path', async () => {
     const fragment = await postForm(`${fx.issuer}/oauth/par`, { ...base(), client_id: 'https://client.example/client.json#x' });
     expect([fragment.status, fragment.body.error_description]).toEqual([400, 'a client_id URL must not contain a fragment']);
