@@ -8,7 +8,8 @@ import { proof, readJson, type DpopKey } from '../dpop/helpers.js';
 
 // What real clients (openid-client, jose) do against the DPoP, PAR and metadata-document rules
 // that the other suites' own requests may not: a fresh DPoP handle meeting a nonce at a resource,
-// a refused token under the DPoP scheme, a client_id URL whose dot segments are percent-encoded.
+// a DPoP proof sent with a pushed request (binding the code), a refused token under the DPoP
+// scheme, client_id URLs whose dot segments are percent-encoded or whose scheme is http.
 // The server requires DPoP nonces, as a deployment may.
 
 let server: TestServer;
