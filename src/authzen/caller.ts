@@ -2,8 +2,8 @@ import type { AppContext } from '../context.js';
 import { errors, type ProtocolError } from '../errors.js';
 import { verifiedTokens } from '../authz/verified-tokens.js';
 import { ACCESS_TOKEN_TYP } from '../oauth/tokens.js';
-import { accessCredential } from '../oauth/bearer.js';
-import { checkSenderConstraint } from '../oauth/dpop.js';
+import { accessCredential, type AccessCredential } from '../oauth/bearer.js';
+import { checkSenderConstraint, dpopChallenge } from '../oauth/dpop.js';
 import { accessApiUrl } from './metadata.js';
 import { nowSeconds } from '../clock.js';
 import type { AuthzenGrantTerms } from '../store/applications.js';
@@ -24,7 +24,11 @@ export const enforcesFor = (caller: Caller, agentId: string): boolean => {
 };
 
 
-function unauthorized(ctx: AppContext, description: string, withError: boolean): ProtocolError {
+function unauthorized(ctx: AppContext, description: string, withError: boolean, scheme: AccessCredential['scheme'] = 'Bearer'): ProtocolError {
+  // A token refused under the DPoP scheme gets a DPoP challenge (RFC 9449 section 7.1).
+  if (scheme === 'DPoP') {
+    return errors.invalidToken(description, {}, { 'WWW-Authenticate': dpopChallenge('invalid_token', description, `realm="${accessApiUrl(ctx)}"`) });
+  }
   const realm = `Bearer realm="${accessApiUrl(ctx)}"`;
   return errors.invalidToken(description, {}, {
     'WWW-Authenticate': withError ? `${realm}, error="invalid_token", error_description="${description}"` : realm,
@@ -50,7 +54,7 @@ export async function authenticateCaller(
   if (!authorization) throw unauthorized(ctx, 'an access token is required (Authorization: Bearer)', false);
   const credential = accessCredential(authorization);
   const token = credential?.token;
-  if (credential === undefined || token === undefined || token.length > 8192) throw unauthorized(ctx, 'the Authorization header is not a bearer token', true);
+  if (credential === undefined || token === undefined || token.length > 8192) throw unauthorized(ctx, 'the Authorization header is not a bearer token', true, credential?.scheme);
   const audience = accessApiUrl(ctx);
   const cache = verifiedTokens(ctx, `authzen:${audience}`);
   let payload = cache.get(token, nowSeconds(ctx.clock))?.payload;
@@ -65,7 +69,7 @@ export async function authenticateCaller(
       payload = verified.payload;
       cache.set(token, payload);
     } catch {
-      throw unauthorized(ctx, `the access token is invalid, expired or not for ${audience}`, true);
+      throw unauthorized(ctx, `the access token is invalid, expired or not for ${audience}`, true, credential.scheme);
     }
   }
   // A DPoP-bound token needs its proof; a request with nothing to check a proof against has none.
@@ -73,7 +77,7 @@ export async function authenticateCaller(
   const clientId = payload.client_id;
   const { standing, terms } = typeof clientId === 'string' ? await grants(ctx).standing(clientId) : UNKNOWN;
   // A token whose application is gone is as good as revoked: the caller is not authenticated.
-  if (standing === 'unknown') throw unauthorized(ctx, 'the application of this token no longer exists', true);
+  if (standing === 'unknown') throw unauthorized(ctx, 'the application of this token no longer exists', true, credential.scheme);
   // An authentic token of an application that may not ask (no grant, or not an m2m
   // application): the caller is known, the request forbidden.
   if (standing === 'forbidden') throw forbidden(ctx, 'the application of this token holds no grant on the AuthZEN API');

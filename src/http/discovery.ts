@@ -72,6 +72,8 @@ export function discoveryDocuments(ctx: AppContext) {
       agent_configuration_endpoint: u.agentConfiguration,
       response_types_supported: [],
       dpop_signing_alg_values_supported: DPOP_SIGNING_ALGS,
+      // CIBA and token exchange at this token endpoint take authorization_details too (per request)
+      authorization_details_types_supported: [] as string[],
     },
     'agent-configuration': {
       modes: ['delegated', 'autonomous'],
@@ -114,7 +116,7 @@ export function discoveryRouter(ctx: AppContext): Router {
   paths.push([`/.well-known/oauth-protected-resource${new URL(ctx.urls.mcp).pathname}`, docs['oauth-protected-resource']]);
   for (const [path, body] of paths) {
     const json = JSON.stringify(body);
-    if (body === docs['openid-configuration']) {
+    if (body === docs['openid-configuration'] || body === docs['oauth-authorization-server']) {
       router.get(path, doc, async (_req, res) => {
         const types = [...(await declaredTypes(ctx)).keys()];
         res.type('application/json').send(JSON.stringify({ ...body, authorization_details_types_supported: types }));

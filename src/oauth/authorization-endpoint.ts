@@ -20,6 +20,8 @@ import { takePushedRequest } from './par.js';
 export const PENDING_REQUEST_TTL = 30 * 60;
 
 const CHALLENGE = /^[A-Za-z0-9\-._~]{43,128}$/;
+/** A JWK SHA-256 thumbprint, base64url without padding (RFC 7638). */
+const JKT = /^[A-Za-z0-9_-]{43}$/;
 const PROMPTS = new Set(['none', 'login', 'consent', 'select_account']);
 
 /** Amr and acr of the two strengths a password sign-in can reach. */
@@ -188,6 +190,10 @@ export async function validateRequest(ctx: AppContext, app: Application, q: Para
   const maxAgeRaw = single(q, 'max_age');
   if (maxAgeRaw !== undefined && !/^\d{1,10}$/.test(maxAgeRaw)) throw errors.invalidRequest('max_age must be a non-negative integer');
 
+  // RFC 9449 section 10: the code is bound to the DPoP key of this thumbprint (SHA-256, base64url)
+  const dpopJkt = single(q, 'dpop_jkt');
+  if (dpopJkt !== undefined && !JKT.test(dpopJkt)) throw errors.invalidRequest('dpop_jkt must be the base64url SHA-256 JWK thumbprint of a DPoP key (43 characters)');
+
   const state = single(q, 'state');
   const nonce = single(q, 'nonce');
   const loginHint = single(q, 'login_hint');
@@ -210,6 +216,7 @@ export async function validateRequest(ctx: AppContext, app: Application, q: Para
     resource: await checkResource(ctx, single(q, 'resource')),
     authorization_details: await parseAuthorizationDetails(ctx, q.authorization_details),
     ...(delegate ? { delegate } : {}),
+    ...(dpopJkt !== undefined ? { dpop_jkt: dpopJkt } : {}),
   };
 }
 
@@ -392,6 +399,7 @@ export async function continueAuthorization(
       resource: p.resource ?? null,
       nonce: p.nonce ?? null,
       code_challenge: p.code_challenge ?? null,
+      dpop_jkt: p.dpop_jkt ?? null,
       auth_time: session.auth_time,
       amr: session.amr,
       acr: session.acr,

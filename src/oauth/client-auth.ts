@@ -4,7 +4,7 @@ import { errors } from '../errors.js';
 import { APPLICATIONS_DOMAIN, type Application } from '../store/applications.js';
 import { single, type Params } from './params.js';
 import { clientAuthLimiter } from './rate-limit.js';
-import { authenticateWithAssertion, isDocumentClientId, resolveClient } from './client-metadata-document.js';
+import { authenticateWithAssertion, isDocumentClientId, isPlainHttpClientId, resolveClient } from './client-metadata-document.js';
 
 export type ClientAuthMethod = 'client_secret_basic' | 'client_secret_post' | 'none' | 'private_key_jwt';
 
@@ -105,7 +105,7 @@ export async function authenticateClient(
     return { app: await authenticateWithAssertion(ctx, body, audiences), method: 'private_key_jwt' };
   }
   const presented = presentedCredentials(req, body);
-  if (isDocumentClientId(presented.clientId) && presented.method === 'none') {
+  if ((isDocumentClientId(presented.clientId) || isPlainHttpClientId(presented.clientId)) && presented.method === 'none') {
     const app = await resolveClient(ctx, presented.clientId);
     const stored = app && (await ctx.store.clientRequests.getDocumentClient(app.client_id));
     if (stored && stored.auth_method !== 'none') throw errors.invalidClient('this client authenticates with private_key_jwt (its document says so)');

@@ -32,6 +32,10 @@ const documentError = (description: string) => errors.invalidClient(`client meta
 /** Whether a client_id is meant as a metadata document URL (an https URL); its shape is checked by `documentUrlProblem`. */
 export const isDocumentClientId = (clientId: string): boolean => /^https:\/\//i.test(clientId);
 
+/** A client_id that looks like a metadata document URL but is plain http: never fetched. */
+export const isPlainHttpClientId = (clientId: string): boolean => /^http:\/\//i.test(clientId);
+const PLAIN_HTTP = 'a client_id URL must use https (a client metadata document is fetched only over https)';
+
 /** What is wrong with a client_id URL (the draft's section 3 rules), or undefined. */
 export function documentUrlProblem(clientId: string): string | undefined {
   if (clientId.length > 2000 || !URL.canParse(clientId)) return 'the client_id is not a valid URL';
@@ -39,8 +43,11 @@ export function documentUrlProblem(clientId: string): string | undefined {
   if (url.protocol !== 'https:') return 'a client_id URL must use https';
   if (url.username || url.password) return 'a client_id URL must not contain credentials';
   if (url.hash || clientId.includes('#')) return 'a client_id URL must not contain a fragment';
+  // Dot segments, also percent-encoded (`%2e%2e`) or between backslashes, which URL parsers
+  // resolve away: the document fetched would be another path's than the client_id names.
+  const rawPath = clientId.slice(clientId.indexOf('//') + 2).replace(/^[^/\\]*/, '').split('?', 1)[0]!;
+  if (rawPath.split(/[/\\]/).some((segment) => /^(\.|%2e){1,2}$/i.test(segment))) return 'a client_id URL must not contain . or .. path segments';
   if (url.pathname === '/' || url.pathname === '') return 'a client_id URL must contain a path';
-  if (/\/\.\.?(\/|$)/.test(clientId.slice(url.origin.length))) return 'a client_id URL must not contain . or .. path segments';
   // The URL must be the one the document names exactly: no normalisation is applied to compare.
   return undefined;
 }
@@ -233,10 +240,14 @@ async function refresh(ctx: AppContext, clientId: string): Promise<void> {
 /**
  * The application behind a client_id at the people's authorization server: a registered one,
  * or (an https URL that is not registered, or one known from its document) the metadata
- * document's. Undefined when neither.
+ * document's. Undefined when neither; an unregistered http URL is `invalid_request`.
  */
 export async function resolveClient(ctx: AppContext, clientId: string): Promise<Application | undefined> {
-  if (!isDocumentClientId(clientId)) return ctx.store.applications.get(clientId);
+  if (!isDocumentClientId(clientId)) {
+    const registered = await ctx.store.applications.get(clientId);
+    if (!registered && isPlainHttpClientId(clientId)) throw errors.invalidRequest(PLAIN_HTTP);
+    return registered;
+  }
   const registered = await ctx.store.applications.get(clientId);
   if (registered && !(await ctx.store.clientRequests.isDocumentClient(clientId))) return registered;
   return documentClient(ctx, clientId);

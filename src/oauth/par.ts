@@ -4,14 +4,16 @@ import { randomToken, sha256 } from '../crypto/hash.js';
 import { errors } from '../errors.js';
 import { validateRequest } from './authorization-endpoint.js';
 import { authenticateClient } from './client-auth.js';
+import { tokenRequestBinding } from './dpop.js';
 import { formBody, single, type Params } from './params.js';
 
 /**
  * Pushed authorization requests (RFC 9126). The client posts its authorization request to
  * /oauth/par, authenticated as at the token endpoint (a public client by its client_id), and
  * gets a `request_uri` to send the browser with: the request is checked when pushed, kept for
- * 60 seconds, and used once. Steps: client authentication, the parameters (the same checks as
- * at authorize, answered here as JSON), the stored request, 201.
+ * 60 seconds, and used once. Steps: client authentication, a DPoP proof when one is sent (its
+ * key binds the code, like `dpop_jkt`), the parameters (the same checks as at authorize,
+ * answered here as JSON), the stored request, 201.
  */
 
 export const PUSHED_REQUEST_TTL = 60;
@@ -27,6 +29,11 @@ export function parEndpoint(ctx: AppContext): RequestHandler {
     const body = formBody(req);
     // 1. The client, authenticated as at the token endpoint
     const { app } = await authenticateClient(ctx, req, body);
+    // 1½. A DPoP proof sent with the request binds the code to its key, as `dpop_jkt` would
+    // (RFC 9449 section 10.1); both given, they must name one key.
+    const proofJkt = await tokenRequestBinding(ctx, req, ctx.urls.par, false);
+    const askedJkt = single(body, 'dpop_jkt');
+    if (proofJkt !== undefined && askedJkt !== undefined && askedJkt !== proofJkt) throw errors.invalidRequest('dpop_jkt is not the thumbprint of the DPoP proof\'s key');
 
     // 2. The request: the authorize checks, each failure a JSON error here
     if (single(body, 'request_uri') !== undefined) throw errors.invalidRequest('request_uri must not be pushed');
@@ -39,6 +46,7 @@ export function parEndpoint(ctx: AppContext): RequestHandler {
       if (typeof v !== 'string') throw errors.invalidRequest(`${k.slice(0, 40)} must be given once`);
       params[k] = v;
     }
+    if (proofJkt !== undefined) params.dpop_jkt = proofJkt;
     await validateRequest(ctx, app, params, redirectUri);
 
     // 3. Kept 60 s, under the hash of its random part

@@ -22,6 +22,8 @@ export interface AuthorizationParams {
   delegate?: { agent_id: string; capabilities: string[] };
   /** RFC 9396: what the person is asked to approve, checked against the declared types */
   authorization_details?: Record<string, unknown>[];
+  /** RFC 9449 section 10: the JWK thumbprint of the DPoP key the code is bound to */
+  dpop_jkt?: string;
 }
 
 export interface PendingRequest {
@@ -52,6 +54,8 @@ export interface CodeRecord extends Grant {
   redirect_uri: string;
   nonce: string | null;
   code_challenge: string | null;
+  /** the thumbprint of the DPoP key whose proof must come with the code (null: none) */
+  dpop_jkt?: string | null;
   expires_at: number;
 }
 
@@ -82,7 +86,7 @@ export type RefreshRotation =
   | { ok: true; family: Family }
   | { ok: false; reason: 'unknown' | 'expired' | 'revoked' | 'reused' | 'wrong_client' | 'invalid_scope' };
 
-type CodeRow = GrantRow & { redirect_uri: string; nonce: string | null; code_challenge: string | null; expires_at: number; used_at: number | null; family_id: string | null };
+type CodeRow = GrantRow & { redirect_uri: string; nonce: string | null; code_challenge: string | null; dpop_jkt: string | null; expires_at: number; used_at: number | null; family_id: string | null };
 type FamilyRow = GrantRow & { id: string; revoked_at: number | null };
 type RefreshRow = { token_hash: string; family_id: string; expires_at: number; used_at: number | null };
 
@@ -139,11 +143,11 @@ export function oauthStore(sql: Sql, clock: Clock) {
     async createCode(codeHash: string, c: Omit<CodeRecord, 'expires_at'>, ttl: number): Promise<void> {
       const t = now();
       await sql.run(
-        `INSERT INTO oauth_codes (code_hash, client_id, user_id, sid, redirect_uri, scope, resource, nonce, code_challenge, auth_time, amr, acr, authorization_details, created_at, expires_at)
-         VALUES (@code_hash, @client_id, @user_id, @sid, @redirect_uri, @scope, @resource, @nonce, @code_challenge, @auth_time, @amr, @acr, @authorization_details, @created_at, @expires_at)`,
+        `INSERT INTO oauth_codes (code_hash, client_id, user_id, sid, redirect_uri, scope, resource, nonce, code_challenge, dpop_jkt, auth_time, amr, acr, authorization_details, created_at, expires_at)
+         VALUES (@code_hash, @client_id, @user_id, @sid, @redirect_uri, @scope, @resource, @nonce, @code_challenge, @dpop_jkt, @auth_time, @amr, @acr, @authorization_details, @created_at, @expires_at)`,
         {
           code_hash: codeHash, client_id: c.client_id, user_id: c.user_id, sid: c.sid, redirect_uri: c.redirect_uri,
-          scope: c.scope.join(' '), resource: c.resource, nonce: c.nonce, code_challenge: c.code_challenge,
+          scope: c.scope.join(' '), resource: c.resource, nonce: c.nonce, code_challenge: c.code_challenge, dpop_jkt: c.dpop_jkt ?? null,
           auth_time: c.auth_time, amr: JSON.stringify(c.amr), acr: c.acr,
           authorization_details: c.authorization_details ? JSON.stringify(c.authorization_details) : null, created_at: t, expires_at: t + ttl,
         },
@@ -173,7 +177,7 @@ export function oauthStore(sql: Sql, clock: Clock) {
           return { ok: false, reason: 'reused', revokedFamily: used.family_id ?? undefined };
         }
         if (r.expires_at <= t) return { ok: false, reason: 'expired' };
-        const code: CodeRecord = { ...toGrant(r), redirect_uri: r.redirect_uri, nonce: r.nonce, code_challenge: r.code_challenge, expires_at: r.expires_at };
+        const code: CodeRecord = { ...toGrant(r), redirect_uri: r.redirect_uri, nonce: r.nonce, code_challenge: r.code_challenge, dpop_jkt: r.dpop_jkt, expires_at: r.expires_at };
         const mismatch = check(code);
         if (mismatch) return { ok: false, reason: 'mismatch', detail: mismatch };
         if (refresh) {

@@ -106,6 +106,13 @@ describe('authentication', () => {
       expect(res.status, authorization).toBe(401);
       expect(res.headers.get('www-authenticate')).toMatch(/^Bearer realm=".*", error="invalid_token"/);
     }
+    // Under the DPoP scheme the challenge is a DPoP one (RFC 9449 section 7.1).
+    for (const authorization of [`DPoP ${forged}`, 'DPoP not.a.jwt']) {
+      const res = await pdpPost(f.base, '/access/v1/evaluation', q, { authorization });
+      expect(res.status, authorization).toBe(401);
+      expect(res.body.error).toBe('invalid_token');
+      expect(res.headers.get('www-authenticate')).toMatch(new RegExp(`^DPoP error="invalid_token", .*algs="ES256 EdDSA", realm="${f.api}"$`));
+    }
   });
 
   it('a token of ours for another audience (the application itself): 401', async () => {

@@ -74,6 +74,7 @@ describe('discovery documents', () => {
       agent_configuration_endpoint: `${base}/.well-known/agent-configuration`,
       response_types_supported: [],
       dpop_signing_alg_values_supported: ['ES256', 'EdDSA'],
+      authorization_details_types_supported: [],
     });
   });
 

@@ -154,6 +154,51 @@ describe('a client known by its metadata document', () => {
     expect(tokens.claims()!.aud).toBe(clientId);
   });
 
+  it('a private_key_jwt client pushes its request authenticated by its assertion; its client_id alone or a replayed assertion is refused', async () => {
+    const { privateKey, publicKey } = await generateKeyPair('ES256');
+    served.set('/apps/pushing-keys.jwks', json({ keys: [{ ...(await exportJWK(publicKey)), kid: 'p1', alg: 'ES256', use: 'sig' }] }));
+    const clientId = serve('/apps/pushing-server.json', (url) => json({
+      client_id: url, client_name: 'Pushing server', redirect_uris: [REDIRECT], token_endpoint_auth_method: 'private_key_jwt', jwks_uri: urlOf('/apps/pushing-keys.jwks'),
+    }));
+    const assertions: string[] = [];
+    const config = await client.discovery(new URL(cluster.base), clientId, undefined, client.PrivateKeyJwt({ key: privateKey, kid: 'p1' }), { execute: [client.allowInsecureRequests] });
+    config[client.customFetch] = (url, init) => {
+      const sent = new URLSearchParams(String(init.body ?? ''));
+      if (sent.has('client_assertion')) assertions.push(sent.get('client_assertion')!);
+      return fetch(url, init as RequestInit);
+    };
+    const verifier = client.randomPKCECodeVerifier();
+    const url = await client.buildAuthorizationUrlWithPAR(config, { redirect_uri: REDIRECT, scope: 'openid', code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state: 'pk' });
+    expect([...url.searchParams.keys()].sort()).toEqual(['client_id', 'request_uri']);
+    const callback = await followSignIn(new Browser(cluster.base), url.toString(), { ...PERSON, consent: 'approve' });
+    const tokens = await client.authorizationCodeGrant(config, callback, { pkceCodeVerifier: verifier, expectedState: 'pk' });
+    expect(tokens.claims()!.aud).toBe(clientId);
+
+    const form = { client_id: clientId, redirect_uri: REDIRECT, response_type: 'code', scope: 'openid', code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256' };
+    const bare = await postForm(`${cluster.base}/oauth/par`, form);
+    expect([bare.status, bare.body.error]).toEqual([401, 'invalid_client']);
+    const replayed = await postForm(`${cluster.base}/oauth/par`, { ...form, client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer', client_assertion: assertions[0]! });
+    expect([replayed.status, replayed.body.error, replayed.body.error_description]).toEqual([401, 'invalid_client', 'the client assertion was already used']);
+  });
+
+  it('takes a client_id URL with a query string (the draft allows one) as the exact URL', async () => {
+    const clientId = serve('/apps/query.json?v=2', (url) => json({ client_id: url, redirect_uris: [REDIRECT], token_endpoint_auth_method: 'none' }));
+    const pushed = await postForm(`${cluster.base}/oauth/par`, {
+      client_id: clientId, redirect_uri: REDIRECT, response_type: 'code', scope: 'openid', code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256',
+    });
+    expect(pushed.status).toBe(201);
+    expect(fetches.get('/apps/query.json?v=2')).toBe(1);
+  });
+
+  it('does not follow a redirect to a document elsewhere', async () => {
+    const target = serve('/apps/moved-to.json', (url) => json({ client_id: url, redirect_uris: [REDIRECT], token_endpoint_auth_method: 'none' }));
+    const clientId = serve('/apps/moved.json', () => ({ status: 302, headers: { location: target }, body: '' }));
+    const page = await refusal(clientId);
+    expect(page.status).toBe(401);
+    expect(page.text).toContain('answered 302 (redirects are not followed)');
+    expect(fetches.get('/apps/moved-to.json') ?? 0).toBe(0);
+  });
+
   it('refuses a document whose client_id is not its URL', async () => {
     const clientId = serve('/apps/liar.json', () => json({ client_id: 'https://elsewhere.example/app.json', redirect_uris: [REDIRECT], token_endpoint_auth_method: 'none' }));
     const page = await refusal(clientId);

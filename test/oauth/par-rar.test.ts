@@ -64,10 +64,12 @@ describe('discovery', () => {
       client_id_metadata_document_supported: true,
     });
     expect(doc.authorization_details_types_supported).toEqual(['payment_initiation']);
-    // The agents' metadata stays as it was.
+    // The agents' metadata keeps its response types; its token endpoint (CIBA, token exchange)
+    // takes the same declared types.
     const as = (await (await fetch(`${f.issuer}/.well-known/oauth-authorization-server`)).json()) as any;
     expect(as.response_types_supported).toEqual([]);
     expect(as.client_id_metadata_document_supported).toBeUndefined();
+    expect(as.authorization_details_types_supported).toEqual(['payment_initiation']);
   });
 });
 

@@ -11,10 +11,13 @@ const VERIFIER = /^[A-Za-z0-9\-._~]{43,128}$/;
 
 const s256 = (verifier: string) => createHash('sha256').update(verifier, 'ascii').digest('base64url');
 
-/** The bindings of a code (client, redirect URI, PKCE); a reason when one fails. */
-function bindingMismatch(code: CodeRecord, clientId: string, redirectUri: string, verifier: string | undefined): string | undefined {
+/** The bindings of a code (client, redirect URI, PKCE, DPoP key); a reason when one fails. */
+function bindingMismatch(code: CodeRecord, clientId: string, redirectUri: string, verifier: string | undefined, jkt: string | undefined): string | undefined {
   if (code.client_id !== clientId) return 'the code was issued to another client';
   if (code.redirect_uri !== redirectUri) return 'redirect_uri does not match the one the code was issued to';
+  if (code.dpop_jkt && code.dpop_jkt !== jkt) {
+    return jkt ? 'the DPoP proof is by another key than the one the code is bound to (dpop_jkt)' : 'the code is bound to a DPoP key (dpop_jkt): send a DPoP proof by that key';
+  }
   if (code.code_challenge) {
     if (!verifier) return 'code_verifier is required';
     if (!VERIFIER.test(verifier) || !constantTimeEqual(s256(verifier), code.code_challenge)) return 'the code_verifier does not match the code_challenge';
@@ -24,7 +27,7 @@ function bindingMismatch(code: CodeRecord, clientId: string, redirectUri: string
   return undefined;
 }
 
-/** grant_type=authorization_code: a single-use, 5-minute code bound to client, redirect URI and PKCE. */
+/** grant_type=authorization_code: a single-use, 5-minute code bound to client, redirect URI, PKCE and (when asked) a DPoP key. */
 export async function authorizationCodeGrant(ctx: AppContext, client: AuthenticatedClient, body: Params, jkt?: string): Promise<TokenResponse> {
   // 1. Parameters
   const code = required(body, 'code');
@@ -37,7 +40,7 @@ export async function authorizationCodeGrant(ctx: AppContext, client: Authentica
   const familyId = randomToken(16);
   const redemption = await ctx.store.oauth.redeemCode(
     sha256(code),
-    (c) => bindingMismatch(c, client.app.client_id, redirectUri, verifier),
+    (c) => bindingMismatch(c, client.app.client_id, redirectUri, verifier, jkt),
     refreshToken ? { familyId, tokenHash: sha256(refreshToken), ttl: REFRESH_TOKEN_TTL } : undefined,
   );
   if (!redemption.ok) {
