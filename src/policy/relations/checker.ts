@@ -536,7 +536,6 @@ export class RelationChecker {
       check: (o, kind) => {
         reset();
         const r = this.dispatch(st, o, kind.relSym, 0);
-        if (r === 2 && opts?.omitErrors) return 0;
         if (r === 2) { this.listError ??= this.errorOf(st); return 2; }
         return r === 1 ? 1 : 0;
       },
@@ -550,6 +549,7 @@ export class RelationChecker {
         return r;
       },
       condition: (c) => this.conditionHolds(st, c),
+      omitErrors: opts?.omitErrors === true,
     };
     const found = expandReverse(plan, index, { obj: st.sObj, typeSym: st.sType, wildcard: s.wildcard, ...(s.relation !== undefined ? { relation: s.relation, relSym: st.sRel } : {}) }, target, confirm);
     st.ctx = EMPTY;

@@ -21,7 +21,8 @@
 //      a gate that nothing marked is evaluated at its top, its positive leaves known from step 1
 //      and what `but not` subtracts evaluated where check would, when that settles it (a positive
 //      leaf the walk did not reach settles nothing); the rest are confirmed by check.
-//      A check that errs makes the listing that error.
+//      A check that errs makes the listing that error (or, when the caller asks, leaves that
+//      object out).
 //
 // Hops are counted as check counts them: the request's node is depth 0, each computed relation,
 // userset or tupleset followed one more; a node at depth 25 is too deep, except the subject's own
@@ -196,6 +197,8 @@ export interface Confirmer {
   atTop(o: number, kind: Kind, e: RelExpr): Outcome;
   /** A stored condition: 1 holds, 0 does not, 2 cannot be evaluated. */
   condition(c: number): Outcome;
+  /** Leave out an object of the asked kind whose check errs, instead of making the listing that error. */
+  omitErrors?: boolean;
 }
 
 /** The listing's subject in symbols: an entity or wildcard (object symbol, or UNKNOWN), or a userset's object and relation. */
@@ -426,7 +429,7 @@ function expand(t: NodeTable, plan: ReversePlan, index: RelationshipIndex, subje
   const out: number[] = [];
   const settle = (n: number, r: 0 | 1 | 2) => {
     if (r === 1) out.push(t.obj[n]!);
-    else if (r === 2) failed = true;
+    else if (r === 2 && !confirm.omitErrors) failed = true;
   };
   const kind = plan.kinds[target]!;
   let n = 0, at = 0;
