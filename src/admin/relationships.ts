@@ -62,9 +62,10 @@ function checkAgainstModel(model: RelationModel, list: readonly Relationship[], 
   }
 }
 
-/** A relationship question the engine could not answer, as its 400. */
+/** A relationship question the engine could not answer, as its 400 (naming `context.<parameter>` when the request lacks one a condition needs). */
 function questionError(e: RelationError): ProtocolError {
   if (e.code === 'resolution_too_complex') return errors.resolutionTooComplex(e.message);
+  if (e.missing !== undefined) return invalid(`context.${e.missing}`, e.message);
   return errors.invalidRequest(e.message);
 }
 

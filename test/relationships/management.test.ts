@@ -195,6 +195,15 @@ describe('check', () => {
     expect(missing.status, JSON.stringify(missing.body)).toBe(400);
     expect(missing.body.error).toBe('invalid_request');
     expect(missing.body.error_description).toMatch(/hour/);
+    expect(missing.body.issues).toEqual([{ path: 'context.hour', message: 'condition office_hours: parameter hour is missing from the context', code: 'custom' }]);
+    for (const [path, body] of [
+      ['/relationships/list-objects', { subject: 'user:olga', relation: 'viewer', type: 'document' }],
+      ['/relationships/list-subjects', { object: 'document:ops1', relation: 'viewer', subject_type: 'user' }],
+    ] as const) {
+      const r = await server.admin('POST', path, body);
+      expect(r.status, path).toBe(400);
+      expect(r.body.issues.map((i: { path: string }) => i.path), path).toEqual(['context.hour']);
+    }
     // The stored context wins over the request's.
     expect((await check({ object: 'document:ops1', relation: 'viewer', subject: 'user:olga', context: { hour: 10, start: 11 } })).body.allowed).toBe(true);
     // A numeric parameter takes a decimal string too, as OpenFGA converts one; anything else is a 400 naming it.

@@ -29,7 +29,8 @@ export { MAX_DEPTH } from './reference.js';
 
 export type RelationErrorCode = 'resolution_too_complex' | 'condition_error' | 'invalid_request' | 'invalid_relationship';
 
-export interface RelationError { code: RelationErrorCode; message: string }
+/** `missing`: for a condition error, the context parameter neither the relationship nor the request gives. */
+export interface RelationError { code: RelationErrorCode; message: string; missing?: string }
 
 export type CheckResult =
   | { allowed: true; path: Relationship[] }
@@ -76,7 +77,7 @@ interface State {
   stack: number[];
   depth: number;
   path: Relationship[] | null;
-  error: string | null;
+  error: { message: string; missing?: string } | null;
   tooComplex: boolean;
 }
 
@@ -235,7 +236,7 @@ export class RelationChecker {
     if (!cond) return 0;
     const r = cond.evaluate(stored.context, st.ctx);
     if (r.ok) return r.value ? 1 : 0;
-    st.error ??= r.error;
+    st.error ??= r.missing !== undefined ? { message: r.error, missing: r.missing } : { message: r.error };
     return 2;
   }
 
@@ -371,7 +372,7 @@ export class RelationChecker {
   private errorOf(st: State): RelationError {
     return st.tooComplex
       ? { code: 'resolution_too_complex', message: `resolving the relation needs more than ${MAX_DEPTH} hops (the relation asked is the first; each relation, userset or tupleset followed is one more)` }
-      : { code: 'condition_error', message: st.error ?? 'a condition could not be evaluated' };
+      : { code: 'condition_error', message: st.error?.message ?? 'a condition could not be evaluated', ...(st.error?.missing !== undefined ? { missing: st.error.missing } : {}) };
   }
 
   /** The answer for one (object, relation, subject) on an index; the object and relation known to the model. */
@@ -587,14 +588,14 @@ export class RelationChecker {
     const index = this.indexFor(opts);
     if ('code' in index) return { error: index };
     const ctx = opts?.context ?? EMPTY;
-    let conditionError: string | null = null;
+    let conditionError: RelationError | null = null;
     /** Is a relationship read on the walk one to follow: the model allows it and its condition holds (a condition error stops the walk)? */
     const readable = (t: Relationship): boolean => {
       if (disallowed(this.model, t) !== null) return false;
       if (!t.condition) return true;
       const r = this.model.conditions.get(t.condition.name)!.evaluate(t.condition.context ?? EMPTY, ctx);
       if (r.ok) return r.value;
-      conditionError ??= r.error;
+      conditionError ??= { code: 'condition_error', message: r.error, ...(r.missing !== undefined ? { missing: r.missing } : {}) };
       return false;
     };
     const candidates = new Set<string>();
@@ -634,7 +635,7 @@ export class RelationChecker {
         }
       };
       walk(def.expr);
-      if (conditionError !== null && !opts?.omitErrors) return { error: { code: 'condition_error', message: conditionError } };
+      if (conditionError !== null && !opts?.omitErrors) return { error: conditionError };
     }
     if (!opts?.omitErrors) {
       const probe = this.checkOn(index, object, relation, NO_SUBJECT, opts?.context ? { context: opts.context } : undefined);

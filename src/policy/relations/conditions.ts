@@ -358,7 +358,8 @@ function regexOf(p: string): RegExp | null {
 
 // ---- evaluation ---------------------------------------------------------------------------------
 
-export type ConditionResult = { ok: true; value: boolean } | { ok: false; error: string };
+/** `missing`: the parameter neither the stored context nor the request's gives (the request's to supply). */
+export type ConditionResult = { ok: true; value: boolean } | { ok: false; error: string; missing?: string };
 
 export interface CompiledCondition {
   name: string;
@@ -380,7 +381,7 @@ export function compileCondition(c: ConditionNode): CompiledCondition {
         const vars = new Map<string, unknown>();
         for (const p of params) {
           const v = hasOwn(stored, p.name) ? stored[p.name] : hasOwn(request, p.name) ? request[p.name] : undefined;
-          if (v === undefined) return { ok: false, error: `condition ${c.name}: parameter ${p.name} is missing from the context` };
+          if (v === undefined) return { ok: false, error: `condition ${c.name}: parameter ${p.name} is missing from the context`, missing: p.name };
           vars.set(p.name, convertValue(v, p.type, `condition ${c.name}: parameter ${p.name}`));
         }
         const v = evalExpr(body, vars);

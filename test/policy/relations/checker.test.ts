@@ -166,7 +166,7 @@ condition c(x: int, limit: int) {
     ]));
     expect(c.check('doc:1', 'viewer', 'user:anne', { context: { x: 3, limit: 1 } })).toMatchObject({ allowed: true });
     expect(c.check('doc:1', 'viewer', 'user:anne', { context: { x: 7 } })).toMatchObject({ allowed: false });
-    expect(c.check('doc:1', 'viewer', 'user:anne')).toEqual({ error: { code: 'condition_error', message: 'condition c: parameter x is missing from the context' } });
+    expect(c.check('doc:1', 'viewer', 'user:anne')).toEqual({ error: { code: 'condition_error', message: 'condition c: parameter x is missing from the context', missing: 'x' } });
     expect(c.listObjects('user:anne', 'viewer', 'doc', { context: { x: 1 } })).toEqual({ objects: ['doc:1'] });
   });
 
@@ -322,7 +322,7 @@ condition x_cond(x: int) {
       { object: 'folder:b', relation: 'viewer', subject: 'user:jon' },
     ]));
     expect(c.check('doc:1', 'viewer', 'user:jon', { context: { s: 'hello' } })).toMatchObject({ allowed: true });
-    expect(c.listSubjects('doc:1', 'viewer', 'user', { context: { s: 'hello' } })).toEqual({ error: { code: 'condition_error', message: expect.stringContaining('x') } });
+    expect(c.listSubjects('doc:1', 'viewer', 'user', { context: { s: 'hello' } })).toEqual({ error: { code: 'condition_error', message: expect.stringContaining('x'), missing: 'x' } });
     expect(c.listSubjects('doc:1', 'viewer', 'user', { context: { s: 'hello', x: 20 } })).toEqual({ subjects: ['user:jon'] });
     // A false condition is not followed.
     expect(c.listSubjects('doc:1', 'viewer', 'user', { context: { s: 'bye', x: 20 } })).toEqual({ subjects: [] });

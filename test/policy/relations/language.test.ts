@@ -172,7 +172,7 @@ condition text(s: string) {
   });
 
   it('a missing or unconvertible parameter is an error naming it; stored values win', () => {
-    expect(ev('temporal', { grant_time: '2023-01-01T00:00:00Z', grant_duration: '1h' })).toEqual({ ok: false, error: 'condition temporal: parameter current_time is missing from the context' });
+    expect(ev('temporal', { grant_time: '2023-01-01T00:00:00Z', grant_duration: '1h' })).toEqual({ ok: false, error: 'condition temporal: parameter current_time is missing from the context', missing: 'current_time' });
     expect(ev('temporal', { grant_time: 'yesterday', grant_duration: '1h', current_time: '2023-01-01T00:00:00Z' })).toEqual({ ok: false, error: 'condition temporal: parameter grant_time must be an RFC 3339 timestamp such as "2023-01-01T00:00:00Z"' });
     expect(ev('tags', { allowed: ['a'], tag: 'a', m: {} })).toEqual({ ok: true, value: false });
     expect(ev('idx', { m: {} })).toEqual({ ok: false, error: 'condition idx: no such key "k"' });

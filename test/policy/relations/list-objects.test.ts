@@ -165,7 +165,7 @@ condition within(n: int, limit: int) {
     expect(c.listObjects('user:carl', 'viewer', 'doc', { context: { n: 1 } })).toEqual({ objects: ['doc:3'] });
     expect(c.listObjects('user:bob', 'viewer', 'doc', { context: { n: 1 } })).toEqual({ objects: ['doc:1', 'doc:4'] });
     expect(c.listObjects('user:bob', 'viewer', 'doc', { context: { n: 9 } })).toEqual({ objects: ['doc:1'] });
-    expect(c.listObjects('user:bob', 'viewer', 'doc')).toEqual({ error: { code: 'condition_error', message: expect.stringContaining('n') } });
+    expect(c.listObjects('user:bob', 'viewer', 'doc')).toEqual({ error: { code: 'condition_error', message: expect.stringContaining('n'), missing: 'n' } });
     for (const context of [{}, { n: 1 }, { n: 9 }]) for (const s of ['user:anne', 'user:bob', 'user:carl']) agrees(c, s, 'viewer', 'doc', everything, { context });
   });
 
