@@ -52,7 +52,7 @@ export const COMMANDS: CommandSpec[] = [
       { ...FORMAT, value: 'text|json|junit|lcov', choices: ['text', 'json', 'junit', 'lcov'], help: 'output format (default text); junit: JUnit XML, a testsuite per file and a testcase per test; lcov: coverage for CI tools (with --coverage)' },
       JSON_FLAG,
       { name: '--coverage', help: 'print which rules, limits and conditions (each comparison true and false) the tests exercise; --format json gives it to machines' },
-      { name: '--min-coverage', value: '<percent>', help: 'with --coverage: exit 1 when coverage is under this percent' },
+      { name: '--min-coverage', value: '<percent>', help: 'exit 1 when coverage is under this percent (measured without --coverage too; --coverage prints it)' },
     ],
     details: [POLICY_DIR, 'Coverage counts each rule evaluated by some test, each comparison of a condition seen true and seen false, and each limit seen kept and seen broken.', 'Exit 0 when every test passes, 1 on a failing test, a policy error or coverage under --min-coverage, 2 on a usage or input error.'],
     run: async (a, io) => (await import('./policy.js')).test(a, io),

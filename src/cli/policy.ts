@@ -275,12 +275,14 @@ async function testGroups(io: CliIO, targets: string[]): Promise<TestGroup[]> {
 export function test(a: ParsedArgs, io: CliIO): Promise<number> {
   return guarded(io, 'test', async () => {
     const format = a.options.get('--format');
-    const coverage = a.options.has('--coverage');
     const minCoverage = minCoverageOf(a);
-    if (format === 'lcov' && !coverage) throw new UsageError('--format lcov is coverage: add --coverage');
-    if (format === 'junit' && coverage) throw new UsageError('--coverage prints text, json or lcov, not junit');
+    // --coverage prints the coverage; --min-coverage alone measures it for its threshold only.
+    const printCoverage = a.options.has('--coverage');
+    const coverage = printCoverage || minCoverage !== undefined;
+    if (format === 'lcov' && !printCoverage) throw new UsageError('--format lcov is coverage: add --coverage');
+    if (format === 'junit' && printCoverage) throw new UsageError('--coverage prints text, json or lcov, not junit');
     // Coverage as JSON or LCOV replaces the results on stdout; failing tests still fail the run.
-    const coverageOnly = coverage && (wantsJson(a) || format === 'lcov');
+    const coverageOnly = printCoverage && (wantsJson(a) || format === 'lcov');
     const shown: CliIO = coverageOnly ? { ...io, stdout: () => {} } : io;
     const coverages: Coverage[] = [];
     const asJunit = format === 'junit';
@@ -349,7 +351,9 @@ export function test(a: ParsedArgs, io: CliIO): Promise<number> {
     let under = false;
     if (coverage) {
       const c = combineCoverage(coverages);
-      if (format === 'lcov') io.stdout(coverageLcov(c));
+      if (!printCoverage) {
+        // measured for --min-coverage alone
+      } else if (format === 'lcov') io.stdout(coverageLcov(c));
       else if (coverageOnly) json(io, c);
       else io.stdout(coverageText(c));
       if (minCoverage !== undefined && c.percent < minCoverage) {
@@ -364,7 +368,6 @@ export function test(a: ParsedArgs, io: CliIO): Promise<number> {
 function minCoverageOf(a: ParsedArgs): number | undefined {
   const v = a.options.get('--min-coverage');
   if (v === undefined) return undefined;
-  if (!a.options.has('--coverage')) throw new UsageError('--min-coverage needs --coverage');
   const n = typeof v === 'string' && /^\d+(\.\d+)?$/.test(v) ? Number(v) : NaN;
   if (!(n >= 0 && n <= 100)) throw new UsageError(`--min-coverage must be a percent from 0 to 100, not '${String(v)}'`);
   return n;

@@ -37,6 +37,23 @@ describe('policy test --coverage', () => {
     expect(over.stderr).toBe('coverage 83.3% is under the minimum of 84%\n');
   });
 
+  it('--min-coverage without --coverage measures for the threshold alone, beside any format', async () => {
+    const dir = await workDir({ 'p/r.policy': REFUNDS, 'p/r.tests': refundTest('small', 10, 'allow') + '\n' + refundTest('large', 20000, 'deny') });
+    const [under, at, junit] = await Promise.all([
+      gatehouse(['policy', 'test', 'p', '--min-coverage', '84'], dir),
+      gatehouse(['policy', 'test', 'p', '--min-coverage', '83.3'], dir),
+      gatehouse(['policy', 'test', 'p', '--format', 'junit', '--min-coverage', '90'], dir),
+    ]);
+    expect(under.code).toBe(1);
+    expect(under.stdout).toContain('2 passed, 0 failed');
+    expect(under.stdout).not.toContain('coverage:');
+    expect(under.stderr).toBe('coverage 83.3% is under the minimum of 84%\n');
+    expect([at.code, at.stderr]).toEqual([0, '']);
+    expect(junit.code).toBe(1);
+    expect(junit.stdout).toMatch(/^<\?xml[^]*<\/testsuites>\n?$/);
+    expect(junit.stderr).toBe('coverage 83.3% is under the minimum of 90%\n');
+  });
+
   it('a failing test fails the run whatever the coverage', async () => {
     const dir = await workDir({ 'p/r.policy': REFUNDS, 'p/r.tests': refundTest('wrong', 10, 'deny') });
     const r = await gatehouse(['policy', 'test', 'p', '--coverage', '--format', 'json', '--min-coverage', '0'], dir);
