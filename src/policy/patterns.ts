@@ -147,7 +147,6 @@ export function checkAgentPattern(p: string): string | null {
 
 // ---- kinds and permissions -----------------------------------------------------
 
-/** English singular of a plural kind: refunds→refund, policies→policy, boxes→box, classes→class. */
 /** English plural, the inverse of `singularOf` for the kinds it handles (not for a name ending in a single `s`). */
 export function englishPlural(singular: string): string {
   if (/[^aeiou]y$/.test(singular)) return singular.slice(0, -1) + 'ies';
@@ -155,6 +154,7 @@ export function englishPlural(singular: string): string {
   return singular + 's';
 }
 
+/** English singular of a plural kind: refunds→refund, policies→policy, boxes→box, classes→class. */
 export function singularOf(kinds: string): string {
   if (kinds.length > 3 && kinds.endsWith('ies')) return kinds.slice(0, -3) + 'y';
   if (kinds.endsWith('sses')) return kinds.slice(0, -2);
