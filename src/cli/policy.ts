@@ -548,7 +548,8 @@ export function explain(a: ParsedArgs, io: CliIO): Promise<number> {
       if (typeof rel === 'string') throw new UsageError(`relationships[${i}]: ${rel}`);
       relationships.push(rel);
     }
-    if (relationships.length) {
+    // A request that states its relationships, even none, is decided on them (as the service decides on its store).
+    if (relationships.length || own !== undefined) {
       const index = new MemoryIndex();
       for (const r of relationships) index.add(r);
       request.relationships = index;

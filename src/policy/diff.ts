@@ -38,13 +38,19 @@ import { fmtExpr } from './format.js';
 import { decide } from './decide.js';
 import { checkPermissionKey, matchTyped, matchValue, meetPatterns, parseAgentPattern, parseTypedPattern, permissionCovers, patternToString, singularOf, type Pattern } from './patterns.js';
 import { fmtLiteral } from './format.js';
-import { pathFromText } from './parser.js';
+import { parseExpr, pathFromText } from './parser.js';
+import { compileRelQuestion } from './compile.js';
+import type { RelationModel } from './relations/model.js';
 import {
   buildSpace, cellHolds, construct, dimSize, grantIn, isOther, keyOfPath, partialFeasible, relationOf, relKey, SpaceTooLarge,
   type Cell, type Dim, type Principal, type PrincipalKind, type RelDim, type RelValue, type Space, type UsageRead, type ValueDim,
 } from './space.js';
 import type { StrConstraint } from './strings.js';
 import { decider, type Probe, type SideFacts } from './symbolic.js';
+import {
+  cellQuestions, combinationKey, combinations, combinationText, QUESTION, realise, REALISE_MAX_SIZE, unmodelledQuestions,
+  type Answer, type Combination, type Realised,
+} from './diff-questions.js';
 import { addAmounts, usageKey, usedOf } from './usage.js';
 import { StringSearchTooLarge } from './strings.js';
 import { compileReader, envOf, MISSING } from './values.js';
@@ -67,6 +73,8 @@ export interface ExampleRequest {
   chain?: string[];
   /** The stored entities that references in the example name (`{"customer:example-customer": {...}}`). */
   entities?: Record<string, Record<string, unknown>>;
+  /** The relationships of the request (`doc:1#viewer@user:anne`), the whole graph, when the rules ask relationship questions. */
+  relationships?: string[];
 }
 
 export interface Change {
@@ -550,7 +558,7 @@ function readName(req: DecisionRequest, name: string, zone: string): { present: 
 // ---- membership of a request in a change ------------------------------------------------
 
 /** Does a request lie in a reported change's region? (Used by tests and tools.) */
-export function inRegion(c: Change, req: DecisionRequest, singulars: Record<string, string> = {}): boolean {
+export function inRegion(c: Change, req: DecisionRequest, singulars: Record<string, string> = {}, model?: RelationModel): boolean {
   const s = req.subject;
   // Regions are of requests without a prior approval, by agents that hold the capability of
   // the action (with no limits of its own).
@@ -590,6 +598,15 @@ export function inRegion(c: Change, req: DecisionRequest, singulars: Record<stri
     if (name === GRANT_KEY.both) {
       const ok = grantIn(req, 'subject', singulars) && (!delegated || grantIn(req, 'person', singulars));
       if (ok !== d.holds) return false;
+      continue;
+    }
+    if (name.startsWith(QUESTION)) {
+      // A relationship question's answer on the request's relationships (with the model the two sets share).
+      const q = parseExpr(name.slice(QUESTION.length)).expr;
+      if (!model || !q || (q.type !== 'has' && q.type !== 'within')) return false;
+      const env = envOf(req);
+      env.model = model;
+      if (compileRelQuestion(q)(env).value !== (d.answer === true ? 1 : d.answer === false ? 0 : 2)) return false;
       continue;
     }
     if (name.startsWith(USED)) {
@@ -692,17 +709,24 @@ function actionConstantsOfAtoms(atoms: Atom[], who: string): Pattern[] {
   return out;
 }
 
-/** Refuse sets whose rules ask what the exact engine does not model (relationship questions, the action against a value). */
-export function refuseUnmodelled(sets: PolicySet[]): void {
+/**
+ * Refuse sets whose rules ask what the exact engine does not model (the action against a value;
+ * relationship questions, unless `questions`: then those diffQuestions cannot answer).
+ */
+export function refuseUnmodelled(sets: PolicySet[], questions = false): void {
   for (const set of sets) for (const r of set.compiled.rules) {
     const q = r.ast.when ? relQuestionsOf(r.ast.when)[0] : undefined;
-    if (q) throw new DiffRefused(`rule "${r.name}" (${r.source}) asks a relationship question (${fmtExpr(q)}), which diff does not model yet`);
+    if (q && !questions) throw new DiffRefused(`rule "${r.name}" (${r.source}) asks a relationship question (${fmtExpr(q)}), which diff does not model yet`);
     actionConstantPatterns(r);
+  }
+  if (questions && sets.length === 2) {
+    const why = unmodelledQuestions(sets[0]!, sets[1]!);
+    if (why) throw new DiffRefused(why);
   }
 }
 
 export function diffPolicySets(before: PolicySet, after: PolicySet, options: DiffOptions = {}): DiffResult {
-  refuseUnmodelled([before, after]);
+  refuseUnmodelled([before, after], true);
   try {
     const budget = new Budget(options.steps ?? DIFF_STEPS);
     try {
@@ -882,12 +906,12 @@ export function forEachCell(sets: PolicySet[], budget: Budget, walk: CellWalk, v
 }
 
 /** The decider of one set on a cell: its rules and limits among those the cell weighs. */
-export function sideProbe(set: PolicySet, c: CellContext): Probe {
+export function sideProbe(set: PolicySet, c: CellContext, answers?: ReadonlyMap<string, Answer>): Probe {
   const side = sideOf(set);
   const limits = c.limits.filter((l) => side.limits.includes(l));
   return decider(c.space, {
     rules: c.rules.filter((r) => side.rules.includes(r)), limits: limits.flatMap(limitFieldsOf), usage: limits.flatMap(usageOf),
-    singulars: set.compiled.singulars, action: c.action, actionFor: c.actionFor,
+    singulars: set.compiled.singulars, action: c.action, actionFor: c.actionFor, ...(answers ? { answers } : {}),
   }, { agent: c.agentW, person: c.personW });
 }
 
@@ -899,24 +923,52 @@ function diffInner(before: PolicySet, after: PolicySet, budget: Budget): DiffRes
   const memo = new Map<string, Computed>();
   const changes: Change[] = [];
   const references = sharedReferences([before, after]);
+  const model = before.compiled.relations;
   const { personCells } = forEachCell([before, after], budget, {}, (c) => {
-    const probes: [Probe, Probe] = [sideProbe(before, c), sideProbe(after, c)];
-    let computed = memo.get(c.sig);
-    budget.spend((computed?.boxes.length ?? 0) * CONSTRUCT_STEPS);
-    let built = computed?.boxes.map((b) => construct(c.space, b.point));
-    if (!computed || built!.some((x) => x === null)) {
-      computed = compare(c.space, probes, c.rules, budget, (req) => [decide(req, before).decision, decide(req, after).decision]);
-      memo.set(c.sig, computed);
-      budget.spend(computed.boxes.length * CONSTRUCT_STEPS);
-      built = computed.boxes.map((b) => construct(c.space, b.point));
+    // Relationship questions: the cell is compared once per combination of their answers (none: one, with no answers).
+    const qs = cellQuestions(c.rules, c.pc.kind, c.oc.pattern.type, model);
+    if (typeof qs === 'string') throw new DiffRefused(qs);
+    const combos: (Combination | null)[] = qs.length ? combinations(qs, c.oc.pattern.type, model) : [null];
+    for (const combo of combos) {
+      budget.spend(1);
+      /** The request of the combination, with its graph; a region with no request found is refused, never dropped. */
+      const realised = (req: DecisionRequest): Realised => {
+        if (!combo) return { request: req, graph: [] };
+        budget.spend(CONSTRUCT_STEPS);
+        const r = realise(req, qs, combo, [before, after], c.space.principal.check);
+        if (!r) throw new DiffRefused(`no graph of up to ${REALISE_MAX_SIZE} relationships found where ${combinationText(combo)} (${c.who}), so whether its decisions change is not known`);
+        return r;
+      };
+      const probes: [Probe, Probe] = [sideProbe(before, c, combo?.answers), sideProbe(after, c, combo?.answers)];
+      const sig = combo ? `${c.sig}|${combinationKey(combo)}` : c.sig;
+      let computed = memo.get(sig);
+      budget.spend((computed?.boxes.length ?? 0) * CONSTRUCT_STEPS);
+      let built = computed?.boxes.map((b) => construct(c.space, b.point));
+      if (!computed || built!.some((x) => x === null)) {
+        computed = compare(c.space, probes, c.rules, budget, (req) => {
+          const r = realised(req).request;
+          return [decide(r, before).decision, decide(r, after).decision];
+        });
+        memo.set(sig, computed);
+        budget.spend(computed.boxes.length * CONSTRUCT_STEPS);
+        built = computed.boxes.map((b) => construct(c.space, b.point));
+      }
+      // Rendering a region is work too: a step per dimension it describes.
+      computed.boxes.forEach((b, i) => {
+        budget.spend(RENDER_STEPS + computed!.dims.length);
+        const r = realised(built![i]!.request);
+        const change = render(c.space, computed!.dims, b, r.request, c.ac, c.oc, c.pc);
+        if (combo) {
+          // The example decided as reported (the walk checked its first request; this one is checked too).
+          const [db, da] = [decide(r.request, before).decision, decide(r.request, after).decision];
+          if (db !== b.before || da !== b.after) throw new Error(`diff: the cells say ${b.before} -> ${b.after}, deciding the example says ${db} -> ${da}`);
+          for (const [k, v] of combo.answers) change.region[QUESTION + k] = { answer: v === 1 ? true : v === 0 ? false : 'error' };
+          change.example.relationships = r.graph;
+        }
+        change.example = withReferences(change.example, references);
+        changes.push(change);
+      });
     }
-    // Rendering a region is work too: a step per dimension it describes.
-    computed.boxes.forEach((b, i) => {
-      budget.spend(RENDER_STEPS + computed!.dims.length);
-      const change = render(c.space, computed!.dims, b, built![i]!.request, c.ac, c.oc, c.pc);
-      change.example = withReferences(change.example, references);
-      changes.push(change);
-    });
   });
   const merged = mergePersonCells(changes, personCells);
   merged.sort((x, y) => (x.relation + x.object + x.subjects.join()).localeCompare(y.relation + y.object + y.subjects.join()));
@@ -1315,6 +1367,10 @@ function coveringAction(ac: Cell0, kind: string, singulars: Record<string, strin
 export function fieldDescText(f: string, d: FieldDesc): string {
   if (d.not !== undefined) return `not (${fieldDescText(f, d.not as FieldDesc)})`;
   if (Array.isArray(d.any_of)) return '(' + (d.any_of as FieldDesc[]).map((x) => fieldDescText(f, x)).join(' or ') + ')';
+  if (f.startsWith(QUESTION)) {
+    const q = f.slice(QUESTION.length);
+    return d.answer === true ? q : d.answer === false ? `not ${q}` : `${q} cannot be answered`;
+  }
   const rel = relationName(f);
   if (f === GRANT_KEY.subject || f === GRANT_KEY.person) return `${f.split(' ')[0]} ${d.holds ? 'cover' : 'do not cover'} the action`;
   if (f === GRANT_KEY.both) return d.holds ? 'permissions cover the action' : 'permissions do not cover the action';

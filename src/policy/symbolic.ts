@@ -12,7 +12,8 @@
 
 import type { DecisionValue } from './types.js';
 import type { Atom, Expr, LimitField, Scalar } from './ast.js';
-import { atomsOf, isGuard } from './ast.js';
+import { atomsOf, isGuard, relQuestionsOf } from './ast.js';
+import { fmtExpr } from './format.js';
 import type { CompiledRule } from './compile.js';
 import { compileAtomWith, compileLimitField } from './compile.js';
 import { matchTyped, parseTypedPattern, permissionCovers } from './patterns.js';
@@ -43,6 +44,8 @@ export interface SideFacts {
   /** The action of the cell, or null for a cell of actions of any kinds: then the action asked is `actionFor` the object's kind. */
   action: string | null;
   actionFor: (kind: string) => string | null;
+  /** The answer of each relationship question (by its text) in the combination compared: 0 false, 1 true, 2 cannot be answered. */
+  answers?: ReadonlyMap<string, 0 | 1 | 2>;
 }
 
 export interface Who { agent?: string; person?: string }
@@ -181,20 +184,24 @@ function readersOf(space: Space) {
     };
   };
 
-  const condFn = (e: Expr | undefined, zone: string, declared: DeclaredTypes): ((point: number[], chosen: Uint8Array) => Q) => {
+  const condFn = (e: Expr | undefined, zone: string, declared: DeclaredTypes, answers?: ReadonlyMap<string, 0 | 1 | 2>): ((point: number[], chosen: Uint8Array) => Q) => {
     if (!e) return () => 1;
     const atoms = atomsOf(e);
+    // A relationship question reads no cell: its answer is fixed by the combination compared.
+    const questions = relQuestionsOf(e).map((q) => {
+      const v = answers?.get(fmtExpr(q));
+      if (v === undefined) throw new Error(`diff: no answer for the relationship question ${fmtExpr(q)}`);
+      return { q, v };
+    });
     const fns = atoms.map((a) => atomFn(a, zone, declared));
-    const tree = (x: Expr): ((r: Map<Atom, Q>) => boolean) => {
+    const tree = (x: Expr): ((r: Map<Expr, Q>) => boolean) => {
       if (x.type === 'and') { const fs = x.items.map(tree); return (r) => fs.every((f) => f(r)); }
       if (x.type === 'or') { const fs = x.items.map(tree); return (r) => fs.some((f) => f(r)); }
       if (x.type === 'not') { const f = tree(x.expr); return (r) => !f(r); }
-      // diff refuses rules that ask relationship questions before it gets here.
-      if (x.type === 'has' || x.type === 'within') throw new Error('relationship questions are not modelled by diff');
       return (r) => r.get(x) === 1;
     };
     // With presence tests, the three-valued walk of the evaluator (a guard decides its `and`/`or`).
-    const tree3 = (x: Expr): ((r: Map<Atom, Q>) => Q) => {
+    const tree3 = (x: Expr): ((r: Map<Expr, Q>) => Q) => {
       if (x.type === 'and' || x.type === 'or') {
         const fs = x.items.map(tree3);
         const decisive: Q = x.type === 'and' ? 0 : 1;
@@ -207,14 +214,17 @@ function readersOf(space: Space) {
         };
       }
       if (x.type === 'not') { const f = tree3(x.expr); return (r) => { const v = f(r); return v === 0 ? 1 : v === 1 ? 0 : v; }; }
-      if (x.type === 'has' || x.type === 'within') throw new Error('relationship questions are not modelled by diff');
       return (r) => r.get(x)!;
     };
     const guarded = atoms.some((a) => a.type === 'present');
     const value = tree(e);
     const value3 = guarded ? tree3(e) : null;
     return (point, chosen) => {
-      const r = new Map<Atom, Q>();
+      const r = new Map<Expr, Q>();
+      for (const { q, v } of questions) {
+        if (v === 2 && !value3) return 2;
+        r.set(q, v);
+      }
       let unknown = false;
       for (let i = 0; i < atoms.length; i++) {
         const q = fns[i]!(point, chosen);
@@ -266,7 +276,7 @@ export function decider(space: Space, side: SideFacts, who: Who): Probe {
 
   const compiled = side.rules.map((r) => ({
     effect: r.effect,
-    cond: condFn(r.ast.when, r.zone, r.declared),
+    cond: condFn(r.ast.when, r.zone, r.declared, side.answers),
     any: matcher(r.ast.subjects, kind !== 'user', kind !== 'auto'),
     agent: matcher(r.ast.subjects, true, false),
     person: matcher(r.ast.subjects, false, true),

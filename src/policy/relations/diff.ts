@@ -115,7 +115,7 @@ export function definitionChanges(a: RelationModel, b: RelationModel): Definitio
 }
 
 /** The relations a relation reads, directly (same type computed, tuplesets and what they point to, usersets). */
-function reads(m: RelationModel, t: string, r: string): string[] {
+export function relationReads(m: RelationModel, t: string, r: string): string[] {
   const def = m.types.get(t)?.relations.get(r);
   if (!def) return [];
   const out: string[] = [];
@@ -152,7 +152,7 @@ export function affectedRelations(a: RelationModel, b: RelationModel, changed: D
     for (const k of all) {
       if (affected.has(k)) continue;
       const [t, r] = k.split('#') as [string, string];
-      if ([...reads(a, t, r), ...reads(b, t, r)].some((d) => affected.has(d))) { affected.add(k); grew = true; }
+      if ([...relationReads(a, t, r), ...relationReads(b, t, r)].some((d) => affected.has(d))) { affected.add(k); grew = true; }
     }
   }
   return all.filter((k) => affected.has(k));
@@ -184,7 +184,7 @@ function closure(a: RelationModel, b: RelationModel, start: string[]): Set<strin
   while (pending.length) {
     const k = pending.pop()!;
     const [t, r] = k.split('#') as [string, string];
-    for (const d of [...reads(a, t, r), ...reads(b, t, r)]) if (!out.has(d)) { out.add(d); pending.push(d); }
+    for (const d of [...relationReads(a, t, r), ...relationReads(b, t, r)]) if (!out.has(d)) { out.add(d); pending.push(d); }
   }
   return out;
 }
