@@ -7,7 +7,8 @@
 //     than the hop limit). Otherwise the graph, the request's and shared by both sets, answers
 //     the question alike before and after.
 //  2. Per cell of subjects and objects, a question's values: an error the cell fixes (no agent
-//     acting, no person, a type without the relation), or true and false, and an error where
+//     acting, no person, a type without the relation), false where the relation never takes the
+//     asking entity's type (an agent as `owner: [user]`), or true and false; and an error where
 //     an id it involves (subject, person, resource) is no relationship object (`doc:a b`): ids
 //     are facts of their own (valid or not), so questions sharing an id err together.
 //  3. Combinations: every choice of id validity and of the values of the questions that remain,
@@ -48,10 +49,12 @@ export type IdRole = 'subject' | 'person' | 'resource';
 export interface CellQuestion {
   key: string;
   q: RelQuestion;
-  /** Answers before ids are weighed: [2] when the cell fixes an error, else [0, 1]. */
+  /** Answers before ids are weighed: [2] when the cell fixes an error, [0] when no entity of the type can hold the relation, else [0, 1]. */
   values: Answer[];
   /** The ids whose validity it reads (an invalid one: the answer is 2). */
   ids: IdRole[];
+  /** What it asks on the cell, whoever it names: questions alike here (`agent` and `subject` for an agent) answer alike. */
+  same: string;
 }
 
 /** One combination: the validity of the ids read, and each question's answer. */
@@ -170,16 +173,37 @@ export function cellQuestions(rules: { name: string; ast: { when?: import('./ast
         ids.push('resource');
       }
       let fixedError = objs.some((o) => o.type === 'lit' && objectType(o) === null);
+      const objText = (o: RelObject) => (o.type === 'lit' ? JSON.stringify(o.value) : 'resource');
+      const same = q.type === 'has'
+        ? `has ${q.who === 'person' && kind !== 'user' ? 'person' : 'subject'} ${q.relation} ${objText(q.object)}`
+        : `within ${objText(q.object)} ${objText(q.ancestor)} ${q.relation}`;
       if (q.type === 'has') {
         if ((q.who === 'agent' && kind === 'user') || (q.who === 'person' && kind === 'auto')) fixedError = true;
         else ids.push(q.who === 'person' && kind !== 'user' ? 'person' : 'subject');
         const t = q.object.type === 'resource' ? resourceType : objectType(q.object);
         if (t === null || !model.types.get(t)?.relations.has(q.relation)) fixedError = true;
+        else if (!fixedError && !canHold(model, t, q.relation, q.who === 'person' || kind === 'user' ? 'user' : 'agent')) {
+          out.set(key, { key, q, values: [0], ids, same });
+          continue;
+        }
       }
-      out.set(key, { key, q, values: fixedError ? [2] : [0, 1], ids: fixedError ? [] : ids });
+      out.set(key, { key, q, values: fixedError ? [2] : [0, 1], ids: fixedError ? [] : ids, same });
     }
   }
   return [...out.values()];
+}
+
+/**
+ * Can an entity of the type hold the relation at all: does some relation it reads take entities
+ * of that type directly? (Usersets and tuplesets are read relations too; intersections and
+ * exclusions only take away.) An agent is never the `owner` of `[user]`.
+ */
+function canHold(m: RelationModel, t: string, r: string, entityType: string): boolean {
+  for (const k of closure(m, [rkey(t, r)])) {
+    const [tt, rr] = k.split('#') as [string, string];
+    if (m.types.get(tt)?.relations.get(rr)?.direct.some((ref) => ref.type === entityType && ref.relation === undefined)) return true;
+  }
+  return false;
 }
 
 /** Does relation `sub` of a type always hold where `sup` does not fail: `sup` is a union naming it (transitively)? */
@@ -198,18 +222,21 @@ function implies(m: RelationModel, type: string, sub: string, sup: string): bool
 }
 
 /** Every combination of a cell's questions (see the header, 3). */
-export function combinations(qs: CellQuestion[], resourceType: string | null, model: RelationModel): Combination[] {
-  const roles = [...new Set(qs.flatMap((q) => q.ids))].sort();
+export function combinations(qs: CellQuestion[], resourceType: string | null, model: RelationModel, validIds: ReadonlySet<IdRole> = new Set()): Combination[] {
+  // An id the cell fixes to one that names an object is never invalid there.
+  const roles = [...new Set(qs.flatMap((q) => q.ids))].filter((r) => !validIds.has(r)).sort();
   const out: Combination[] = [];
   const seen = new Set<string>();
   const masks = Array.from({ length: 1 << roles.length }, (_, m) => m).sort((x, y) => popcount(x) - popcount(y) || x - y);
   for (const mask of masks) {
     const invalid = roles.filter((_, i) => mask & (1 << i));
     const free = qs.filter((q) => q.values.length > 1 && !q.ids.some((r) => invalid.includes(r)));
-    for (let bits = 0; bits < 1 << free.length; bits++) {
+    // one choice per distinct question on the cell: questions alike answer alike
+    const vars = [...new Set(free.map((q) => q.same))];
+    for (let bits = 0; bits < 1 << vars.length; bits++) {
       const answers = new Map<string, Answer>();
-      for (const q of qs) answers.set(q.key, q.values.length === 1 || q.ids.some((r) => invalid.includes(r)) ? 2 : 0);
-      free.forEach((q, i) => answers.set(q.key, (bits >> i) & 1 ? 1 : 0));
+      for (const q of qs) answers.set(q.key, q.ids.some((r) => invalid.includes(r)) ? 2 : q.values[0]!);
+      for (const q of free) answers.set(q.key, (bits >> vars.indexOf(q.same)) & 1 ? 1 : 0);
       // Ids made invalid in other ways that give the same answers are the same region: the first (fewest) stands for them.
       const key = JSON.stringify([...answers]);
       if (!ruledOut(free, answers, resourceType, model) && !seen.has(key)) { seen.add(key); out.push({ invalid, answers }); }
@@ -222,8 +249,10 @@ function popcount(n: number): number { let c = 0; for (; n; n &= n - 1) c++; ret
 
 function ruledOut(free: CellQuestion[], answers: Map<string, Answer>, resourceType: string | null, model: RelationModel): boolean {
   for (const x of free) for (const y of free) {
-    if (x === y || x.q.type !== 'has' || y.q.type !== 'has' || x.q.who !== y.q.who) continue;
-    if (JSON.stringify(x.q.object.type === 'lit' ? x.q.object.value : 'resource') !== JSON.stringify(y.q.object.type === 'lit' ? y.q.object.value : 'resource')) continue;
+    if (x === y || x.q.type !== 'has' || y.q.type !== 'has') continue;
+    // the same entity (second word of `same`) and the same object (its last)
+    const [, ex, , ox] = x.same.split(' '), [, ey, , oy] = y.same.split(' ');
+    if (ex !== ey || ox !== oy) continue;
     const t = x.q.object.type === 'resource' ? resourceType : objectType(x.q.object);
     if (t === null) continue;
     if (answers.get(x.key) === 1 && answers.get(y.key) === 0 && implies(model, t, x.q.relation, y.q.relation)) return true;

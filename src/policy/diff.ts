@@ -40,6 +40,7 @@ import { checkPermissionKey, matchTyped, matchValue, meetPatterns, parseAgentPat
 import { fmtLiteral } from './format.js';
 import { parseExpr, pathFromText } from './parser.js';
 import { compileRelQuestion } from './compile.js';
+import { parseObject } from './relations/tuple.js';
 import type { RelationModel } from './relations/model.js';
 import {
   buildSpace, cellHolds, construct, dimSize, grantIn, isOther, keyOfPath, partialFeasible, relationOf, relKey, SpaceTooLarge,
@@ -49,7 +50,7 @@ import type { StrConstraint } from './strings.js';
 import { decider, type Probe, type SideFacts } from './symbolic.js';
 import {
   cellQuestions, combinationKey, combinations, combinationText, QUESTION, realise, REALISE_MAX_SIZE, unmodelledQuestions,
-  type Answer, type Combination, type Realised,
+  type Answer, type Combination, type IdRole, type Realised,
 } from './diff-questions.js';
 import { addAmounts, usageKey, usedOf } from './usage.js';
 import { StringSearchTooLarge } from './strings.js';
@@ -905,6 +906,20 @@ export function forEachCell(sets: PolicySet[], budget: Budget, walk: CellWalk, v
   return { personCells: userCells.length };
 }
 
+/** The ids a cell fixes to one constant that a relationship can name (no request of the cell has another). */
+function fixedValidIds(c: CellContext): Set<IdRole> {
+  const constant = (p: Pattern) => (p.segs !== null && p.segs.every((x) => x !== null) ? p.segs.join('/') : null);
+  const out = new Set<IdRole>();
+  const names = (type: string, cell: Cell0 | undefined) => {
+    const id = cell ? constant(cell.pattern) : null;
+    return id !== null && typeof parseObject(`${type}:${id}`) !== 'string';
+  };
+  if (names(c.pc.kind === 'user' ? 'user' : 'agent', c.pc.kind === 'user' ? c.pc.person : c.pc.agent)) out.add('subject');
+  if (c.pc.kind === 'deleg' && names('user', c.pc.person)) out.add('person');
+  if (c.oc.pattern.type !== null && names(c.oc.pattern.type, c.oc)) out.add('resource');
+  return out;
+}
+
 /** The decider of one set on a cell: its rules and limits among those the cell weighs. */
 export function sideProbe(set: PolicySet, c: CellContext, answers?: ReadonlyMap<string, Answer>): Probe {
   const side = sideOf(set);
@@ -928,7 +943,7 @@ function diffInner(before: PolicySet, after: PolicySet, budget: Budget): DiffRes
     // Relationship questions: the cell is compared once per combination of their answers (none: one, with no answers).
     const qs = cellQuestions(c.rules, c.pc.kind, c.oc.pattern.type, model);
     if (typeof qs === 'string') throw new DiffRefused(qs);
-    const combos: (Combination | null)[] = qs.length ? combinations(qs, c.oc.pattern.type, model) : [null];
+    const combos: (Combination | null)[] = qs.length ? combinations(qs, c.oc.pattern.type, model, fixedValidIds(c)) : [null];
     for (const combo of combos) {
       budget.spend(1);
       /** The request of the combination, with its graph; a region with no request found is refused, never dropped. */
