@@ -337,8 +337,9 @@ export interface Realised { request: DecisionRequest; graph: string[] }
  * A request of the combination (see the header, 4): the given one with ids made invalid as it
  * says and the smallest graph found on which each question answers as it says and no relation
  * grants the action; null when none is found within the bound, or the ids cannot be made so.
+ * Each graph tried is a step `spend` pays for (a diff's work is counted).
  */
-export function realise(req: DecisionRequest, qs: CellQuestion[], c: Combination, sets: [PolicySet, PolicySet], inCell: (req: DecisionRequest) => boolean): Realised | null {
+export function realise(req: DecisionRequest, qs: CellQuestion[], c: Combination, sets: [PolicySet, PolicySet], inCell: (req: DecisionRequest) => boolean, spend: (steps: number) => void = () => {}): Realised | null {
   const base = withInvalidIds(req, c.invalid);
   if (c.invalid.length && !inCell(base)) return null;
   const model = sets[0].compiled.relations;
@@ -348,6 +349,7 @@ export function realise(req: DecisionRequest, qs: CellQuestion[], c: Combination
   const pick: number[] = [];
   const attempt = (): Realised | null | undefined => {
     if (++tries > REALISE_TRIES) return null;
+    spend(1);
     const graph = pick.map((i) => cands[i]!);
     const index = new MemoryIndex();
     for (const r of graph) index.add(r);

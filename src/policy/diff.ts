@@ -950,7 +950,7 @@ function diffInner(before: PolicySet, after: PolicySet, budget: Budget): DiffRes
       const realised = (req: DecisionRequest): Realised => {
         if (!combo) return { request: req, graph: [] };
         budget.spend(CONSTRUCT_STEPS);
-        const r = realise(req, qs, combo, [before, after], c.space.principal.check);
+        const r = realise(req, qs, combo, [before, after], c.space.principal.check, (n) => budget.spend(n));
         if (!r) throw new DiffRefused(`no graph of up to ${REALISE_MAX_SIZE} relationships found where ${combinationText(combo)} (${c.who}), so whether its decisions change is not known`);
         return r;
       };

@@ -1,6 +1,9 @@
 // `policy diff` over rules that ask relationship questions: chosen pairs, refusals where the
 // answer could not be exact, and brute force over small random policies and small graphs: no
 // decision change the diff leaves out, and no reported change the decision pipeline does not show.
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { decide } from '../../src/policy/decide.js';
@@ -11,6 +14,13 @@ import type { PolicySet } from '../../src/policy/compile.js';
 import type { DecisionRequest, SubjectFacts } from '../../src/policy/types.js';
 import { MemoryIndex } from '../../src/policy/relations/index.js';
 import { parseRelationshipText, type Relationship } from '../../src/policy/relations/tuple.js';
+import { runPolicyCommand } from '../../src/cli/policy.js';
+
+async function runCli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  let stdout = '', stderr = '';
+  const code = await runPolicyCommand(args.slice(1), { stdout: (s) => { stdout += s; }, stderr: (s) => { stderr += s; }, cwd: process.cwd() });
+  return { code, stdout, stderr };
+}
 
 const SEED = process.env.GATEHOUSE_TEST_SEED ? { seed: Number(process.env.GATEHOUSE_TEST_SEED) } : {};
 
@@ -219,4 +229,69 @@ describe('diff with relationship questions: brute force', () => {
     // most pairs are answered: a refusal is only where no graph within the bound gives a region
     expect(compared).toBeGreaterThan(refused);
   }, 120_000);
+});
+
+// ---- the command line -------------------------------------------------------------------------
+
+describe('policy diff with relationship questions on the command line', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'diff-questions-'));
+  const write = (name: string, text: string) => { mkdirSync(join(dir, name), { recursive: true }); writeFileSync(join(dir, name, 'p.policy'), text); return join(dir, name); };
+  const DRIVE = `policy "drive" version 1
+
+type user
+
+type agent
+
+type folder {
+  relation owner: [user]
+  relation viewer: [user, agent] or owner
+}
+
+type document {
+  relation parent: [folder]
+  relation viewer: [user, agent] or viewer from parent
+}
+
+rule "read-documents" {
+  effect permit
+  subjects "agent:*"
+  relation "read:documents"
+  object "document:*"
+}
+`;
+  const SEES = `
+rule "only-what-the-person-sees" {
+  effect deny
+  subjects "agent:*"
+  relation "read:documents"
+  object "document:*"
+  when not (person has viewer on resource)
+}
+`;
+
+  it('a deny rule asking a question: exit 1, each region names the answer, and explain gives its example the reported decisions', async () => {
+    const oldDir = write('old', DRIVE), newDir = write('new', DRIVE + SEES);
+    const r = await runCli(['policy', 'diff', oldDir, newDir, '--json']);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(1);
+    const changes = JSON.parse(r.stdout).changes as Change[];
+    expect(changes.length).toBeGreaterThan(0);
+    for (const c of changes) {
+      expect(c.region['question: person has viewer on resource']?.answer).not.toBe(true);
+      const before = await runCli(['policy', 'explain', oldDir, '--request', JSON.stringify(c.example), '--json']);
+      const after = await runCli(['policy', 'explain', newDir, '--request', JSON.stringify(c.example), '--json']);
+      expect([JSON.parse(before.stdout).decision, JSON.parse(after.stdout).decision]).toEqual([c.before, c.after]);
+    }
+    const text = await runCli(['policy', 'diff', oldDir, newDir]);
+    expect(text.stdout).toContain('when person.permissions cover the action and not person has viewer on resource: allow -> deny');
+    expect(text.stdout).toContain('when person has viewer on resource cannot be answered: allow -> deny');
+  });
+
+  it('a question on a relation whose definition changed: exit 2, one line naming the rule and the relation', async () => {
+    const oldDir = write('old2', DRIVE + SEES), newDir = write('new2', (DRIVE + SEES).replace('relation viewer: [user, agent] or viewer from parent', 'relation viewer: [user, agent]'));
+    const r = await runCli(['policy', 'diff', oldDir, newDir]);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(/^gatehouse policy diff: cannot compare exactly: rule "only-what-the-person-sees" \(.*p\.policy:\d+\) asks person has viewer on resource, and relation document#viewer \(or a relation it reads\) is defined differently in the two versions\n$/);
+  });
 });

@@ -425,7 +425,7 @@ export function relationDiffText(d: RelationDiff): string {
 /**
  * Why diff cannot compare two sets' relations exactly, or null: a changed relationship
  * condition (the search does not enumerate contexts). Rules that ask relationship questions
- * are refused by diffPolicySets itself.
+ * are compared by diffPolicySets itself, which refuses those it cannot answer exactly.
  */
 export function unmodelled(before: PolicySet, after: PolicySet): string | null {
   const conds = changedConditions(before, after);
