@@ -7,7 +7,7 @@
 //     than the hop limit). Otherwise the graph, the request's and shared by both sets, answers
 //     the question alike before and after.
 //  2. Per cell of subjects and objects, a question's values: an error the cell fixes (no agent
-//     acting, no person, a type without the relation), false where the relation never takes the
+//     acting, no person, a type without the relation, an entity type the model lacks), false where the relation never takes the
 //     asking entity's type (an agent as `owner: [user]`), or true and false; and an error where
 //     an id it involves (subject, person, resource) is no relationship object (`doc:a b`): ids
 //     are facts of their own (valid or not), so questions sharing an id err together.
@@ -181,8 +181,10 @@ export function cellQuestions(rules: { name: string; ast: { when?: import('./ast
         if ((q.who === 'agent' && kind === 'user') || (q.who === 'person' && kind === 'auto')) fixedError = true;
         else ids.push(q.who === 'person' && kind !== 'user' ? 'person' : 'subject');
         const t = q.object.type === 'resource' ? resourceType : objectType(q.object);
-        if (t === null || !model.types.get(t)?.relations.has(q.relation)) fixedError = true;
-        else if (!fixedError && !canHold(model, t, q.relation, q.who === 'person' || kind === 'user' ? 'user' : 'agent')) {
+        const entityType = q.who === 'person' || kind === 'user' ? 'user' : 'agent';
+        // the checker errs on an object type without the relation, and on an entity of a type the model does not declare
+        if (t === null || !model.types.get(t)?.relations.has(q.relation) || !model.types.has(entityType)) fixedError = true;
+        else if (!fixedError && !canHold(model, t, q.relation, entityType)) {
           out.set(key, { key, q, values: [0], ids, same });
           continue;
         }

@@ -152,6 +152,16 @@ describe('diff with relationship questions: chosen pairs', () => {
     expect(() => diffPolicySets(a, c)).toThrow(/parent relationships can chain past the hop limit/);
   });
 
+  it('a model without agents: an agent\'s question cannot be answered, and a deny rule asking it applies to every agent', () => {
+    const model = MODEL.replace('type agent\n\n', '').replaceAll('[user, agent]', '[user]');
+    const a = load(PERMIT, model), b = load(PERMIT + rule('d', 'deny', 'subject has viewer on resource'), model);
+    const r = diffPolicySets(a, b);
+    const alone = r.changes.filter((c) => c.no_person || c.subjects.length === 1 && c.subjects[0]!.startsWith('agent:'));
+    expect(alone.length).toBeGreaterThan(0);
+    for (const c of alone) expect(c.region['question: subject has viewer on resource']).toEqual({ answer: 'error' });
+    expectExamples(r.changes, a, b);
+  });
+
   it('a question about an object read from a path is refused', () => {
     const a = load(PERMIT), b = load(PERMIT + rule('d', 'deny', 'subject has viewer on resource.folder'));
     expect(() => diffPolicySets(a, b)).toThrow(/asks subject has viewer on resource\.folder about an object read from a path/);
@@ -199,12 +209,22 @@ function requests(): DecisionRequest[] {
   return out;
 }
 
+/** Agents are no type: a question about an agent cannot be answered. */
+const MODEL_NO_AGENTS = MODEL.replace('type agent\n\n', '').replaceAll('[user, agent]', '[user]');
+
+function tryLoad(body: string, model: string): PolicySet | null {
+  const r = loadPolicySet({ files: [{ path: 'p.policy', text: `policy "p" version 1\n\n${model}\n${body}` }] });
+  return r.policySet ?? null;
+}
+
 describe('diff with relationship questions: brute force', () => {
   const world = requests();
   it('every decision change of the small world lies in exactly one region with its decisions; every region\'s example decides as reported', () => {
     let compared = 0, refused = 0;
-    fc.assert(fc.property(arbSet, arbSet, (x, y) => {
-      const a = load(x), b = load(y);
+    fc.assert(fc.property(fc.constantFrom(MODEL, MODEL_NO_AGENTS), arbSet, arbSet, (model, x, y) => {
+      const a = tryLoad(x, model), b = tryLoad(y, model);
+      fc.pre(a !== null && b !== null);
+      if (!a || !b) return;
       let changes: Change[];
       try {
         changes = diffPolicySets(a, b).changes;
