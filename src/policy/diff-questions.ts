@@ -2,23 +2,27 @@
 // request, as a comparison is, with the value true, false or "cannot be answered".
 //
 //  1. Refused: a question about an object read from a path; a question whose relation (or one
-//     it reads, transitively) is defined differently in the two sets, or can fail to resolve
-//     (a conditioned relationship, a recursive definition, a `through` chain that can be longer
-//     than the hop limit). Otherwise the graph, the request's and shared by both sets, answers
-//     the question alike before and after.
+//     it reads, transitively) is defined differently in the two sets, or any question when a
+//     relationship condition changed. Otherwise the graph, the request's and shared by both
+//     sets, answers the question alike before and after.
 //  2. Per cell of subjects and objects, a question's values: an error the cell fixes (no agent
-//     acting, no person, a type without the relation, an entity type the model lacks), false where the relation never takes the
-//     asking entity's type (an agent as `owner: [user]`), or true and false; and an error where
-//     an id it involves (subject, person, resource) is no relationship object (`doc:a b`): ids
-//     are facts of their own (valid or not), so questions sharing an id err together.
+//     acting, no person, a type without the relation, an entity type the model lacks); false
+//     where the relation never takes the asking entity's type (an agent as `owner: [user]`);
+//     else true and false, and an error too where the relation can fail to resolve (it reads a
+//     conditioned restriction, or itself: recursion; a `through` relation whose types cycle can
+//     chain past the hop limit). Besides, an error where an id it involves (subject, person,
+//     resource) is no relationship object (`doc:a b`): ids are facts of their own (valid or
+//     not), so questions sharing an id err together.
 //  3. Combinations: every choice of id validity and of the values of the questions that remain,
 //     one per distinct set of answers (a region is its answers); a choice a definition rules out
 //     (a relation that is a union naming another: editor holds ⇒ viewer holds, on the same
 //     object for the same entity) is left out.
 //  4. Realising: for a request of a changed region, the smallest graph (tried by size, up to a
 //     bound) built from the model's type restrictions over the request's own objects and one
-//     more object per type, on which every question answers as the combination says and no
-//     relation grants the action itself; and ids made invalid where the combination says so.
+//     more object per type (and chains past the hop limit, for the errors of recursive
+//     relations), on which every question answers as the combination says and the request is
+//     decided as the region says (a relation may grant the action itself); and ids made invalid
+//     where the combination says so.
 //     None found: the caller refuses rather than report or drop the region.
 
 import type { DecisionRequest } from './types.js';
@@ -27,11 +31,9 @@ import { compileRelQuestion } from './compile.js';
 import type { RelObject, RelQuestion } from './ast.js';
 import { relQuestionsOf } from './ast.js';
 import { fmtExpr } from './format.js';
-import { singularOf } from './patterns.js';
 import type { RelationModel } from './relations/model.js';
 import type { RelExpr } from './relations/ast.js';
-import { affectedRelations, definitionChanges, relationReads } from './relations/diff.js';
-import { relationChecker } from './relations/checker.js';
+import { affectedRelations, changedConditions, definitionChanges, relationReads } from './relations/diff.js';
 import { MemoryIndex } from './relations/index.js';
 import { parseObject, relationshipText, type Relationship } from './relations/tuple.js';
 import { envOf } from './values.js';
@@ -87,13 +89,16 @@ function closure(m: RelationModel, start: string[]): Set<string> {
   return out;
 }
 
-/** Can checking the relation fail: it reads a conditioned restriction, or reads itself (recursion). */
-function canFail(m: RelationModel, t: string, r: string): boolean {
+/**
+ * Can checking the relation fail: it reads a conditioned restriction (one an entity of the type
+ * asked about can be the subject of, when given; a userset always), or reads itself (recursion).
+ */
+function canFail(m: RelationModel, t: string, r: string, entityType?: string): boolean {
   const reached = closure(m, [rkey(t, r)]);
   for (const k of reached) {
     const [tt, rr] = k.split('#') as [string, string];
     const def = m.types.get(tt)?.relations.get(rr);
-    if (def?.direct.some((ref) => ref.condition !== undefined)) return true;
+    if (def?.direct.some((ref) => ref.condition !== undefined && (entityType === undefined || ref.relation !== undefined || ref.type === entityType))) return true;
     // recursion: a relation that reaches itself again
     if (closure(m, relationReads(m, tt, rr)).has(k)) return true;
   }
@@ -133,6 +138,7 @@ function startsOf(m: RelationModel, q: RelQuestion): string[] {
 export function unmodelledQuestions(before: PolicySet, after: PolicySet): string | null {
   const a = before.compiled.relations, b = after.compiled.relations;
   const affected = new Set(affectedRelations(a, b, definitionChanges(a, b)));
+  const conditions = changedConditions(before, after);
   for (const set of [before, after]) for (const r of set.compiled.rules) {
     if (!r.ast.when) continue;
     for (const q of relQuestionsOf(r.ast.when)) {
@@ -143,16 +149,16 @@ export function unmodelledQuestions(before: PolicySet, after: PolicySet): string
       const starts = [...new Set([...startsOf(a, q), ...startsOf(b, q)])].sort();
       const changed = starts.find((k) => affected.has(k));
       if (changed) return `${where}, and relation ${changed} (or a relation it reads) is defined differently in the two versions`;
-      for (const k of starts) {
-        const [t, rel] = k.split('#') as [string, string];
-        if (canFail(a, t, rel)) return `${where}, and relation ${k} can fail to resolve (a conditioned relationship or a recursive definition), which diff does not model yet`;
-      }
-      if (q.type === 'within' && throughCycles(a, q.relation)) {
-        return `${where}, and ${q.relation} relationships can chain past the hop limit, which diff does not model yet`;
-      }
+      if (conditions.length) return `${where}, and the relationship condition${conditions.length === 1 ? '' : 's'} ${conditions.join(', ')} changed, which diff does not model yet`;
     }
   }
   return null;
+}
+
+/** Can the question's relation fail to resolve (a conditioned relationship, a recursive definition, a `through` chain past the hop limit)? */
+function canErr(m: RelationModel, q: RelQuestion, objectType: string | null, entityType?: string): boolean {
+  if (q.type === 'within') return throughCycles(m, q.relation) || startsOf(m, q).some((k) => { const [t, r] = k.split('#') as [string, string]; return canFail(m, t, r); });
+  return objectType !== null && canFail(m, objectType, q.relation, entityType);
 }
 
 /**
@@ -185,11 +191,13 @@ export function cellQuestions(rules: { name: string; ast: { when?: import('./ast
         // the checker errs on an object type without the relation, and on an entity of a type the model does not declare
         if (t === null || !model.types.get(t)?.relations.has(q.relation) || !model.types.has(entityType)) fixedError = true;
         else if (!fixedError && !canHold(model, t, q.relation, entityType)) {
-          out.set(key, { key, q, values: [0], ids, same });
+          out.set(key, { key, q, values: canErr(model, q, t, entityType) ? [0, 2] : [0], ids, same });
           continue;
         }
       }
-      out.set(key, { key, q, values: fixedError ? [2] : [0, 1], ids: fixedError ? [] : ids, same });
+      const t = q.type === 'has' ? (q.object.type === 'resource' ? resourceType : objectType(q.object)) : null;
+      const entity = q.type === 'has' ? (q.who === 'person' || kind === 'user' ? 'user' : 'agent') : undefined;
+      out.set(key, { key, q, values: fixedError ? [2] : canErr(model, q, t, entity) ? [0, 1, 2] : [0, 1], ids: fixedError ? [] : ids, same });
     }
   }
   return [...out.values()];
@@ -235,10 +243,14 @@ export function combinations(qs: CellQuestion[], resourceType: string | null, mo
     const free = qs.filter((q) => q.values.length > 1 && !q.ids.some((r) => invalid.includes(r)));
     // one choice per distinct question on the cell: questions alike answer alike
     const vars = [...new Set(free.map((q) => q.same))];
-    for (let bits = 0; bits < 1 << vars.length; bits++) {
+    const choices = vars.map((v) => free.find((q) => q.same === v)!.values);
+    const total = choices.reduce((n, c) => n * c.length, 1);
+    for (let n = 0; n < total; n++) {
       const answers = new Map<string, Answer>();
       for (const q of qs) answers.set(q.key, q.ids.some((r) => invalid.includes(r)) ? 2 : q.values[0]!);
-      for (const q of free) answers.set(q.key, (bits >> vars.indexOf(q.same)) & 1 ? 1 : 0);
+      const pick: Answer[] = [];
+      for (let i = 0, rest = n; i < vars.length; i++) { pick.push(choices[i]![rest % choices[i]!.length]!); rest = Math.floor(rest / choices[i]!.length); }
+      for (const q of free) answers.set(q.key, pick[vars.indexOf(q.same)]!);
       // Ids made invalid in other ways that give the same answers are the same region: the first (fewest) stands for them.
       const key = JSON.stringify([...answers]);
       if (!ruledOut(free, answers, resourceType, model) && !seen.has(key)) { seen.add(key); out.push({ invalid, answers }); }
@@ -280,19 +292,6 @@ function withInvalidIds(req: DecisionRequest, invalid: IdRole[]): DecisionReques
   return out;
 }
 
-/** Does any relation of a model grant the request's action itself to its subject or person on the graph? */
-function relationGrantsAction(set: PolicySet, req: DecisionRequest, index: MemoryIndex): boolean {
-  const model = set.compiled.relations;
-  const ci = req.action.indexOf(':'), ri = req.resource.indexOf(':');
-  if (ci <= 0 || ri <= 0) return false;
-  const relation = req.action.slice(0, ci), kinds = req.action.slice(ci + 1), type = req.resource.slice(0, ri);
-  const sing = set.compiled.singulars;
-  if ((Object.hasOwn(sing, kinds) ? sing[kinds] : singularOf(kinds)) !== type || !model.types.get(type)?.relations.has(relation)) return false;
-  const checker = relationChecker(model, index);
-  const entities = [`${req.subject.type}:${req.subject.id}`, ...(req.person && req.person.id ? [`user:${req.person.id}`] : [])];
-  return entities.some((e) => { const r = checker.check(req.resource, relation, e, {}); return !('error' in r) && r.allowed; });
-}
-
 /** The objects of a request and its questions by type, plus one more of each type of the model. */
 function objectsByType(req: DecisionRequest, qs: CellQuestion[], model: RelationModel): Map<string, string[]> {
   const out = new Map<string, string[]>();
@@ -310,38 +309,68 @@ function objectsByType(req: DecisionRequest, qs: CellQuestion[], model: Relation
   return out;
 }
 
-/** Relationships the model's restrictions (without conditions) allow, over the given objects, among the relations the questions read. */
-function candidates(qs: CellQuestion[], model: RelationModel, objects: Map<string, string[]>): Relationship[] {
+/** Relationships past the hop limit in a chain: a `through` walk or a recursive check errs on it. */
+const CHAIN = 30;
+
+/**
+ * What a graph is built from: each relationship the model's restrictions allow over the given
+ * objects among the relations the questions read (a conditioned one without its context, which
+ * errs unless the request gives the parameter), and, where a relation points from a type to the
+ * same type (`parent: [folder]` on folders), a chain of 30 such relationships from each object
+ * that can start one, taken as one piece.
+ */
+function candidates(qs: CellQuestion[], model: RelationModel, objects: Map<string, string[]>): Relationship[][] {
   const starts = qs.flatMap((q) => startsOf(model, q.q));
   const reached = closure(model, starts);
-  const out: Relationship[] = [];
+  for (const q of qs) if (q.q.type === 'within') for (const t of model.types.values()) if (t.relations.has(q.q.relation)) reached.add(rkey(t.name, q.q.relation));
+  const out: Relationship[][] = [];
   const seen = new Set<string>();
   for (const k of [...reached].sort()) {
     const [t, r] = k.split('#') as [string, string];
     const def = model.types.get(t)?.relations.get(r);
     if (!def) continue;
     for (const x of objects.get(t) ?? []) for (const ref of def.direct) {
-      if (ref.condition !== undefined) continue;
       const subjects = ref.wildcard ? [`${ref.type}:*`] : (objects.get(ref.type) ?? []).map((o) => (ref.relation !== undefined ? `${o}#${ref.relation}` : o));
       for (const subject of subjects) {
-        const rel: Relationship = { object: x, relation: r, subject };
+        const rel: Relationship = { object: x, relation: r, subject, ...(ref.condition !== undefined ? { condition: { name: ref.condition } } : {}) };
         const text = relationshipText(rel);
-        if (!seen.has(text)) { seen.add(text); out.push(rel); }
+        if (!seen.has(text)) { seen.add(text); out.push([rel]); }
+      }
+    }
+  }
+  for (const k of [...reached].sort()) {
+    const [t, r] = k.split('#') as [string, string];
+    const def = model.types.get(t)?.relations.get(r);
+    for (const ref of def?.direct ?? []) {
+      if (ref.relation !== undefined || ref.wildcard || ref.condition !== undefined) continue;
+      const loop = model.types.get(ref.type)?.relations.get(r)?.direct.some((x) => x.type === ref.type && x.relation === undefined && !x.wildcard && x.condition === undefined);
+      if (!loop) continue;
+      for (const x of objects.get(t) ?? []) {
+        const chain: Relationship[] = [];
+        let at = x;
+        for (let i = 1; i <= CHAIN; i++) { const next = `${ref.type}:chain-${i}`; chain.push({ object: at, relation: r, subject: next }); at = next; }
+        out.push(chain);
       }
     }
   }
   return out;
 }
 
-export interface Realised { request: DecisionRequest; graph: string[] }
+/** A relationship of an example: its text, or (with a condition, which the text cannot carry) its JSON form. */
+export type ExampleRelationship = string | { object: string; relation: string; subject: string; condition: { name: string; context?: Record<string, unknown> } };
+
+export interface Realised { request: DecisionRequest; graph: ExampleRelationship[] }
+
+const exampleRelationship = (r: Relationship): ExampleRelationship => (r.condition ? { object: r.object, relation: r.relation, subject: r.subject, condition: r.condition } : relationshipText(r));
 
 /**
  * A request of the combination (see the header, 4): the given one with ids made invalid as it
- * says and the smallest graph found on which each question answers as it says and no relation
- * grants the action; null when none is found within the bound, or the ids cannot be made so.
+ * says and the smallest graph found on which each question answers as it says and the request
+ * `decidesAs` the region says (a relation may grant the action itself); null when none is found
+ * within the bound, or the ids cannot be made so.
  * Each graph tried is a step `spend` pays for (a diff's work is counted).
  */
-export function realise(req: DecisionRequest, qs: CellQuestion[], c: Combination, sets: [PolicySet, PolicySet], inCell: (req: DecisionRequest) => boolean, spend: (steps: number) => void = () => {}): Realised | null {
+export function realise(req: DecisionRequest, qs: CellQuestion[], c: Combination, sets: [PolicySet, PolicySet], inCell: (req: DecisionRequest) => boolean, decidesAs: (req: DecisionRequest) => boolean, spend: (steps: number) => void = () => {}): Realised | null {
   const base = withInvalidIds(req, c.invalid);
   if (c.invalid.length && !inCell(base)) return null;
   const model = sets[0].compiled.relations;
@@ -352,7 +381,7 @@ export function realise(req: DecisionRequest, qs: CellQuestion[], c: Combination
   const attempt = (): Realised | null | undefined => {
     if (++tries > REALISE_TRIES) return null;
     spend(1);
-    const graph = pick.map((i) => cands[i]!);
+    const graph = pick.flatMap((i) => cands[i]!);
     const index = new MemoryIndex();
     for (const r of graph) index.add(r);
     const request: DecisionRequest = { ...base, relationships: index };
@@ -361,8 +390,8 @@ export function realise(req: DecisionRequest, qs: CellQuestion[], c: Combination
       env.model = set.compiled.relations;
       if (compiled.some((q) => q.f(env).value !== c.answers.get(q.key))) return undefined;
     }
-    if (sets.some((s) => relationGrantsAction(s, request, index))) return undefined;
-    return { request, graph: graph.map(relationshipText) };
+    if (!decidesAs(request)) return undefined;
+    return { request, graph: graph.map(exampleRelationship) };
   };
   const rec = (start: number, size: number): Realised | null | undefined => {
     if (pick.length === size) return attempt();

@@ -50,7 +50,7 @@ import type { StrConstraint } from './strings.js';
 import { decider, type Probe, type SideFacts } from './symbolic.js';
 import {
   cellQuestions, combinationKey, combinations, combinationText, QUESTION, realise, REALISE_MAX_SIZE, unmodelledQuestions,
-  type Answer, type Combination, type IdRole, type Realised,
+  type Answer, type Combination, type ExampleRelationship, type IdRole, type Realised,
 } from './diff-questions.js';
 import { addAmounts, usageKey, usedOf } from './usage.js';
 import { StringSearchTooLarge } from './strings.js';
@@ -74,8 +74,11 @@ export interface ExampleRequest {
   chain?: string[];
   /** The stored entities that references in the example name (`{"customer:example-customer": {...}}`). */
   entities?: Record<string, Record<string, unknown>>;
-  /** The relationships of the request (`doc:1#viewer@user:anne`), the whole graph, when the rules ask relationship questions. */
-  relationships?: string[];
+  /**
+   * The relationships of the request (`doc:1#viewer@user:anne`, the JSON form for one with a
+   * condition), the whole graph, when the rules ask relationship questions.
+   */
+  relationships?: ExampleRelationship[];
 }
 
 export interface Change {
@@ -947,10 +950,12 @@ function diffInner(before: PolicySet, after: PolicySet, budget: Budget): DiffRes
     for (const combo of combos) {
       budget.spend(1);
       /** The request of the combination, with its graph; a region with no request found is refused, never dropped. */
-      const realised = (req: DecisionRequest): Realised => {
+      const realised = (req: DecisionRequest, expected: [DecisionValue, DecisionValue]): Realised => {
         if (!combo) return { request: req, graph: [] };
         budget.spend(CONSTRUCT_STEPS);
-        const r = realise(req, qs, combo, [before, after], c.space.principal.check, (n) => budget.spend(n));
+        // A graph may also grant the action through a relation: it must leave the decisions the cells say.
+        const decidesAs = (x: DecisionRequest) => decide(x, before).decision === expected[0] && decide(x, after).decision === expected[1];
+        const r = realise(req, qs, combo, [before, after], c.space.principal.check, decidesAs, (n) => budget.spend(n));
         if (!r) throw new DiffRefused(`no graph of up to ${REALISE_MAX_SIZE} relationships found where ${combinationText(combo)} (${c.who}), so whether its decisions change is not known`);
         return r;
       };
@@ -960,8 +965,8 @@ function diffInner(before: PolicySet, after: PolicySet, budget: Budget): DiffRes
       budget.spend((computed?.boxes.length ?? 0) * CONSTRUCT_STEPS);
       let built = computed?.boxes.map((b) => construct(c.space, b.point));
       if (!computed || built!.some((x) => x === null)) {
-        computed = compare(c.space, probes, c.rules, budget, (req) => {
-          const r = realised(req).request;
+        computed = compare(c.space, probes, c.rules, budget, (req, expected) => {
+          const r = realised(req, expected).request;
           return [decide(r, before).decision, decide(r, after).decision];
         });
         memo.set(sig, computed);
@@ -971,7 +976,7 @@ function diffInner(before: PolicySet, after: PolicySet, budget: Budget): DiffRes
       // Rendering a region is work too: a step per dimension it describes.
       computed.boxes.forEach((b, i) => {
         budget.spend(RENDER_STEPS + computed!.dims.length);
-        const r = realised(built![i]!.request);
+        const r = realised(built![i]!.request, [b.before, b.after]);
         const change = render(c.space, computed!.dims, b, r.request, c.ac, c.oc, c.pc);
         if (combo) {
           // The example decided as reported (the walk checked its first request; this one is checked too).
@@ -996,7 +1001,7 @@ function diffInner(before: PolicySet, after: PolicySet, budget: Budget): DiffRes
  * decisions, one box (the node's cells, and every cell of the dimensions not chosen yet), with
  * an example request built below it and checked with decide().
  */
-export function compare(space: Space, probes: [Probe, Probe], rules: CompiledRule[], budget: Budget, decideBoth: (req: DecisionRequest) => [DecisionValue, DecisionValue]): Computed {
+export function compare(space: Space, probes: [Probe, Probe], rules: CompiledRule[], budget: Budget, decideBoth: (req: DecisionRequest, expected: [DecisionValue, DecisionValue]) => [DecisionValue, DecisionValue]): Computed {
   const dims = space.dims;
   const sizes = dims.map(dimSize);
   const order = walkOrder(space, rules);
@@ -1047,7 +1052,7 @@ export function compare(space: Space, probes: [Probe, Probe], rules: CompiledRul
       if (!ex) return;
       budget.spend(CONSTRUCT_STEPS);
       const built = construct(space, ex)!;
-      const [db, da] = decideBoth(built.request);
+      const [db, da] = decideBoth(built.request, [b, a]);
       if (db !== b || da !== a) throw new Error(`diff: the cells say ${b} -> ${a}, deciding the example says ${db} -> ${da}`);
       let g = groups.find((x) => x.before === b && x.after === a);
       if (!g) groups.push((g = { before: b, after: a, boxes: [] }));
