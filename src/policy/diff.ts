@@ -910,7 +910,7 @@ export function forEachCell(sets: PolicySet[], budget: Budget, walk: CellWalk, v
 }
 
 /** The ids a cell fixes to one constant that a relationship can name (no request of the cell has another). */
-function fixedValidIds(c: CellContext): Set<IdRole> {
+export function fixedValidIds(c: CellContext): Set<IdRole> {
   const constant = (p: Pattern) => (p.segs !== null && p.segs.every((x) => x !== null) ? p.segs.join('/') : null);
   const out = new Set<IdRole>();
   const names = (type: string, cell: Cell0 | undefined) => {

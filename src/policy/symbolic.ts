@@ -242,8 +242,8 @@ function readersOf(space: Space) {
 }
 
 /** The value of a condition (in the time zone given) on the cells of a space. */
-export function conditionProbe(space: Space, e: Expr | undefined, zone: string, declared: DeclaredTypes = NO_DECLARED_TYPES): CondProbe {
-  return readersOf(space).condFn(e, zone, declared);
+export function conditionProbe(space: Space, e: Expr | undefined, zone: string, declared: DeclaredTypes = NO_DECLARED_TYPES, answers?: ReadonlyMap<string, 0 | 1 | 2>): CondProbe {
+  return readersOf(space).condFn(e, zone, declared, answers);
 }
 
 export function decider(space: Space, side: SideFacts, who: Who): Probe {

@@ -4,8 +4,8 @@
 // request whose action one of the relations covers, whose object the pattern matches and on
 // which the condition holds (true: a condition that cannot be evaluated does not hold) gets that
 // decision from the set. The order:
-//  1. refuse what the exact engine does not model (relationship questions, in the rules or the
-//     invariant; the action compared with another value);
+//  1. refuse what the exact engine does not model (relationship questions about objects read
+//     from paths, in the rules or the invariant; the action compared with another value);
 //  2. walk the cells of the request space as `diff` does (diff.ts forEachCell: actions, objects,
 //     who acts, and every value the rules, limits and the invariant's condition read), inside
 //     the invariant's actions and objects only, also cells that only roles decide; on each cell
@@ -14,6 +14,10 @@
 //     request, built and checked with decide();
 //  3. for `never deny`, an agent without the capability of its action is denied whatever the
 //     rules say: where the condition can hold for an agent, that request is the counterexample.
+// Relationship questions are walked as diff walks them (diff-questions.ts): each cell once per
+// combination of their answers, and a counterexample carries a graph that gives them; a cell
+// whose counterexample needs answers no graph within the search gives is an error.
+
 // Like diff, requests are taken without a prior approval (an approval is a person's later
 // answer, after approval_required) and, in step 2, by agents that hold their capability.
 // A set too large to walk within the step budget is an error, never a guess.
@@ -22,7 +26,7 @@ import type { DecisionRequest, DecisionValue, Diagnostic } from './types.js';
 import type { PolicySet } from './compile.js';
 import { compileCondition, zoneOf } from './compile.js';
 import { declaredTypesOf } from './declared.js';
-import { atomsOf, relQuestionsOf, type InvariantNode, type PolicyFileNode } from './ast.js';
+import { atomsOf, relQuestionPaths, relQuestionsOf, type InvariantNode, type PolicyFileNode } from './ast.js';
 import { actionGroupsOf, ruleRelations } from './action-groups.js';
 import { invariantAsRule } from './validate.js';
 import { decide } from './decide.js';
@@ -33,9 +37,10 @@ import { StringSearchTooLarge } from './strings.js';
 import { conditionProbe, type Probe } from './symbolic.js';
 import { envOf } from './values.js';
 import {
-  Budget, compare, DIFF_STEPS, DiffRefused, DiffTooLarge, exampleOf, forEachCell, refuseUnmodelled, sideProbe, withReferences,
+  Budget, compare, DIFF_STEPS, DiffRefused, DiffTooLarge, exampleOf, fixedValidIds, forEachCell, refuseUnmodelled, sideProbe, withReferences,
   type CellContext, type ExampleRequest,
 } from './diff.js';
+import { cellQuestions, combinations, combinationText, realise, REALISE_MAX_SIZE, type Answer, type Combination, type Realised } from './diff-questions.js';
 
 export interface InvariantResult {
   name: string;
@@ -82,15 +87,24 @@ export function verifyInvariant(set: PolicySet, inv: InvariantNode, zone: string
 /** Does the request break the invariant: its decision is the one ruled out and the condition holds (the cell fixes action and object). */
 export function breaks(set: PolicySet, inv: InvariantNode, zone: string, req: DecisionRequest): boolean {
   if (decide(req, set).decision !== DECISION[inv.never]) return false;
-  return inv.when ? compileCondition(inv.when, zone, declaredTypesOf(set.compiled.files))(envOf(req)) === 1 : true;
+  return inv.when ? conditionHolds(set, inv, zone, req) : true;
+}
+
+/** The invariant's condition on a request (its relationship questions on the request's relationships). */
+function conditionHolds(set: PolicySet, inv: InvariantNode, zone: string, req: DecisionRequest): boolean {
+  const env = envOf(req);
+  env.model = set.compiled.relations;
+  return compileCondition(inv.when!, zone, declaredTypesOf(set.compiled.files))(env) === 1;
 }
 
 function counterexample(set: PolicySet, inv: InvariantNode, zone: string, options: VerifyOptions): ExampleRequest | null {
   const ruledOut = DECISION[inv.never];
   if (!ruledOut) throw new DiffRefused(`invariant "${inv.name}" rules out an unknown decision "${inv.never}"`);
-  refuseUnmodelled([set]);
-  const q = inv.when ? relQuestionsOf(inv.when)[0] : undefined;
-  if (q) throw new DiffRefused(`invariant "${inv.name}" asks a relationship question (${fmtExpr(q)}), which diff does not model yet`);
+  refuseUnmodelled([set, set], true);
+  const q = inv.when ? relQuestionsOf(inv.when).find((x) => relQuestionPaths(x).length) : undefined;
+  if (q) throw new DiffRefused(`invariant "${inv.name}" asks ${fmtExpr(q)} about an object read from a path, which diff does not model yet`);
+  const model = set.compiled.relations;
+  const invRule = { name: inv.name, ast: { ...(inv.when ? { when: inv.when } : {}) } };
   const groups = actionGroupsOf(set.compiled.files);
   const onlyActions = ruleRelations(invariantAsRule(inv), groups).map((r) => parseTypedPattern(r)).filter((p): p is Pattern => p !== null);
   const onlyObject = parseTypedPattern(inv.object);
@@ -99,20 +113,36 @@ function counterexample(set: PolicySet, inv: InvariantNode, zone: string, option
   const walk = { onlyActions, onlyObject, atoms, everyCell: true };
 
   /** Walk the cells with a probe that says 'deny' where the invariant is broken, 'allow' where it is not, null where not known yet. */
-  const search = (budget: Budget, check: (req: DecisionRequest) => boolean, broken: (c: CellContext) => Probe, accept: (c: CellContext, req: DecisionRequest) => DecisionRequest | null): ExampleRequest | null => {
+  const search = (budget: Budget, check: (req: DecisionRequest) => boolean, broken: (c: CellContext, answers?: ReadonlyMap<string, Answer>) => Probe, accept: (c: CellContext, req: DecisionRequest) => DecisionRequest | null): ExampleRequest | null => {
     const clear = new Set<string>();
     try {
       forEachCell([set], budget, walk, (c) => {
         if (clear.has(c.sig)) return;
-        const computed = compare(c.space, [broken(c), () => 'allow'], c.rules, budget, (req) => [check(req) ? 'deny' : 'allow', 'allow']);
-        for (const b of computed.boxes) {
-          const built = construct(c.space, b.point);
-          const req = built && accept(c, built.request);
-          if (req) {
-            const example = withReferences(exampleOf(req, c.space), set.compiled.referenceTypes);
-            // an agent without the capability of its action says so (explain would assume it held)
-            if (req.subject.capabilities && !req.subject.capabilities.some((k) => k.name === req.action)) example.subject.capabilities = req.subject.capabilities;
-            throw new Found(example);
+        // Relationship questions: once per combination of their answers (none: once, with no answers).
+        const qs = cellQuestions([...c.rules, invRule], c.pc.kind, c.oc.pattern.type, model);
+        if (typeof qs === 'string') throw new DiffRefused(qs);
+        const combos: (Combination | null)[] = qs.length ? combinations(qs, c.oc.pattern.type, model, fixedValidIds(c)) : [null];
+        for (const combo of combos) {
+          budget.spend(1);
+          /** The request with a graph that gives the combination's answers and breaks the invariant or not as the cells say. */
+          const realised = (req: DecisionRequest, broke: boolean): Realised => {
+            if (!combo) return { request: req, graph: [] };
+            const r = realise(req, qs, combo, [set, set], c.space.principal.check, (x) => check(x) === broke, (n) => budget.spend(n));
+            if (!r) throw new DiffRefused(`no graph of up to ${REALISE_MAX_SIZE} relationships found where ${combinationText(combo)} (${c.who}), so whether the invariant holds there is not known`);
+            return r;
+          };
+          const computed = compare(c.space, [broken(c, combo?.answers), () => 'allow'], c.rules, budget, (req, expected) => [check(realised(req, expected[0] === 'deny').request) ? 'deny' : 'allow', 'allow']);
+          for (const b of computed.boxes) {
+            const built = construct(c.space, b.point);
+            const r = built && realised(built.request, true);
+            const req = r && accept(c, r.request);
+            if (req) {
+              const example = withReferences(exampleOf(req, c.space), set.compiled.referenceTypes);
+              // an agent without the capability of its action says so (explain would assume it held)
+              if (req.subject.capabilities && !req.subject.capabilities.some((k) => k.name === req.action)) example.subject.capabilities = req.subject.capabilities;
+              if (combo) example.relationships = r.graph;
+              throw new Found(example);
+            }
           }
         }
         clear.add(c.sig);
@@ -126,8 +156,8 @@ function counterexample(set: PolicySet, inv: InvariantNode, zone: string, option
 
   const declared = declaredTypesOf(set.compiled.files);
   const budget = new Budget(options.steps ?? DIFF_STEPS);
-  const found = search(budget, (req) => breaks(set, inv, zone, req), (c) => {
-    const policy = sideProbe(set, c), cond = conditionProbe(c.space, inv.when, zone, declared);
+  const found = search(budget, (req) => breaks(set, inv, zone, req), (c, answers) => {
+    const policy = sideProbe(set, c, answers), cond = conditionProbe(c.space, inv.when, zone, declared, answers);
     return (point, chosen) => {
       const v = cond(point, chosen);
       if (v === 0 || v === 2) return 'allow';
@@ -140,9 +170,9 @@ function counterexample(set: PolicySet, inv: InvariantNode, zone: string, option
 
   // Step 3: an agent without its capability, on a request where the condition holds.
   const withoutCapability = (req: DecisionRequest): DecisionRequest => ({ ...req, subject: { ...req.subject, capabilities: [] } });
-  const holds = (req: DecisionRequest) => !inv.when || compileCondition(inv.when, zone, declared)(envOf(req)) === 1;
-  return search(budget, holds, (c) => {
-    const cond = conditionProbe(c.space, inv.when, zone, declared);
+  const holds = (req: DecisionRequest) => !inv.when || conditionHolds(set, inv, zone, req);
+  return search(budget, holds, (c, answers) => {
+    const cond = conditionProbe(c.space, inv.when, zone, declared, answers);
     if (c.pc.kind === 'user') return () => 'allow';
     return (point, chosen) => { const v = cond(point, chosen); return v === 1 ? 'deny' : v === 3 ? null : 'allow'; };
   }, (c, req) => {

@@ -9,7 +9,8 @@ import { completeRequest } from '../../src/policy/explain.js';
 import { formatFile } from '../../src/policy/format.js';
 import { matchTyped, parseTypedPattern } from '../../src/policy/patterns.js';
 import { envOf } from '../../src/policy/values.js';
-import { invariantsOf, verifyInvariants, type InvariantResult } from '../../src/policy/verify.js';
+import { breaks as breaksInvariant, invariantsOf, verifyInvariants, type InvariantResult } from '../../src/policy/verify.js';
+import { MemoryIndex } from '../../src/policy/relations/index.js';
 import { arbExpr, arbPolicyFileWith, arbRequest, setOf } from './helpers.js';
 import { gatehouse, workDir } from '../cli/helpers.js';
 import { writeFileSync } from 'node:fs';
@@ -114,7 +115,7 @@ describe('verify: the cases a reviewer asks about', () => {
     expect(decide(asRequest(r!), setOf(weaker + inv)).decision).toBe('allow');
   });
 
-  it('a delegated agent never reads a document its person cannot: relationship questions are refused, not guessed', () => {
+  it('a delegated agent never reads a document its person cannot: relationship questions are walked, the counterexample carries its graph', () => {
     const text = `type user
 type document {
   relation viewer: [user]
@@ -124,10 +125,26 @@ invariant "delegation stays within the person" {
   never allow "read:documents" on "document:*" when subject.type == "agent" and not (person has viewer on resource)
 }
 `;
+    // Roles alone can grant the read, so the invariant does not hold: an agent whose person does not view the document.
     const [r] = verifyInvariants(setOf(text));
     expect(r!.holds).toBe(false);
-    expect(r!.counterexample).toBeNull();
-    expect(r!.error).toMatch(/relationship question/);
+    expect(r!.counterexample!.relationships).toEqual([]);
+    const req = { ...asRequest(r!), relationships: new MemoryIndex() };
+    expect(breaksInvariant(setOf(text), invariantsOf(setOf(text))[0]!.inv, 'UTC', req)).toBe(true);
+    // A deny rule asking the same question makes it hold.
+    const guarded = text + `
+rule "only what the person views" {
+  effect deny
+  subjects "agent:*"
+  relation "read:documents"
+  object "document:*"
+  when not (person has viewer on resource)
+}
+`;
+    expect(verifyInvariants(setOf(guarded))[0]).toMatchObject({ holds: true });
+    // About an object read from a path: refused, not guessed.
+    const [p] = verifyInvariants(setOf(text.replace('not (person has viewer on resource)', 'not (person has viewer on resource.doc)')));
+    expect(p!.error).toMatch(/about an object read from a path/);
   });
 
   it('never deny: an agent without its capability is a counterexample', () => {
@@ -183,12 +200,12 @@ type document {
 }
 
 invariant "x" {
-  never allow "read:documents" on "document:*" when person has viewer on resource
+  never allow "read:documents" on "document:*" when person has viewer on resource.folder
 }
 `);
     const r = await gatehouse(['policy', 'verify', dir], dir);
     expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/relationship question/);
+    expect(r.stderr).toMatch(/about an object read from a path/);
   }, 60_000);
 });
 
