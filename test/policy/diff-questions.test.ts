@@ -15,6 +15,7 @@ import type { DecisionRequest, SubjectFacts } from '../../src/policy/types.js';
 import { MemoryIndex } from '../../src/policy/relations/index.js';
 import { parseRelationshipJson, parseRelationshipText, type Relationship } from '../../src/policy/relations/tuple.js';
 import { runPolicyCommand } from '../../src/cli/policy.js';
+import { breaks, invariantsOf, verifyInvariants } from '../../src/policy/verify.js';
 
 async function runCli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   let stdout = '', stderr = '';
@@ -273,6 +274,31 @@ describe('diff with relationship questions: brute force', () => {
     if (process.env.SHOW_REFUSED) console.log({ compared, refused });
     // most pairs are answered: a refusal is only where no graph within the bound gives a region
     expect(compared).toBeGreaterThan(refused);
+  }, 120_000);
+});
+
+describe('verify with relationship questions: brute force', () => {
+  const world = requests();
+  it('an invariant that holds is broken by no request of the small world; a counterexample breaks it with its graph', () => {
+    let proven = 0;
+    const arbInvariant = fc.tuple(fc.constantFrom('allow', 'deny'), arbCond).map(([never, when]) => `invariant "i" {\n  never ${never} "read:docs" on "doc:*"${when ? ` when ${when}` : ''}\n}\n`);
+    fc.assert(fc.property(fc.constantFrom(MODEL, MODEL_NO_AGENTS, MODEL_RECURSIVE), arbSet, arbInvariant, (model, rules, invText) => {
+      const set = tryLoad(rules + '\n' + invText, model);
+      fc.pre(set !== null);
+      if (!set) return;
+      const [r] = verifyInvariants(set);
+      if (r!.error) return;
+      proven++;
+      const { inv, zone } = invariantsOf(set)[0]!;
+      if (r!.holds) {
+        for (const req of world) expect(breaks(set, inv, zone, req), `${rules}\n${invText}\n${JSON.stringify({ ...req, relationships: undefined })}`).toBe(false);
+      } else {
+        const ex = r!.counterexample!;
+        const { request } = completeRequest(JSON.parse(JSON.stringify(ex)), () => NaN);
+        expect(breaks(set, inv, zone, { ...request, relationships: indexOf(ex.relationships ?? []) }), JSON.stringify(ex)).toBe(true);
+      }
+    }), { ...SEED, numRuns: 60, interruptAfterTimeLimit: 45_000 });
+    expect(proven).toBeGreaterThan(0);
   }, 120_000);
 });
 
