@@ -80,7 +80,7 @@ export const COMMANDS: CommandSpec[] = [
     description: 'Prove each `invariant` of the policies in dir over every possible request (any subject, person, attributes, time and prior usage), with the same exact engine as diff; for one that does not hold, print a counterexample request as `policy explain --request` takes it.',
     positionals: { min: 0, max: 1 },
     options: [FORMAT, JSON_FLAG],
-    details: [POLICY_DIR, 'Requests are taken without a prior approval. Rules or invariants that ask relationship questions cannot be proven (exit 2), nor sets too large to walk exactly.', 'Exit 0 when every invariant holds, 1 when one does not, 2 on an error.'],
+    details: [POLICY_DIR, 'Requests are taken without a prior approval. Rules and invariants that ask relationship questions are walked as diff walks them (a counterexample carries its graph); what diff refuses about them cannot be proven (exit 2), nor sets too large to walk exactly.', 'Exit 0 when every invariant holds, 1 when one does not, 2 on an error.'],
     run: async (a, io) => (await import('./policy.js')).verify(a, io),
   },
   {
