@@ -358,6 +358,22 @@ rule "only-what-the-person-sees" {
     expect(text.stdout).toContain('when person has viewer on resource cannot be answered: allow -> deny');
   });
 
+  it('folders of folders with a conditioned viewer: every example (a chain past the hop limit among them) explains as reported', async () => {
+    const model = DRIVE.replace('type folder {\n  relation owner: [user]\n  relation viewer: [user, agent] or owner\n}', 'type folder {\n  relation parent: [folder]\n  relation owner: [user]\n  relation viewer: [user with office_hours, agent] or owner or viewer from parent\n}')
+      + '\ncondition office_hours(hour: int) {\n  hour >= 9\n}\n';
+    const oldDir = write('old3', model), newDir = write('new3', model + SEES);
+    const r = await runCli(['policy', 'diff', oldDir, newDir, '--json']);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(1);
+    const changes = JSON.parse(r.stdout).changes as Change[];
+    expect(changes.some((c) => (c.example.relationships ?? []).length > 25)).toBe(true);
+    for (const c of changes) {
+      const before = await runCli(['policy', 'explain', oldDir, '--request', JSON.stringify(c.example), '--json']);
+      const after = await runCli(['policy', 'explain', newDir, '--request', JSON.stringify(c.example), '--json']);
+      expect([JSON.parse(before.stdout).decision, JSON.parse(after.stdout).decision], JSON.stringify(c)).toEqual([c.before, c.after]);
+    }
+  });
+
   it('a question on a relation whose definition changed: exit 2, one line naming the rule and the relation', async () => {
     const oldDir = write('old2', DRIVE + SEES), newDir = write('new2', (DRIVE + SEES).replace('relation viewer: [user, agent] or viewer from parent', 'relation viewer: [user, agent]'));
     const r = await runCli(['policy', 'diff', oldDir, newDir]);
