@@ -948,7 +948,7 @@ function diffInner(before: PolicySet, after: PolicySet, budget: Budget): DiffRes
     if (typeof qs === 'string') throw new DiffRefused(qs);
     const combos: (Combination | null)[] = qs.length ? combinations(qs, c.oc.pattern.type, model, fixedValidIds(c)) : [null];
     for (const combo of combos) {
-      budget.spend(1);
+      if (combo) budget.spend(1);
       /** The request of the combination, with its graph; a region with no request found is refused, never dropped. */
       const realised = (req: DecisionRequest, expected: [DecisionValue, DecisionValue]): Realised => {
         if (!combo) return { request: req, graph: [] };

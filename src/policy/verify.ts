@@ -17,7 +17,6 @@
 // Relationship questions are walked as diff walks them (diff-questions.ts): each cell once per
 // combination of their answers, and a counterexample carries a graph that gives them; a cell
 // whose counterexample needs answers no graph within the search gives is an error.
-
 // Like diff, requests are taken without a prior approval (an approval is a person's later
 // answer, after approval_required) and, in step 2, by agents that hold their capability.
 // A set too large to walk within the step budget is an error, never a guess.
@@ -123,7 +122,7 @@ function counterexample(set: PolicySet, inv: InvariantNode, zone: string, option
         if (typeof qs === 'string') throw new DiffRefused(qs);
         const combos: (Combination | null)[] = qs.length ? combinations(qs, c.oc.pattern.type, model, fixedValidIds(c)) : [null];
         for (const combo of combos) {
-          budget.spend(1);
+          if (combo) budget.spend(1);
           /** The request with a graph that gives the combination's answers and breaks the invariant or not as the cells say. */
           const realised = (req: DecisionRequest, broke: boolean): Realised => {
             if (!combo) return { request: req, graph: [] };
