@@ -256,7 +256,7 @@ describe('diff with relationship questions: brute force', () => {
         changes = diffPolicySets(a, b).changes;
       } catch (e) {
         // a refusal (a region with no graph found) or a diff too large answers nothing: no claim to check
-        if (e instanceof DiffRefused || e instanceof DiffTooLarge) { refused++; if (process.env.SHOW_REFUSED) console.log(String(e)); return; }
+        if (e instanceof DiffRefused || e instanceof DiffTooLarge) { refused++; return; }
         throw e;
       }
       compared++;
@@ -271,7 +271,6 @@ describe('diff with relationship questions: brute force', () => {
         }
       }
     }), { ...SEED, numRuns: 60, interruptAfterTimeLimit: 60_000 });
-    if (process.env.SHOW_REFUSED) console.log({ compared, refused });
     // most pairs are answered: a refusal is only where no graph within the bound gives a region
     expect(compared).toBeGreaterThan(refused);
   }, 120_000);
