@@ -4,7 +4,7 @@ import { z } from 'zod';
 import type { AppContext } from '../context.js';
 import { errors, ProtocolError, validationError } from '../errors.js';
 import { accessCredential, type AccessCredential } from '../oauth/bearer.js';
-import { checkSenderConstraint, dpopChallenge } from '../oauth/dpop.js';
+import { checkSenderConstraint, refusedTokenChallenge } from '../oauth/dpop.js';
 import { authorize } from '../authz/pipeline.js';
 import { recordAuditOrLog } from '../authz/audit.js';
 import { TRANSACTION_TOKEN_TTL, TRANSACTION_TOKEN_TYP } from '../authz/transaction-tokens.js';
@@ -57,7 +57,7 @@ export async function transactionTokenEndpoint(
   const principal = await verifyAgentAccessToken(ctx, credential.token).catch((err: unknown) => {
     // A token refused under the DPoP scheme gets a DPoP challenge (RFC 9449 section 7.1).
     if (credential.scheme === 'DPoP' && err instanceof ProtocolError && err.error === 'invalid_token') {
-      throw errors.invalidToken(err.description, err.extra, { 'WWW-Authenticate': dpopChallenge('invalid_token', err.description) });
+      throw errors.invalidToken(err.description, err.extra, refusedTokenChallenge('DPoP', err.description, ''));
     }
     throw err;
   });

@@ -3,7 +3,7 @@ import { errors, type ProtocolError } from '../errors.js';
 import { verifiedTokens } from '../authz/verified-tokens.js';
 import { ACCESS_TOKEN_TYP } from '../oauth/tokens.js';
 import { accessCredential, type AccessCredential } from '../oauth/bearer.js';
-import { checkSenderConstraint, dpopChallenge } from '../oauth/dpop.js';
+import { checkSenderConstraint, refusedTokenChallenge } from '../oauth/dpop.js';
 import { accessApiUrl } from './metadata.js';
 import { nowSeconds } from '../clock.js';
 import type { AuthzenGrantTerms } from '../store/applications.js';
@@ -24,15 +24,10 @@ export const enforcesFor = (caller: Caller, agentId: string): boolean => {
 };
 
 
-function unauthorized(ctx: AppContext, description: string, withError: boolean, scheme: AccessCredential['scheme'] = 'Bearer'): ProtocolError {
-  // A token refused under the DPoP scheme gets a DPoP challenge (RFC 9449 section 7.1).
-  if (scheme === 'DPoP') {
-    return errors.invalidToken(description, {}, { 'WWW-Authenticate': dpopChallenge('invalid_token', description, `realm="${accessApiUrl(ctx)}"`) });
-  }
-  const realm = `Bearer realm="${accessApiUrl(ctx)}"`;
-  return errors.invalidToken(description, {}, {
-    'WWW-Authenticate': withError ? `${realm}, error="invalid_token", error_description="${description}"` : realm,
-  });
+function unauthorized(ctx: AppContext, description: string, withError: boolean, scheme?: AccessCredential['scheme']): ProtocolError {
+  const realm = `realm="${accessApiUrl(ctx)}"`;
+  const bearer = withError ? `Bearer ${realm}, error="invalid_token", error_description="${description}"` : `Bearer ${realm}`;
+  return errors.invalidToken(description, {}, refusedTokenChallenge(scheme, description, bearer, realm));
 }
 
 /**

@@ -4,8 +4,6 @@
 
 import { englishPlural, singularOf } from '../policy/index.js';
 
-export { englishPlural };
-
 /**
  * The plural kinds of a resource type: the policy's declared plurals of it, else the English
  * plural. Declared singulars map plural → singular (`kind "people" singular "person"`).

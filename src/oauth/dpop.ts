@@ -308,6 +308,15 @@ export function dpopChallenge(error: string | undefined, description: string | u
 }
 
 /**
+ * The `WWW-Authenticate` of a token refused under the scheme it came with: under `DPoP` a DPoP
+ * challenge (RFC 9449 section 7.1, with the door's own parameters in `extra`), under `Bearer`
+ * the door's `bearer` challenge.
+ */
+export function refusedTokenChallenge(scheme: AccessCredential['scheme'] | undefined, description: string | undefined, bearer: string, extra = ''): { 'WWW-Authenticate': string } {
+  return { 'WWW-Authenticate': scheme === 'DPoP' ? dpopChallenge('invalid_token', description, extra) : bearer };
+}
+
+/**
  * The sender constraint at a resource, once the door has verified the token itself: a bound
  * token must come as `Authorization: DPoP` with a proof by its key for this request (`ath`
  * included); an unbound one must come as `Bearer` (a `DPoP` scheme claims a binding the token

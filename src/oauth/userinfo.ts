@@ -2,17 +2,12 @@ import type { RequestHandler } from 'express';
 import type { AppContext } from '../context.js';
 import { errors } from '../errors.js';
 import { presentedToken, verifyAccessToken } from './access-token.js';
-import type { AccessCredential } from './bearer.js';
-import { checkSenderConstraint, dpopChallenge } from './dpop.js';
+import { checkSenderConstraint, refusedTokenChallenge } from './dpop.js';
 import { formBody } from './params.js';
 
 const challenge = (error?: string) => ({
   'WWW-Authenticate': error ? `Bearer realm="gatehouse", error="${error}"` : 'Bearer realm="gatehouse"',
 });
-
-/** A token refused under the scheme it came with: `DPoP` is answered with a DPoP challenge (RFC 9449 section 7.1). */
-const refusedTokenChallenge = (scheme: AccessCredential['scheme'], description: string) =>
-  scheme === 'DPoP' ? { 'WWW-Authenticate': dpopChallenge('invalid_token', description) } : challenge('invalid_token');
 
 /**
  * GET or POST /oauth/userinfo: the person's profile filtered by the token's scopes. The profile
@@ -29,7 +24,7 @@ export function userinfoEndpoint(ctx: AppContext): RequestHandler {
     const user = claims?.sid ? await ctx.store.users.get(claims.sub!) : undefined;
     if (!claims || !user) {
       const description = 'the access token is not valid';
-      throw errors.invalidToken(description, {}, refusedTokenChallenge(credential.scheme, description));
+      throw errors.invalidToken(description, {}, refusedTokenChallenge(credential.scheme, description, challenge('invalid_token')['WWW-Authenticate']));
     }
     // 3. A DPoP-bound token with its proof for this request
     await checkSenderConstraint(ctx, req, credential, claims, { htm: req.method, htu: ctx.urls.userinfo });

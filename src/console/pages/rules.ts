@@ -415,7 +415,7 @@ async function validatedSave(ctx: AppContext, res: Response, action: string, imp
   const record = audited<Rule>(ctx, personOf(res), (r) => ({ action, target: `rule:${r.id}`, details: { ...ruleJson(r), valid: check.valid } }));
   const rule = await save(async (tx, r) => {
     // The content saved is the content whose impact the form showed: Enable may follow.
-    const shown = impactShown !== undefined && impactShown === ruleContentHash(r);
+    const shown = impactShown === ruleContentHash(r);
     if (shown) await tx.rules.setImpactHash(r.id, impactShown);
     check = { ...(await validateAndRecord(ctx, r.id, tx)), impactShown: shown || r.impact_hash === ruleContentHash(r) };
     await record(tx, r);
