@@ -50,7 +50,7 @@ import type { StrConstraint } from './strings.js';
 import { decider, type Probe, type SideFacts } from './symbolic.js';
 import {
   cellQuestions, combinationKey, combinations, combinationText, QUESTION, realise, REALISE_MAX_SIZE, unmodelledQuestions,
-  type Answer, type Combination, type ExampleRelationship, type IdRole, type Realised,
+  type Answer, type CellQuestion, type Combination, type ExampleRelationship, type IdRole, type Realised,
 } from './diff-questions.js';
 import { addAmounts, usageKey, usedOf } from './usage.js';
 import { StringSearchTooLarge } from './strings.js';
@@ -909,8 +909,18 @@ export function forEachCell(sets: PolicySet[], budget: Budget, walk: CellWalk, v
   return { personCells: userCells.length };
 }
 
+/**
+ * The relationship questions the rules ask on a cell, and the combinations of their answers the
+ * cell is compared under (none asked: once, with no answers); a question not modelled is refused.
+ */
+export function cellCombinations(c: CellContext, rules: Parameters<typeof cellQuestions>[0], model: RelationModel): { qs: CellQuestion[]; combos: (Combination | null)[] } {
+  const qs = cellQuestions(rules, c.pc.kind, c.oc.pattern.type, model);
+  if (typeof qs === 'string') throw new DiffRefused(qs);
+  return { qs, combos: qs.length ? combinations(qs, c.oc.pattern.type, model, fixedValidIds(c)) : [null] };
+}
+
 /** The ids a cell fixes to one constant that a relationship can name (no request of the cell has another). */
-export function fixedValidIds(c: CellContext): Set<IdRole> {
+function fixedValidIds(c: CellContext): Set<IdRole> {
   const constant = (p: Pattern) => (p.segs !== null && p.segs.every((x) => x !== null) ? p.segs.join('/') : null);
   const out = new Set<IdRole>();
   const names = (type: string, cell: Cell0 | undefined) => {
@@ -943,10 +953,8 @@ function diffInner(before: PolicySet, after: PolicySet, budget: Budget): DiffRes
   const references = sharedReferences([before, after]);
   const model = before.compiled.relations;
   const { personCells } = forEachCell([before, after], budget, {}, (c) => {
-    // Relationship questions: the cell is compared once per combination of their answers (none: one, with no answers).
-    const qs = cellQuestions(c.rules, c.pc.kind, c.oc.pattern.type, model);
-    if (typeof qs === 'string') throw new DiffRefused(qs);
-    const combos: (Combination | null)[] = qs.length ? combinations(qs, c.oc.pattern.type, model, fixedValidIds(c)) : [null];
+    // Relationship questions: the cell is compared once per combination of their answers.
+    const { qs, combos } = cellCombinations(c, c.rules, model);
     for (const combo of combos) {
       if (combo) budget.spend(1);
       /** The request of the combination, with its graph; a region with no request found is refused, never dropped. */

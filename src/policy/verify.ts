@@ -36,10 +36,10 @@ import { StringSearchTooLarge } from './strings.js';
 import { conditionProbe, type Probe } from './symbolic.js';
 import { envOf } from './values.js';
 import {
-  Budget, compare, DIFF_STEPS, DiffRefused, DiffTooLarge, exampleOf, fixedValidIds, forEachCell, refuseUnmodelled, sideProbe, withReferences,
+  Budget, cellCombinations, compare, DIFF_STEPS, DiffRefused, DiffTooLarge, exampleOf, forEachCell, refuseUnmodelled, sideProbe, withReferences,
   type CellContext, type ExampleRequest,
 } from './diff.js';
-import { cellQuestions, combinations, combinationText, realise, REALISE_MAX_SIZE, type Answer, type Combination, type Realised } from './diff-questions.js';
+import { combinationText, realise, REALISE_MAX_SIZE, type Answer, type Realised } from './diff-questions.js';
 
 export interface InvariantResult {
   name: string;
@@ -117,10 +117,8 @@ function counterexample(set: PolicySet, inv: InvariantNode, zone: string, option
     try {
       forEachCell([set], budget, walk, (c) => {
         if (clear.has(c.sig)) return;
-        // Relationship questions: once per combination of their answers (none: once, with no answers).
-        const qs = cellQuestions([...c.rules, invRule], c.pc.kind, c.oc.pattern.type, model);
-        if (typeof qs === 'string') throw new DiffRefused(qs);
-        const combos: (Combination | null)[] = qs.length ? combinations(qs, c.oc.pattern.type, model, fixedValidIds(c)) : [null];
+        // Relationship questions (the invariant's too): once per combination of their answers.
+        const { qs, combos } = cellCombinations(c, [...c.rules, invRule], model);
         for (const combo of combos) {
           if (combo) budget.spend(1);
           /** The request with a graph that gives the combination's answers and breaks the invariant or not as the cells say. */
