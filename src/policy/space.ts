@@ -584,6 +584,37 @@ const SPAN = 16 * DAY;
 /** A fortnight without daylight-saving changes anywhere north or south: every local hour of every weekday occurs in it. */
 const BASE = Date.UTC(2026, 0, 5);
 
+const YEAR = 366 * DAY;
+
+/** How far a zone's wall clock is ahead of UTC at an instant, in minutes. */
+function offsetOf(t: number, zone: string): number {
+  const l = localTime(t, zone);
+  const [y, m, d] = l.date.split('-').map(Number);
+  return Math.round((Date.UTC(y!, m! - 1, d!, l.hour, l.minute) - Math.floor(t / 60_000) * 60_000) / 60_000);
+}
+
+/**
+ * Two zones read together pair their local times by the offsets between them, and daylight
+ * saving changes those offsets during the year (Berlin is UTC+1 in January, UTC+2 in July;
+ * New York and Berlin change on different weeks). A year from `from` (within `to`) is
+ * sampled every six hours; each set of offsets met there gets a window of its own, from a
+ * day before it is first seen, so that every combination of the zones' local times is found.
+ */
+function offsetWindows(zones: string[], from: number, to: number, startScanned: boolean): [number, number][] {
+  const out: [number, number][] = [];
+  const seen = new Set<string>();
+  const last = Math.min(from + YEAR, to);
+  for (let t = from; t < last; t += DAY / 4) {
+    const key = zones.map((z) => offsetOf(t, z)).join(',');
+    if (seen.has(key)) continue;
+    seen.add(key);
+    if (seen.size === 1 && startScanned) continue; // the interval's own window scans the offsets at its start
+    const start = Math.max(from, t - DAY);
+    out.push([start, Math.min(start + SPAN, to)]);
+  }
+  return out;
+}
+
 function timeValue(d: ValueDim, t: number, local: (zone: string) => ReturnType<typeof localTime>): unknown {
   const f = d.path.segs[0]!;
   if (f === 'epoch') return Math.floor(t / 1000);
@@ -625,6 +656,7 @@ function timeSignatures(dims: ValueDim[]): Map<string, number> {
   const epochConsts = epoch ? epoch.cells.filter((c): c is Extract<Cell, { t: 'num' }> => c.t === 'num' && c.point).map((c) => c.lo) : [];
   const local = dims.filter((d) => d.path.segs[0] !== 'epoch');
   const step = local.some((d) => d.path.segs[0] === 'minute') ? 60_000 : 900_000;
+  const zones = [...new Set(local.map((d) => d.zone))];
   const windows: [number, number][] = [];
   const points: number[] = [];
   const bounds = [-Infinity, ...epochConsts.sort((a, b) => a - b), Infinity];
@@ -636,6 +668,10 @@ function timeSignatures(dims: ValueDim[]): Map<string, number> {
     else start = loMs;
     const end = Math.min(start + SPAN, hiMs);
     if (end > start) windows.push([start, end]);
+    if (zones.length > 1) {
+      const from = loMs === -Infinity ? Math.min(start, hiMs - YEAR) : start;
+      windows.push(...offsetWindows(zones, from, hiMs, from === start));
+    }
     if (i > 0) points.push(lo * 1000, lo * 1000 - 1000, lo * 1000 + 1000, lo * 1000 + 999);
   }
   for (const d of local) {

@@ -303,6 +303,26 @@ describe('diff: brute force over small domains', () => {
     expect(n).toBeGreaterThan(0); // 2026-10-25T00:30Z is 02:30 CEST, the first of the two 02:30s that day
     expect(changes.every((c) => JSON.stringify(c.region['time.hour']) === '{"eq":2}')).toBe(true);
   }, 120_000);
+
+  it('two zones read together: the regions pair their hours by the offsets of every season', () => {
+    // Berlin is one hour ahead of UTC in winter and two in summer: 19:00 in Berlin is 17:00 UTC in July.
+    const rule = (name: string, when: Expr | undefined) => ({ kind: 'rule' as const, name, effect: 'deny' as const, subjects: ['agent:*'], relation: 'update:todos', object: 'todo:*', ...(when ? { when } : {}) });
+    const a = setFromAst({ path: 'a.policy', items: [rule('always', undefined), rule('utc', cmp('time.hour', 'lt', L(18)))] });
+    const b = setFromAst({ path: 'b.policy', items: [{ kind: 'timezone', name: 'Europe/Berlin' }, rule('utc', cmp('time.hour', 'lt', L(8))), rule('berlin', cmp('time.hour', 'lt', L(18)))] });
+    const a2 = setFromAst({ path: 'b.policy', items: [rule('utc', cmp('time.hour', 'lt', L(18)))] });
+    const request = (now: number): DecisionRequest => ({
+      subject: { type: 'agent', id: 'a', mode: 'autonomous', roles: [], groups: [], permissions: ['update:todos'], attributes: {}, capabilities: [{ name: 'update:todos' }] },
+      action: 'update:todos', resource: 'todo:1', context: {}, now,
+    });
+    const hours: DecisionRequest[] = [];
+    for (let t = Date.UTC(2026, 0, 1); t < Date.UTC(2027, 0, 1); t += 3_600_000 * 7) hours.push(request(t));
+    hours.push(request(Date.parse('2026-07-01T17:00:00Z')), request(Date.parse('2026-03-30T17:00:00Z')));
+    for (const [x, y] of [[a, b], [b, a], [a2, b]] as const) {
+      const { changes } = diffPolicySets(x, y);
+      expect(expectExact(changes, x, y, hours)).toBeGreaterThan(0);
+      expectExamples(changes, x, y);
+    }
+  }, 120_000);
 });
 
 
