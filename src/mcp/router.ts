@@ -5,7 +5,7 @@ import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/t
 import type { AppContext } from '../context.js';
 import { errors, ProtocolError } from '../errors.js';
 import { accessCredential } from '../oauth/bearer.js';
-import { checkSenderConstraint } from '../oauth/dpop.js';
+import { checkSenderConstraint, refusedTokenChallenge } from '../oauth/dpop.js';
 import { verifyAgentAccessToken, type AgentPrincipal } from '../authz/agent-access-token.js';
 import { agentKnown } from '../authz/agent-cache.js';
 import { authorize } from '../authz/pipeline.js';
@@ -57,10 +57,12 @@ const cors: RequestHandler = (req, res, next) => {
  * 401 with the challenge.
  */
 function requireAgentToken(ctx: AppContext): RequestHandler {
-  // Exactly this challenge, so MCP clients find the protected-resource metadata.
-  const challenge = `Bearer resource_metadata="${ctx.urls.protectedResource}"`;
-  const unauthorized = (description: string) =>
-    new ProtocolError(401, 'invalid_token', description, {}, { 'WWW-Authenticate': challenge });
+  // Exactly this challenge, so MCP clients find the protected-resource metadata; a token that
+  // came under the DPoP scheme is refused with a DPoP challenge carrying the same metadata.
+  const metadata = `resource_metadata="${ctx.urls.protectedResource}"`;
+  const challenge = `Bearer ${metadata}`;
+  const unauthorized = (description: string, scheme?: 'Bearer' | 'DPoP') =>
+    new ProtocolError(401, 'invalid_token', description, {}, scheme ? refusedTokenChallenge(scheme, description, challenge, metadata) : { 'WWW-Authenticate': challenge });
   return async (req, res, next) => {
     const credential = accessCredential(req.get('authorization'));
     if (credential === undefined) return next(unauthorized('an agent access token for this resource is required'));
@@ -68,14 +70,14 @@ function requireAgentToken(ctx: AppContext): RequestHandler {
     try {
       principal = await verifyAgentAccessToken(ctx, credential.token, ctx.urls.mcp);
     } catch (err) {
-      if (err instanceof ProtocolError) return next(unauthorized(err.description ?? 'the access token is not valid'));
+      if (err instanceof ProtocolError) return next(unauthorized(err.description ?? 'the access token is not valid', credential.scheme));
       return next(err);
     }
     try {
       await checkSenderConstraint(ctx, req, credential, principal.claims, {
         htm: req.method,
         htu: ctx.urls.mcp,
-        extraChallenge: `resource_metadata="${ctx.urls.protectedResource}"`,
+        extraChallenge: metadata,
       });
     } catch (err) {
       return next(err);

@@ -88,6 +88,19 @@ describe('a DPoP-bound agent', () => {
     const challenge = raw.headers.get('www-authenticate')!;
     expect(challenge).toMatch(/^DPoP error="invalid_token"/);
     expect(challenge).toContain(`resource_metadata="${gh.ctx.urls.protectedResource}"`);
+
+    // a token that is not valid at all is refused under the scheme it came with
+    for (const scheme of ['DPoP', 'Bearer']) {
+      const bad = await fetch(`${gh.url}/mcp`, {
+        method: 'POST',
+        headers: { authorization: `${scheme} ${token.slice(0, -4)}AAAA`, dpop: await proof(key, { htm: 'POST', htu: gh.ctx.urls.mcp }), 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+      });
+      expect(bad.status).toBe(401);
+      const refused = bad.headers.get('www-authenticate')!;
+      if (scheme === 'DPoP') expect(refused).toMatch(/^DPoP error="invalid_token", error_description="[^"]+", algs="[^"]+", resource_metadata="/);
+      else expect(refused).toBe(`Bearer resource_metadata="${gh.ctx.urls.protectedResource}"`);
+    }
   });
 
   it('a delegated agent polling CIBA with a proof gets a bound token', async () => {
