@@ -53,7 +53,9 @@ export function stop(child: ChildProcess): void {
 export async function startGatehouse(dir: string, env: Record<string, string>): Promise<{ base: string; child: ChildProcess }> {
   const port = await freePort();
   const base = `http://localhost:${port}`;
-  const child = start(['dist/cli.js', 'serve'], {
+  // BENCH_PROFILE_DIR=<dir>: every process of the server (its workers too) writes a CPU profile there.
+  const profile = process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : [];
+  const child = start([...profile, 'dist/cli.js', 'serve'], {
     PORT: String(port),
     GATEHOUSE_ISSUER: base,
     GATEHOUSE_DB: join(dir, 'bench.db'),

@@ -450,6 +450,23 @@ function fatal(err: unknown): never {
   process.exit(1);
 }
 
+/**
+ * Stops once on SIGTERM or SIGINT, and stays deaf to them while stopping. A signal often reaches
+ * every process of the group at once (Ctrl-C in a terminal, systemd stopping a unit, `kill` of
+ * the group), and a worker then hears it from there and again from the primary: a second signal
+ * left to Node's default would kill the worker in the middle of its drain.
+ */
+function onStopSignal(stop: () => unknown): void {
+  let stopping = false;
+  const once = () => {
+    if (stopping) return;
+    stopping = true;
+    void stop();
+  };
+  process.on('SIGTERM', once);
+  process.on('SIGINT', once);
+}
+
 /** Runs `gatehouse serve` with the configuration from the environment. Returns once serving. */
 export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<void> {
   const config = loadConfig(env);
@@ -459,13 +476,11 @@ export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<void>
 
   if (config.workers <= 1) {
     const running = await startServer(config, { logger });
-    const stop = async () => {
+    onStopSignal(async () => {
       logger.info('shutting down');
       await running.close({ drainMs: DRAIN_GRACE_MS });
       process.exit(0);
-    };
-    process.once('SIGTERM', stop);
-    process.once('SIGINT', stop);
+    });
     return;
   }
   if (cluster.isPrimary) return runPrimary(config, logger);
@@ -515,7 +530,10 @@ async function runPrimary(config: Config, logger: Logger): Promise<void> {
   cluster.on('exit', (worker, code, signal) => {
     const started = startedAt.get(worker);
     startedAt.delete(worker);
-    if (stopping) return;
+    if (stopping) {
+      logger.info({ worker: worker.process.pid, code, signal }, 'worker stopped');
+      return;
+    }
     const quick = !started || !started.listening || performance.now() - started.at < QUICK_DEATH_MS;
     quickDeaths = quick ? quickDeaths + 1 : 0;
     if (quickDeaths >= MAX_QUICK_DEATHS) {
@@ -532,7 +550,7 @@ async function runPrimary(config: Config, logger: Logger): Promise<void> {
     setTimeout(() => !stopping && fork(), delay);
   });
 
-  const stop = async () => {
+  onStopSignal(async () => {
     stopping = true;
     logger.info('shutting down');
     for (const w of Object.values(cluster.workers ?? {})) w?.process.kill('SIGTERM');
@@ -543,9 +561,7 @@ async function runPrimary(config: Config, logger: Logger): Promise<void> {
     await stopBackground();
     await closeContext(ctx);
     process.exit(0);
-  };
-  process.once('SIGTERM', stop);
-  process.once('SIGINT', stop);
+  });
 }
 
 /** A worker started while the database is away (one replacing a worker that died) waits for it. */
@@ -582,7 +598,7 @@ async function runWorker(config: Config, logger: Logger): Promise<void> {
   attach(server, ctx);
   logger.info({ port, issuer: ctx.urls.issuer }, 'listening');
   // Draining: requests in flight are answered (their audit records committed with them), then the database is closed.
-  process.once('SIGTERM', () => {
+  onStopSignal(() => {
     markDraining(ctx);
     void drainServer(server, DRAIN_GRACE_MS, ctx.config.drainNoticeMs)
       .then(() => closeContext(ctx))

@@ -39,6 +39,30 @@ describe('gatehouse serve', () => {
     expect(await second.exited).toBe(0);
   });
 
+  // Ctrl-C in a terminal and a service manager stopping a unit signal every process of the
+  // group: each worker hears the signal itself and again from the primary.
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    it(`a ${signal} to the whole process group drains every worker once: each exits 0, none is killed`, async () => {
+      const run = serveProcess(dir, { GATEHOUSE_DB: join(dir, 'group.db'), GATEHOUSE_POLICY_DIR: join(dir, 'policies'), GATEHOUSE_WORKERS: '2', GATEHOUSE_DRAIN_NOTICE_MS: '300' }, { group: true });
+      try {
+        const port = await waitFor(listeningPort(run), 60_000);
+        await waitFor(() => (run.stdout.filter((l) => l.includes('"msg":"listening"')).length >= 2 ? true : undefined), 60_000);
+        expect((await fetch(`http://localhost:${port}/healthz`)).status).toBe(200);
+        process.kill(-run.child.pid!, signal);
+        expect(await run.exited).toBe(0);
+        const stopped = run.stdout.filter((l) => l.includes('"msg":"worker stopped"')).map((l) => JSON.parse(l) as { code: unknown; signal: unknown });
+        expect(stopped).toHaveLength(2);
+        for (const w of stopped) expect([w.code, w.signal]).toEqual([0, null]);
+      } finally {
+        try {
+          process.kill(-run.child.pid!, 'SIGKILL');
+        } catch {
+          /* gone */
+        }
+      }
+    }, 120_000);
+  }
+
   it('a bad variable stops start-up with one line naming it', async () => {
     const run = serve({ GATEHOUSE_ISSUER: 'nope' });
     expect(await run.exited).toBe(1);

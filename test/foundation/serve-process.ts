@@ -13,12 +13,14 @@ export interface Run {
 }
 
 /** `gatehouse serve` as a user runs it (through tsx, so no build is needed), in `cwd`, with only these variables. */
-export function serveProcess(cwd: string, env: Record<string, string>): Run {
+export function serveProcess(cwd: string, env: Record<string, string>, opts: { group?: boolean } = {}): Run {
   const tsx = pathToFileURL(join(projectRoot, 'node_modules/tsx/dist/loader.mjs')).href;
   const child = spawn(process.execPath, ['--import', tsx, join(projectRoot, 'src/cli.ts'), 'serve'], {
     cwd,
     env: { PATH: process.env.PATH, PORT: '0', GATEHOUSE_WORKERS: '1', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    // A process group of its own, signalled as a whole as a terminal or a service manager does.
+    detached: opts.group ?? false,
   });
   const run: Run = { child, lines: [], stdout: [], stderr: [], exited: new Promise((resolve) => child.on('exit', (code) => resolve(code))) };
   const collect = (into: string[]) => (b: Buffer) => {
