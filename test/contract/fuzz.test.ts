@@ -1,0 +1,517 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { startTestServer, verifyAuditTrail, type TestServer } from '../helpers/server.js';
+import { assertion, JWT_BEARER, newKeyPair, postForm, registerAgent, type TestAgent } from '../agents/helpers.js';
+import { newCaller } from '../authzen/helpers.js';
+import { consoleSignIn, makePerson } from '../console/helpers.js';
+import { parseForms, type Browser } from '../oauth/helpers.js';
+import { MODEL, rel } from '../relationships/fixtures.js';
+
+// A generative fuzz of every HTTP surface: one server with a little real data, a valid request
+// for each route (the management API's from its own OpenAPI document, the rest written out, the
+// console's and the account's from the forms their pages serve), and random mutations of it:
+// a field dropped, retyped, made huge, deep or full of control characters; duplicate and array
+// parameters; numbers JSON cannot hold; an empty body or the wrong content type; a hostile path
+// parameter or header. Whatever comes, the answer is below 500, shows no stack trace or source
+// path, a JSON error carries an `error` code, and the server still answers /healthz.
+//
+// A new seed every run (fast-check prints it with a counterexample; GATEHOUSE_TEST_SEED=<seed>
+// replays one), bounded in time: a slow machine sends fewer requests rather than failing.
+const SEED = process.env.GATEHOUSE_TEST_SEED ? { seed: Number(process.env.GATEHOUSE_TEST_SEED) } : {};
+const TIME_LIMIT_MS = 45_000;
+
+type Body = Record<string, unknown>;
+interface Seed {
+  label: string;
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  /** with `{name}` placeholders filled from `params` */
+  path: string;
+  params?: Record<string, string>;
+  query?: Record<string, string>;
+  kind: 'json' | 'form' | 'none';
+  body?: Body | (() => Promise<Body>);
+  headers?: Record<string, string> | (() => Promise<Record<string, string>>);
+}
+
+let s: TestServer;
+const seeds: Seed[] = [];
+
+// ---- fixtures --------------------------------------------------------------------------------
+
+let agent: TestAgent;
+let app: { client_id: string; client_secret: string };
+let userId: string;
+let ruleId: string;
+let consoleBrowser: Browser | undefined;
+
+beforeAll(async () => {
+  s = await startTestServer({ policies: { 'drive.policy': MODEL } });
+  const A = { authorization: `Bearer ${s.adminToken}` };
+  const ok = (what: string, r: { status: number; body: unknown }) => {
+    if (r.status >= 300) throw new Error(`${what}: ${r.status} ${JSON.stringify(r.body)}`);
+    return r.body as any;
+  };
+  userId = ok('user', await s.admin('POST', '/users', { email: 'ada@example.com', password: 'a long enough password', name: 'Ada', roles: ['reader'] })).id;
+  const admin = await makePerson(s, 'root@example.com', ['admin']);
+  app = ok('application', await s.admin('POST', '/applications', { name: 'web', type: 'web', redirect_uris: ['https://app.example/cb'] }));
+  ok('role', await s.admin('PUT', '/roles/reader', { permissions: ['read:documents'] }));
+  agent = await registerAgent(s, { name: 'fuzzer', mode: 'autonomous', capabilities: [{ name: 'send:emails', limits: { amount: { max: 100 } } }] });
+  ok('tuple', await s.admin('POST', '/relationships', { writes: [rel('document:d1#viewer@user:ada'), rel('folder:f1#viewer@group:eng#member')], deletes: [] }));
+  ruleId = ok('rule', await s.admin('POST', '/rules', { name: 'no big mail', effect: 'deny', subjects: ['agent:*'], relation: 'send:emails', object: 'email:*', condition: { field: 'amount', op: 'gt', value: 50 } })).id;
+  ok('entity', await s.admin('PUT', '/entities/document/d1', { attributes: { owner: 'ada@example.com' } }));
+  const caller = await newCaller(s);
+  const agentToken = async (resource?: string) => (await postForm(`${s.url}/apis/regional/v1/ai/auth/token`, {
+    grant_type: 'client_credentials', client_assertion_type: JWT_BEARER, client_assertion: await assertion(s, agent, { aud: s.ctx.urls.issuer }), ...(resource ? { resource } : {}),
+  })).body.access_token as string;
+  const bearerAgent = async () => ({ authorization: `Bearer ${await agentToken()}` });
+  const delegated = await registerAgent(s, { name: 'delegated', mode: 'delegated', capabilities: [{ name: 'send:emails' }] });
+  const appToken = ok('app token', await postForm(`${s.url}/oauth/token`, { grant_type: 'client_credentials', client_id: caller.client_id, client_secret: caller.client_secret }));
+
+  // The management API: every operation its OpenAPI document lists, with a body made from the
+  // operation's schema (or written out below where the schema alone cannot make a valid one).
+  const doc = (await (await fetch(`${s.url}/admin/v1/openapi.json`)).json()) as { paths: Record<string, Record<string, Operation>> };
+  // The management API works on targets of its own, so that what it changes (a secret, a key, a
+  // role) leaves the fixtures the other surfaces sign in with as they were.
+  const target = {
+    agent: await registerAgent(s, { name: 'target', mode: 'delegated', capabilities: [{ name: 'send:emails' }] }),
+    app: ok('target application', await s.admin('POST', '/applications', { name: 'target', type: 'web', redirect_uris: ['https://t.example/cb'] })),
+    user: ok('target user', await s.admin('POST', '/users', { email: 'target@example.com', password: 'a long enough password', name: 'T' })).id as string,
+  };
+  ok('target role', await s.admin('PUT', '/roles/target', { permissions: ['read:documents'] }));
+  ok('target upstream', await s.admin('POST', '/mcp/upstreams', { name: 'target', url: 'http://127.0.0.1:9/mcp' }));
+  ok('target connection', await s.admin('POST', '/saml/connections', { name: 'target', kind: 'sp', entity_id: 'https://t.example', acs_url: 'https://t.example/acs' }));
+  const targetRule = ok('target rule', await s.admin('POST', '/rules', { name: 'target', effect: 'deny', subjects: ['agent:*'], relation: 'a:b', object: 'b:*' })).id as string;
+  const jwks = { keys: [{ ...(await newKeyPair()).publicJwk, kid: 'k1' }] };
+  ok('target issuer', await s.admin('POST', '/trusted-issuers', { issuer: 'https://issuer.example', jwks }));
+  const params: Record<string, string> = {
+    agent_id: target.agent.id, client_id: target.app.client_id, user_id: target.user, api_client_id: `${s.ctx.urls.issuer}/access/v1`,
+    type: 'document', issuer: 'https://issuer.example',
+  };
+  const nameFor: Record<string, string> = { '/roles/': 'target', '/mcp/': 'target', '/saml/': 'target', '/agents/': 'send:emails' };
+  const queryValue: Record<string, string> = { limit: '5', offset: '0', since: '2020-01-01T00:00:00Z', until: '2030-01-01T00:00:00Z', decision: 'allow', before: '1000', state: 'pending', object: 'document:d1', subject: 'user:ada', relation: 'viewer', email: 'ada@example.com' };
+  const written: Record<string, Body> = {
+    'POST /agents': { name: 'second', mode: 'delegated', public_jwk: (await newKeyPair()).publicJwk, roles: ['reader'], capabilities: [{ name: 'read:documents' }], attributes: { team: 'a' } },
+    'PATCH /agents/{agent_id}': { attributes: { team: 'b' }, capabilities: [{ name: 'send:emails', limits: { amount: { max: 10 }, to: { in: ['a@x.com'] } } }] },
+    'PUT /agents/{agent_id}/capabilities/{name}': { limits: { amount: { max: 5 } } },
+    'POST /applications': { name: 'other', type: 'spa', redirect_uris: ['https://spa.example/cb'], refresh_tokens: true },
+    'PATCH /applications/{client_id}': { name: 'web 2', redirect_uris: ['https://app.example/cb2'] },
+    'PUT /applications/{client_id}/grants/{api_client_id}': { scopes: ['read'], search_subject_types: ['user'] },
+    'PUT /authorization-details-types/{type}': { description: 'payments', schema: { type: 'object', properties: { amount: { type: 'number' } } } },
+    'PUT /entities/{type}/{id}': { attributes: { owner: 'ada@example.com', tags: ['a'] } },
+    'POST /keys/rotate': { alg: 'EdDSA' },
+    'POST /mcp/upstreams': { name: 'files', url: 'http://127.0.0.1:9/mcp', timeout_ms: 500 },
+    'PUT /mcp/upstreams/{name}': { url: 'http://127.0.0.1:9/mcp' },
+    'POST /policy/replay': { since: '7d', disable: [ruleId], files: { 'x.policy': 'policy "x" version 1\n' } },
+    'POST /relationships': { writes: [rel('document:d2#viewer@user:bob')], deletes: [rel('document:d9#viewer@user:zed')] },
+    'POST /relationships/check': { object: 'document:d1', relation: 'viewer', subject: 'user:ada', context: { hour: 10 }, contextual_relationships: [rel('folder:f2#viewer@group:eng#member', { name: 'office_hours', context: { start: 9, end: 17 } })] },
+    'POST /relationships/list-objects': { subject: 'user:ada', relation: 'viewer', type: 'document', context: {} },
+    'POST /relationships/list-subjects': { object: 'document:d1', relation: 'viewer', subject_type: 'user' },
+    'POST /roles': { name: 'writer', permissions: ['write:documents'] },
+    'PUT /roles/{name}': { permissions: ['read:documents', 'list:documents'] },
+    'POST /rules': { name: 'r', effect: 'require_approval', subjects: ['agent:*'], relation: 'send:emails', object: 'email:*', condition: { expr: 'context.amount > 10' } },
+    'PATCH /rules/{id}': { condition: { field: 'amount', op: 'lte', value: 3 } },
+    'POST /saml/connections': { name: 'sp', kind: 'sp', entity_id: 'https://sp.example', acs_url: 'https://sp.example/acs' },
+    'PUT /saml/connections/{name}': { kind: 'sp', entity_id: 'https://sp.example', acs_url: 'https://sp.example/acs' },
+    'POST /trusted-issuers': { issuer: 'https://other-issuer.example', jwks, subject_mapping: 'email' },
+    'PUT /trusted-issuers/{issuer}': { jwks },
+    'POST /users': { email: 'bob@example.com', password: 'another long password', name: 'Bob', attributes: { level: 3 }, groups: ['eng'] },
+    'PATCH /users/{id}': { name: 'Ada L', attributes: { level: 4 } },
+    'POST /users/{id}/credential-compromise': { credential_type: 'password', reason: 'leaked' },
+    'PUT /users/{id}/delegations/{agent_id}': { capabilities: ['send:emails'] },
+  };
+  const idFor: Record<string, string> = { '/rules/': targetRule, '/users/': target.user, '/entities/': 'd1', '/agents/': '1' };
+  for (const [path, ops] of Object.entries(doc.paths)) {
+    for (const [method, op] of Object.entries(ops)) {
+      const key = `${method.toUpperCase()} ${path}`;
+      const schema = op.requestBody?.content?.['application/json']?.schema;
+      const p: Record<string, string> = {};
+      for (const name of path.match(/\{[^}]+\}/g) ?? []) {
+        const n = name.slice(1, -1);
+        const byPrefix = (table: Record<string, string>) => Object.entries(table).find(([prefix]) => path.startsWith(prefix))?.[1];
+        p[n] = n === 'id' ? (byPrefix(idFor) ?? 'x') : n === 'name' ? (byPrefix(nameFor) ?? 'x') : (params[n] ?? 'x');
+      }
+      // The fixtures stay: what would remove or revoke one works on a name no fixture has.
+      if (method === 'delete' || /\/revoke$/.test(path)) for (const n of Object.keys(p)) p[n] = `gone-${n}`;
+      const query: Record<string, string> = {};
+      for (const q of op.parameters ?? []) if (q.in === 'query') query[q.name] = queryValue[q.name] ?? 'x';
+      seeds.push({
+        label: `admin ${key}`, method: method.toUpperCase() as Seed['method'], path: `/admin/v1${path}`, params: p, query, headers: A,
+        kind: schema ? 'json' : 'none', ...(schema ? { body: written[key] ?? (exampleOf(schema) as Body) } : {}),
+      });
+    }
+  }
+
+  // OAuth, sign-in pages and discovery.
+  const basic = { authorization: `Basic ${Buffer.from(`${app.client_id}:${app.client_secret}`).toString('base64')}` };
+  const authorizeQuery = { response_type: 'code', client_id: app.client_id, redirect_uri: 'https://app.example/cb', scope: 'openid profile', state: 's', code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256' };
+  seeds.push(
+    { label: 'token client_credentials', method: 'POST', path: '/oauth/token', kind: 'form', body: { grant_type: 'client_credentials', client_id: caller.client_id, client_secret: caller.client_secret, resource: `${s.ctx.urls.issuer}/access/v1` } },
+    { label: 'token code', method: 'POST', path: '/oauth/token', kind: 'form', headers: basic, body: { grant_type: 'authorization_code', code: 'abc', redirect_uri: 'https://app.example/cb', code_verifier: 'v'.repeat(43) } },
+    { label: 'token refresh', method: 'POST', path: '/oauth/token', kind: 'form', headers: basic, body: { grant_type: 'refresh_token', refresh_token: 'abc', scope: 'openid' } },
+    { label: 'token exchange', method: 'POST', path: '/oauth/token', kind: 'form', headers: basic, body: { grant_type: 'urn:ietf:params:oauth:grant-type:token-exchange', subject_token: appToken.access_token, subject_token_type: 'urn:ietf:params:oauth:token-type:access_token', audience: 'x' } },
+    { label: 'introspect', method: 'POST', path: '/oauth/token/introspect', kind: 'form', headers: basic, body: { token: appToken.access_token, token_type_hint: 'access_token' } },
+    { label: 'revoke', method: 'POST', path: '/oauth/token/revoke', kind: 'form', headers: basic, body: { token: 'not-a-token', token_type_hint: 'refresh_token' } },
+    { label: 'userinfo', method: 'GET', path: '/oauth/userinfo', kind: 'none', headers: { authorization: `Bearer ${appToken.access_token}` } },
+    { label: 'userinfo post', method: 'POST', path: '/oauth/userinfo', kind: 'form', headers: { authorization: `Bearer ${appToken.access_token}` }, body: {} },
+    { label: 'par', method: 'POST', path: '/oauth/par', kind: 'form', headers: basic, body: authorizeQuery },
+    { label: 'authorize', method: 'GET', path: '/oauth/authorize', kind: 'none', query: authorizeQuery },
+    { label: 'authorize post', method: 'POST', path: '/oauth/authorize', kind: 'form', body: authorizeQuery },
+    { label: 'logout', method: 'GET', path: '/oauth/logout', kind: 'none', query: { client_id: app.client_id, post_logout_redirect_uri: 'https://app.example/cb', state: 'x' } },
+    { label: 'logout post', method: 'POST', path: '/oauth/logout', kind: 'form', body: { client_id: app.client_id } },
+    { label: 'login page', method: 'GET', path: '/login', kind: 'none', query: { request: 'x' } },
+    { label: 'login', method: 'POST', path: '/login', kind: 'form', body: { email: 'ada@example.com', password: 'wrong password', request: 'x', csrf: 'x' } },
+    { label: 'otp', method: 'POST', path: '/login/otp', kind: 'form', body: { otp: '123456', request: 'x', csrf: 'x' } },
+    { label: 'otp page', method: 'GET', path: '/login/otp', kind: 'none', query: { request: 'x' } },
+    { label: 'passkey page', method: 'GET', path: '/login/passkey', kind: 'none', query: { request: 'x' } },
+    { label: 'passkey options', method: 'POST', path: '/login/passkey/options', kind: 'json', body: { request: 'x' } },
+    { label: 'passkey', method: 'POST', path: '/login/passkey', kind: 'json', body: { request: 'x', credential: { id: 'x', rawId: 'x', response: { clientDataJSON: 'e30', authenticatorData: 'AA', signature: 'AA' }, type: 'public-key' } } },
+    { label: 'consent page', method: 'GET', path: '/consent', kind: 'none', query: { request: 'x' } },
+    { label: 'consent', method: 'POST', path: '/consent', kind: 'form', body: { decision: 'approve', request: 'x', csrf: 'x' } },
+    { label: 'jwks', method: 'GET', path: '/.well-known/jwks.json', kind: 'none' },
+    { label: 'discovery', method: 'GET', path: '/.well-known/openid-configuration', kind: 'none' },
+  );
+
+  // Agents: tokens, CIBA, the decision endpoint, transaction tokens, approvals.
+  const action = { action: 'send:emails', resource: 'email:1', context: { amount: 10, to: 'x@example.com' } };
+  seeds.push(
+    { label: 'agent token', method: 'POST', path: '/apis/regional/v1/ai/auth/token', kind: 'form', body: async () => ({ grant_type: 'client_credentials', client_assertion_type: JWT_BEARER, client_assertion: await assertion(s, agent, { aud: s.ctx.urls.issuer }), scope: 'send:emails' }) },
+    { label: 'ciba', method: 'POST', path: '/apis/regional/v1/ai/auth/backchannel-authorize', kind: 'form', body: async () => ({ client_assertion_type: JWT_BEARER, client_assertion: await assertion(s, delegated, { aud: s.ctx.urls.issuer }), login_hint: 'ada@example.com', scope: 'openid send:emails', binding_message: 'hi', authorization_details: JSON.stringify([{ type: 'document', amount: 5 }]) }) },
+    { label: 'decision', method: 'POST', path: '/apis/regional/v1/agents/authorize', kind: 'json', body: { agent_id: agent.id, ...action } },
+    { label: 'decision with token', method: 'POST', path: '/apis/regional/v1/agents/authorize', kind: 'json', headers: bearerAgent, body: { agent_id: agent.id, ...action } },
+    { label: 'transaction token', method: 'POST', path: '/apis/regional/v1/ai/auth/transaction-token', kind: 'json', headers: bearerAgent, body: action },
+    { label: 'approvals page', method: 'GET', path: '/approvals', kind: 'none', query: { id: 'x' } },
+    { label: 'approvals answer', method: 'POST', path: '/approvals', kind: 'form', body: { id: 'x', decision: 'approve', csrf: 'x' } },
+    { label: 'admin approvals', method: 'POST', path: '/admin/v1/approvals/{id}/approve', params: { id: 'x' }, kind: 'json', headers: A, body: { note: 'ok' } },
+  );
+
+  // AuthZEN, with the granted application's token.
+  const Z = { authorization: `Bearer ${caller.token}` };
+  const subject = { type: 'user', id: 'ada', properties: { department: 'x' } };
+  const resource = { type: 'document', id: 'd1', properties: {} };
+  seeds.push(
+    { label: 'authzen evaluation', method: 'POST', path: '/access/v1/evaluation', kind: 'json', headers: Z, body: { subject, action: { name: 'viewer' }, resource, context: { hour: 10 } } },
+    { label: 'authzen evaluations', method: 'POST', path: '/access/v1/evaluations', kind: 'json', headers: Z, body: { subject, action: { name: 'viewer' }, evaluations: [{ resource }, { resource: { type: 'document', id: 'd2' } }], options: { evaluations_semantic: 'deny_on_first_deny' } } },
+    { label: 'authzen search subject', method: 'POST', path: '/access/v1/search/subject', kind: 'json', headers: Z, body: { subject: { type: 'user' }, action: { name: 'viewer' }, resource, page: { limit: 2 } } },
+    { label: 'authzen search resource', method: 'POST', path: '/access/v1/search/resource', kind: 'json', headers: Z, body: { subject, action: { name: 'viewer' }, resource: { type: 'document' }, page: { token: 'x' } } },
+    { label: 'authzen search action', method: 'POST', path: '/access/v1/search/action', kind: 'json', headers: Z, body: { subject, resource } },
+    { label: 'authzen metadata', method: 'GET', path: '/.well-known/authzen-configuration', kind: 'none' },
+  );
+
+  // MCP (an agent's token), SSF (the admin token), SAML.
+  const mcpHeaders = async () => ({ authorization: `Bearer ${await agentToken(s.ctx.urls.mcp)}`, accept: 'application/json, text/event-stream' });
+  seeds.push(
+    { label: 'mcp initialize', method: 'POST', path: '/mcp', kind: 'json', headers: mcpHeaders, body: { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'f', version: '1' } } } },
+    { label: 'mcp tools/call', method: 'POST', path: '/mcp', kind: 'json', headers: mcpHeaders, body: { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'files.read', arguments: { path: '/x' } } } },
+    { label: 'mcp get', method: 'GET', path: '/mcp', kind: 'none', headers: mcpHeaders },
+    { label: 'ssf create', method: 'POST', path: '/v1/ssf/streams', kind: 'json', headers: A, body: { delivery: { method: 'urn:ietf:rfc:8935', endpoint_url: 'http://127.0.0.1:9/events' }, events_requested: ['https://schemas.openid.net/secevent/caep/event-type/session-revoked'], description: 'x' } },
+    { label: 'ssf get', method: 'GET', path: '/v1/ssf/streams', kind: 'none', headers: A, query: { stream_id: 'x' } },
+    { label: 'ssf patch', method: 'PATCH', path: '/v1/ssf/streams', kind: 'json', headers: A, body: { stream_id: 'x', description: 'y' } },
+    { label: 'ssf put', method: 'PUT', path: '/v1/ssf/streams', kind: 'json', headers: A, body: { stream_id: 'x', delivery: { method: 'urn:ietf:rfc:8935', endpoint_url: 'http://127.0.0.1:9/e' } } },
+    { label: 'ssf delete', method: 'DELETE', path: '/v1/ssf/streams', kind: 'none', headers: A, query: { stream_id: 'x' } },
+    { label: 'ssf status', method: 'POST', path: '/v1/ssf/status', kind: 'json', headers: A, body: { stream_id: 'x', status: 'paused', reason: 'r' } },
+    { label: 'ssf status get', method: 'GET', path: '/v1/ssf/status', kind: 'none', headers: A, query: { stream_id: 'x', subject: 'x' } },
+    { label: 'ssf subjects add', method: 'POST', path: '/v1/ssf/subjects:add', kind: 'json', headers: A, body: { stream_id: 'x', subject: { format: 'email', email: 'a@b.c' }, verified: true } },
+    { label: 'ssf subjects remove', method: 'POST', path: '/v1/ssf/subjects:remove', kind: 'json', headers: A, body: { stream_id: 'x', subject: { format: 'opaque', id: 'x' } } },
+    { label: 'ssf verify', method: 'POST', path: '/v1/ssf/verify', kind: 'json', headers: A, body: { stream_id: 'x', state: 's' } },
+    { label: 'ssf events', method: 'GET', path: '/v1/ssf/events', kind: 'none', headers: A, query: { stream_id: 'x', state: 'failed', limit: '5' } },
+    { label: 'ssf retry', method: 'POST', path: '/v1/ssf/events:retry', kind: 'json', headers: A, body: { stream_id: 'x', event_ids: ['x'] } },
+    { label: 'saml metadata', method: 'GET', path: '/saml/metadata', kind: 'none' },
+    { label: 'saml sso', method: 'GET', path: '/saml/sso', kind: 'none', query: { SAMLRequest: 'fZBBa8MwDIX/ivE9ieOuLRMhZazsMGjZYGHQW3HVxCW2g+Wk7b+fk22MXXYRQnrv0yfVTXWoqsmO5NXFpTb6TQZx30NekT22g/IIPRs6DjKkErlQdQPWPtWE0BZU0vDVXXb3HnWwrvC4tAc79W2HNtQJ', RelayState: 'r' } },
+    { label: 'saml sso post', method: 'POST', path: '/saml/sso', kind: 'form', body: { SAMLRequest: 'PHg+PC94Pg==', RelayState: 'r' } },
+    { label: 'saml sso resume', method: 'GET', path: '/saml/sso/resume', kind: 'none', query: { request: 'x' } },
+    { label: 'saml slo', method: 'GET', path: '/saml/slo', kind: 'none', query: { SAMLRequest: 'x', RelayState: 'r', SigAlg: 'x', Signature: 'x' } },
+    { label: 'saml slo post', method: 'POST', path: '/saml/slo', kind: 'form', body: { SAMLResponse: 'PHg+PC94Pg==' } },
+    { label: 'saml sp login', method: 'GET', path: '/saml/sp/{name}/login', params: { name: 'sp' }, kind: 'none', query: { return_to: '/account' } },
+    { label: 'saml sp metadata', method: 'GET', path: '/saml/sp/{name}/metadata', params: { name: 'sp' }, kind: 'none' },
+    { label: 'saml acs', method: 'POST', path: '/saml/sp/{name}/acs', params: { name: 'sp' }, kind: 'form', body: { SAMLResponse: 'PHg+PC94Pg==', RelayState: 'x' } },
+    { label: 'metrics', method: 'GET', path: '/metrics', kind: 'none' },
+  );
+
+  // The console and the account pages, signed in as an administrator: every POST form their
+  // pages serve (with its CSRF token), and the pages themselves.
+  const signIn = await consoleSignIn(s, admin.email, admin.password);
+  if (signIn.last.status !== 200) throw new Error(`console sign-in: ${JSON.stringify(signIn.statuses)}`);
+  consoleBrowser = signIn.browser;
+  const cookie = async () => ({ cookie: consoleBrowser!.jar.header() });
+  const pages = [
+    '/console', '/console/rules', `/console/rules/${targetRule}`, '/console/rules/new', '/console/policy', '/console/policy/diff', '/console/approvals',
+    '/console/keys', '/console/audit', '/console/people', `/console/people/${target.user}`, '/console/agents', `/console/agents/${encodeURIComponent(target.agent.id)}`,
+    '/console/applications', `/console/applications/${target.app.client_id}`, '/console/relationships', '/console/roles', '/console/streams', '/console/trusted-issuers',
+    '/account', '/account/totp',
+  ];
+  for (const page of pages) {
+    seeds.push({ label: `page ${page}`, method: 'GET', path: page, kind: 'none', headers: cookie, query: { q: 'x', page: '2' } });
+    const res = await consoleBrowser.get(page);
+    if (res.status !== 200) continue;
+    for (const form of parseForms(await res.text())) {
+      const action = new URL(form.action || page, new URL(page, s.url));
+      // Signing out would end the session the rest of the run uses; deleting, revoking or
+      // re-keying would take away the fixtures the other surfaces reach deep code with.
+      if (/logout|sign-?out|sessions\/end|\/(delete|remove|revoke|revoke-sessions|rotate-secret|key|compromised|password|withdraw)$/.test(action.pathname)) continue;
+      seeds.push({ label: `form ${page} → ${action.pathname}`, method: 'POST', path: action.pathname, kind: 'form', headers: cookie, body: { ...form.fields } });
+    }
+  }
+}, 60_000);
+
+afterAll(async () => {
+  await s?.stop();
+});
+
+// ---- the valid request's body, from its schema ---------------------------------------------
+
+interface Operation {
+  requestBody?: { content?: Record<string, { schema?: JsonSchema }> };
+  parameters?: { in: string; name: string }[];
+}
+interface JsonSchema {
+  type?: string | string[];
+  properties?: Record<string, JsonSchema>;
+  required?: string[];
+  items?: JsonSchema;
+  enum?: unknown[];
+  const?: unknown;
+  anyOf?: JsonSchema[];
+  oneOf?: JsonSchema[];
+  minimum?: number;
+  example?: unknown;
+  default?: unknown;
+}
+
+/** A plausible value of a JSON Schema: its example, const, first enum value, or a value of its type with every property. */
+function exampleOf(schema: JsonSchema): unknown {
+  if (schema.example !== undefined) return schema.example;
+  if (schema.const !== undefined) return schema.const;
+  if (schema.enum) return schema.enum[0];
+  if (schema.default !== undefined) return schema.default;
+  const alt = schema.anyOf ?? schema.oneOf;
+  if (alt?.length) return exampleOf(alt[0]!);
+  const type = Array.isArray(schema.type) ? schema.type[0] : schema.type;
+  switch (type ?? (schema.properties ? 'object' : undefined)) {
+    case 'object': return Object.fromEntries(Object.entries(schema.properties ?? {}).map(([k, v]) => [k, exampleOf(v)]));
+    case 'array': return schema.items ? [exampleOf(schema.items)] : [];
+    case 'string': return 'x';
+    case 'number': case 'integer': return schema.minimum ?? 1;
+    case 'boolean': return true;
+    case 'null': return null;
+    default: return 'x';
+  }
+}
+
+// ---- hostile values and mutations -----------------------------------------------------------
+
+/** A value standing for a JSON token JSON.stringify cannot write (1e309, -0, ...): swapped in as raw text. */
+const RAW = '\u0000raw:';
+const rawToken = (t: string) => `${RAW}${t}`;
+
+const hugeString = fc.constantFrom(10_000, 70_000, 300_000).map((n) => 'é'.repeat(n / 2));
+const weirdString = fc.oneof(
+  fc.constantFrom(
+    '', ' ', '\u0000', 'a\u0000b', '\r\n\r\nX-Injected: 1', '\u202e', '\ud800', '\udfff\ud800', '\ufeff', '../../etc/passwd', '%00', '%E0%A4%A', '%',
+    '<script>alert(1)</script>', "' OR 1=1 --", '__proto__', 'constructor', 'toString', 'NaN', 'Infinity', '-0', '1e309', '0x10', '[]', '{}',
+    'null', 'true', '*', 'user:*', 'document:', ':', '#', 'a#b@c', 'user:ada#member', 'javascript:alert(1)', 'http://127.0.0.1:1/', 'https://',
+    'spiffe://', '2020-13-45T99:99:99Z', '9999-12-31T23:59:59Z', '-1', '0', '4294967296', '9007199254740993', 'a'.repeat(2049),
+  ),
+  fc.string({ unit: 'binary', maxLength: 40 }),
+  fc.string({ unit: fc.integer({ min: 0, max: 0x1f }).map((c) => String.fromCharCode(c)), maxLength: 8 }),
+  hugeString,
+);
+const deep = (depth: number, leaf: unknown): unknown => {
+  let v = leaf;
+  for (let i = 0; i < depth; i++) v = i % 2 ? [v] : { a: v };
+  return v;
+};
+const hostileValue: fc.Arbitrary<unknown> = fc.oneof(
+  weirdString,
+  fc.constantFrom<unknown>(null, true, false, 0, -1, 1.5, 2 ** 53 + 1, 1e308, -1e308, Number.MIN_VALUE, [], {}, [null], [[]], ['a', 'b'], { a: 1 }, { __proto__: 1 }),
+  fc.constantFrom('1e309', '-1e309', '-0', '1e-400', '123456789012345678901234567890').map(rawToken),
+  fc.integer({ min: 20, max: 63 }).map((d) => deep(d, 'x')),
+  fc.jsonValue({ maxDepth: 3 }),
+  fc.array(weirdString, { maxLength: 3 }),
+  fc.integer({ min: 1000, max: 20_000 }).map((n) => Array.from({ length: n }, (_, i) => i)),
+  fc.dictionary(weirdString, fc.jsonValue({ maxDepth: 1 }), { maxKeys: 4 }),
+);
+const CONTENT_TYPES = [
+  'application/json', 'application/x-www-form-urlencoded', 'text/plain', 'multipart/form-data; boundary=x', 'application/xml',
+  'application/json; charset=utf-16', 'application/merge-patch+json', 'application/x-www-form-urlencoded; charset=klingon', '', ';;;', 'application/*',
+];
+const HEADER_NAMES = ['authorization', 'dpop', 'x-request-id', 'accept', 'cookie', 'origin', 'x-forwarded-for', 'x-forwarded-proto', 'mcp-session-id', 'if-none-match'];
+const headerValue = fc.oneof(
+  fc.constantFrom('Bearer', 'Bearer ', 'Bearer a.b.c', 'Basic', 'Basic !!!', `Basic ${Buffer.from('a').toString('base64')}`, `Basic ${Buffer.from(':').toString('base64')}`,
+    'DPoP x', 'a'.repeat(8000), 'text/html', '*/*;q=x', 'csrf=x; gh_session=y', 'null', 'e30.e30.', '1.2.3.4, ::1, garbage'),
+  fc.string({ unit: fc.integer({ min: 0x20, max: 0x7e }).map((c) => String.fromCharCode(c)), maxLength: 60 }),
+);
+
+type Mutation =
+  | { op: 'drop'; field: number }
+  | { op: 'set'; field: number; value: unknown }
+  | { op: 'nest'; field: number; key: string; value: unknown }
+  | { op: 'add'; key: string; value: unknown }
+  | { op: 'body'; value: unknown }
+  | { op: 'raw'; text: string }
+  | { op: 'duplicate'; field: number }
+  | { op: 'contentType'; value: string | undefined }
+  | { op: 'param'; field: number; value: string }
+  | { op: 'query'; field: number; value: unknown }
+  | { op: 'header'; name: string; value: string | undefined }
+  | { op: 'method'; value: string };
+
+const mutation: fc.Arbitrary<Mutation> = fc.oneof(
+  { arbitrary: fc.record({ op: fc.constant('drop' as const), field: fc.nat() }), weight: 3 },
+  { arbitrary: fc.record({ op: fc.constant('set' as const), field: fc.nat(), value: hostileValue }), weight: 8 },
+  { arbitrary: fc.record({ op: fc.constant('nest' as const), field: fc.nat(), key: fc.constantFrom('a', 'type', 'id', 'name', '__proto__', 'max', 'in', 'properties', '0'), value: hostileValue }), weight: 3 },
+  { arbitrary: fc.record({ op: fc.constant('add' as const), key: fc.oneof(weirdString, fc.constantFrom('__proto__', 'constructor', 'id', 'client_id', 'agent_id', 'scope', 'resource')), value: hostileValue }), weight: 2 },
+  { arbitrary: fc.record({ op: fc.constant('body' as const), value: hostileValue }), weight: 1 },
+  { arbitrary: fc.record({ op: fc.constant('raw' as const), text: fc.constantFrom('', '{', '{"a":1,"a":2}', 'null', '"x"', '[]', 'NaN', '{"a":NaN}', '\u0000', '{"__proto__":{"admin":true}}', 'a=1&a=2&a[]=3', '%', '\ufeff{}', '{"a":1e309}') }), weight: 1 },
+  { arbitrary: fc.record({ op: fc.constant('duplicate' as const), field: fc.nat() }), weight: 2 },
+  { arbitrary: fc.record({ op: fc.constant('contentType' as const), value: fc.option(fc.constantFrom(...CONTENT_TYPES), { nil: undefined }) }), weight: 2 },
+  { arbitrary: fc.record({ op: fc.constant('param' as const), field: fc.nat(), value: weirdString }), weight: 2 },
+  { arbitrary: fc.record({ op: fc.constant('query' as const), field: fc.nat(), value: hostileValue }), weight: 2 },
+  { arbitrary: fc.record({ op: fc.constant('header' as const), name: fc.constantFrom(...HEADER_NAMES), value: fc.option(headerValue, { nil: undefined }) }), weight: 2 },
+  { arbitrary: fc.record({ op: fc.constant('method' as const), value: fc.constantFrom('GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'HEAD') }), weight: 1 },
+);
+
+interface Built {
+  method: string;
+  url: string;
+  headers: Record<string, string>;
+  body?: string;
+}
+
+const pick = <T>(list: readonly T[], n: number): T | undefined => (list.length ? list[n % list.length] : undefined);
+
+/** JSON text with the raw tokens swapped in. */
+const toJson = (v: unknown) => JSON.stringify(v).replace(new RegExp(`"${JSON.stringify(RAW).slice(1, -1)}([^"]*)"`, 'g'), '$1');
+
+/** A form (or query) value: strings as they are, arrays as repeated fields, anything else as JSON. */
+function appendForm(out: URLSearchParams, key: string, v: unknown): void {
+  if (Array.isArray(v)) for (const item of v.slice(0, 50)) appendForm(out, key, item);
+  else if (typeof v === 'string') out.append(key, v.startsWith(RAW) ? v.slice(RAW.length) : v);
+  else out.append(key, v === undefined ? '' : typeof v === 'object' ? toJson(v) : String(v));
+}
+const formOf = (body: Body) => {
+  const out = new URLSearchParams();
+  for (const [k, v] of Object.entries(body)) appendForm(out, k, v);
+  return out.toString();
+};
+
+/** A path segment percent-encoded; a lone surrogate goes as the bytes a careless client would send. */
+const encodeSegment = (v: string) => v.replace(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, '\u0001').split('\u0001').map(encodeURIComponent).join('%ED%A0%80');
+
+async function build(seed: Seed, mutations: Mutation[]): Promise<Built> {
+  let method: string = seed.method;
+  const params = { ...seed.params };
+  const query: Body = { ...seed.query };
+  const headers: Record<string, string> = { ...(typeof seed.headers === 'function' ? await seed.headers() : seed.headers) };
+  let body: unknown = seed.body === undefined ? undefined : { ...(typeof seed.body === 'function' ? await seed.body() : seed.body) };
+  let kind = seed.kind;
+  let contentType: string | undefined = kind === 'json' ? 'application/json' : kind === 'form' ? 'application/x-www-form-urlencoded' : undefined;
+  let raw: string | undefined;
+  const duplicates: string[] = [];
+  for (const m of mutations) {
+    const fields = body && typeof body === 'object' && !Array.isArray(body) ? Object.keys(body) : [];
+    const obj = body as Body;
+    switch (m.op) {
+      case 'drop': { const f = pick(fields, m.field); if (f !== undefined) delete obj[f]; break; }
+      case 'set': { const f = pick(fields, m.field); if (f !== undefined) obj[f] = m.value; else if (kind === 'none') query[pick(Object.keys(query), m.field) ?? 'x'] = m.value; break; }
+      case 'nest': { const f = pick(fields, m.field); if (f !== undefined) { const inner = obj[f]; obj[f] = inner && typeof inner === 'object' && !Array.isArray(inner) ? { ...inner, [m.key]: m.value } : { [m.key]: m.value }; } break; }
+      case 'add': if (body && typeof body === 'object' && !Array.isArray(body)) obj[m.key] = m.value; else query[m.key] = m.value; break;
+      case 'body': body = m.value; if (kind === 'none') { kind = 'json'; contentType = 'application/json'; } break;
+      case 'raw': raw = m.text; contentType ??= 'application/json'; break;
+      case 'duplicate': { const f = pick(fields, m.field) ?? pick(Object.keys(query), m.field); if (f !== undefined) duplicates.push(f); break; }
+      case 'contentType': contentType = m.value; break;
+      case 'param': { const f = pick(Object.keys(params), m.field); if (f !== undefined) params[f] = m.value; break; }
+      case 'query': query[pick(Object.keys(query), m.field) ?? 'x'] = m.value; break;
+      case 'header': if (m.value === undefined) delete headers[m.name]; else headers[m.name] = m.value; break;
+      case 'method': method = m.value; break;
+    }
+  }
+  let path = seed.path.replace(/\{([^}]+)\}/g, (_, n: string) => encodeSegment(params[n] ?? 'x'));
+  const qs = formOf(query);
+  if (qs) path += `?${qs}${duplicates.filter((d) => d in query).map((d) => `&${encodeURIComponent(d)}=dup`).join('')}`;
+  let text: string | undefined = raw;
+  if (text === undefined && body !== undefined) {
+    if (kind === 'form' && body && typeof body === 'object' && !Array.isArray(body)) {
+      text = formOf(body as Body) + duplicates.map((d) => `&${encodeURIComponent(d)}=dup`).join('');
+    } else {
+      text = toJson(body);
+      // A repeated member: the JSON parser keeps the last, which must be judged like any other value.
+      for (const d of duplicates) text = text.replace(/^\{/, `{${JSON.stringify(d)}:"dup",`);
+    }
+  }
+  if (contentType) headers['content-type'] = contentType;
+  else delete headers['content-type'];
+  const noBody = method === 'GET' || method === 'HEAD';
+  return { method, url: `${s.url}${path}`, headers, ...(noBody || text === undefined ? {} : { body: text }) };
+}
+
+// ---- the checks -----------------------------------------------------------------------------
+
+const STACK = /\bat [\w.<>$]+ \(|node:internal|\.[cm]?[jt]s:\d+:\d+|\/work\/|node_modules|[A-Za-z]*Error: .*\n\s+at /;
+
+async function send(b: Built): Promise<{ status: number; text: string; type: string }> {
+  const res = await fetch(b.url, { method: b.method, headers: b.headers, body: b.body, redirect: 'manual', signal: AbortSignal.timeout(20_000) });
+  const text = await res.text();
+  return { status: res.status, text, type: res.headers.get('content-type') ?? '' };
+}
+
+function problems(r: { status: number; text: string; type: string }): string[] {
+  const out: string[] = [];
+  if (r.status >= 500) out.push(`status ${r.status}`);
+  if (STACK.test(r.text)) out.push('a stack trace or source path in the body');
+  if (r.status >= 400 && /json/.test(r.type) && r.text) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(r.text);
+    } catch {
+      out.push('a JSON error body that is not JSON');
+    }
+    // JSON-RPC (MCP) carries its error as an object; every other JSON error names a code.
+    const error = (parsed as { error?: unknown } | undefined)?.error;
+    if (parsed !== undefined && typeof error !== 'string' && !(error && typeof error === 'object')) out.push('a JSON error without an `error` code');
+  }
+  return out;
+}
+
+const describeBuilt = (seed: Seed, b: Built) => `${seed.label}: ${b.method} ${b.url.slice(0, 300)} ${JSON.stringify(b.headers).slice(0, 300)} ${(b.body ?? '').slice(0, 400)}`;
+
+describe('the generative fuzz of every HTTP surface', () => {
+  it('has a valid request for each surface, and the valid requests are answered', async () => {
+    expect(seeds.length).toBeGreaterThan(150);
+    const surfaces = new Set(seeds.map((x) => x.path.split('/')[1]));
+    for (const surface of ['admin', 'oauth', 'apis', 'access', 'mcp', 'v1', 'saml', 'console', 'account', 'login', 'consent', 'approvals']) expect(surfaces).toContain(surface);
+    expect(seeds.filter((x) => x.label.startsWith('form ')).length).toBeGreaterThan(10);
+    const bad: string[] = [];
+    for (const seed of seeds) {
+      const b = await build(seed, []);
+      const r = await send(b);
+      for (const p of problems(r)) bad.push(`${p} — ${describeBuilt(seed, b)} → ${r.text.slice(0, 300)}`);
+    }
+    expect(bad).toEqual([]);
+  }, 120_000);
+
+  it('a mutated request is never a 5xx, a stack trace, a bare JSON error or a hang', async () => {
+    let sent = 0;
+    await fc.assert(
+      fc.asyncProperty(fc.nat(), fc.array(mutation, { minLength: 1, maxLength: 3 }), async (which, mutations) => {
+        const seed = seeds[which % seeds.length]!;
+        const b = await build(seed, mutations);
+        let r: Awaited<ReturnType<typeof send>>;
+        try {
+          r = await send(b);
+        } catch (err) {
+          throw new Error(`no answer (${(err as Error).message}) — ${describeBuilt(seed, b)}`);
+        }
+        sent++;
+        const found = problems(r);
+        if (found.length) throw new Error(`${found.join('; ')} — ${describeBuilt(seed, b)} → ${r.status} ${r.text.slice(0, 400)}`);
+        const health = await fetch(`${s.url}/healthz`, { signal: AbortSignal.timeout(10_000) });
+        if (health.status !== 200) throw new Error(`/healthz answered ${health.status} after ${describeBuilt(seed, b)}`);
+      }),
+      { ...SEED, numRuns: 1_000_000, interruptAfterTimeLimit: TIME_LIMIT_MS, endOnFailure: false },
+    );
+    // Enough requests went out that the run meant something (a slow machine still sends hundreds).
+    expect(sent).toBeGreaterThan(100);
+    // Nothing the fuzz did broke the audit chain.
+    expect((await verifyAuditTrail(s)).code).toBe(0);
+  }, TIME_LIMIT_MS + 60_000);
+});
