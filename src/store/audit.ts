@@ -53,6 +53,14 @@ interface Row extends Omit<AuditRecord, 'context' | 'usage' | 'chain' | 'facts'>
 export const GENESIS_HASH = '0'.repeat(64);
 
 /**
+ * A text field as the database keeps it: a lone UTF-16 surrogate (a JSON body can carry one as
+ * `\ud800`) is stored as U+FFFD, so it is replaced before hashing; a record hashed over the
+ * surrogate would read back as tampered with. JSON fields need no care: JSON.stringify escapes it.
+ */
+const asStored = (v: string | null): string | null => (v === null ? null : v.replace(LONE_SURROGATE, '\ufffd'));
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+
+/**
  * The hash of one record: its content and the hash before it, so any change breaks the chain from there.
  * `actor` and `usage` join the hashed content only when set, so records written before they existed keep their hashes.
  */
@@ -193,21 +201,21 @@ export function auditStore(sql: Sql, clock: Clock) {
         const row: Omit<Row, 'hash'> = {
           seq: ++seq,
           time: input.time ?? now(),
-          kind: input.kind ?? 'decision',
-          agent_id: input.agent_id ?? null,
-          user_id: input.user_id ?? null,
-          action: input.action ?? null,
-          resource: input.resource ?? null,
+          kind: asStored(input.kind ?? 'decision')!,
+          agent_id: asStored(input.agent_id ?? null),
+          user_id: asStored(input.user_id ?? null),
+          action: asStored(input.action ?? null),
+          resource: asStored(input.resource ?? null),
           context: input.context === undefined ? null : JSON.stringify(input.context),
-          decision: input.decision ?? null,
-          reason: input.reason ?? null,
-          policy_version: input.policy_version ?? null,
-          actor: input.actor ?? null,
-          caller: input.caller ?? null,
+          decision: asStored(input.decision ?? null),
+          reason: asStored(input.reason ?? null),
+          policy_version: asStored(input.policy_version ?? null),
+          actor: asStored(input.actor ?? null),
+          caller: asStored(input.caller ?? null),
           usage: input.usage === undefined ? null : JSON.stringify(input.usage),
           chain: input.chain ? JSON.stringify(input.chain) : null,
           facts: input.facts === undefined ? null : JSON.stringify(input.facts),
-          trace_id: input.trace_id ?? null,
+          trace_id: asStored(input.trace_id ?? null),
           prev_hash: prevHash,
         };
         const full = { ...row, hash: auditHash(row) };

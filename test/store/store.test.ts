@@ -209,6 +209,18 @@ describe('audit batches', () => {
     expect(listed.map((r) => r.hash)).toEqual(written.map((r) => r.hash));
     expect((await store.audit.verify()).broken).toBeNull();
   });
+
+  it('a lone surrogate in a text field is kept as U+FFFD and hashed as kept: the chain still verifies', async () => {
+    // What a JSON body can carry as "\ud800": the database stores U+FFFD in its place.
+    const one = await store.audit.append({ agent_id: 'a', action: 'send:a\ud800b', resource: 'email:\udc00', context: { k: 'v\ud800' }, decision: 'deny', reason: 'x\ud83d' });
+    const batch = await store.audit.appendAll([{ agent_id: 'b\udfff', action: 'x', decision: 'allow' }, { agent_id: 'c', action: 'pair \ud83d\ude00 kept', decision: 'allow' }]);
+    expect([one.action, one.resource, one.reason]).toEqual(['send:a\ufffdb', 'email:\ufffd', 'x\ufffd']);
+    expect([batch[0]!.agent_id, batch[1]!.action]).toEqual(['b\ufffd', 'pair \ud83d\ude00 kept']);
+    const listed = (await store.audit.list({ limit: 1000 })).filter((r) => r.seq >= one.seq && r.seq <= batch[1]!.seq).sort((x, y) => x.seq - y.seq);
+    expect(listed.map((r) => r.hash)).toEqual([one, ...batch].map((r) => r.hash));
+    expect(listed[0]!.context).toEqual({ k: 'v\ud800' });
+    expect((await store.audit.verify()).broken).toBeNull();
+  });
 });
 
 describe('audit chain across a cut', () => {
