@@ -55,10 +55,12 @@ export const GENESIS_HASH = '0'.repeat(64);
 /**
  * A text field as the database keeps it: a lone UTF-16 surrogate (a JSON body can carry one as
  * `\ud800`) is stored as U+FFFD, so it is replaced before hashing; a record hashed over the
- * surrogate would read back as tampered with. JSON fields need no care: JSON.stringify escapes it.
+ * surrogate would read back as tampered with. So is the NUL character, which PostgreSQL cannot
+ * hold in text: a request carrying one is still recorded (alike on either database), not lost.
+ * JSON fields need no care: JSON.stringify escapes both.
  */
-const asStored = (v: string | null): string | null => (v === null ? null : v.replace(LONE_SURROGATE, '\ufffd'));
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+const asStored = (v: string | null): string | null => (v === null ? null : v.replace(UNSTORABLE, '\ufffd'));
+const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 
 /**
  * The hash of one record: its content and the hash before it, so any change breaks the chain from there.

@@ -221,6 +221,15 @@ describe('audit batches', () => {
     expect(listed[0]!.context).toEqual({ k: 'v\ud800' });
     expect((await store.audit.verify()).broken).toBeNull();
   });
+
+  it('a NUL character in a text field is recorded as U+FFFD on either database (PostgreSQL cannot hold it in text), and the chain verifies', async () => {
+    const r = await store.audit.append({ agent_id: 'a', action: 'send:a\u0000b', resource: '\u0000', context: { k: 'v\u0000' }, decision: 'deny' });
+    expect([r.action, r.resource]).toEqual(['send:a\ufffdb', '\ufffd']);
+    const [listed] = (await store.audit.list({ limit: 1000 })).filter((x) => x.seq === r.seq);
+    expect([listed!.action, listed!.resource, listed!.hash]).toEqual(['send:a\ufffdb', '\ufffd', r.hash]);
+    expect(listed!.context).toEqual({ k: 'v\u0000' });
+    expect((await store.audit.verify()).broken).toBeNull();
+  });
 });
 
 describe('audit chain across a cut', () => {
