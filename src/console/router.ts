@@ -18,6 +18,7 @@ import { rulePages } from './pages/rules.js';
 import { streamPages } from './pages/streams.js';
 import { trustedIssuerPages } from './pages/trusted-issuers.js';
 import { csrfMatches, currentPerson, type Person } from './session.js';
+import { isUnstorableText } from '../store/sql.js';
 import { finishSignIn, refusedPage, signedOut, signOut, startSignIn } from './sign-in.js';
 import { staticFiles } from './static-files.js';
 
@@ -102,6 +103,9 @@ function errorPage(ctx: AppContext): ErrorRequestHandler {
     if (err instanceof ProtocolError && (err.status < 500 || err.status === 503)) {
       status = err.status;
       text = err.description ?? err.error;
+    } else if (isUnstorableText(err)) {
+      status = 400;
+      text = 'A value holds the NUL character, which cannot be stored.';
     } else if ((err as { type?: string })?.type === 'entity.too.large') {
       status = 413;
       text = 'The form is too large.';

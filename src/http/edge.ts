@@ -5,6 +5,7 @@ import type { AppContext } from '../context.js';
 import { errors, ProtocolError } from '../errors.js';
 import { PolicyUnavailableError } from '../policy-service.js';
 import type { Logger } from '../logger.js';
+import { isUnstorableText } from '../store/sql.js';
 import { isStoreUnavailable } from '../store/unavailable.js';
 
 // The HTTP edge, written once for the Express app and the raw fast path: request ids, the
@@ -124,6 +125,7 @@ export function toProtocolError(err: unknown, log: Logger): ProtocolError {
   if (bp?.type === 'encoding.unsupported' || bp?.type === 'charset.unsupported') return errors.unsupportedMediaType('unsupported body encoding');
   if (typeof bp?.status === 'number' && bp.status >= 400 && bp.status < 500 && bp.expose) return errors.invalidRequest('the request body could not be read');
   if (err instanceof PolicyUnavailableError) return errors.temporarilyUnavailable('no policy is in force', {}, { 'Retry-After': '5' });
+  if (isUnstorableText(err)) return errors.invalidRequest('a value holds the NUL character, which cannot be stored or looked up');
   if (isStoreUnavailable(err)) {
     log.warn({ err }, 'the database is unavailable');
     return errors.storeUnavailable();

@@ -90,6 +90,16 @@ export function isForeignKeyViolation(err: unknown): boolean {
   return code === 'SQLITE_CONSTRAINT_FOREIGNKEY' || code === '23503';
 }
 
+/**
+ * A value the database cannot hold as text: PostgreSQL refuses the NUL character (U+0000) in a
+ * text value (22021) and its escape in a JSON one (22P05). It came with the request, so it is
+ * the caller's error, not the server's.
+ */
+export function isUnstorableText(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === '22021' || code === '22P05';
+}
+
 /** A duplicate primary key or unique value. */
 export function isUniqueViolation(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;

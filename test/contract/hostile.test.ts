@@ -1,6 +1,10 @@
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { toProtocolError } from '../../src/http/edge.js';
+import { createLogger } from '../../src/logger.js';
+import { consoleSignIn, makePerson } from '../console/helpers.js';
+import { parseForms } from '../oauth/helpers.js';
 
 /** Hostile input at every surface: the answer is a 4xx (or a page), never a 500 or a stack trace. */
 let s: TestServer;
@@ -199,3 +203,37 @@ describe('JSON nested thousands of levels deep', () => {
   });
 });
 
+
+describe('A NUL character, which PostgreSQL cannot hold in text', () => {
+  it('the database refusing it is the request\'s error: 400 invalid_request, not a 500', () => {
+    for (const code of ['22021', '22P05']) {
+      const refused = Object.assign(new Error('invalid byte sequence for encoding "UTF8": 0x00'), { code });
+      const err = toProtocolError(refused, createLogger('silent'));
+      expect([err.status, err.error]).toEqual([400, 'invalid_request']);
+      expect(err.description).toContain('NUL');
+    }
+  });
+
+  it('in a path, a JSON field, a form field or a decision it is never a 500 (on either database)', async () => {
+    await expectNo500([
+      ['rule id', '/admin/v1/rules/%00', { headers: A }],
+      ['role name', '/admin/v1/roles/a%00b', { method: 'PUT', headers: { ...A, 'content-type': 'application/json' }, body: '{"permissions":["read:documents"]}' }],
+      ['user name', '/admin/v1/users', jsonInit('{"email":"nul@example.com","password":"a long enough password","name":"a\\u0000b"}', A)],
+      ['client id', '/oauth/token', form('grant_type=client_credentials&client_id=a%00b&client_secret=x')],
+      ['saml connection', '/saml/sp/%00/acs', form('SAMLResponse=abc')],
+      ['decision', '/apis/regional/v1/agents/authorize', jsonInit('{"agent_id":"a\\u0000","action":"a:\\u0000","resource":"b:\\u0000"}')],
+    ]);
+  });
+
+  it('in a console form it is a page saying so, not an error page', async () => {
+    const admin = await makePerson(s, 'nul-admin@example.com', ['admin']);
+    const { browser } = await consoleSignIn(s, admin.email, admin.password);
+    // The form that edits a person: the name goes to the database as typed.
+    const person = await makePerson(s, 'nul-person@example.com', []);
+    const page = `/console/people/${person.id}`;
+    const form = parseForms(await (await browser.get(page)).text()).find((f) => new URL(f.action || page, s.url).pathname === page)!;
+    const res = await browser.post(`${s.url}${page}`, { ...form.fields, name: 'a\u0000b' });
+    const text = await res.text();
+    expect(res.status, text.slice(0, 500)).toBeLessThan(500);
+  });
+});
