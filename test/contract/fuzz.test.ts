@@ -418,7 +418,7 @@ interface Built {
 const pick = <T>(list: readonly T[], n: number): T | undefined => (list.length ? list[n % list.length] : undefined);
 
 /** JSON text with the raw tokens swapped in. */
-const toJson = (v: unknown) => JSON.stringify(v).replace(new RegExp(`"${JSON.stringify(RAW).slice(1, -1)}([^"]*)"`, 'g'), '$1');
+const toJson = (v: unknown) => JSON.stringify(v).replace(/"\\u0000raw:([^"]*)"/g, '$1');
 
 /** A form (or query) value: strings as they are, arrays as repeated fields, anything else as JSON. */
 function appendForm(out: URLSearchParams, key: string, v: unknown): void {
