@@ -467,11 +467,11 @@ async function build(seed: Seed, mutations: Mutation[]): Promise<Built> {
   }
   let path = seed.path.replace(/\{([^}]+)\}/g, (_, n: string) => encodeSegment(params[n] ?? 'x'));
   const qs = formOf(query);
-  if (qs) path += `?${qs}${duplicates.filter((d) => d in query).map((d) => `&${encodeURIComponent(d)}=dup`).join('')}`;
+  if (qs) path += `?${qs}${duplicates.filter((d) => d in query).map((d) => `&${encodeSegment(d)}=dup`).join('')}`;
   let text: string | undefined = raw;
   if (text === undefined && body !== undefined) {
     if (kind === 'form' && body && typeof body === 'object' && !Array.isArray(body)) {
-      text = formOf(body as Body) + duplicates.map((d) => `&${encodeURIComponent(d)}=dup`).join('');
+      text = formOf(body as Body) + duplicates.map((d) => `&${encodeSegment(d)}=dup`).join('');
     } else {
       text = toJson(body);
       // A repeated member: the JSON parser keeps the last, which must be judged like any other value.
