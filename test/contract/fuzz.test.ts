@@ -4,7 +4,8 @@ import { startTestServer, verifyAuditTrail, type TestServer } from '../helpers/s
 import { assertion, JWT_BEARER, newKeyPair, postForm, registerAgent, type TestAgent } from '../agents/helpers.js';
 import { newCaller } from '../authzen/helpers.js';
 import { consoleSignIn, makePerson } from '../console/helpers.js';
-import { parseForms, type Browser } from '../oauth/helpers.js';
+import { createHash, randomBytes } from 'node:crypto';
+import { Browser, followSignIn, parseForms, postForm as postFormWith } from '../oauth/helpers.js';
 import { MODEL, rel } from '../relationships/fixtures.js';
 
 // A generative fuzz of every HTTP surface: one server with a little real data, a valid request
@@ -144,6 +145,22 @@ beforeAll(async () => {
 
   // OAuth, sign-in pages and discovery.
   const basic = { authorization: `Basic ${Buffer.from(`${app.client_id}:${app.client_secret}`).toString('base64')}` };
+  // A person's access token, from a real sign-in (authorization code with PKCE), so that the
+  // userinfo requests pass their first check and their mutations reach the claims code.
+  const personToken = await (async () => {
+    const r = await s.admin('PUT', `/applications/${encodeURIComponent(app.client_id)}/assignments/${userId}`);
+    if (r.status >= 300) throw new Error(`assignment: ${r.status} ${JSON.stringify(r.body)}`);
+    const verifier = randomBytes(32).toString('base64url');
+    const challenge = createHash('sha256').update(verifier).digest('base64url');
+    const query = new URLSearchParams({ response_type: 'code', client_id: app.client_id, redirect_uri: 'https://app.example/cb', scope: 'openid profile email', state: 'st', nonce: 'n', code_challenge: challenge, code_challenge_method: 'S256' });
+    const callback = await followSignIn(new Browser(s.url), `${s.url}/oauth/authorize?${query}`, { email: 'ada@example.com', password: 'a long enough password' });
+    const code = callback.searchParams.get('code');
+    if (!code) throw new Error(`sign-in ended without a code: ${callback}`);
+    const token = ok('person token', await postFormWith(`${s.url}/oauth/token`, { grant_type: 'authorization_code', code, redirect_uri: 'https://app.example/cb', code_verifier: verifier }, basic)).access_token as string;
+    const claims = await fetch(`${s.url}/oauth/userinfo`, { headers: { authorization: `Bearer ${token}` } });
+    if (claims.status !== 200) throw new Error(`userinfo with the person's token: ${claims.status} ${await claims.text()}`);
+    return token;
+  })();
   const authorizeQuery = { response_type: 'code', client_id: app.client_id, redirect_uri: 'https://app.example/cb', scope: 'openid profile', state: 's', code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256' };
   seeds.push(
     { label: 'token client_credentials', method: 'POST', path: '/oauth/token', kind: 'form', body: { grant_type: 'client_credentials', client_id: caller.client_id, client_secret: caller.client_secret, resource: `${s.ctx.urls.issuer}/access/v1` } },
@@ -152,8 +169,9 @@ beforeAll(async () => {
     { label: 'token exchange', method: 'POST', path: '/oauth/token', kind: 'form', headers: basic, body: { grant_type: 'urn:ietf:params:oauth:grant-type:token-exchange', subject_token: appToken.access_token, subject_token_type: 'urn:ietf:params:oauth:token-type:access_token', audience: 'x' } },
     { label: 'introspect', method: 'POST', path: '/oauth/token/introspect', kind: 'form', headers: basic, body: { token: appToken.access_token, token_type_hint: 'access_token' } },
     { label: 'revoke', method: 'POST', path: '/oauth/token/revoke', kind: 'form', headers: basic, body: { token: 'not-a-token', token_type_hint: 'refresh_token' } },
-    { label: 'userinfo', method: 'GET', path: '/oauth/userinfo', kind: 'none', headers: { authorization: `Bearer ${appToken.access_token}` } },
-    { label: 'userinfo post', method: 'POST', path: '/oauth/userinfo', kind: 'form', headers: { authorization: `Bearer ${appToken.access_token}` }, body: {} },
+    { label: 'userinfo', method: 'GET', path: '/oauth/userinfo', kind: 'none', headers: { authorization: `Bearer ${personToken}` } },
+    { label: 'userinfo post', method: 'POST', path: '/oauth/userinfo', kind: 'form', headers: { authorization: `Bearer ${personToken}` }, body: {} },
+    { label: 'userinfo by an application', method: 'GET', path: '/oauth/userinfo', kind: 'none', headers: { authorization: `Bearer ${appToken.access_token}` } },
     { label: 'par', method: 'POST', path: '/oauth/par', kind: 'form', headers: basic, body: authorizeQuery },
     { label: 'authorize', method: 'GET', path: '/oauth/authorize', kind: 'none', query: authorizeQuery },
     { label: 'authorize post', method: 'POST', path: '/oauth/authorize', kind: 'form', body: authorizeQuery },
