@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { startTestServer, verifyAuditTrail, type TestServer } from '../helpers/server.js';
-import { assertion, JWT_BEARER, newKeyPair, postForm, registerAgent, type TestAgent } from '../agents/helpers.js';
+import { assertion, createRule, JWT_BEARER, newKeyPair, postForm, postJson, registerAgent, type TestAgent } from '../agents/helpers.js';
 import { newCaller } from '../authzen/helpers.js';
 import { consoleSignIn, makePerson } from '../console/helpers.js';
 import { createHash, randomBytes } from 'node:crypto';
@@ -28,7 +28,8 @@ interface Seed {
   method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   /** with `{name}` placeholders filled from `params` */
   path: string;
-  params?: Record<string, string>;
+  /** a function where each request needs a fresh value (an approval answered once is answered) */
+  params?: Record<string, string> | (() => Promise<Record<string, string>>);
   query?: Record<string, string>;
   kind: 'json' | 'form' | 'none';
   body?: Body | (() => Promise<Body>);
@@ -67,6 +68,26 @@ beforeAll(async () => {
   })).body.access_token as string;
   const bearerAgent = async () => ({ authorization: `Bearer ${await agentToken()}` });
   const delegated = await registerAgent(s, { name: 'delegated', mode: 'delegated', capabilities: [{ name: 'send:emails' }] });
+  // A pending approval, fresh for each request that answers one: an agent action a
+  // live require_approval rule holds (amount 20 and more), bound and decided.
+  const approvalRule = await createRule(s, { name: 'mid mail', effect: 'require_approval', subjects: ['agent:*'], relation: 'send:emails', object: 'email:*', condition: { field: 'amount', op: 'gte', value: 20 } });
+  ok('mailer role', await s.admin('PUT', '/roles/mailer', { permissions: ['send:emails'] }));
+  const approver = await registerAgent(s, { name: 'mailer', mode: 'autonomous', roles: ['mailer'], capabilities: [{ name: 'send:emails' }] });
+  const approverToken = (await postForm(`${s.url}/apis/regional/v1/ai/auth/token`, {
+    grant_type: 'client_credentials', client_assertion_type: JWT_BEARER, client_assertion: await assertion(s, approver, { aud: s.ctx.urls.issuer }),
+  })).body.access_token as string;
+  let pendingCount = 0;
+  const pendingApproval = async (): Promise<string> => {
+    const held = { action: 'send:emails', resource: `email:pending-${++pendingCount}`, context: { amount: 30, to: 'x@example.com' } };
+    const bound = ok('bind', await postJson(`${s.url}/apis/regional/v1/ai/auth/transaction-token`, held, { authorization: `Bearer ${approverToken}` }));
+    const decided = ok('decision', await postJson(`${s.url}/apis/regional/v1/agents/authorize`, { agent_id: approver.id, transaction_token: bound.data.transaction_token, ...held }));
+    if (!decided.data?.approval_id) {
+      const [role, who] = [await s.admin('GET', '/roles/mailer'), await s.admin('GET', `/agents/${encodeURIComponent(approver.id)}`)];
+      throw new Error(`no approval asked for: ${JSON.stringify(decided)} role ${JSON.stringify(role.body)} agent ${JSON.stringify(who.body)}`);
+    }
+    return decided.data.approval_id as string;
+  };
+  await pendingApproval(); // so that the console's approvals page serves its answer forms
   const appToken = ok('app token', await postForm(`${s.url}/oauth/token`, { grant_type: 'client_credentials', client_id: caller.client_id, client_secret: caller.client_secret }));
 
   // The management API: every operation its OpenAPI document lists, with a body made from the
@@ -136,8 +157,9 @@ beforeAll(async () => {
       if (method === 'delete' || /\/revoke$/.test(path)) for (const n of Object.keys(p)) p[n] = `gone-${n}`;
       const query: Record<string, string> = {};
       for (const q of op.parameters ?? []) if (q.in === 'query') query[q.name] = queryValue[q.name] ?? 'x';
+      const answersApproval = /^\/approvals\/\{id\}\/(approve|deny)$/.test(path) && method === 'post';
       seeds.push({
-        label: `admin ${key}`, method: method.toUpperCase() as Seed['method'], path: `/admin/v1${path}`, params: p, query, headers: A,
+        label: `admin ${key}`, method: method.toUpperCase() as Seed['method'], path: `/admin/v1${path}`, params: answersApproval ? async () => ({ id: await pendingApproval() }) : p, query, headers: A,
         kind: schema ? 'json' : 'none', ...(schema ? { body: written[key] ?? (exampleOf(schema) as Body) } : {}),
       });
     }
@@ -200,7 +222,8 @@ beforeAll(async () => {
     { label: 'transaction token', method: 'POST', path: '/apis/regional/v1/ai/auth/transaction-token', kind: 'json', headers: bearerAgent, body: action },
     { label: 'approvals page', method: 'GET', path: '/approvals', kind: 'none', query: { id: 'x' } },
     { label: 'approvals answer', method: 'POST', path: '/approvals', kind: 'form', body: { id: 'x', decision: 'approve', csrf: 'x' } },
-    { label: 'admin approvals', method: 'POST', path: '/admin/v1/approvals/{id}/approve', params: { id: 'x' }, kind: 'json', headers: A, body: { note: 'ok' } },
+    { label: 'admin approvals unknown', method: 'POST', path: '/admin/v1/approvals/{id}/approve', params: { id: 'x' }, kind: 'json', headers: A, body: { note: 'ok' } },
+    { label: 'admin approvals deny', method: 'POST', path: '/admin/v1/approvals/{id}/deny', params: async () => ({ id: await pendingApproval() }), kind: 'json', headers: A, body: { note: 'no' } },
   );
 
   // AuthZEN, with the granted application's token.
@@ -267,7 +290,12 @@ beforeAll(async () => {
       // Signing out would end the session the rest of the run uses; deleting, revoking or
       // re-keying would take away the fixtures the other surfaces reach deep code with.
       if (/logout|sign-?out|sessions\/end|\/(delete|remove|revoke|revoke-sessions|rotate-secret|key|compromised|password|withdraw)$/.test(action.pathname)) continue;
-      seeds.push({ label: `form ${page} → ${action.pathname}`, method: 'POST', path: action.pathname, kind: 'form', headers: cookie, body: { ...form.fields } });
+      // Nor may a form change what the pending approvals are made with (the mailer's role, agent and rule).
+      const approvalFixture = [approvalRule, 'mailer', approver.id, encodeURIComponent(approver.id)];
+      if (approvalFixture.some((x) => decodeURIComponent(action.pathname).includes(x) || Object.values(form.fields).includes(x))) continue;
+      const fields = { ...form.fields };
+      const answersApproval = action.pathname === '/console/approvals/answer' && 'id' in fields;
+      seeds.push({ label: `form ${page} → ${action.pathname}`, method: 'POST', path: action.pathname, kind: 'form', headers: cookie, body: answersApproval ? async () => ({ ...fields, decision: 'approve', id: await pendingApproval() }) : fields });
     }
   }
 }, 60_000);
@@ -455,7 +483,7 @@ const encodeSegment = (v: string) => v.replace(/[\ud800-\udbff](?![\udc00-\udfff
 
 async function build(seed: Seed, mutations: Mutation[]): Promise<Built> {
   let method: string = seed.method;
-  const params = { ...seed.params };
+  const params = { ...(typeof seed.params === 'function' ? await seed.params() : seed.params) };
   const query: Body = { ...seed.query };
   const headers: Record<string, string> = { ...(typeof seed.headers === 'function' ? await seed.headers() : seed.headers) };
   let body: unknown = seed.body === undefined ? undefined : { ...(typeof seed.body === 'function' ? await seed.body() : seed.body) };
@@ -545,6 +573,18 @@ describe('the generative fuzz of every HTTP surface', () => {
       for (const p of problems(r)) bad.push(`${p} — ${describeBuilt(seed, b)} → ${r.text.slice(0, 300)}`);
     }
     expect(bad).toEqual([]);
+    // The requests that need real state (a person's token, a pending approval, a stream) have it:
+    // they pass their first check, so their mutations reach past it.
+    for (const label of ['userinfo', 'userinfo post', 'admin POST /approvals/{id}/approve', 'admin POST /approvals/{id}/deny', 'admin approvals deny']) {
+      const seed = seeds.find((x) => x.label === label);
+      expect(seed, label).toBeDefined();
+      const r = await send(await build(seed!, []));
+      expect(r.status, `${label}: ${r.text.slice(0, 300)}`).toBe(200);
+    }
+    const consoleAnswer = seeds.find((x) => x.path === '/console/approvals/answer');
+    expect(consoleAnswer, 'the console approvals page serves an answer form').toBeDefined();
+    const answered = await send(await build(consoleAnswer!, []));
+    expect(answered.status).toBeLessThan(400);
   }, 120_000);
 
   it('every field of every valid request, given each other JSON type, is never a 5xx', async () => {
@@ -562,7 +602,7 @@ describe('the generative fuzz of every HTTP surface', () => {
       const mutations: Mutation[][] = [];
       placesIn(body).forEach((_, at) => TYPES.forEach((value) => mutations.push([{ op: 'retype', at, value }])));
       Object.keys(seed.query ?? {}).forEach((_, field) => mutations.push([{ op: 'query', field, value: ['a', 'b'] }], [{ op: 'query', field, value: '' }]));
-      Object.keys(seed.params ?? {}).forEach((_, field) => mutations.push([{ op: 'param', field, value: '\u0000' }], [{ op: 'param', field, value: '' }]));
+      Object.keys((typeof seed.params === 'function' ? await seed.params() : seed.params) ?? {}).forEach((_, field) => mutations.push([{ op: 'param', field, value: '\u0000' }], [{ op: 'param', field, value: '' }]));
       if (seed.kind !== 'none') for (const value of [[], 'x', 1, null]) mutations.push([{ op: 'body', value }]);
       for (const m of mutations) {
         if (Date.now() - started > SWEEP_LIMIT_MS) break sweep;
