@@ -132,6 +132,9 @@ export function redirectToClient(ctx: AppContext, res: Response, redirectUri: st
   res.redirect(302, url.toString());
 }
 
+/** The longest `state` accepted (and so echoed back in a redirect). */
+const MAX_STATE_LENGTH = 2048;
+
 /** An authorize error at the redirect URI: `error`, `error_description`, `state` (and `iss`, RFC 9207). */
 export function redirectError(ctx: AppContext, res: Response, redirectUri: string, state: string | undefined, err: ProtocolError): void {
   redirectToClient(ctx, res, redirectUri, { error: err.error, error_description: err.description, state });
@@ -197,7 +200,7 @@ export async function validateRequest(ctx: AppContext, app: Application, q: Para
   const state = single(q, 'state');
   const nonce = single(q, 'nonce');
   const loginHint = single(q, 'login_hint');
-  if ((state?.length ?? 0) > 2048 || (nonce?.length ?? 0) > 512 || (loginHint?.length ?? 0) > 320) {
+  if ((state?.length ?? 0) > MAX_STATE_LENGTH || (nonce?.length ?? 0) > 512 || (loginHint?.length ?? 0) > 320) {
     throw errors.invalidRequest('state, nonce or login_hint is too long');
   }
 
@@ -296,7 +299,8 @@ export function authorizeEndpoint(ctx: AppContext): RequestHandler {
       params = await validateRequest(ctx, app, q, redirectUri);
     } catch (err) {
       if (!(err instanceof ProtocolError)) throw err;
-      const state = typeof q.state === 'string' ? q.state : undefined;
+      // A state too long to accept is too long to echo: the redirect would outgrow what clients read.
+      const state = typeof q.state === 'string' && q.state.length <= MAX_STATE_LENGTH ? q.state : undefined;
       return redirectError(ctx, res, redirectUri, state, err);
     }
 

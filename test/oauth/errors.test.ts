@@ -68,6 +68,24 @@ describe('authorize errors (the description table)', () => {
     }
   });
 
+  it('a state too long to accept is refused without being echoed: the redirect stays a size clients read', async () => {
+    for (const state of ['s'.repeat(2049), 's'.repeat(40_000)]) {
+      const res = await fetch(`${f.issuer}/oauth/authorize`, {
+        method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ client_id: f.web.client_id, redirect_uri: f.redirectUri, response_type: 'code', ...pkce, state }),
+      });
+      expect(res.status).toBe(302);
+      const location = res.headers.get('location')!;
+      expect(location.length).toBeLessThan(1000);
+      const to = new URL(location);
+      expect(to.searchParams.get('error')).toBe('invalid_request');
+      expect(to.searchParams.get('state')).toBeNull();
+    }
+    // At the limit, the state is accepted and goes back with an error as usual.
+    const res = await fetch(q({ client_id: f.web.client_id, redirect_uri: f.redirectUri, ...pkce, prompt: 'sometimes', state: 's'.repeat(2048) }), { redirect: 'manual' });
+    expect(new URL(res.headers.get('location')!).searchParams.get('state')).toBe('s'.repeat(2048));
+  });
+
   it('scope defaults to openid', async () => {
     const { code, verifier } = await codeFor(f.web, { scope: '' });
     const r = await postForm(tokenUrl, { grant_type: 'authorization_code', code, redirect_uri: f.redirectUri, code_verifier: verifier }, auth());
