@@ -1,5 +1,6 @@
 import type { Request, RequestHandler } from 'express';
 import type { AppContext } from '../context.js';
+import { errorPage } from '../pages/error.js';
 import { sendPage } from '../pages/layout.js';
 import { confirmSignOutPage, signedOutPage } from '../pages/signed-out.js';
 import type { Application } from '../store/applications.js';
@@ -64,10 +65,15 @@ function fromAnotherSite(ctx: AppContext, req: Request): boolean {
   return false;
 }
 
+/** The longest `state` carried back to the application (the authorization endpoint's limit too). */
+const MAX_LOGOUT_STATE_LENGTH = 2048;
+
 const CARRIED = ['client_id', 'post_logout_redirect_uri', 'state'] as const;
 
 /**
  * GET and POST /oauth/logout (OpenID Connect RP-Initiated Logout), in this order:
+ *   0. A `state` longer than 2048 characters is refused (400 invalid_request page): it could
+ *      not be carried back in a redirect clients read.
  *   1. The application: `client_id`, else the audience of a valid `id_token_hint`; a hint for
  *      another application than `client_id` names none (and proves nothing).
  *   2. Confirmation: when this browser has a session and another site started the request
@@ -91,6 +97,9 @@ export function logoutEndpoint(ctx: AppContext): RequestHandler {
         return undefined;
       }
     };
+    // 0. A state longer than the authorization endpoint accepts could not be carried back in a
+    // redirect clients read: refused before anything happens.
+    if ((get('state')?.length ?? 0) > MAX_LOGOUT_STATE_LENGTH) return sendPage(res, 400, errorPage('invalid_request', 'state is too long'));
     // 1. The application
     const named = get('client_id');
     const hint = await readHint(ctx, get('id_token_hint'));

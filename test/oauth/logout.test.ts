@@ -100,6 +100,20 @@ describe('logout started by another site', () => {
 });
 
 describe('the return address', () => {
+  it('a state too long to carry back is refused with a 400 page, not echoed into a redirect clients cannot read', async () => {
+    const post = (state: string) => fetch(new URL('/oauth/logout', f.issuer), {
+      method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ client_id: f.web.client_id, post_logout_redirect_uri: 'http://localhost:9/bye', state }),
+    });
+    const refused = await post('s'.repeat(40_000));
+    expect(refused.status).toBe(400);
+    expect(refused.headers.get('location')).toBeNull();
+    expect(await refused.text()).toContain('state is too long');
+    const carried = await post('s'.repeat(2048));
+    expect(carried.status).toBe(302);
+    expect(new URL(carried.headers.get('location')!).searchParams.get('state')).toBe('s'.repeat(2048));
+  });
+
   it('must be exactly one the application registered: another path on its host is refused', async () => {
     const { browser } = await signIn();
     const res = await browser.get(logoutUrl({ client_id: f.web.client_id, post_logout_redirect_uri: 'http://localhost:9/bye/other' }));
