@@ -56,7 +56,7 @@ beforeAll(async () => {
   };
   userId = ok('user', await s.admin('POST', '/users', { email: 'ada@example.com', password: 'a long enough password', name: 'Ada', roles: ['reader'] })).id;
   const admin = await makePerson(s, 'root@example.com', ['admin']);
-  app = ok('application', await s.admin('POST', '/applications', { name: 'web', type: 'web', redirect_uris: ['https://app.example/cb'] }));
+  app = ok('application', await s.admin('POST', '/applications', { name: 'web', type: 'web', redirect_uris: ['https://app.example/cb'], post_logout_redirect_uris: ['https://app.example/bye'] }));
   ok('role', await s.admin('PUT', '/roles/reader', { permissions: ['read:documents'] }));
   agent = await registerAgent(s, { name: 'fuzzer', mode: 'autonomous', capabilities: [{ name: 'send:emails', limits: { amount: { max: 100 } } }] });
   ok('tuple', await s.admin('POST', '/relationships', { writes: [rel('document:d1#viewer@user:ada'), rel('folder:f1#viewer@group:eng#member')], deletes: [] }));
@@ -197,8 +197,8 @@ beforeAll(async () => {
     { label: 'par', method: 'POST', path: '/oauth/par', kind: 'form', headers: basic, body: authorizeQuery },
     { label: 'authorize', method: 'GET', path: '/oauth/authorize', kind: 'none', query: authorizeQuery },
     { label: 'authorize post', method: 'POST', path: '/oauth/authorize', kind: 'form', body: authorizeQuery },
-    { label: 'logout', method: 'GET', path: '/oauth/logout', kind: 'none', query: { client_id: app.client_id, post_logout_redirect_uri: 'https://app.example/cb', state: 'x' } },
-    { label: 'logout post', method: 'POST', path: '/oauth/logout', kind: 'form', body: { client_id: app.client_id } },
+    { label: 'logout', method: 'GET', path: '/oauth/logout', kind: 'none', query: { client_id: app.client_id, post_logout_redirect_uri: 'https://app.example/bye', state: 'x' } },
+    { label: 'logout post', method: 'POST', path: '/oauth/logout', kind: 'form', body: { client_id: app.client_id, post_logout_redirect_uri: 'https://app.example/bye', state: 'x' } },
     { label: 'login page', method: 'GET', path: '/login', kind: 'none', query: { request: 'x' } },
     { label: 'login', method: 'POST', path: '/login', kind: 'form', body: { email: 'ada@example.com', password: 'wrong password', request: 'x', csrf: 'x' } },
     { label: 'otp', method: 'POST', path: '/login/otp', kind: 'form', body: { otp: '123456', request: 'x', csrf: 'x' } },
