@@ -27,10 +27,21 @@ function checkSimple(value: Record<string, unknown>, ctx: z.RefinementCtx, path:
   if (!r.success) for (const i of r.error.issues) ctx.addIssue({ code: 'custom', message: i.message, path: [...path, ...i.path] });
 }
 
+/**
+ * The largest subject identifier a stream keeps, in bytes of its canonical JSON: the canonical
+ * form is the identity of the stored row (part of its primary key), and a key must fit in one
+ * index entry on either database.
+ */
+export const MAX_SUBJECT_BYTES = 2000;
+
 export const subjectIdSchema = z
   .object({ format: str })
   .catchall(z.unknown())
   .superRefine((value, ctx) => {
+    if (Buffer.byteLength(canonicalKey(value), 'utf8') > MAX_SUBJECT_BYTES) {
+      ctx.addIssue({ code: 'custom', message: `is too large: at most ${MAX_SUBJECT_BYTES} bytes as JSON` });
+      return;
+    }
     if (value.format === 'complex') {
       const members = Object.entries(value).filter(([k]) => k !== 'format');
       if (members.length === 0) ctx.addIssue({ code: 'custom', message: 'a complex subject needs at least one member' });

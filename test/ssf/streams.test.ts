@@ -249,5 +249,21 @@ describe('status and subjects', () => {
       expect(res.status, JSON.stringify(subjectBad)).toBe(400);
       expect(res.body.issues[0].path).toMatch(/^subject/);
     }
+
+    // The canonical form is the stored row's key: one too large for an index entry (a long
+    // member, or each member at its limit in multi-byte characters) is a 400 naming the subject,
+    // on either database, and the largest accepted one is kept.
+    const tooLarge = [
+      { format: 'email', email: 'a@b.c', extra: Array.from({ length: 1000 }, (_, i) => i) },
+      { format: 'iss_sub', iss: 'é'.repeat(1024), sub: 'ü'.repeat(1024) },
+    ];
+    for (const subjectBad of tooLarge) {
+      const res = await ssf('POST', '/subjects:add', { stream_id: id, subject: subjectBad });
+      expect(res.status).toBe(400);
+      expect(res.body.issues[0]).toMatchObject({ path: 'subject', message: expect.stringMatching(/too large/) });
+    }
+    const largest = { format: 'opaque', id: 'x'.repeat(1000), note: 'y'.repeat(2000 - 1000 - '{"format":"opaque","id":"","note":""}'.length) };
+    expect((await ssf('POST', '/subjects:add', { stream_id: id, subject: largest })).status).toBe(200);
+    expect(await server.ctx.store.ssf.subjects(id)).toEqual([{ subject: largest, verified: true }]);
   });
 });
