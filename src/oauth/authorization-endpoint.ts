@@ -132,8 +132,8 @@ export function redirectToClient(ctx: AppContext, res: Response, redirectUri: st
   res.redirect(302, url.toString());
 }
 
-/** The longest `state` accepted (and so echoed back in a redirect). */
-const MAX_STATE_LENGTH = 2048;
+/** The longest `state` accepted (and so echoed back in a redirect), here and at logout. */
+export const MAX_STATE_LENGTH = 2048;
 
 /** An authorize error at the redirect URI: `error`, `error_description`, `state` (and `iss`, RFC 9207). */
 export function redirectError(ctx: AppContext, res: Response, redirectUri: string, state: string | undefined, err: ProtocolError): void {

@@ -1,6 +1,7 @@
 import type { Request, RequestHandler } from 'express';
 import type { AppContext } from '../context.js';
 import { errorPage } from '../pages/error.js';
+import { MAX_STATE_LENGTH } from './authorization-endpoint.js';
 import { sendPage } from '../pages/layout.js';
 import { confirmSignOutPage, signedOutPage } from '../pages/signed-out.js';
 import type { Application } from '../store/applications.js';
@@ -65,9 +66,6 @@ function fromAnotherSite(ctx: AppContext, req: Request): boolean {
   return false;
 }
 
-/** The longest `state` carried back to the application (the authorization endpoint's limit too). */
-const MAX_LOGOUT_STATE_LENGTH = 2048;
-
 const CARRIED = ['client_id', 'post_logout_redirect_uri', 'state'] as const;
 
 /**
@@ -99,7 +97,7 @@ export function logoutEndpoint(ctx: AppContext): RequestHandler {
     };
     // 0. A state longer than the authorization endpoint accepts could not be carried back in a
     // redirect clients read: refused before anything happens.
-    if ((get('state')?.length ?? 0) > MAX_LOGOUT_STATE_LENGTH) return sendPage(res, 400, errorPage('invalid_request', 'state is too long'));
+    if ((get('state')?.length ?? 0) > MAX_STATE_LENGTH) return sendPage(res, 400, errorPage('invalid_request', 'state is too long'));
     // 1. The application
     const named = get('client_id');
     const hint = await readHint(ctx, get('id_token_hint'));
