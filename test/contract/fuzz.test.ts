@@ -5,7 +5,9 @@ import { assertion, createRule, JWT_BEARER, newKeyPair, postForm, postJson, regi
 import { newCaller } from '../authzen/helpers.js';
 import { consoleSignIn, makePerson } from '../console/helpers.js';
 import { createHash, randomBytes } from 'node:crypto';
-import { Browser, followSignIn, parseForms, postForm as postFormWith } from '../oauth/helpers.js';
+import { Browser, followSignIn, parseForms, postForm as postFormWith, TOTP_SECRET, totpNow } from '../oauth/helpers.js';
+import { postJson as postJsonAs, registerPasskey, signInToAccount } from '../account/helpers.js';
+import { SoftAuthenticator } from '../account/soft-authenticator.js';
 import { MODEL, rel } from '../relationships/fixtures.js';
 
 // A generative fuzz of every HTTP surface: one server with a little real data, a valid request
@@ -199,19 +201,110 @@ beforeAll(async () => {
     { label: 'authorize post', method: 'POST', path: '/oauth/authorize', kind: 'form', body: authorizeQuery },
     { label: 'logout', method: 'GET', path: '/oauth/logout', kind: 'none', query: { client_id: app.client_id, post_logout_redirect_uri: 'https://app.example/bye', state: 'x' } },
     { label: 'logout post', method: 'POST', path: '/oauth/logout', kind: 'form', body: { client_id: app.client_id, post_logout_redirect_uri: 'https://app.example/bye', state: 'x' } },
-    { label: 'login page', method: 'GET', path: '/login', kind: 'none', query: { request: 'x' } },
-    { label: 'login', method: 'POST', path: '/login', kind: 'form', body: { email: 'ada@example.com', password: 'wrong password', request: 'x', csrf: 'x' } },
-    { label: 'otp', method: 'POST', path: '/login/otp', kind: 'form', body: { otp: '123456', request: 'x', csrf: 'x' } },
-    { label: 'otp page', method: 'GET', path: '/login/otp', kind: 'none', query: { request: 'x' } },
-    { label: 'passkey page', method: 'GET', path: '/login/passkey', kind: 'none', query: { request: 'x' } },
-    { label: 'passkey options', method: 'POST', path: '/login/passkey/options', kind: 'json', body: { request: 'x' } },
-    { label: 'passkey', method: 'POST', path: '/login/passkey', kind: 'json', body: { request: 'x', credential: { id: 'x', rawId: 'x', response: { clientDataJSON: 'e30', authenticatorData: 'AA', signature: 'AA' }, type: 'public-key' } } },
-    { label: 'consent page', method: 'GET', path: '/consent', kind: 'none', query: { request: 'x' } },
-    { label: 'consent', method: 'POST', path: '/consent', kind: 'form', body: { decision: 'approve', request: 'x', csrf: 'x' } },
     { label: 'jwks', method: 'GET', path: '/.well-known/jwks.json', kind: 'none' },
     { label: 'discovery', method: 'GET', path: '/.well-known/openid-configuration', kind: 'none' },
   );
 
+  // The sign-in pages, with real interactions: each seed names a pending authorization request
+  // at the step its page is for, with the CSRF value and cookie of the browser that holds it.
+  // Where a good answer uses the request up (a password, a code, a passkey, a consent), every
+  // request gets a fresh one. The fuzz's hostile requests all come from one address, so the
+  // sign-in limits would soon refuse the fresh sign-ins the seeds make: each of those starts
+  // from cleared counters (the limits themselves are tested with the sign-in pages).
+  const clearLimits = () => s.ctx.store.rateLimits.purgeOlderThan(Number.MAX_SAFE_INTEGER);
+  const grace = ok('totp person', await s.admin('POST', '/users', { email: 'grace@example.com', password: 'a long enough password', name: 'Grace', totp_secret: TOTP_SECRET })).id as string;
+  const pat = ok('passkey person', await s.admin('POST', '/users', { email: 'pat@example.com', password: 'a long enough password', name: 'Pat' })).id as string;
+  const third = ok('third-party application', await s.admin('POST', '/applications', { name: 'third', type: 'web', first_party: false, redirect_uris: ['https://third.example/cb'] }));
+  for (const [client, person] of [[app.client_id, grace], [app.client_id, pat], [third.client_id, userId]]) {
+    ok('assignment', await s.admin('PUT', `/applications/${encodeURIComponent(client!)}/assignments/${person}`));
+  }
+  const passkey = new SoftAuthenticator(s.ctx.urls.issuer);
+  const patBrowser = new Browser(s.url);
+  await signInToAccount(patBrowser, 'pat@example.com', 'a long enough password');
+  const registered = await registerPasskey(patBrowser, passkey, 'Laptop');
+  if (registered.status !== 303) throw new Error(`passkey registration: ${registered.status} ${await registered.text()}`);
+  /** A pending authorization request (its id) and the page it sends the browser to first. */
+  const interaction = async (extra: Record<string, string> = {}, cookie?: string): Promise<{ page: string; request: string }> => {
+    const r = await fetch(`${s.url}/oauth/authorize?${new URLSearchParams({ ...authorizeQuery, ...extra })}`, { redirect: 'manual', headers: cookie ? { cookie } : {} });
+    const at = new URL(r.headers.get('location') ?? '/', s.url);
+    const request = at.searchParams.get('request');
+    if (r.status !== 302 || !request) throw new Error(`authorization request: ${r.status} ${at} ${await r.text()}`);
+    return { page: at.pathname, request };
+  };
+  // One browser for the sign-in seeds: its CSRF value and cookie stay the same for every request.
+  const signInBrowser = new Browser(s.url);
+  const signInCsrf = parseForms(await (await signInBrowser.get(`/login?request=${(await interaction()).request}`)).text())[0]?.fields.csrf;
+  if (!signInCsrf) throw new Error('the sign-in page has no CSRF value');
+  // and its passkey ceremony cookie, which the first challenge sets
+  const ceremony = await postJsonAs(signInBrowser, '/login/passkey/options', { csrf: signInCsrf, mode: 'autofill' });
+  if (ceremony.status !== 200) throw new Error(`passkey options: ${ceremony.status} ${JSON.stringify(ceremony.body)}`);
+  const signInCookie = { cookie: signInBrowser.jar.header() };
+  /** A request past the password (for a person with a second step): the step's page and the request id. */
+  const pastPassword = async (email: string, acr: string) => {
+    await clearLimits();
+    const { request } = await interaction({ acr_values: acr });
+    const r = await fetch(`${s.url}/login`, {
+      method: 'POST', redirect: 'manual', headers: { ...signInCookie, 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ email, password: 'a long enough password', request, csrf: signInCsrf }),
+    });
+    const next = r.headers.get('location') ?? '';
+    if (r.status !== 302 || !next.includes(request)) throw new Error(`password step for ${email}: ${r.status} ${next} ${(await r.text()).slice(0, 300)}`);
+    return request;
+  };
+  const MFA = 'urn:service:acr:mfa', PASSKEY = 'urn:service:acr:passkey';
+  // A used time step is refused: the codes go round the three steps the check accepts (one
+  // of skew each way), so that the first requests of a window each pass.
+  let codes = 0;
+  const passkeyAnswer = async () => {
+    await clearLimits();
+    const { request } = await interaction({ acr_values: PASSKEY });
+    const options = await postJson(`${s.url}/login/passkey/options`, { csrf: signInCsrf, request, mode: 'autofill' }, signInCookie);
+    if (options.status !== 200) throw new Error(`passkey options: ${options.status} ${JSON.stringify(options.body)}`);
+    return { csrf: signInCsrf, request, mode: 'sign-in', credential: JSON.stringify(passkey.assert(options.body)) };
+  };
+  // A person signed in (the consent and approvals pages' own session, kept for the whole run),
+  // and fresh sessions for signing out.
+  const signedIn = async (email: string, cookies: [string, string][] = []): Promise<Browser> => {
+    await clearLimits();
+    const b = new Browser(s.url);
+    for (const [name, value] of cookies) b.jar.cookies.set(name, value);
+    const page = await b.get('/login?return_to=/approvals');
+    const r = await b.submit(page, { email, password: 'a long enough password' }, '/login');
+    if (r.status !== 302 || !b.jar.header().includes('session')) throw new Error(`sign-in of ${email}: ${r.status} ${await r.text()}`);
+    return b;
+  };
+  const ada = await signedIn('ada@example.com');
+  const adaCookie = { cookie: ada.jar.header() };
+  const toThird = { client_id: third.client_id, redirect_uri: 'https://third.example/cb', prompt: 'consent' };
+  const consentRequest = await interaction(toThird, ada.jar.header());
+  if (consentRequest.page !== '/consent') throw new Error(`a third-party request went to ${consentRequest.page}, not the consent page`);
+  const adaCsrf = parseForms(await (await ada.get(`/consent?request=${consentRequest.request}`)).text())[0]?.fields.csrf;
+  if (!adaCsrf) throw new Error('the consent page has no CSRF value');
+  const [otpRequest, passkeyRequest] = [await pastPassword('grace@example.com', MFA), await pastPassword('pat@example.com', PASSKEY)];
+  const bye = { client_id: app.client_id, post_logout_redirect_uri: 'https://app.example/bye', state: 'x' };
+  // with the CSRF cookie of Ada's browser, so that the CSRF value of her pages goes with it
+  const adaCsrfCookie = [...ada.jar.cookies].filter(([, value]) => value === adaCsrf);
+  const freshSession = async () => ({ cookie: (await signedIn('ada@example.com', adaCsrfCookie)).jar.header() });
+  seeds.push(
+    { label: 'login page', method: 'GET', path: '/login', kind: 'none', headers: signInCookie, query: { request: (await interaction()).request } },
+    { label: 'login', method: 'POST', path: '/login', kind: 'form', headers: signInCookie, body: async () => {
+      await clearLimits();
+      return { email: 'ada@example.com', password: 'a long enough password', request: (await interaction()).request, csrf: signInCsrf };
+    } },
+    { label: 'otp page', method: 'GET', path: '/login/otp', kind: 'none', headers: signInCookie, query: { request: otpRequest } },
+    { label: 'otp', method: 'POST', path: '/login/otp', kind: 'form', headers: signInCookie, body: async () => ({ otp: totpNow(TOTP_SECRET, [0, 1, -1][codes++ % 3]), request: await pastPassword('grace@example.com', MFA), csrf: signInCsrf }) },
+    { label: 'passkey page', method: 'GET', path: '/login/passkey', kind: 'none', headers: signInCookie, query: { request: passkeyRequest } },
+    { label: 'passkey options', method: 'POST', path: '/login/passkey/options', kind: 'json', headers: async () => {
+      await clearLimits();
+      return signInCookie;
+    }, body: { csrf: signInCsrf, request: passkeyRequest, mode: 'step' } },
+    { label: 'passkey', method: 'POST', path: '/login/passkey', kind: 'form', headers: signInCookie, body: passkeyAnswer },
+    { label: 'consent page', method: 'GET', path: '/consent', kind: 'none', headers: adaCookie, query: { request: consentRequest.request } },
+    { label: 'consent', method: 'POST', path: '/consent', kind: 'form', headers: adaCookie, body: async () => ({ decision: 'approve', request: (await interaction(toThird, adaCookie.cookie)).request, csrf: adaCsrf }) },
+    // Signing out ends the session it is sent with: each request brings a session of its own.
+    { label: 'logout signed in', method: 'GET', path: '/oauth/logout', kind: 'none', headers: freshSession, query: bye },
+    { label: 'logout post signed in', method: 'POST', path: '/oauth/logout', kind: 'form', headers: freshSession, body: { ...bye, confirm: 'yes', csrf: adaCsrf } },
+  );
   // Agents: tokens, CIBA, the decision endpoint, transaction tokens, approvals.
   const action = { action: 'send:emails', resource: 'email:1', context: { amount: 10, to: 'x@example.com' } };
   seeds.push(
@@ -539,11 +632,30 @@ async function build(seed: Seed, mutations: Mutation[]): Promise<Built> {
 
 const STACK = /\bat [\w.<>$]+ \(|node:internal|\.[cm]?[jt]s:\d+:\d+|\/work\/|node_modules|[A-Za-z]*Error: .*\n\s+at /;
 
-async function send(b: Built): Promise<{ status: number; text: string; type: string }> {
+async function send(b: Built): Promise<{ status: number; text: string; type: string; location: string }> {
   const res = await fetch(b.url, { method: b.method, headers: b.headers, body: b.body, redirect: 'manual', signal: AbortSignal.timeout(20_000) });
   const text = await res.text();
-  return { status: res.status, text, type: res.headers.get('content-type') ?? '' };
+  return { status: res.status, text, type: res.headers.get('content-type') ?? '', location: res.headers.get('location') ?? '' };
 }
+
+/**
+ * What the valid request of a seed that needs real state is answered with once it has passed
+ * its first checks (a known request, the CSRF value, a session): a status, and where a redirect
+ * goes. A sign-in that went through sends the browser back to the application with a code.
+ */
+const PAST_FIRST_CHECK: Record<string, { status: number; location?: RegExp }> = {
+  'login page': { status: 200 },
+  login: { status: 302, location: /^https:\/\/app\.example\/cb\?code=/ },
+  'otp page': { status: 200 },
+  otp: { status: 302, location: /^https:\/\/app\.example\/cb\?code=/ },
+  'passkey page': { status: 200 },
+  'passkey options': { status: 200 },
+  passkey: { status: 302, location: /^https:\/\/app\.example\/cb\?code=/ },
+  'consent page': { status: 200 },
+  consent: { status: 302, location: /^https:\/\/third\.example\/cb\?code=/ },
+  'logout signed in': { status: 302, location: /^https:\/\/app\.example\/bye\?state=x$/ },
+  'logout post signed in': { status: 302, location: /^https:\/\/app\.example\/bye\?state=x$/ },
+};
 
 function problems(r: { status: number; text: string; type: string }): string[] {
   const out: string[] = [];
@@ -585,6 +697,12 @@ describe('the generative fuzz of every HTTP surface', () => {
       expect(seed, label).toBeDefined();
       const r = await send(await build(seed!, []));
       expect(r.status, `${label}: ${r.text.slice(0, 300)}`).toBe(200);
+    }
+    for (const [label, expected] of Object.entries(PAST_FIRST_CHECK)) {
+      const seed = seeds.find((x) => x.label === label);
+      expect(seed, label).toBeDefined();
+      const r = await send(await build(seed!, []));
+      expect({ label, status: r.status, location: r.location }, r.text.slice(0, 300)).toMatchObject({ label, status: expected.status, location: expected.location ? expect.stringMatching(expected.location) : expect.anything() });
     }
     for (const seed of seeds.filter((x) => x.label.startsWith('ssf ') && x.label !== 'ssf delete' && x.method === 'GET')) {
       const r = await send(await build(seed, []));
