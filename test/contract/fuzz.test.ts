@@ -307,14 +307,27 @@ beforeAll(async () => {
   );
   // Agents: tokens, CIBA, the decision endpoint, transaction tokens, approvals.
   const action = { action: 'send:emails', resource: 'email:1', context: { amount: 10, to: 'x@example.com' } };
+  let asked = 0;
+  /** A CIBA request of the delegated agent waiting for Ada: its approval's id. */
+  const personApproval = async (): Promise<string> => {
+    const message = `fuzz ${++asked}`;
+    ok('ciba', await postForm(`${s.url}/apis/regional/v1/ai/auth/backchannel-authorize`, {
+      client_assertion_type: JWT_BEARER, client_assertion: await assertion(s, delegated, { aud: s.ctx.urls.issuer }), login_hint: 'ada@example.com', scope: 'openid send:emails', binding_message: message,
+    }));
+    const waiting = ok('approvals', await s.admin('GET', `/approvals?state=pending&user_id=${userId}&limit=20`)).data as { id: string; binding_message: string | null }[];
+    const mine = waiting.find((a) => a.binding_message === message);
+    if (!mine) throw new Error(`the CIBA request "${message}" is not among Ada's pending approvals`);
+    return mine.id;
+  };
   seeds.push(
     { label: 'agent token', method: 'POST', path: '/apis/regional/v1/ai/auth/token', kind: 'form', body: async () => ({ grant_type: 'client_credentials', client_assertion_type: JWT_BEARER, client_assertion: await assertion(s, agent, { aud: s.ctx.urls.issuer }), scope: 'send:emails' }) },
     { label: 'ciba', method: 'POST', path: '/apis/regional/v1/ai/auth/backchannel-authorize', kind: 'form', body: async () => ({ client_assertion_type: JWT_BEARER, client_assertion: await assertion(s, delegated, { aud: s.ctx.urls.issuer }), login_hint: 'ada@example.com', scope: 'openid send:emails', binding_message: 'hi', authorization_details: JSON.stringify([{ type: 'document', amount: 5 }]) }) },
     { label: 'decision', method: 'POST', path: '/apis/regional/v1/agents/authorize', kind: 'json', body: { agent_id: agent.id, ...action } },
     { label: 'decision with token', method: 'POST', path: '/apis/regional/v1/agents/authorize', kind: 'json', headers: bearerAgent, body: { agent_id: agent.id, ...action } },
     { label: 'transaction token', method: 'POST', path: '/apis/regional/v1/ai/auth/transaction-token', kind: 'json', headers: bearerAgent, body: action },
-    { label: 'approvals page', method: 'GET', path: '/approvals', kind: 'none', query: { id: 'x' } },
-    { label: 'approvals answer', method: 'POST', path: '/approvals', kind: 'form', body: { id: 'x', decision: 'approve', csrf: 'x' } },
+    // The person's own page, with Ada's session: a CIBA request waiting for her, fresh for each answer.
+    { label: 'approvals page', method: 'GET', path: '/approvals', kind: 'none', headers: adaCookie, query: { done: 'approved' } },
+    { label: 'approvals answer', method: 'POST', path: '/approvals', kind: 'form', headers: adaCookie, body: async () => ({ id: await personApproval(), decision: 'approve', csrf: adaCsrf }) },
     { label: 'admin approvals unknown', method: 'POST', path: '/admin/v1/approvals/{id}/approve', params: { id: 'x' }, kind: 'json', headers: A, body: { note: 'ok' } },
     { label: 'admin approvals deny', method: 'POST', path: '/admin/v1/approvals/{id}/deny', params: async () => ({ id: await pendingApproval() }), kind: 'json', headers: A, body: { note: 'no' } },
   );
@@ -655,6 +668,8 @@ const PAST_FIRST_CHECK: Record<string, { status: number; location?: RegExp }> = 
   consent: { status: 302, location: /^https:\/\/third\.example\/cb\?code=/ },
   'logout signed in': { status: 302, location: /^https:\/\/app\.example\/bye\?state=x$/ },
   'logout post signed in': { status: 302, location: /^https:\/\/app\.example\/bye\?state=x$/ },
+  'approvals page': { status: 200 },
+  'approvals answer': { status: 303, location: /^\/approvals\?done=approved$/ },
 };
 
 function problems(r: { status: number; text: string; type: string }): string[] {
