@@ -34,7 +34,8 @@ interface Seed {
   params?: Record<string, string> | (() => Promise<Record<string, string>>);
   query?: Record<string, string>;
   kind: 'json' | 'form' | 'none';
-  body?: Body | (() => Promise<Body>);
+  /** a function may read the headers made for the same request (a session's own CSRF value) */
+  body?: Body | ((headers?: Record<string, string>) => Promise<Body>);
   headers?: Record<string, string> | (() => Promise<Record<string, string>>);
 }
 
@@ -144,6 +145,67 @@ beforeAll(async () => {
     'POST /users/{id}/credential-compromise': { credential_type: 'password', reason: 'leaked' },
     'PUT /users/{id}/delegations/{agent_id}': { capabilities: ['send:emails'] },
   };
+  // Throwaways: what a destructive request (a delete, a revocation, a re-keying) works on, made
+  // fresh for each request, so that it reaches the removal itself and no fixture goes.
+  let made = 0;
+  const throwaway = {
+    rule: async () => ok('throwaway rule', await s.admin('POST', '/rules', { name: `throwaway ${++made}`, effect: 'deny', subjects: ['agent:*'], relation: 'a:b', object: 'b:*' })).id as string,
+    user: async () => ok('throwaway user', await s.admin('POST', '/users', { email: `throwaway-${++made}@example.com`, password: 'a long enough password', name: 'T' })).id as string,
+    agent: async () => (await registerAgent(s, { name: `throwaway-${++made}`, mode: 'delegated', capabilities: [{ name: 'send:emails' }] })).id,
+    app: async (type = 'web') => ok('throwaway application', await s.admin('POST', '/applications', { name: `throwaway ${++made}`, type, ...(type === 'm2m' ? {} : { redirect_uris: ['https://t.example/cb'] }) })).client_id as string,
+    role: async () => {
+      const name = `throwaway-${++made}`;
+      ok('throwaway role', await s.admin('PUT', `/roles/${name}`, { permissions: ['read:documents'] }));
+      return name;
+    },
+    issuer: async () => ok('throwaway issuer', await s.admin('POST', '/trusted-issuers', { issuer: `https://t${++made}.example`, jwks })).issuer as string,
+  };
+  const throwawayParams: Record<string, () => Promise<Record<string, string>>> = {
+    'DELETE /rules/{id}': async () => ({ id: await throwaway.rule() }),
+    'DELETE /users/{id}': async () => ({ id: await throwaway.user() }),
+    'POST /users/{id}/sessions/revoke': async () => ({ id: await throwaway.user() }),
+    'DELETE /users/{id}/delegations/{agent_id}': async () => {
+      const [id, agent_id] = [await throwaway.user(), await throwaway.agent()];
+      ok('throwaway delegation', await s.admin('PUT', `/users/${id}/delegations/${encodeURIComponent(agent_id)}`, { capabilities: ['send:emails'] }));
+      return { id, agent_id };
+    },
+    'DELETE /agents/{agent_id}': async () => ({ agent_id: await throwaway.agent() }),
+    'POST /agents/{agent_id}/revoke': async () => ({ agent_id: await throwaway.agent() }),
+    'DELETE /agents/{agent_id}/capabilities/{name}': async () => ({ agent_id: await throwaway.agent(), name: 'send:emails' }),
+    'DELETE /applications/{client_id}': async () => ({ client_id: await throwaway.app() }),
+    'DELETE /applications/{client_id}/grants/{api_client_id}': async () => {
+      const client_id = await throwaway.app('m2m');
+      ok('throwaway grant', await s.admin('PUT', `/applications/${encodeURIComponent(client_id)}/grants/${encodeURIComponent(params.api_client_id!)}`, { scopes: ['read'] }));
+      return { client_id, api_client_id: params.api_client_id! };
+    },
+    'DELETE /applications/{client_id}/assignments/{user_id}': async () => {
+      const client_id = await throwaway.app();
+      ok('throwaway assignment', await s.admin('PUT', `/applications/${encodeURIComponent(client_id)}/assignments/${target.user}`));
+      return { client_id, user_id: target.user };
+    },
+    'DELETE /roles/{name}': async () => ({ name: await throwaway.role() }),
+    'DELETE /trusted-issuers/{issuer}': async () => ({ issuer: await throwaway.issuer() }),
+    'DELETE /authorization-details-types/{type}': async () => {
+      const type = `throwaway_${++made}`;
+      ok('throwaway type', await s.admin('PUT', `/authorization-details-types/${type}`, { description: 't', schema: { type: 'object' } }));
+      return { type };
+    },
+    'DELETE /entities/{type}/{id}': async () => {
+      const id = `throwaway-${++made}`;
+      ok('throwaway entity', await s.admin('PUT', `/entities/document/${id}`, { attributes: { owner: 'x' } }));
+      return { type: 'document', id };
+    },
+    'DELETE /saml/connections/{name}': async () => {
+      const name = `throwaway-${++made}`;
+      ok('throwaway connection', await s.admin('POST', '/saml/connections', { name, kind: 'sp', entity_id: `https://${name}.example`, acs_url: `https://${name}.example/acs` }));
+      return { name };
+    },
+    'DELETE /mcp/upstreams/{name}': async () => {
+      const name = `throwaway-${++made}`;
+      ok('throwaway upstream', await s.admin('POST', '/mcp/upstreams', { name, url: 'http://127.0.0.1:9/mcp' }));
+      return { name };
+    },
+  };
   const idFor: Record<string, string> = { '/rules/': targetRule, '/users/': target.user, '/entities/': 'd1', '/agents/': '1' };
   for (const [path, ops] of Object.entries(doc.paths)) {
     for (const [method, op] of Object.entries(ops)) {
@@ -164,6 +226,13 @@ beforeAll(async () => {
         label: `admin ${key}`, method: method.toUpperCase() as Seed['method'], path: `/admin/v1${path}`, params: answersApproval ? async () => ({ id: await pendingApproval() }) : p, query, headers: A,
         kind: schema ? 'json' : 'none', ...(schema ? { body: written[key] ?? (exampleOf(schema) as Body) } : {}),
       });
+      const fresh = throwawayParams[key];
+      if (fresh) {
+        seeds.push({
+          label: `admin ${key} of a throwaway`, method: method.toUpperCase() as Seed['method'], path: `/admin/v1${path}`, params: fresh, query, headers: A,
+          kind: schema ? 'json' : 'none', ...(schema ? { body: written[key] ?? (exampleOf(schema) as Body) } : {}),
+        });
+      }
     }
   }
 
@@ -386,6 +455,27 @@ beforeAll(async () => {
   if (signIn.last.status !== 200) throw new Error(`console sign-in: ${JSON.stringify(signIn.statuses)}`);
   consoleBrowser = signIn.browser;
   const cookie = async () => ({ cookie: consoleBrowser!.jar.header() });
+  // The fixture each destructive form of the console may name (on its area's pages), and its throwaway.
+  const consoleThrowaways = [
+    { area: '/console/rules/', fixture: targetRule, make: throwaway.rule },
+    { area: '/console/people/', fixture: target.user, make: throwaway.user },
+    { area: '/console/agents/', fixture: target.agent.id, make: throwaway.agent },
+    { area: '/console/applications/', fixture: target.app.client_id, make: () => throwaway.app() },
+    { area: '/console/roles/', fixture: 'target', make: throwaway.role },
+    { area: '/console/trusted-issuers/', fixture: 'https://issuer.example', make: throwaway.issuer },
+    { area: '/console/streams/', fixture: stream, make: async () => ok('throwaway stream', await postJson(`${s.url}/v1/ssf/streams`, { ...streamBody, delivery: { ...streamBody.delivery, endpoint_url: `http://127.0.0.1:9/events-${++made}` } }, A)).stream_id as string },
+  ];
+  /** A console session of its own (its cookie), for a request that ends it; its CSRF value is kept by cookie. */
+  const consoleCsrf = new Map<string, string>();
+  const consoleSession = async () => {
+    await clearLimits();
+    const own = await consoleSignIn(s, admin.email, admin.password);
+    const csrf = parseForms(await own.last.text()).find((f) => f.action === '/console/logout')?.fields.csrf;
+    if (own.last.status !== 200 || !csrf) throw new Error(`a second console session: ${JSON.stringify(own.statuses)}`);
+    const header = own.browser.jar.header();
+    consoleCsrf.set(header, csrf);
+    return { cookie: header };
+  };
   const pages = [
     '/console', '/console/rules', `/console/rules/${targetRule}`, '/console/rules/new', '/console/policy', '/console/policy/diff', '/console/approvals',
     '/console/keys', '/console/audit', '/console/people', `/console/people/${target.user}`, '/console/agents', `/console/agents/${encodeURIComponent(target.agent.id)}`,
@@ -399,8 +489,31 @@ beforeAll(async () => {
     for (const form of parseForms(await res.text())) {
       const action = new URL(form.action || page, new URL(page, s.url));
       // Signing out would end the session the rest of the run uses; deleting, revoking or
-      // re-keying would take away the fixtures the other surfaces reach deep code with.
-      if (/logout|sign-?out|sessions\/end|\/(delete|remove|revoke|revoke-sessions|rotate-secret|key|compromised|password|withdraw)$/.test(action.pathname)) continue;
+      // re-keying would take away the fixtures the other surfaces reach deep code with. So the
+      // console's sign-out goes with a session of its own, and a destructive form works on a
+      // throwaway in place of the fixture it names (or is left out when it names another).
+      if (/logout|sign-?out|sessions\/end|\/(delete|remove|revoke|revoke-sessions|rotate-secret|key|compromised|password|withdraw)$/.test(action.pathname)) {
+        if (action.pathname === '/console/logout') {
+          if (!seeds.some((x) => x.label === 'form console sign-out')) {
+            seeds.push({ label: 'form console sign-out', method: 'POST', path: action.pathname, kind: 'form', headers: consoleSession, body: async (h) => ({ ...form.fields, csrf: consoleCsrf.get(h?.cookie ?? '') ?? '' }) });
+          }
+          continue;
+        }
+        const segments = action.pathname.split('/');
+        for (const t of consoleThrowaways) {
+          if (!action.pathname.startsWith(t.area)) continue;
+          const at = segments.findIndex((x) => decodeURIComponent(x) === t.fixture);
+          const field = Object.keys(form.fields).find((k) => form.fields[k] === t.fixture);
+          if (at < 0 && field === undefined) continue;
+          // what a person would type into the form's empty fields
+          const fields = { ...form.fields, ...(form.fields.password === '' ? { password: 'another long enough password' } : {}) };
+          const label = `form ${page} → ${action.pathname} of a throwaway`;
+          if (at >= 0) seeds.push({ label, method: 'POST', path: segments.map((x, i) => (i === at ? '{id}' : x)).join('/'), params: async () => ({ id: await t.make() }), kind: 'form', headers: cookie, body: fields });
+          else seeds.push({ label, method: 'POST', path: action.pathname, kind: 'form', headers: cookie, body: async () => ({ ...fields, [field!]: await t.make() }) });
+          break;
+        }
+        continue;
+      }
       // Nor may a form change what the pending approvals are made with (the mailer's role, agent and rule).
       const approvalFixture = [approvalRule, 'mailer', approver.id, encodeURIComponent(approver.id)];
       if (approvalFixture.some((x) => decodeURIComponent(action.pathname).includes(x) || Object.values(form.fields).includes(x))) continue;
@@ -597,7 +710,7 @@ async function build(seed: Seed, mutations: Mutation[]): Promise<Built> {
   const params = { ...(typeof seed.params === 'function' ? await seed.params() : seed.params) };
   const query: Body = { ...seed.query };
   const headers: Record<string, string> = { ...(typeof seed.headers === 'function' ? await seed.headers() : seed.headers) };
-  let body: unknown = seed.body === undefined ? undefined : { ...(typeof seed.body === 'function' ? await seed.body() : seed.body) };
+  let body: unknown = seed.body === undefined ? undefined : { ...(typeof seed.body === 'function' ? await seed.body(headers) : seed.body) };
   let kind = seed.kind;
   let contentType: string | undefined = kind === 'json' ? 'application/json' : kind === 'form' ? 'application/x-www-form-urlencoded' : undefined;
   let raw: string | undefined;
@@ -719,6 +832,27 @@ describe('the generative fuzz of every HTTP surface', () => {
       const r = await send(await build(seed!, []));
       expect({ label, status: r.status, location: r.location }, r.text.slice(0, 300)).toMatchObject({ label, status: expected.status, location: expected.location ? expect.stringMatching(expected.location) : expect.anything() });
     }
+    // Destructive requests reach the removal itself: on a throwaway they succeed.
+    const destructive = [
+      'DELETE /rules/{id}', 'DELETE /users/{id}', 'POST /users/{id}/sessions/revoke', 'DELETE /agents/{agent_id}', 'POST /agents/{agent_id}/revoke',
+      'DELETE /applications/{client_id}', 'DELETE /roles/{name}', 'DELETE /trusted-issuers/{issuer}', 'DELETE /saml/connections/{name}', 'DELETE /mcp/upstreams/{name}',
+    ].map((key) => `admin ${key} of a throwaway`);
+    const consoleForms = ['/console/rules/{id}/delete', '/console/people/{id}/delete', '/console/people/{id}/revoke-sessions', '/console/people/{id}/password', '/console/agents/{id}/key',
+      '/console/agents/{id}/revoke', '/console/agents/{id}/delete', '/console/applications/{id}/rotate-secret', '/console/applications/{id}/delete', '/console/roles/delete',
+      '/console/trusted-issuers/remove', '/console/streams/delete'];
+    for (const path of consoleForms) expect(seeds.some((x) => x.path === path && x.label.endsWith('of a throwaway')), path).toBe(true);
+    for (const label of destructive) expect(seeds.some((x) => x.label === label), label).toBe(true);
+    for (const seed of seeds.filter((x) => x.label.endsWith('of a throwaway'))) {
+      const r = await send(await build(seed, []));
+      if (seed.label.startsWith('admin ')) expect(r.status, `${seed.label}: ${r.text.slice(0, 300)}`).toBeLessThan(300);
+      // a new secret is shown once, on the answer itself; anything else goes back with a message
+      else if (seed.path.endsWith('/rotate-secret')) expect({ label: seed.label, status: r.status, secret: r.text.includes('The secret was replaced.') }).toEqual({ label: seed.label, status: 200, secret: true });
+      else expect({ label: seed.label, status: r.status, location: r.location }, r.text.slice(0, 300)).toMatchObject({ label: seed.label, status: 303, location: expect.stringMatching(/^\/console\//) });
+    }
+    const signOut = seeds.find((x) => x.label === 'form console sign-out');
+    expect(signOut, 'the console sign-out').toBeDefined();
+    const signedOut = await send(await build(signOut!, []));
+    expect({ status: signedOut.status, location: signedOut.location }).toMatchObject({ status: 303, location: expect.stringContaining('/oauth/logout?') });
     for (const seed of seeds.filter((x) => x.label.startsWith('ssf ') && x.label !== 'ssf delete' && x.method === 'GET')) {
       const r = await send(await build(seed, []));
       expect(r.status, `${seed.label}: ${r.text.slice(0, 300)}`).toBeLessThan(300);
