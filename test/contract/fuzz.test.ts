@@ -308,7 +308,7 @@ beforeAll(async () => {
   const ceremony = await postJsonAs(signInBrowser, '/login/passkey/options', { csrf: signInCsrf, mode: 'autofill' });
   if (ceremony.status !== 200) throw new Error(`passkey options: ${ceremony.status} ${JSON.stringify(ceremony.body)}`);
   const signInCookie = { cookie: signInBrowser.jar.header() };
-  /** A request past the password (for a person with a second step): the step's page and the request id. */
+  /** A pending request past the password of a person with a second step to take (its id). */
   const pastPassword = async (email: string, acr: string) => {
     await clearLimits();
     const { request } = await interaction({ acr_values: acr });
