@@ -5,7 +5,7 @@ import { assertion, createRule, JWT_BEARER, newKeyPair, postForm, postJson, regi
 import { newCaller } from '../authzen/helpers.js';
 import { consoleSignIn, makePerson } from '../console/helpers.js';
 import { createHash, randomBytes } from 'node:crypto';
-import { Browser, followSignIn, parseForms, postForm as postFormWith, TOTP_SECRET, totpNow } from '../oauth/helpers.js';
+import { Browser, followSignIn, parseForms, postForm as postFormWith, TOTP_SECRET, totpNow, type ParsedForm } from '../oauth/helpers.js';
 import { postJson as postJsonAs, registerPasskey, signInToAccount } from '../account/helpers.js';
 import { SoftAuthenticator } from '../account/soft-authenticator.js';
 import { MODEL, rel } from '../relationships/fixtures.js';
@@ -522,6 +522,41 @@ beforeAll(async () => {
       seeds.push({ label: `form ${page} → ${action.pathname}`, method: 'POST', path: action.pathname, kind: 'form', headers: cookie, body: answersApproval ? async () => ({ ...fields, decision: 'approve', id: await pendingApproval() }) : fields });
     }
   }
+
+  // The account page's destructive forms (removing a sign-in method, ending sessions, withdrawing
+  // a consent or an agent): each request signs in a person of its own, made with what the form
+  // removes, and posts the form their account page serves.
+  const accountForms = new Map<string, ParsedForm[]>();
+  const accountOf = (has: 'passkey' | 'consent' | 'agent' | undefined) => async () => {
+    const email = `account-${++made}@example.com`;
+    const id = ok('account person', await s.admin('POST', '/users', { email, password: 'a long enough password', name: 'A', totp_secret: TOTP_SECRET })).id as string;
+    if (has === 'agent') ok('account delegation', await s.admin('PUT', `/users/${id}/delegations/${encodeURIComponent(delegated.id)}`, { capabilities: ['send:emails'] }));
+    if (has === 'consent') ok('account assignment', await s.admin('PUT', `/applications/${encodeURIComponent(third.client_id)}/assignments/${id}`));
+    const b = await signedIn(email);
+    if (has === 'passkey' && (await registerPasskey(b, new SoftAuthenticator(s.ctx.urls.issuer), 'Key')).status !== 303) throw new Error('an account passkey was not registered');
+    if (has === 'consent') {
+      const { request } = await interaction(toThird, b.jar.header());
+      const page = `/consent?request=${request}`;
+      const r = await b.submit(await b.get(page), { decision: 'approve' }, page);
+      if (r.status !== 302) throw new Error(`an account consent: ${r.status} ${await r.text()}`);
+    }
+    const header = b.jar.header();
+    accountForms.set(header, parseForms(await (await b.get('/account')).text()));
+    return { cookie: header };
+  };
+  const accountForm = (action: string, which: (f: ParsedForm) => boolean = () => true) => async (h?: Record<string, string>) => {
+    const form = accountForms.get(h?.cookie ?? '')?.find((f) => f.action === action && which(f));
+    return form ? { ...form.fields } : {};
+  };
+  seeds.push(
+    { label: 'account totp removed', method: 'POST', path: '/account/totp/remove', kind: 'form', headers: accountOf(undefined), body: accountForm('/account/totp/remove') },
+    { label: 'account passkey removed', method: 'POST', path: '/account/passkeys/remove', kind: 'form', headers: accountOf('passkey'), body: accountForm('/account/passkeys/remove') },
+    { label: 'account session ended', method: 'POST', path: '/account/sessions/end', kind: 'form', headers: accountOf(undefined), body: accountForm('/account/sessions/end') },
+    { label: 'account other sessions ended', method: 'POST', path: '/account/sessions/end-all', kind: 'form', headers: accountOf(undefined), body: accountForm('/account/sessions/end-all', (f) => f.fields.keep_current === '1') },
+    { label: 'account all sessions ended', method: 'POST', path: '/account/sessions/end-all', kind: 'form', headers: accountOf(undefined), body: accountForm('/account/sessions/end-all', (f) => !('keep_current' in f.fields)) },
+    { label: 'account consent withdrawn', method: 'POST', path: '/account/consents/withdraw', kind: 'form', headers: accountOf('consent'), body: accountForm('/account/consents/withdraw') },
+    { label: 'account agent withdrawn', method: 'POST', path: '/account/agents/withdraw', kind: 'form', headers: accountOf('agent'), body: accountForm('/account/agents/withdraw') },
+  );
 }, 60_000);
 
 afterAll(async () => {
@@ -769,7 +804,7 @@ async function send(b: Built): Promise<{ status: number; text: string; type: str
  * its first checks (a known request, the CSRF value, a session): a status, and where a redirect
  * goes. A sign-in that went through sends the browser back to the application with a code.
  */
-const PAST_FIRST_CHECK: Record<string, { status: number; location?: RegExp }> = {
+const PAST_FIRST_CHECK: Record<string, { status: number; location?: RegExp; page?: string }> = {
   'login page': { status: 200 },
   login: { status: 302, location: /^https:\/\/app\.example\/cb\?code=/ },
   'otp page': { status: 200 },
@@ -782,6 +817,13 @@ const PAST_FIRST_CHECK: Record<string, { status: number; location?: RegExp }> = 
   'logout signed in': { status: 302, location: /^https:\/\/app\.example\/bye\?state=x$/ },
   'logout post signed in': { status: 302, location: /^https:\/\/app\.example\/bye\?state=x$/ },
   'approvals page': { status: 200 },
+  'account totp removed': { status: 303, location: /^\/account\?done=totp-removed\b/ },
+  'account passkey removed': { status: 303, location: /^\/account\?done=passkey-removed\b/ },
+  'account session ended': { status: 200, page: 'You have been signed out.' },
+  'account other sessions ended': { status: 303, location: /^\/account\?done=sessions-ended\b/ },
+  'account all sessions ended': { status: 200, page: 'You have been signed out.' },
+  'account consent withdrawn': { status: 303, location: /^\/account\?done=consent-withdrawn\b/ },
+  'account agent withdrawn': { status: 303, location: /^\/account\?done=agent-withdrawn\b/ },
   'approvals answer': { status: 303, location: /^\/approvals\?done=approved$/ },
 };
 
@@ -831,6 +873,7 @@ describe('the generative fuzz of every HTTP surface', () => {
       expect(seed, label).toBeDefined();
       const r = await send(await build(seed!, []));
       expect({ label, status: r.status, location: r.location }, r.text.slice(0, 300)).toMatchObject({ label, status: expected.status, location: expected.location ? expect.stringMatching(expected.location) : expect.anything() });
+      if (expected.page) expect(r.text, label).toContain(expected.page);
     }
     // Destructive requests reach the removal itself: on a throwaway they succeed.
     const destructive = [
