@@ -159,6 +159,10 @@ function parseResponse<T>(raw: unknown, kind: 'attestationObject' | 'signature')
   if (typeof v.id !== 'string' || !isoBase64URL.isBase64URL(v.id) || v.id.length > 1400) return undefined;
   if (v.type !== 'public-key' || !v.response || typeof v.response !== 'object') return undefined;
   if (typeof v.response.clientDataJSON !== 'string' || typeof v.response[kind] !== 'string') return undefined;
+  // The optional members read here: the user handle (looked up) and the transports (kept).
+  const { userHandle, transports } = v.response;
+  if (userHandle !== undefined && userHandle !== null && (typeof userHandle !== 'string' || userHandle.length > 1400)) return undefined;
+  if (transports !== undefined && transports !== null && !Array.isArray(transports)) return undefined;
   return value as T;
 }
 
@@ -282,7 +286,8 @@ export async function verifyRegistration(ctx: AppContext, req: Request, raw: unk
   if (!verified.verified) return { ok: false, reason: 'invalid' };
   const info = verified.registrationInfo;
   if (await ctx.store.webauthn.get(info.credential.id)) return { ok: false, reason: 'duplicate' };
-  const transports = (response.response.transports ?? []).filter((t): t is string => typeof t === 'string').slice(0, 8);
+  // Only names of the length of the known ones (usb, nfc, ble, smart-card, hybrid, internal) are kept.
+  const transports = (response.response.transports ?? []).filter((t): t is string => typeof t === 'string' && t.length <= 32).slice(0, 8);
   // Two registrations of one authenticator racing: the second meets the primary key.
   const credential = await ctx.store.transaction(async (tx) => {
     const added = await tx.webauthn.add({
