@@ -37,6 +37,8 @@ interface Seed {
   /** a function may read the headers made for the same request (a session's own CSRF value) */
   body?: Body | ((headers?: Record<string, string>) => Promise<Body>);
   headers?: Record<string, string> | (() => Promise<Record<string, string>>);
+  /** body members sent as JSON text (a form field a page's script fills with JSON), mutated inside */
+  jsonFields?: string[];
 }
 
 let s: TestServer;
@@ -329,7 +331,7 @@ beforeAll(async () => {
     const { request } = await interaction({ acr_values: PASSKEY });
     const options = await postJson(`${s.url}/login/passkey/options`, { csrf: signInCsrf, request, mode: 'autofill' }, signInCookie);
     if (options.status !== 200) throw new Error(`passkey options: ${options.status} ${JSON.stringify(options.body)}`);
-    return { csrf: signInCsrf, request, mode: 'sign-in', credential: JSON.stringify(passkey.assert(options.body)) };
+    return { csrf: signInCsrf, request, mode: 'sign-in', credential: passkey.assert(options.body) };
   };
   // A person signed in (the consent and approvals pages' own session, kept for the whole run),
   // and fresh sessions for signing out.
@@ -367,7 +369,7 @@ beforeAll(async () => {
       await clearLimits();
       return signInCookie;
     }, body: { csrf: signInCsrf, request: passkeyRequest, mode: 'step' } },
-    { label: 'passkey', method: 'POST', path: '/login/passkey', kind: 'form', headers: signInCookie, body: passkeyAnswer },
+    { label: 'passkey', method: 'POST', path: '/login/passkey', kind: 'form', headers: signInCookie, body: passkeyAnswer, jsonFields: ['credential'] },
     { label: 'consent page', method: 'GET', path: '/consent', kind: 'none', headers: adaCookie, query: { request: consentRequest.request } },
     { label: 'consent', method: 'POST', path: '/consent', kind: 'form', headers: adaCookie, body: async () => ({ decision: 'approve', request: (await interaction(toThird, adaCookie.cookie)).request, csrf: adaCsrf }) },
     // Signing out ends the session it is sent with: each request brings a session of its own.
@@ -476,6 +478,20 @@ beforeAll(async () => {
     consoleCsrf.set(header, csrf);
     return { cookie: header };
   };
+  // A passkey registered from the account page, as its script does (the browser's ceremony
+  // cookie is set by a first challenge, so that the seed's cookie header carries it).
+  const accountCsrf = parseForms(await (await consoleBrowser.get('/account')).text()).find((f) => f.action === '/account/passkeys')?.fields.csrf;
+  if (!accountCsrf) throw new Error('the account page has no passkey form');
+  const registrationOptions = async () => {
+    const options = await postJsonAs(consoleBrowser!, '/account/passkeys/options', { csrf: accountCsrf });
+    if (options.status !== 200) throw new Error(`account passkey options: ${options.status} ${JSON.stringify(options.body)}`);
+    return options.body;
+  };
+  await registrationOptions();
+  seeds.push({
+    label: 'account passkey registration', method: 'POST', path: '/account/passkeys', kind: 'form', headers: cookie, jsonFields: ['credential'],
+    body: async () => ({ csrf: accountCsrf, name: 'Key', credential: new SoftAuthenticator(s.ctx.urls.issuer).register(await registrationOptions()) }),
+  });
   const pages = [
     '/console', '/console/rules', `/console/rules/${targetRule}`, '/console/rules/new', '/console/policy', '/console/policy/diff', '/console/approvals',
     '/console/keys', '/console/audit', '/console/people', `/console/people/${target.user}`, '/console/agents', `/console/agents/${encodeURIComponent(target.agent.id)}`,
@@ -770,6 +786,10 @@ async function build(seed: Seed, mutations: Mutation[]): Promise<Built> {
       case 'method': method = m.value; break;
     }
   }
+  for (const f of seed.jsonFields ?? []) {
+    const obj = body as Body | undefined;
+    if (obj && typeof obj === 'object' && !Array.isArray(obj) && obj[f] !== undefined && typeof obj[f] !== 'string') obj[f] = toJson(obj[f]);
+  }
   let path = seed.path.replace(/\{([^}]+)\}/g, (_, n: string) => encodeSegment(params[n] ?? 'x'));
   const qs = formOf(query);
   if (qs) path += `?${qs}${duplicates.filter((d) => d in query).map((d) => `&${encodeSegment(d)}=dup`).join('')}`;
@@ -817,6 +837,7 @@ const PAST_FIRST_CHECK: Record<string, { status: number; location?: RegExp; page
   'logout signed in': { status: 302, location: /^https:\/\/app\.example\/bye\?state=x$/ },
   'logout post signed in': { status: 302, location: /^https:\/\/app\.example\/bye\?state=x$/ },
   'approvals page': { status: 200 },
+  'account passkey registration': { status: 303, location: /^\/account\?done=passkey-added\b/ },
   'account totp removed': { status: 303, location: /^\/account\?done=totp-removed\b/ },
   'account passkey removed': { status: 303, location: /^\/account\?done=passkey-removed\b/ },
   'account session ended': { status: 200, page: 'You have been signed out.' },
