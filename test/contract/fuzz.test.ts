@@ -256,6 +256,8 @@ beforeAll(async () => {
     if (claims.status !== 200) throw new Error(`userinfo with the person's token: ${claims.status} ${await claims.text()}`);
     return token;
   })();
+  // An authorization details type (RFC 9396) of its own, for the requests that carry details.
+  ok('details type', await s.admin('PUT', '/authorization-details-types/payment', { description: 'a payment', schema: { type: 'object', properties: { amount: { type: 'number' }, currency: { type: 'string' } }, required: ['amount'] } }));
   const authorizeQuery = { response_type: 'code', client_id: app.client_id, redirect_uri: 'https://app.example/cb', scope: 'openid profile', state: 's', code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256' };
   seeds.push(
     { label: 'token client_credentials', method: 'POST', path: '/oauth/token', kind: 'form', body: { grant_type: 'client_credentials', client_id: caller.client_id, client_secret: caller.client_secret, resource: `${s.ctx.urls.issuer}/access/v1` } },
@@ -268,6 +270,7 @@ beforeAll(async () => {
     { label: 'userinfo post', method: 'POST', path: '/oauth/userinfo', kind: 'form', headers: { authorization: `Bearer ${personToken}` }, body: {} },
     { label: 'userinfo by an application', method: 'GET', path: '/oauth/userinfo', kind: 'none', headers: { authorization: `Bearer ${appToken.access_token}` } },
     { label: 'par', method: 'POST', path: '/oauth/par', kind: 'form', headers: basic, body: authorizeQuery },
+    { label: 'par with details', method: 'POST', path: '/oauth/par', kind: 'form', headers: basic, body: { ...authorizeQuery, authorization_details: [{ type: 'payment', amount: 5, currency: 'EUR' }] }, jsonFields: ['authorization_details'] },
     { label: 'authorize', method: 'GET', path: '/oauth/authorize', kind: 'none', query: authorizeQuery },
     { label: 'authorize post', method: 'POST', path: '/oauth/authorize', kind: 'form', body: authorizeQuery },
     { label: 'logout', method: 'GET', path: '/oauth/logout', kind: 'none', query: { client_id: app.client_id, post_logout_redirect_uri: 'https://app.example/bye', state: 'x' } },
@@ -392,7 +395,7 @@ beforeAll(async () => {
   };
   seeds.push(
     { label: 'agent token', method: 'POST', path: '/apis/regional/v1/ai/auth/token', kind: 'form', body: async () => ({ grant_type: 'client_credentials', client_assertion_type: JWT_BEARER, client_assertion: await assertion(s, agent, { aud: s.ctx.urls.issuer }), scope: 'send:emails' }) },
-    { label: 'ciba', method: 'POST', path: '/apis/regional/v1/ai/auth/backchannel-authorize', kind: 'form', body: async () => ({ client_assertion_type: JWT_BEARER, client_assertion: await assertion(s, delegated, { aud: s.ctx.urls.issuer }), login_hint: 'ada@example.com', scope: 'openid send:emails', binding_message: 'hi', authorization_details: JSON.stringify([{ type: 'document', amount: 5 }]) }) },
+    { label: 'ciba', method: 'POST', path: '/apis/regional/v1/ai/auth/backchannel-authorize', kind: 'form', body: async () => ({ client_assertion_type: JWT_BEARER, client_assertion: await assertion(s, delegated, { aud: s.ctx.urls.issuer }), login_hint: 'ada@example.com', scope: 'openid send:emails', binding_message: 'hi', authorization_details: [{ type: 'payment', amount: 5, currency: 'EUR' }] }), jsonFields: ['authorization_details'] },
     { label: 'decision', method: 'POST', path: '/apis/regional/v1/agents/authorize', kind: 'json', body: { agent_id: agent.id, ...action } },
     { label: 'decision with token', method: 'POST', path: '/apis/regional/v1/agents/authorize', kind: 'json', headers: bearerAgent, body: { agent_id: agent.id, ...action } },
     { label: 'transaction token', method: 'POST', path: '/apis/regional/v1/ai/auth/transaction-token', kind: 'json', headers: bearerAgent, body: action },
