@@ -262,7 +262,7 @@ export function auditStore(sql: Sql, clock: Clock) {
            AND (CAST(@caller AS TEXT) IS NULL OR caller = @caller)
            AND (CAST(@decision AS TEXT) IS NULL OR decision = @decision) AND (CAST(@kind AS TEXT) IS NULL OR kind = @kind) AND seq < @before
            AND (CAST(@reason_code AS TEXT) IS NULL OR reason = @reason_code OR substr(reason, 1, length(@reason_code) + 1) = @reason_code || ':')
-           AND (CAST(@since AS INTEGER) IS NULL OR time >= @since) AND (CAST(@until AS INTEGER) IS NULL OR time <= @until)
+           AND (CAST(@since AS BIGINT) IS NULL OR time >= @since) AND (CAST(@until AS BIGINT) IS NULL OR time <= @until)
          ORDER BY seq DESC LIMIT @limit`,
         {
           agent_id: f.agent_id ?? null,

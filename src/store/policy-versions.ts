@@ -19,7 +19,7 @@ export function policyVersionsStore(sql: Sql, clock: Clock) {
       // `WHERE true` lets SQLite read ON CONFLICT as the upsert clause, not as part of the SELECT.
       await sql.run(
         `INSERT INTO policy_versions (version, seq, files, rules, first_seen)
-         SELECT CAST(? AS TEXT), COALESCE(MAX(seq), 0) + 1, CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS INTEGER) FROM policy_versions WHERE true
+         SELECT CAST(? AS TEXT), COALESCE(MAX(seq), 0) + 1, CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT) FROM policy_versions WHERE true
          ON CONFLICT (version) DO NOTHING`,
         [version, JSON.stringify(files), JSON.stringify(rules), now()],
       );

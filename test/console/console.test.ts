@@ -391,6 +391,20 @@ describe('the audit query of the management API', () => {
     expect(bad.status).toBe(400);
     expect(bad.body.issues.map((i: { path: string }) => i.path).sort()).toEqual(['reason', 'since']);
   });
+
+  // Times are 64-bit on both databases: past 2038 (2^31 seconds) a time is a number like any other.
+  it('finds records past 2038 by time, in seconds or ISO 8601', async () => {
+    const audit = server.ctx.store.audit;
+    await audit.append({ kind: 'decision', time: 2 ** 32, agent_id: 'far', decision: 'allow', reason: 'allowed' });
+    const times = async (q: string) => {
+      const r = await server.admin('GET', `/audit?agent_id=far&${q}`);
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      return r.body.data.map((x: { time: string }) => x.time);
+    };
+    expect(await times(`since=${2 ** 32}`)).toEqual(['2106-02-07T06:28:16.000Z']);
+    expect(await times(`since=2100-01-01T00:00:00Z&until=2200-01-01T00:00:00Z`)).toEqual(['2106-02-07T06:28:16.000Z']);
+    expect(await times(`until=${2 ** 32 - 1}`)).toEqual([]);
+  });
 });
 
 describe('multipart forms', () => {

@@ -107,4 +107,13 @@ describe('every business time is the service clock', () => {
     expect(audit.body.data.length).toBeGreaterThan(0);
     for (const r of audit.body.data as { time: string }[]) atClock(Math.floor(Date.parse(r.time) / 1000));
   });
+
+  it('the policy history keeps the version in force, first seen at the clock time', async () => {
+    const inForce = await server.admin('GET', '/policy');
+    expect(inForce.status).toBe(200);
+    // (the history is written beside the decision, never failing one: read it from the store)
+    const kept = (await server.ctx.store.policyVersions.list()).find((v) => v.version === inForce.body.version);
+    expect(kept, 'the version in force is in the history').toBeDefined();
+    atClock(Number(kept!.first_seen));
+  });
 });
