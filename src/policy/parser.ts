@@ -703,11 +703,44 @@ function unclosedParen(text: string, end: number): number | null {
   return stack.length ? stack[stack.length - 1]! : null;
 }
 
+/**
+ * How deep brackets (of any kind) and runs of `not` may nest. The grammar is matched by
+ * recursion, and nesting a few hundred deep exhausts the stack; no policy written by hand comes
+ * near this, so deeper text is an error at the bracket or `not` that passes the bound.
+ */
+export const MAX_NESTING = 100;
+
+/** The offset of the first bracket or `not` nested deeper than MAX_NESTING (strings and comments skipped), or null. */
+function tooDeep(text: string): { offset: number; what: string } | null {
+  let depth = 0;
+  let nots = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i]!;
+    if (c === '"') { for (i++; i < text.length && text[i] !== '"' && text[i] !== '\n'; i++) if (text[i] === '\\') i++; nots = 0; continue; }
+    if (c === '#' || (c === '/' && text[i + 1] === '/')) { while (i < text.length && text[i] !== '\n') i++; continue; }
+    if (c === '(' || c === '[' || c === '{') {
+      if (++depth > MAX_NESTING) return { offset: i, what: `brackets nested more than ${MAX_NESTING} deep` };
+    } else if (c === ')' || c === ']' || c === '}') {
+      depth = Math.max(0, depth - 1);
+      nots = 0;
+    } else if (c === 'n' && text.startsWith('not', i) && !/[A-Za-z0-9_]/.test(text[i - 1] ?? ' ') && !/[A-Za-z0-9_-]/.test(text[i + 3] ?? ' ')) {
+      if (++nots > MAX_NESTING) return { offset: i, what: `more than ${MAX_NESTING} "not" in a row` };
+      i += 2;
+    } else if (!/\s/.test(c)) nots = 0;
+  }
+  return null;
+}
+
 /** Parse one policy or tests file. The AST is null when the text does not parse. */
 export function parsePolicy(path: string, text: string): ParseResult {
   const g = policyGrammar();
-  const m = g.match(text, 'File');
   const idx = new LineIndex(path, text);
+  const deep = tooDeep(text);
+  if (deep) {
+    const at = idx.loc(deep.offset);
+    return { file: null, diagnostics: [{ file: path, line: at.line, col: at.col, message: `too deeply nested: ${deep.what}`, severity: 'error' }] };
+  }
+  const m = g.match(text, 'File');
   if (m.failed()) return { file: null, diagnostics: recover(g, path, text, idx, failure(m as ohm.FailedMatchResult, path, idx, 0, text)) };
   lines = idx;
   anchors = [];
@@ -751,8 +784,13 @@ function recover(g: ohm.Grammar, path: string, text: string, idx: LineIndex, fir
 /** Parse a condition expression alone (used by tests and the explain command). */
 export function parseExpr(text: string, path = '<expr>'): { expr: Expr | null; diagnostics: Diagnostic[] } {
   const g = policyGrammar();
-  const m = g.match(text, 'Expr');
   const idx = new LineIndex(path, text);
+  const deep = tooDeep(text);
+  if (deep) {
+    const at = idx.loc(deep.offset);
+    return { expr: null, diagnostics: [{ file: path, line: at.line, col: at.col, message: `too deeply nested: ${deep.what}`, severity: 'error' }] };
+  }
+  const m = g.match(text, 'Expr');
   if (m.failed()) return { expr: null, diagnostics: [failure(m as ohm.FailedMatchResult, path, idx, 0, text)] };
   lines = idx;
   anchors = [];
