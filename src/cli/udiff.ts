@@ -28,7 +28,8 @@ function editScript(a: string[], b: string[]): Op[] {
   while (tail < a.length - head && tail < b.length - head && a[a.length - 1 - tail] === b[b.length - 1 - tail]) tail++;
   const ops: Op[] = [];
   for (let i = 0; i < head; i++) ops.push({ kind: ' ', a: i, b: i });
-  ops.push(...myers(a, b, head, a.length - tail, head, b.length - tail));
+  // One by one: a file of a few hundred thousand lines is more arguments than a call may take.
+  for (const op of myers(a, b, head, a.length - tail, head, b.length - tail)) ops.push(op);
   for (let k = tail; k > 0; k--) ops.push({ kind: ' ', a: a.length - k, b: b.length - k });
   return ops;
 }

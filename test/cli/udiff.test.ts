@@ -17,6 +17,12 @@ function changedLines(d: string): number {
 }
 
 describe('unifiedDiff', () => {
+  it('a text of hundreds of thousands of changed lines gives its diff, not a stack overflow', () => {
+    const a = 'x\n'.repeat(300_000);
+    const d = unifiedDiff(a, 'y\n' + a.replace(/x/g, 'z'), 'big', 'big');
+    expect(changedLines(d)).toBe(600_001);
+  });
+
   it('equal texts give nothing', () => {
     expect(unifiedDiff('a\nb\n', 'a\nb\n', 'x', 'x')).toBe('');
   });
