@@ -126,6 +126,8 @@ function qualifiedName(e: Cel): string | undefined {
 
 const RELOPS = new Set(['==', '!=', '<', '<=', '>', '>=', 'in']);
 
+const MAX_CEL_NESTING = 100;
+
 /** Parse a CEL expression. Throws CelSyntaxError with the position of the problem. */
 export function parseCel(src: string): Cel {
   const toks = lex(src);
@@ -137,7 +139,14 @@ export function parseCel(src: string): Cel {
     k++;
   };
 
-  const expr = (): Cel => {
+  // The parse recurses per parenthesis, bracket and `!`; far past any condition written by hand it would exhaust the stack.
+  let depth = 0;
+  const deeper = <T>(f: () => T): T => {
+    if (++depth > MAX_CEL_NESTING) throw new CelSyntaxError(`nested more than ${MAX_CEL_NESTING} deep`, peek().pos);
+    try { return f(); } finally { depth--; }
+  };
+
+  const expr = (): Cel => deeper(() => {
     const c = or();
     if (isOp('?')) {
       k++;
@@ -147,7 +156,7 @@ export function parseCel(src: string): Cel {
       return { t: 'cond', c, a, b, pos: c.pos };
     }
     return c;
-  };
+  });
   const binaryLevel = (ops: string[], next: () => Cel) => (): Cel => {
     let l = next();
     for (;;) {
@@ -168,7 +177,7 @@ export function parseCel(src: string): Cel {
     const t = peek();
     if (isOp('!') || isOp('-')) {
       k++;
-      return { t: 'unary', op: t.text as '!' | '-', e: unary(), pos: t.pos };
+      return { t: 'unary', op: t.text as '!' | '-', e: deeper(unary), pos: t.pos };
     }
     return member();
   }

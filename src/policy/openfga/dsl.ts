@@ -159,6 +159,9 @@ interface Token {
  * Parse a relation's definition: OpenFGA's grammar, one operator kind per level. In the legacy
  * form, `[...] as self` is `[...]`.
  */
+/** How deep parentheses may nest in a relation's definition or a condition's expression. */
+export const MAX_NESTING = 100;
+
 export function parseRewrite(parts: { text: string; no: number }[], file: string, what: string, legacy = false): { rewrite: Rewrite } | { refusal: Refusal } {
   const tokens: Token[] = [];
   for (const p of parts) {
@@ -182,6 +185,7 @@ export function parseRewrite(parts: { text: string; no: number }[], file: string
     return t!;
   };
   let directs = 0;
+  let depth = 0;
 
   const unit = (): Rewrite => {
     const t = peek();
@@ -205,8 +209,11 @@ export function parseRewrite(parts: { text: string; no: number }[], file: string
     }
     if (t?.text === '(') {
       k++;
+      // The parse recurses per parenthesis; far past any model written by hand it would exhaust the stack.
+      if (++depth > MAX_NESTING) fail(t, `parentheses nested more than ${MAX_NESTING} deep`);
       const inner = expr();
       expect(')');
+      depth--;
       return inner;
     }
     if (legacy && t?.text === 'self') fail(t, '"self" without type restrictions (schema 1.0) cannot be imported: write the types it takes, as in "[user] as self"');

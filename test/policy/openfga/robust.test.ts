@@ -16,6 +16,21 @@ const mutated = (text: string) => fc.array(fc.tuple(fc.nat(text.length), fc.cons
 function lines(text: string): number { return text.split('\n').length; }
 
 describe('bad input', () => {
+  it('thousands of nested parentheses or negations are refused at their line, not a stack overflow', () => {
+    const valid = MODEL.replace(' but not x', '').replace('owner from parent', 'viewer from parent');
+    const deep = valid.replace('or viewer from parent', `or ${'('.repeat(5000)}viewer from parent${')'.repeat(5000)}`);
+    const r = importOpenfga('m.fga', readFrom({ 'm.fga': deep }));
+    expect(r.ok).toBe(false);
+    if (!r.ok) expect(r.refusals).toEqual([expect.objectContaining({ line: 6, message: expect.stringContaining('nested more than 100 deep') })]);
+    for (const expr of [`${'('.repeat(5000)}x > 1${')'.repeat(5000)}`, `${'!'.repeat(5000)}(x > 1)`, `x in ${'['.repeat(5000)}1${']'.repeat(5000)}`]) {
+      const c = importOpenfga('m.fga', readFrom({ 'm.fga': valid.replace(/x > 1 &&[^\n]*/, expr) }));
+      expect(c.ok, expr.slice(0, 20)).toBe(false);
+      if (!c.ok) expect(c.refusals.map((x) => x.message).join('\n')).toContain('nested more than 100 deep');
+    }
+    // Within the bound, nesting imports as before.
+    expect(importOpenfga('m.fga', readFrom({ 'm.fga': valid.replace('or viewer from parent', `or ${'('.repeat(50)}viewer from parent${')'.repeat(50)}`) })).ok).toBe(true);
+  });
+
   it('a mangled model is imported or refused within its lines', () => {
     fc.assert(fc.property(mutated(MODEL), (text) => {
       const r = importOpenfga('m.fga', readFrom({ 'm.fga': text }));
