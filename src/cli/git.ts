@@ -12,6 +12,7 @@ export class GitError extends Error {}
 
 function git(args: string[], cwd: string): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((done, fail) => {
+    if (args.some((a) => a.includes('\0'))) return fail(new GitError(`a path holding a NUL character cannot be read at a revision: ${args.find((a) => a.includes('\0'))!.replace(/\0/g, '\\0')}`));
     execFile('git', args, { cwd, maxBuffer: 64 * 1024 * 1024, encoding: 'utf8' }, (err, stdout, stderr) => {
       if (err && typeof err.code !== 'number') {
         if ((err as NodeJS.ErrnoException).code === 'ENOENT') return fail(new GitError('git is not installed (needed to read a revision)'));
@@ -24,7 +25,8 @@ function git(args: string[], cwd: string): Promise<{ code: number; stdout: strin
 
 /** The full commit id `rev` names in the repository of `cwd`; GitError naming the revision otherwise. */
 export async function resolveRevision(rev: string, cwd: string): Promise<string> {
-  if (!rev || rev.startsWith('-')) throw new GitError(`'${rev}' is not a git revision`);
+  // A NUL cannot be passed to a process at all, and names no revision.
+  if (!rev || rev.startsWith('-') || rev.includes('\0')) throw new GitError(`'${rev.replace(/\0/g, '\\0')}' is not a git revision`);
   const inRepo = await git(['rev-parse', '--is-inside-work-tree'], cwd);
   if (inRepo.code !== 0) throw new GitError(`'${rev}' is neither a file or directory nor a revision: ${cwd} is not in a git repository`);
   const r = await git(['rev-parse', '--verify', '--quiet', '--end-of-options', `${rev}^{commit}`], cwd);

@@ -3,6 +3,7 @@
 // reading a revision's policies out of a git repository made for the test.
 import { execFile } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
+import { runPolicyCommand } from '../../src/cli/policy.js';
 import { gatehouse, REFUNDS, refundTest, workDir, writeFiles } from './helpers.js';
 import { JUNIT_SCHEMAS, junitCases, junitErrors, junitSchemaErrors, officialSarifErrors, sarifErrors } from './review-schemas.js';
 
@@ -218,5 +219,17 @@ describe('policy diff <git-ref>', () => {
     const outside = await gatehouse(['policy', 'diff', 'main'], plain);
     expect(outside.code).toBe(2);
     expect(outside.stderr).toContain("'main'");
+  });
+
+  it('a NUL in a revision or --dir (possible when the CLI runs in process) is an input error naming it, not a crash', async () => {
+    const repo = await workDir({ 'policies/r.policy': REFUNDS });
+    await git(['init', '-q', '-b', 'main'], repo);
+    await git(['add', '.'], repo);
+    await git(['commit', '-q', '-m', 'first'], repo);
+    for (const [args, named] of [[['diff', 'ma\0in'], "'ma\\0in' is not a git revision"], [['diff', 'main', '--dir', 'pol\0icies'], 'pol\\0icies']] as const) {
+      let err = '';
+      const code = await runPolicyCommand([...args], { stdout: () => {}, stderr: (t) => { err += t; }, cwd: repo });
+      expect([code, err]).toEqual([2, expect.stringContaining(named)]);
+    }
   });
 });
