@@ -41,7 +41,11 @@ type folder
 type document
   relations
     define parent: [folder]
-    define viewer: [user] or viewer from parent
+    define viewer: [user, user with in_hours] or viewer from parent
+
+condition in_hours(hour: int) {
+  hour >= 9 && hour < 17
+}
 `;
 
 const FGA_JSON = JSON.stringify({
@@ -146,9 +150,9 @@ const FILE_MUTATIONS: Record<string, FileMutation> = {
   // A megabyte: the parser reads about one in seven seconds here, and the run is bounded in time.
   huge: (t) => t.repeat(Math.ceil(1_000_000 / Math.max(1, t.length))),
   longLine: (t) => t.replace('\n', `${'x'.repeat(1_000_000)}\n`),
-  parens: (t) => t.replace(/amount > \d+|amount >= \d+|"amount": 5000|user:anne|\[user\]/, (m) => `${'('.repeat(NESTING)}${m}${')'.repeat(NESTING)}`),
+  parens: (t) => t.replace(/amount > \d+|amount >= \d+|"amount": 5000|user:anne|hour >= 9|\[user\]/, (m) => `${'('.repeat(NESTING)}${m}${')'.repeat(NESTING)}`),
   brackets: (t) => t.replace(/\{ amount|\{"|\[user/, (m) => `${'['.repeat(NESTING)}${m}`),
-  nots: (t) => t.replace(/when /, `when ${'not '.repeat(NESTING)}`),
+  nots: (t) => t.replace(/when /, `when ${'not '.repeat(NESTING)}`).replace('hour >= 9', `${'!'.repeat(NESTING)}(hour >= 9)`),
   unclosed: (t) => '('.repeat(NESTING) + t,
   nul: (t, pick) => at(t, pick, '\0'),
   invalidUtf8: (t, pick) => Buffer.concat([Buffer.from(t.slice(0, pick % (t.length + 1))), Buffer.from([0xff, 0xc3, 0x28, 0xed, 0xa0, 0x80]), Buffer.from(t.slice(pick % (t.length + 1)))]),
