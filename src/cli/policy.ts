@@ -526,7 +526,12 @@ async function explainRequest(a: ParsedArgs, io: CliIO): Promise<Record<string, 
 
 export function explain(a: ParsedArgs, io: CliIO): Promise<number> {
   return guarded(io, 'explain', async () => {
-    const raw = await explainRequest(a, io);
+    const raw = await explainRequest(a, io).catch((e: unknown) => {
+      // A request read from a file: what is wrong with it names the file.
+      const from = a.options.get('--request');
+      if (e instanceof UsageError && typeof from === 'string' && from.startsWith('@')) throw new UsageError(`${from.slice(1)}: ${e.message}`);
+      throw e;
+    });
     const dir = a.positionals[0] ?? defaultDir();
     const files = (await readTarget(io, dir, [POLICY_EXT])).filter((f) => !isTestsFile(f.path));
     const parsed = parseAndValidate({ files });

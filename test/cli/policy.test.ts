@@ -3,7 +3,8 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { expectCaretBlocks as caretBlocks, gatehouse, REFUNDS, refundTest, workDir, type JsonDiagnostic } from './helpers.js';
+import { expectCaretBlocks as caretBlocks, gatehouse, REFUNDS, refundTest, workDir, writeFiles, type JsonDiagnostic } from './helpers.js';
+import { runPolicyCommand } from '../../src/cli/policy.js';
 
 
 // Three broken files: a validation error and a bad operator, a syntax error, and a file indented
@@ -147,6 +148,15 @@ describe('gatehouse policy explain', () => {
     expect(JSON.parse(j.stdout)).toMatchObject({ decision: 'approval_required', reason: 'approval_required: approve-medium-refunds', trace: expect.any(Array) });
     const approved = await ask(5000, '--approved');
     expect(approved.code).toBe(0);
+  });
+
+  it('a request read from a file that is not JSON or not a request: exit 2 naming the file', async () => {
+    await writeFiles(cwd, { 'cut.json': '{"action": "create:ref', 'list.json': '[]' });
+    for (const [file, why] of [['cut.json', 'is not JSON'], ['list.json', 'must be a JSON object']]) {
+      let err = '';
+      const code = await runPolicyCommand(['explain', 'good', '--request', `@${file}`], { stdout: () => {}, stderr: (t) => { err += t; }, cwd });
+      expect([code, err]).toEqual([2, expect.stringMatching(new RegExp(`^gatehouse policy explain: ${file.replace('.', '\\.')}: .*${why}`))]);
+    }
   });
 
   it('exit 1 on a policy error (with carets), 2 on a request that is not usable', async () => {
