@@ -343,6 +343,15 @@ describe('the command line under hostile files and arguments', () => {
         const lastFormat = formats.at(-1);
         if (json && RAN[seed.command]!.includes(code) && !args.includes('--help') && (lastFormat === 'json' || (args.includes('--json') && !formats.length))) {
           expect(() => JSON.parse(r.stdout), `stdout is not JSON: ${what}`).not.toThrow();
+          // check's diagnostics each name their file, line and column.
+          if (seed.command === 'check') {
+            for (const d of JSON.parse(r.stdout).diagnostics as { file: unknown; line: unknown; col: unknown }[]) {
+              expect(typeof d.file === 'string' && Number.isInteger(d.line) && (d.line as number) >= 1 && Number.isInteger(d.col) && (d.col as number) >= 1, `${JSON.stringify(d)}: ${what}`).toBe(true);
+            }
+          }
+        }
+        if (lastFormat === 'sarif' && RAN[seed.command]!.includes(code) && !args.includes('--help')) {
+          expect(() => JSON.parse(r.stdout), `SARIF is not JSON: ${what}`).not.toThrow();
         }
 
         // An input error caused by the mutated file names it (a usage error from the arguments names the option instead).
@@ -353,6 +362,10 @@ describe('the command line under hostile files and arguments', () => {
         }
         // check promises file:line:col for each diagnostic.
         if (seed.command === 'check' && am.kind === 'none' && code === 1 && lastFormat === undefined) {
+          expect(r.stderr, `no file:line:col: ${what}`).toMatch(/^[^\s:]+:\d+:\d+: /m);
+        }
+        // fmt reports a file that does not parse with its caret (its other exit 1 is --check's list, on stdout).
+        if (seed.command === 'fmt' && am.kind === 'none' && code === 1 && r.stderr !== '') {
           expect(r.stderr, `no file:line:col: ${what}`).toMatch(/^[^\s:]+:\d+:\d+: /m);
         }
 
