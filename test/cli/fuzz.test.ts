@@ -371,7 +371,7 @@ describe('the command line under hostile files and arguments', () => {
 
         const after = await snapshot();
         const writes = args.includes('--write') || args.includes('-w');
-        const outAt = args.indexOf('--out');
+        const outAt = args.lastIndexOf('--out'); // the last value given counts
         for (const [p, v] of after) {
           if (before.get(p) === v) continue;
           const allowed = (writes && seed.reads.includes(p)) || (outAt >= 0 && seed.command === 'import' && r.code === 0 && p.startsWith(normalizeOut(args[outAt + 1]) ?? '\0'));
