@@ -180,10 +180,11 @@ beforeAll(async () => {
       ok('throwaway grant', await s.admin('PUT', `/applications/${encodeURIComponent(client_id)}/grants/${encodeURIComponent(params.api_client_id!)}`, { scopes: ['read'] }));
       return { client_id, api_client_id: params.api_client_id! };
     },
+    // (a person of its own too: a request on the target person whose method is mutated to DELETE removes it)
     'DELETE /applications/{client_id}/assignments/{user_id}': async () => {
-      const client_id = await throwaway.app();
-      ok('throwaway assignment', await s.admin('PUT', `/applications/${encodeURIComponent(client_id)}/assignments/${target.user}`));
-      return { client_id, user_id: target.user };
+      const [client_id, user_id] = [await throwaway.app(), await throwaway.user()];
+      ok('throwaway assignment', await s.admin('PUT', `/applications/${encodeURIComponent(client_id)}/assignments/${user_id}`));
+      return { client_id, user_id };
     },
     'DELETE /roles/{name}': async () => ({ name: await throwaway.role() }),
     'DELETE /trusted-issuers/{issuer}': async () => ({ issuer: await throwaway.issuer() }),
