@@ -710,8 +710,12 @@ function unclosedParen(text: string, end: number): number | null {
  */
 export const MAX_NESTING = 100;
 
-/** The offset of the first bracket or `not` nested deeper than MAX_NESTING (strings and comments skipped), or null. */
-function tooDeep(text: string): { offset: number; what: string } | null {
+/** The error at the first bracket or `not` nested deeper than MAX_NESTING (strings and comments skipped), or null. */
+function tooDeep(path: string, text: string, idx: LineIndex): Diagnostic | null {
+  const at = (offset: number, what: string): Diagnostic => {
+    const { line, col } = idx.loc(offset);
+    return { file: path, line, col, message: `too deeply nested: ${what}`, severity: 'error' };
+  };
   let depth = 0;
   let nots = 0;
   for (let i = 0; i < text.length; i++) {
@@ -719,12 +723,12 @@ function tooDeep(text: string): { offset: number; what: string } | null {
     if (c === '"') { for (i++; i < text.length && text[i] !== '"' && text[i] !== '\n'; i++) if (text[i] === '\\') i++; nots = 0; continue; }
     if (c === '#' || (c === '/' && text[i + 1] === '/')) { while (i < text.length && text[i] !== '\n') i++; continue; }
     if (c === '(' || c === '[' || c === '{') {
-      if (++depth > MAX_NESTING) return { offset: i, what: `brackets nested more than ${MAX_NESTING} deep` };
+      if (++depth > MAX_NESTING) return at(i, `brackets nested more than ${MAX_NESTING} deep`);
     } else if (c === ')' || c === ']' || c === '}') {
       depth = Math.max(0, depth - 1);
       nots = 0;
     } else if (c === 'n' && text.startsWith('not', i) && !/[A-Za-z0-9_]/.test(text[i - 1] ?? ' ') && !/[A-Za-z0-9_-]/.test(text[i + 3] ?? ' ')) {
-      if (++nots > MAX_NESTING) return { offset: i, what: `more than ${MAX_NESTING} "not" in a row` };
+      if (++nots > MAX_NESTING) return at(i, `more than ${MAX_NESTING} "not" in a row`);
       i += 2;
     } else if (!/\s/.test(c)) nots = 0;
   }
@@ -735,11 +739,8 @@ function tooDeep(text: string): { offset: number; what: string } | null {
 export function parsePolicy(path: string, text: string): ParseResult {
   const g = policyGrammar();
   const idx = new LineIndex(path, text);
-  const deep = tooDeep(text);
-  if (deep) {
-    const at = idx.loc(deep.offset);
-    return { file: null, diagnostics: [{ file: path, line: at.line, col: at.col, message: `too deeply nested: ${deep.what}`, severity: 'error' }] };
-  }
+  const deep = tooDeep(path, text, idx);
+  if (deep) return { file: null, diagnostics: [deep] };
   const m = g.match(text, 'File');
   if (m.failed()) return { file: null, diagnostics: recover(g, path, text, idx, failure(m as ohm.FailedMatchResult, path, idx, 0, text)) };
   lines = idx;
@@ -785,11 +786,8 @@ function recover(g: ohm.Grammar, path: string, text: string, idx: LineIndex, fir
 export function parseExpr(text: string, path = '<expr>'): { expr: Expr | null; diagnostics: Diagnostic[] } {
   const g = policyGrammar();
   const idx = new LineIndex(path, text);
-  const deep = tooDeep(text);
-  if (deep) {
-    const at = idx.loc(deep.offset);
-    return { expr: null, diagnostics: [{ file: path, line: at.line, col: at.col, message: `too deeply nested: ${deep.what}`, severity: 'error' }] };
-  }
+  const deep = tooDeep(path, text, idx);
+  if (deep) return { expr: null, diagnostics: [deep] };
   const m = g.match(text, 'Expr');
   if (m.failed()) return { expr: null, diagnostics: [failure(m as ohm.FailedMatchResult, path, idx, 0, text)] };
   lines = idx;

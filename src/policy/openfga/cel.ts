@@ -3,6 +3,8 @@
 // literal form, positions on every node. What the policy language can say is decided afterwards,
 // in translate.ts.
 
+import { MAX_NESTING } from './model.js';
+
 export interface Pos {
   line: number;
   col: number;
@@ -126,8 +128,6 @@ function qualifiedName(e: Cel): string | undefined {
 
 const RELOPS = new Set(['==', '!=', '<', '<=', '>', '>=', 'in']);
 
-const MAX_CEL_NESTING = 100;
-
 /** Parse a CEL expression. Throws CelSyntaxError with the position of the problem. */
 export function parseCel(src: string): Cel {
   const toks = lex(src);
@@ -139,10 +139,10 @@ export function parseCel(src: string): Cel {
     k++;
   };
 
-  // The parse recurses per parenthesis, bracket and `!`; far past any condition written by hand it would exhaust the stack.
+  // Each parenthesis, bracket and `!` is a level of the recursion.
   let depth = 0;
   const deeper = <T>(f: () => T): T => {
-    if (++depth > MAX_CEL_NESTING) throw new CelSyntaxError(`nested more than ${MAX_CEL_NESTING} deep`, peek().pos);
+    if (++depth > MAX_NESTING) throw new CelSyntaxError(`nested more than ${MAX_NESTING} deep`, peek().pos);
     try { return f(); } finally { depth--; }
   };
 

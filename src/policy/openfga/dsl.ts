@@ -11,7 +11,7 @@
 // and is refused.
 
 import { refusal, type ConditionDef, type ConditionParam, type Imported, type Refusal, type RelationDef, type Rewrite, type TypeDef, type TypeRestriction, type Where } from './model.js';
-import { GENERIC_PARAM_TYPES, PARAM_TYPES } from './model.js';
+import { GENERIC_PARAM_TYPES, MAX_NESTING, PARAM_TYPES } from './model.js';
 
 /** One `.fga` file: a whole model, or one module of a modular model. */
 export interface DslModule {
@@ -159,9 +159,6 @@ interface Token {
  * Parse a relation's definition: OpenFGA's grammar, one operator kind per level. In the legacy
  * form, `[...] as self` is `[...]`.
  */
-/** How deep parentheses may nest in a relation's definition or a condition's expression. */
-export const MAX_NESTING = 100;
-
 export function parseRewrite(parts: { text: string; no: number }[], file: string, what: string, legacy = false): { rewrite: Rewrite } | { refusal: Refusal } {
   const tokens: Token[] = [];
   for (const p of parts) {
@@ -209,7 +206,6 @@ export function parseRewrite(parts: { text: string; no: number }[], file: string
     }
     if (t?.text === '(') {
       k++;
-      // The parse recurses per parenthesis; far past any model written by hand it would exhaust the stack.
       if (++depth > MAX_NESTING) fail(t, `parentheses nested more than ${MAX_NESTING} deep`);
       const inner = expr();
       expect(')');

@@ -80,3 +80,9 @@ export type Imported<T> = { ok: true; value: T } | { ok: false; refusals: Refusa
 /** The parameter types OpenFGA conditions declare, by their DSL name. */
 export const PARAM_TYPES = ['bool', 'string', 'int', 'uint', 'double', 'duration', 'timestamp', 'ipaddress', 'any'] as const;
 export const GENERIC_PARAM_TYPES = ['list', 'map'] as const;
+
+/**
+ * How deep a relation's definition or a condition's expression may nest. Both are parsed by
+ * recursion; far past any model written by hand it would exhaust the stack.
+ */
+export const MAX_NESTING = 100;
