@@ -475,12 +475,15 @@ export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<void>
   process.on('unhandledRejection', (err) => logger.error({ err }, 'unhandled promise rejection'));
 
   if (config.workers <= 1) {
-    const running = await startServer(config, { logger });
+    // Heard from before the server says `listening`: a stop asked for right after it drains, it
+    // is not left to Node's default. Asked for while starting, nothing is served yet: it ends.
+    let running: Awaited<ReturnType<typeof startServer>> | undefined;
     onStopSignal(async () => {
       logger.info('shutting down');
-      await running.close({ drainMs: DRAIN_GRACE_MS });
+      await running?.close({ drainMs: DRAIN_GRACE_MS });
       process.exit(0);
     });
+    running = await startServer(config, { logger });
     return;
   }
   if (cluster.isPrimary) return runPrimary(config, logger);
@@ -596,8 +599,8 @@ async function runWorker(config: Config, logger: Logger): Promise<void> {
   // Each worker exports its own spans (OTLP batches) when tracing is configured.
   if (tracingConfigured()) startTracing();
   attach(server, ctx);
-  logger.info({ port, issuer: ctx.urls.issuer }, 'listening');
-  // Draining: requests in flight are answered (their audit records committed with them), then the database is closed.
+  // Draining: requests in flight are answered (their audit records committed with them), then the
+  // database is closed. Heard from before `listening`, so a stop asked for right after it drains.
   onStopSignal(() => {
     markDraining(ctx);
     void drainServer(server, DRAIN_GRACE_MS, ctx.config.drainNoticeMs)
@@ -605,4 +608,5 @@ async function runWorker(config: Config, logger: Logger): Promise<void> {
       .catch((err: unknown) => logger.error({ err }, 'stopping failed'))
       .finally(() => process.exit(0));
   });
+  logger.info({ port, issuer: ctx.urls.issuer }, 'listening');
 }
