@@ -16,6 +16,9 @@ import { gatehouse, workDir } from '../cli/helpers.js';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
+// A new seed every run (fast-check prints it with a counterexample; GATEHOUSE_TEST_SEED=<seed> replays one).
+const SEED = process.env.GATEHOUSE_TEST_SEED ? { seed: Number(process.env.GATEHOUSE_TEST_SEED) } : {};
+
 const DECISION = { allow: 'allow', deny: 'deny', approval_required: 'approval_required' } as const;
 
 /** Does the request break the invariant: its action and object are the invariant's, the condition holds, the decision is the one ruled out. */
@@ -26,11 +29,13 @@ function breaks(text: string, inv: InvariantNode, zone: string, req: DecisionReq
   return decide(req, set).decision === DECISION[inv.never as keyof typeof DECISION];
 }
 
-/** The counterexample as `policy explain --request` reads it, with the clock it names. */
+/** The counterexample as `policy explain --request` reads it, with the clock it names: `null` is a
+ * request without a clock (a policy test without `now`), on which a rule reading `time.*` fails
+ * closed; a counterexample without `now` holds at any time, so any fixed one does. */
 function asRequest(r: InvariantResult): DecisionRequest {
   const { request } = completeRequest(r.counterexample);
   const now = r.counterexample!.now;
-  request.now = typeof now === 'string' ? Date.parse(now) : Date.parse('2026-01-05T12:00:00Z');
+  request.now = typeof now === 'string' ? Date.parse(now) : now === null ? NaN : Date.parse('2026-01-05T12:00:00Z');
   if (r.counterexample!.usage) request.usage = r.counterexample!.usage;
   return request;
 }
@@ -64,7 +69,7 @@ describe('verify: random sets and invariants (random seed, printed by fast-check
       proven++;
       // Requests as invariants speak of them: without a prior approval.
       for (const req of reqs) expect(breaks(text, node!, zone!, { ...req, approved: false }), JSON.stringify(req)).toBe(false);
-    }), { numRuns: 60, interruptAfterTimeLimit: 120_000 });
+    }), { numRuns: 60, interruptAfterTimeLimit: 120_000, ...SEED });
     expect(proven).toBeGreaterThan(0);
     expect(broken).toBeGreaterThan(0);
   }, 300_000);
@@ -145,6 +150,27 @@ rule "only what the person views" {
     // About an object read from a path: refused, not guessed.
     const [p] = verifyInvariants(setOf(text.replace('not (person has viewer on resource)', 'not (person has viewer on resource.doc)')));
     expect(p!.error).toMatch(/about an object read from a path/);
+  });
+
+  it('a request without a clock is a request too: an approval rule reading time.* applies to it, and the counterexample says now null', () => {
+    const text = `rule "night refunds outside the euro wait" {
+  effect require_approval
+  subjects "group:eng"
+  relation "create:refunds"
+  object "refund:*"
+  when time.hour < 8 and currency != "EUR"
+}
+invariant "euro refunds never wait" {
+  never approval_required "create:refunds" on "refund:*" when currency == "EUR"
+}
+`;
+    const [r] = verifyInvariants(setOf(text));
+    expect(r).toMatchObject({ holds: false, counterexample: { now: null, context: { currency: 'EUR' } } });
+    expect(decide(asRequest(r!), setOf(text)).decision).toBe('approval_required');
+    // The same request at any hour of a clock is allowed: the condition is false, not unknown.
+    expect(decide({ ...asRequest(r!), now: Date.parse('2026-01-05T03:00:00Z') }, setOf(text)).decision).not.toBe('approval_required');
+    // Without the clock in the rule, nothing fails closed and the invariant holds.
+    expect(verifyInvariants(setOf(text.replace('when time.hour < 8 and', 'when')))).toMatchObject([{ holds: true }]);
   });
 
   it('never deny: an agent without its capability is a counterexample', () => {
