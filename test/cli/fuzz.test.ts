@@ -394,5 +394,6 @@ function escape(s: string): string {
 
 function normalizeOut(p: string | undefined): string | undefined {
   if (p === undefined || p === '') return undefined;
-  return p.replace(/^\.\//, '').replace(/\/+$/, '');
+  // As the process receives it: an argument travels as UTF-8, where a lone surrogate becomes U+FFFD.
+  return Buffer.from(p, 'utf8').toString('utf8').replace(/^\.\//, '').replace(/\/+$/, '');
 }
