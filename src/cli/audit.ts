@@ -2,7 +2,7 @@ import { resolve } from 'node:path';
 import { existsSync } from 'node:fs';
 import { parseDatabaseUrl } from '../config.js';
 import { systemClock } from '../clock.js';
-import { openDatabase } from '../store/db.js';
+import { DatabaseUnavailable, openExistingDatabase } from '../store/db.js';
 import { auditStore } from '../store/audit.js';
 import type { CliIO, ParsedArgs } from './args.js';
 import { loadDotEnv } from './env.js';
@@ -27,10 +27,17 @@ export async function verify(args: ParsedArgs, io: CliIO): Promise<number> {
   const url = dbArg ? undefined : parseDatabaseUrl(process.env.GATEHOUSE_DATABASE_URL);
   const file = resolve(io.cwd, dbArg ?? (process.env.GATEHOUSE_DB || './data/gatehouse.db'));
   if (!url && !existsSync(file)) {
-    io.stderr(`gatehouse: GATEHOUSE_DB: no database at ${file}\n`);
+    io.stderr(`gatehouse: ${dbArg ? '--db' : 'GATEHOUSE_DB'}: no database at ${file}\n`);
     return 2;
   }
-  const db = await openDatabase({ file, url });
+  let db;
+  try {
+    db = await openExistingDatabase({ file, url });
+  } catch (err) {
+    if (!(err instanceof DatabaseUnavailable)) throw err;
+    io.stderr(`gatehouse: cannot read the audit trail: ${err.message}\n`);
+    return 2;
+  }
   try {
     // Verifying reads no time: any clock will do.
     const { checked, broken, checkpoint } = await auditStore(db, systemClock).verify();

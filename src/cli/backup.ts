@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { parseDatabaseUrl } from '../config.js';
@@ -112,8 +112,8 @@ export async function backupCommand(args: ParsedArgs, io: CliIO): Promise<number
     io.stdout(`backed up to ${out} (pg_dump custom format; restore with gatehouse restore)\n`);
     return 0;
   }
-  if (!existsSync(where.file)) {
-    io.stderr(`gatehouse: GATEHOUSE_DB: no database at ${where.file}\n`);
+  if (!existsSync(where.file) || !statSync(where.file).isFile()) {
+    io.stderr(`gatehouse: ${args.options.has('--db') ? '--db' : 'GATEHOUSE_DB'}: no database at ${where.file}\n`);
     return 2;
   }
   const partial = await onlineCopy(where.file, out, 'backup', io);

@@ -175,7 +175,7 @@ export const COMMANDS: CommandSpec[] = [
       'Apply the schema migrations the database lacks ($GATEHOUSE_DATABASE_URL, else the SQLite file $GATEHOUSE_DB, default ./data/gatehouse.db), each in its own transaction; instances starting meanwhile wait for it.',
     positionals: { min: 0, max: 0 },
     options: [{ name: '--check', help: 'only list what is pending' }],
-    details: ['Exit 0 when the schema is (now) current, 1 with --check when something is pending, 2 on a usage error.'],
+    details: ['--check writes nothing: where no database is yet, or the SQLite file holds none of the schema, every migration is pending.', 'Exit 0 when the schema is (now) current, 1 with --check when something is pending, 2 on a usage error or a database that cannot be used (a file that is not SQLite, a PostgreSQL that does not answer).'],
     run: async (a, io) => (await import('./migrate.js')).migrateCommand(a, io),
   },
 ];

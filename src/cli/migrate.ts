@@ -1,6 +1,7 @@
+import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseDatabaseUrl } from '../config.js';
-import { listMigrations, migrate, openDatabase, pendingMigrations } from '../store/db.js';
+import { DatabaseUnavailable, inspectSqliteFile, listMigrations, migrate, openDatabase, openExistingDatabase, pendingMigrations } from '../store/db.js';
 import type { CliIO, ParsedArgs } from './args.js';
 import { loadDotEnv } from './env.js';
 
@@ -13,7 +14,27 @@ export async function migrateCommand(args: ParsedArgs, io: CliIO): Promise<numbe
   const check = args.options.get('--check') === true;
   const url = parseDatabaseUrl(process.env.GATEHOUSE_DATABASE_URL);
   const file = resolve(io.cwd, process.env.GATEHOUSE_DB || './data/gatehouse.db');
-  const db = await openDatabase({ file, url });
+  if (check && !url) {
+    // A check writes nothing: where no SQLite file is yet, or one without the schema, every migration is pending.
+    const found: { problem?: string; schema: boolean } = existsSync(file) ? inspectSqliteFile(file) : { schema: false };
+    if (found.problem) {
+      io.stderr(`gatehouse: cannot check: ${found.problem}\n`);
+      return 2;
+    }
+    if (!found.schema) {
+      io.stdout(`pending on ${file}${existsSync(file) ? '' : ' (no database there yet)'}:\n${listMigrations().map((m) => `  ${m.name}\n`).join('')}`);
+      return 1;
+    }
+  }
+  let db;
+  try {
+    // An existing file must be a SQLite database; a missing one is made by the migration.
+    db = url || existsSync(file) ? await openExistingDatabase({ file, url }, 'sqlite') : await openDatabase({ file, url });
+  } catch (err) {
+    if (!(err instanceof DatabaseUnavailable)) throw err;
+    io.stderr(`gatehouse: cannot ${check ? 'check' : 'migrate'}: ${err.message}\n`);
+    return 2;
+  }
   try {
     const where = url ? db.location : file;
     if (check) {

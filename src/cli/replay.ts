@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseDatabaseUrl } from '../config.js';
 import { systemClock } from '../clock.js';
-import { openDatabase } from '../store/db.js';
+import { DatabaseUnavailable, openExistingDatabase } from '../store/db.js';
 import { createStore } from '../store/index.js';
 import { loadPolicySet, readPolicyDir, formatDiagnostic, type SourceFile } from '../policy/index.js';
 import { toJsonRule } from '../policy-service.js';
@@ -40,8 +40,14 @@ export async function replayCommand(a: ParsedArgs, io: CliIO): Promise<number> {
   const dbArg = a.options.get('--db') as string | undefined;
   const url = dbArg ? undefined : parseDatabaseUrl(process.env.GATEHOUSE_DATABASE_URL);
   const file = resolve(io.cwd, dbArg ?? (process.env.GATEHOUSE_DB || './data/gatehouse.db'));
-  if (!url && !existsSync(file)) return fail(`GATEHOUSE_DB: no database at ${file}`);
-  const db = await openDatabase({ file, url });
+  if (!url && !existsSync(file)) return fail(`${dbArg ? '--db' : 'GATEHOUSE_DB'}: no database at ${file}`);
+  let db;
+  try {
+    db = await openExistingDatabase({ file, url });
+  } catch (err) {
+    if (!(err instanceof DatabaseUnavailable)) throw err;
+    return fail(`cannot read the audit trail: ${err.message}`);
+  }
   const store = createStore(db);
   try {
     const rules = (await store.rules.live()).map(toJsonRule);

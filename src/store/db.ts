@@ -1,5 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { projectRoot } from '../paths.js';
 import type { Dialect, Sql, SqlDatabase } from './sql.js';
 import { openSqlite } from './sqlite.js';
@@ -25,6 +26,48 @@ export async function openDatabase(opts: DatabaseOptions): Promise<SqlDatabase> 
     return openPostgres(opts.url, { warn: opts.warn, ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {}) });
   }
   return openSqlite(opts.file, { autoCheckpoint: !opts.worker, warn: opts.warn });
+}
+
+/** Why a database a command reads could not be opened (the command exits 2 with the message). */
+export class DatabaseUnavailable extends Error {}
+
+/**
+ * Opens the database a command reads but does not create (`audit verify`, `policy replay`): a
+ * SQLite file must exist, be a SQLite database and hold Gatehouse's schema, and PostgreSQL must
+ * answer. The file is looked at read-only first, because opening it for use switches it to WAL
+ * mode, which writes to it: a file that is not Gatehouse's is left as it was. With `sqlite`, a
+ * SQLite database without the schema is taken too (`migrate` makes it). Throws
+ * DatabaseUnavailable saying which and why.
+ */
+export async function openExistingDatabase(opts: DatabaseOptions, want: 'schema' | 'sqlite' = 'schema'): Promise<SqlDatabase> {
+  if (!opts.url) {
+    const found = inspectSqliteFile(opts.file);
+    if (found.problem) throw new DatabaseUnavailable(found.problem);
+    if (!found.schema && want === 'schema') throw new DatabaseUnavailable(`${opts.file} is not a Gatehouse database (no schema_migrations table; gatehouse migrate makes one)`);
+  }
+  try {
+    return await openDatabase(opts);
+  } catch (err) {
+    throw new DatabaseUnavailable(err instanceof Error ? err.message : String(err));
+  }
+}
+
+/** What the file at `file` is, read-only: why it is no SQLite database, or whether it holds Gatehouse's schema. */
+export function inspectSqliteFile(file: string): { problem?: string; schema: boolean } {
+  let db: InstanceType<typeof Database>;
+  try {
+    db = new Database(file, { readonly: true, fileMustExist: true });
+  } catch (err) {
+    return { problem: `no database at ${file} (${(err as Error).message})`, schema: false };
+  }
+  try {
+    const found = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'").get();
+    return { schema: found !== undefined };
+  } catch (err) {
+    return { problem: `${file} cannot be read as a SQLite database (${(err as Error).message})`, schema: false };
+  } finally {
+    db.close();
+  }
 }
 
 export interface Migration { version: number; name: string; sql: string }
