@@ -101,6 +101,14 @@ export async function runCli(argv: string[], io: CliIO): Promise<number | undefi
   } catch (e) {
     // A command may find a usage mistake only once it reads its input (a --request that is not JSON).
     if (e instanceof UsageError) return usage(io, e.message, `gatehouse ${spec.path.join(' ')} --help`, spec);
+    // A setting the command reads that cannot be used (GATEHOUSE_DATABASE_URL not a postgres://
+    // URL) is an input error: exit 2, where 1 would read as the command's own finding (a broken
+    // chain, a change, something pending). `serve` keeps its start-up promise: one line, exit 1.
+    // (By name: the configuration module is not loaded for the policy commands.)
+    if (e instanceof Error && e.name === 'ConfigError' && spec.path[0] !== 'serve') {
+      io.stderr(`gatehouse: ${e.message}\n`);
+      return 2;
+    }
     throw e;
   }
 }

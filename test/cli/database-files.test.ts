@@ -87,7 +87,8 @@ describe('a command that reads a database, given something else', () => {
 
   it('migrate and migrate --check refuse a directory, a text file and an unreachable PostgreSQL with exit 2', async () => {
     for (const check of [['--check'], []]) {
-      for (const env of [{ GATEHOUSE_DB: join(cwd, 'dir.db') }, { GATEHOUSE_DB: join(cwd, 'text.db') }, { GATEHOUSE_DATABASE_URL: UNREACHABLE }]) {
+      const envs: Record<string, string>[] = [{ GATEHOUSE_DB: join(cwd, 'dir.db') }, { GATEHOUSE_DB: join(cwd, 'text.db') }, { GATEHOUSE_DATABASE_URL: UNREACHABLE }];
+      for (const env of envs) {
         const r = await run(['migrate', ...check], env);
         expect([r.code, r.stdout], `${JSON.stringify(env)} ${check}: ${r.stderr}`).toEqual([2, '']);
         expect(r.stderr.split('\n').filter(Boolean)).toEqual([expect.stringMatching(/^gatehouse: cannot (check|migrate): /)]);
@@ -95,6 +96,14 @@ describe('a command that reads a database, given something else', () => {
       }
     }
     expect(bytes('text.db').toString()).toBe(TEXT);
+  });
+
+  it('a GATEHOUSE_DATABASE_URL that is not a postgres:// URL is an input error: exit 2, one line, no password', async () => {
+    for (const args of [['audit', 'verify'], ['policy', 'replay', 'draft'], ['migrate', '--check'], ['migrate'], ['backup', 'out.bak']]) {
+      const r = await run(args, { GATEHOUSE_DATABASE_URL: 'mysql://root:hunter2-secret@db/gatehouse' });
+      expect([r.code, r.stdout], `${args.join(' ')}: ${r.stderr}`).toEqual([2, '']);
+      expect(r.stderr).toBe('gatehouse: GATEHOUSE_DATABASE_URL: must be a postgres:// URL (got a mysql:// URL)\n');
+    }
   });
 
   it('backup refuses a directory as the database it copies: exit 2', async () => {
