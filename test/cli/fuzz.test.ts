@@ -19,6 +19,8 @@ import { execFileSync } from 'node:child_process';
 import { chmod, lstat, mkdir, readdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { runCli } from '../../src/cli/main.js';
+import { parseArgs } from '../../src/cli/args.js';
+import { COMMANDS } from '../../src/cli/commands.js';
 import { REFUNDS, refundTest, workDir } from './helpers.js';
 
 const SEED = process.env.GATEHOUSE_TEST_SEED ? Number(process.env.GATEHOUSE_TEST_SEED) : Math.floor(Math.random() * 2 ** 31);
@@ -338,10 +340,12 @@ describe('the command line under hostile files and arguments', () => {
         expect(r.stderr, what).not.toMatch(STACK);
         expect(r.stdout, what).not.toMatch(/^\s+at .*:\d+:\d+\)?$|node:internal/m);
 
-        const json = args.includes('--json') || args.some((a, i) => (a === '--format' && args[i + 1] === 'json') || a === '--format=json');
-        const formats = args.flatMap((a, i) => (a === '--format' ? [args[i + 1]] : a.startsWith('--format=') ? [a.slice(9)] : []));
-        const lastFormat = formats.at(-1);
-        if (json && RAN[seed.command]!.includes(code) && !args.includes('--help') && (lastFormat === 'json' || (args.includes('--json') && !formats.length))) {
+        // The options as the command reads them: a word that follows an option taking a value is
+        // that value (`--out --json` writes to a directory named --json and asks for no JSON).
+        const opts = optionsOf(args);
+        const lastFormat = opts?.get('--format') as string | undefined;
+        const help = opts?.has('--help') ?? true;
+        if (RAN[seed.command]!.includes(code) && !help && (lastFormat === 'json' || (opts?.get('--json') === true && lastFormat === undefined))) {
           expect(() => JSON.parse(r.stdout), `stdout is not JSON: ${what}`).not.toThrow();
           // check's diagnostics each name their file, line and column.
           if (seed.command === 'check') {
@@ -350,7 +354,7 @@ describe('the command line under hostile files and arguments', () => {
             }
           }
         }
-        if (lastFormat === 'sarif' && RAN[seed.command]!.includes(code) && !args.includes('--help')) {
+        if (lastFormat === 'sarif' && RAN[seed.command]!.includes(code) && !help) {
           expect(() => JSON.parse(r.stdout), `SARIF is not JSON: ${what}`).not.toThrow();
         }
 
@@ -370,11 +374,11 @@ describe('the command line under hostile files and arguments', () => {
         }
 
         const after = await snapshot();
-        const writes = args.includes('--write') || args.includes('-w');
-        const outAt = args.lastIndexOf('--out'); // the last value given counts
+        const writes = opts?.get('--write') === true;
+        const out = opts?.get('--out'); // the last value given counts
         for (const [p, v] of after) {
           if (before.get(p) === v) continue;
-          const allowed = (writes && seed.reads.includes(p)) || (outAt >= 0 && seed.command === 'import' && r.code === 0 && p.startsWith(normalizeOut(args[outAt + 1]) ?? '\0'));
+          const allowed = (writes && seed.reads.includes(p)) || (typeof out === 'string' && seed.command === 'import' && r.code === 0 && p.startsWith(normalizeOut(out) ?? '\0'));
           expect(allowed, `wrote ${p}: ${what}`).toBe(true);
         }
         for (const p of before.keys()) expect(after.has(p) || (writes && seed.reads.includes(p)), `removed ${p}: ${what}`).toBe(true);
@@ -387,6 +391,17 @@ describe('the command line under hostile files and arguments', () => {
     expect(runs).toBeGreaterThan(10);
   }, 120_000);
 });
+
+/** The options of `args` as the command's own parser reads them; undefined for a usage error (nothing ran). */
+function optionsOf(args: string[]): Map<string, string | true> | undefined {
+  const spec = COMMANDS.filter((c) => c.path.every((w, i) => args[i] === w)).sort((a, b) => b.path.length - a.path.length)[0];
+  if (!spec) return undefined;
+  try {
+    return parseArgs(spec, args.slice(spec.path.length)).options;
+  } catch {
+    return undefined;
+  }
+}
 
 function escape(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
