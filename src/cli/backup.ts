@@ -138,6 +138,10 @@ export async function restoreCommand(args: ParsedArgs, io: CliIO): Promise<numbe
     return 2;
   }
   const force = args.options.get('--force') === true;
+  if (existsSync(where.file) && !statSync(where.file).isFile()) {
+    io.stderr(`gatehouse: ${where.file} is not a file; restore names the database file to write (--db or GATEHOUSE_DB)\n`);
+    return 2;
+  }
   if (existsSync(where.file) && !force) {
     io.stderr(`gatehouse: a database exists at ${where.file}; stop the server and pass --force to replace it\n`);
     return 2;
@@ -160,7 +164,13 @@ export async function restoreCommand(args: ParsedArgs, io: CliIO): Promise<numbe
   }
   // The old database's write-ahead log must not be replayed over the restored file.
   for (const suffix of ['-wal', '-shm']) rmSync(where.file + suffix, { force: true });
-  renameSync(partial, where.file);
+  try {
+    renameSync(partial, where.file);
+  } catch (err) {
+    rmSync(partial, { force: true });
+    io.stderr(`gatehouse: the restore failed: ${(err as Error).message}\n`);
+    return 1;
+  }
   io.stdout(`restored ${from} to ${where.file} (audit trail: ${records} records, chain ok); start the server with the same GATEHOUSE_SECRET\n`);
   return 0;
 }

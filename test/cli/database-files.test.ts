@@ -3,9 +3,10 @@
 // a PostgreSQL that does not answer. Each exits 2 (the docs' code for an input error; 1 would say
 // "broken chain", "something changed" or "something pending"), says why in one line naming the
 // command, and leaves the file byte for byte as it was (opening a SQLite file for use switches it
-// to WAL mode, which writes to it). `migrate --check` writes nothing where no database is yet.
+// to WAL mode, which writes to it). `migrate --check` writes nothing where no database is yet;
+// `restore` does not put a database where a directory stands, nor leave its partial copy behind.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { runCli } from '../../src/cli/main.js';
@@ -104,6 +105,21 @@ describe('a command that reads a database, given something else', () => {
       expect([r.code, r.stdout], `${args.join(' ')}: ${r.stderr}`).toEqual([2, '']);
       expect(r.stderr).toBe('gatehouse: GATEHOUSE_DATABASE_URL: must be a postgres:// URL (got a mysql:// URL)\n');
     }
+  });
+
+  it('restore refuses a directory as the database file it writes, even with --force, and leaves no partial copy', async () => {
+    const made = join(cwd, 'made.db');
+    expect((await run(['migrate'], { GATEHOUSE_DB: made })).code).toBe(0);
+    const backedUp = await run(['backup', 'made.bak', '--db', 'made.db']);
+    expect(backedUp.code, backedUp.stderr).toBe(0);
+    for (const force of [[], ['--force']]) {
+      const r = await run(['restore', 'made.bak', '--db', 'dir.db', ...force]);
+      expect([r.code, r.stdout], r.stderr).toEqual([2, '']);
+      expect(r.stderr).toMatch(/^gatehouse: .+dir\.db is not a file; /);
+    }
+    expect(readdirSync(cwd).filter((f) => f.includes('partial'))).toEqual([]);
+    const restored = await run(['restore', 'made.bak', '--db', 'restored.db']);
+    expect(restored.code, restored.stderr).toBe(0);
   });
 
   it('backup refuses a directory as the database it copies: exit 2', async () => {
