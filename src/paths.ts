@@ -1,5 +1,5 @@
-import { existsSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { existsSync, mkdirSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** The directory holding package.json (from src/ under tsx and vitest, and from dist/): grammar/, static files and src/store/migrations/ are read from it at run time. */
@@ -14,3 +14,24 @@ function findProjectRoot(from: string): string {
 }
 
 export const projectRoot = findProjectRoot(dirname(fileURLToPath(import.meta.url)));
+
+/**
+ * `mkdir -p`: makes `dir` and the directories above it that are missing, one at a time. Node's
+ * own recursive mkdir spins forever where the system answers ENOENT for a directory that can
+ * never be made (under /proc, say): a start-up or a command given such a path would hang
+ * instead of failing. Throws the first error (ENOENT, EACCES, ENOTDIR...) as mkdir gives it.
+ */
+export function makeDirectory(dir: string): void {
+  const missing: string[] = [];
+  for (let d = resolve(dir); !existsSync(d); d = dirname(d)) {
+    missing.push(d);
+    if (dirname(d) === d) break;
+  }
+  for (const d of missing.reverse()) {
+    try {
+      mkdirSync(d);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+  }
+}

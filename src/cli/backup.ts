@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, renameSync, rmSync, statSync } from 'node:fs';
+import { existsSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { parseDatabaseUrl } from '../config.js';
@@ -9,6 +9,7 @@ import { openPostgres } from '../store/postgres.js';
 import { openSqlite } from '../store/sqlite.js';
 import type { CliIO, ParsedArgs } from './args.js';
 import { loadDotEnv } from './env.js';
+import { makeDirectory } from '../paths.js';
 
 /**
  * `gatehouse backup FILE` and `gatehouse restore FILE`. SQLite: an online copy through SQLite's
@@ -151,7 +152,12 @@ export async function restoreCommand(args: ParsedArgs, io: CliIO): Promise<numbe
     io.stderr(`gatehouse: ${from} cannot be restored: ${problem}\n`);
     return 1;
   }
-  mkdirSync(dirname(where.file), { recursive: true });
+  try {
+    makeDirectory(dirname(where.file));
+  } catch (err) {
+    io.stderr(`gatehouse: cannot write the database at ${where.file}: ${(err as Error).message}\n`);
+    return 2;
+  }
   const partial = await onlineCopy(from, where.file, 'restore', io);
   if (!partial) return 1;
   // The copy was taken from a running server: its instance lease and background leases are that server's, not the restored one's.

@@ -4,7 +4,8 @@
 // holds something the import cannot carry over: every such place as `file:line: why`.
 
 import { readFileSync } from 'node:fs';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
+import { makeDirectory } from '../paths.js';
 import { isAbsolute, join, resolve } from 'node:path';
 import { importOpenfga, renderRefusals, type ReadText } from '../policy/openfga/index.js';
 import type { CliIO, ParsedArgs } from './args.js';
@@ -35,7 +36,7 @@ export async function importOpenfgaCommand(a: ParsedArgs, io: CliIO): Promise<nu
   if (tests !== undefined) files.push([`${stem}.tests`, tests]);
   if (relationships !== undefined) files.push([`${stem}.relationships.json`, JSON.stringify(relationships, null, 2) + '\n']);
   try {
-    await mkdir(abs(out), { recursive: true });
+    makeDirectory(abs(out));
     for (const [name, text] of files) {
       await writeFile(abs(join(out, name)), text);
       io.stdout(join(out, name) + '\n');

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseDatabaseUrl } from '../config.js';
-import { DatabaseUnavailable, inspectSqliteFile, listMigrations, migrate, openDatabase, openExistingDatabase, pendingMigrations } from '../store/db.js';
+import { inspectSqliteFile, listMigrations, migrate, openDatabase, openExistingDatabase, pendingMigrations } from '../store/db.js';
 import type { CliIO, ParsedArgs } from './args.js';
 import { loadDotEnv } from './env.js';
 
@@ -31,8 +31,8 @@ export async function migrateCommand(args: ParsedArgs, io: CliIO): Promise<numbe
     // An existing file must be a SQLite database; a missing one is made by the migration.
     db = url || existsSync(file) ? await openExistingDatabase({ file, url }, 'sqlite') : await openDatabase({ file, url });
   } catch (err) {
-    if (!(err instanceof DatabaseUnavailable)) throw err;
-    io.stderr(`gatehouse: cannot ${check ? 'check' : 'migrate'}: ${err.message}\n`);
+    // Unusable, or (a new SQLite file) not makeable there.
+    io.stderr(`gatehouse: cannot ${check ? 'check' : 'migrate'}: ${err instanceof Error ? err.message : String(err)}\n`);
     return 2;
   }
   try {

@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import { dbSpan } from '../telemetry.js';
-import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { makeDirectory } from '../paths.js';
 import { perTurnFeed, type ChangeFeed } from './changes.js';
 import type { Params, RunResult, Sql, SqlDatabase, Statement as PipelinedStatement } from './sql.js';
 
@@ -231,7 +231,7 @@ export interface SqliteOptions {
 
 /** Opens (creating when needed) the SQLite file with the pragmas every process uses. Does not migrate. */
 export function openSqlite(file: string, opts: SqliteOptions = {}): SqlDatabase & { db: Database.Database } {
-  if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
+  if (file !== ':memory:') makeDirectory(dirname(file));
   const db = new Database(file);
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');

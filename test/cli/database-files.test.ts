@@ -4,7 +4,8 @@
 // "broken chain", "something changed" or "something pending"), says why in one line naming the
 // command, and leaves the file byte for byte as it was (opening a SQLite file for use switches it
 // to WAL mode, which writes to it). `migrate --check` writes nothing where no database is yet;
-// `restore` does not put a database where a directory stands, nor leave its partial copy behind.
+// `restore` does not put a database where a directory stands, nor leave its partial copy behind;
+// a path under which no directory can be made (under /proc) fails at once instead of hanging.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
@@ -16,7 +17,7 @@ let cwd: string;
 const TEXT = 'not a database, only words\n';
 
 beforeAll(async () => {
-  cwd = await workDir({ 'draft/a.policy': 'rule "x" {\n  effect permit\n  subjects "group:eng"\n  relation "read:docs"\n  object "doc:*"\n}\n', 'text.db': TEXT });
+  cwd = await workDir({ 'm.fga': 'model\n  schema 1.1\n\ntype user\ntype document\n  relations\n    define viewer: [user]\n', 'draft/a.policy': 'rule "x" {\n  effect permit\n  subjects "group:eng"\n  relation "read:docs"\n  object "doc:*"\n}\n', 'text.db': TEXT });
   mkdirSync(join(cwd, 'dir.db'));
   writeFileSync(join(cwd, 'empty.db'), '');
 });
@@ -120,6 +121,23 @@ describe('a command that reads a database, given something else', () => {
     expect(readdirSync(cwd).filter((f) => f.includes('partial'))).toEqual([]);
     const restored = await run(['restore', 'made.bak', '--db', 'restored.db']);
     expect(restored.code, restored.stderr).toBe(0);
+  });
+
+  // Node's own recursive mkdir spins forever where the system answers ENOENT for a directory
+  // that can never be made, as under /proc: these commands hung instead of failing.
+  it.skipIf(!existsSync('/proc/self'))('a path under which no directory can be made fails at once: import --out, migrate, restore', async () => {
+    const imported = await run(['policy', 'import', 'openfga', 'm.fga', '--out', '/proc/gatehouse-nowhere']);
+    expect(imported.code, imported.stderr).toBe(2);
+    expect(imported.stderr).toMatch(/^cannot write into \/proc\/gatehouse-nowhere: ENOENT/);
+    const migrated = await run(['migrate'], { GATEHOUSE_DB: '/proc/gatehouse-nowhere/g.db' });
+    expect(migrated.code, migrated.stderr).toBe(2);
+    expect(migrated.stderr).toMatch(/^gatehouse: cannot migrate: .*ENOENT/);
+    const made = join(cwd, 'made2.db');
+    expect((await run(['migrate'], { GATEHOUSE_DB: made })).code).toBe(0);
+    expect((await run(['backup', 'made2.bak', '--db', 'made2.db'])).code).toBe(0);
+    const restored = await run(['restore', 'made2.bak', '--db', '/proc/gatehouse-nowhere/g.db']);
+    expect(restored.code, restored.stderr).toBe(2);
+    expect(restored.stderr).toMatch(/^gatehouse: cannot write the database at \/proc\/gatehouse-nowhere\/g\.db: ENOENT/);
   });
 
   it('backup refuses a directory as the database it copies: exit 2', async () => {
