@@ -366,11 +366,17 @@ function expand(t: NodeTable, plan: ReversePlan, index: RelationshipIndex, subje
       if (index.typeOf(o) !== rule.parentType) continue;
       const list = index.subjects(rule.rel, o);
       if (list === undefined) continue;
+      // The same relationship can be listed twice: stored, and again among a request's contextual
+      // ones, each with its own condition (or one the model no longer allows). As check reads them,
+      // any one allowed that holds makes the edge hold; else one that cannot be evaluated.
+      let edge: Outcome | undefined;
       for (let i = 0; i < list.length; i += 3) {
-        if (list[i] !== so || list[i + 1] !== sr) continue;
-        if (allowedAt(index, rule.restrictions, list, i)) visit(o, rule, list[i + 2] === NONE ? 1 : confirm.condition(list[i + 2]!));
-        break;
+        if (list[i] !== so || list[i + 1] !== sr || !allowedAt(index, rule.restrictions, list, i)) continue;
+        const c = list[i + 2] === NONE ? 1 : confirm.condition(list[i + 2]!);
+        if (c === 1) { edge = 1; break; }
+        if (edge === undefined || c === 2) edge = c;
       }
+      if (edge !== undefined) visit(o, rule, edge);
     }
   };
 

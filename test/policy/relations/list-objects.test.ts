@@ -176,6 +176,41 @@ condition within(n: int, limit: int) {
     expect(c.listObjects('user:dan', 'viewer', 'doc')).toEqual({ objects: [] });
     for (const s of ['user:anne', 'user:dan', 'group:eng#member']) agrees(c, s, 'viewer', 'doc', everything, { contextual });
   });
+  it('a relationship stored with a condition and given again without one in the request: the one that holds counts, as check reads it', () => {
+    const m = modelOf(`type user
+type folder {
+  relation viewer: [user]
+}
+type doc {
+  relation parent: [folder, folder with office]
+  relation viewer: [user, user with office] or viewer from parent
+}
+
+condition office(hour: int) {
+  hour >= 9 and hour < 17
+}
+`);
+    const stored: Relationship[] = [
+      { object: 'folder:a', relation: 'viewer', subject: 'user:anne' },
+      { object: 'doc:1', relation: 'parent', subject: 'folder:a', condition: { name: 'office' } },
+      { object: 'doc:2', relation: 'viewer', subject: 'user:anne', condition: { name: 'office' } },
+      // a condition the model does not declare for the relation: ignored by every decision
+      { object: 'doc:3', relation: 'parent', subject: 'folder:a', condition: { name: 'nightly' } },
+    ];
+    const c = new RelationChecker(m, indexOf(stored));
+    const night = { context: { hour: 23 } };
+    expect(c.listObjects('user:anne', 'viewer', 'doc', night)).toEqual({ objects: [] });
+    const contextual: Relationship[] = [
+      { object: 'doc:1', relation: 'parent', subject: 'folder:a' },
+      { object: 'doc:2', relation: 'viewer', subject: 'user:anne' },
+      { object: 'doc:3', relation: 'parent', subject: 'folder:a' },
+    ];
+    for (const d of ['doc:1', 'doc:2', 'doc:3']) expect(tri(c.check(d, 'viewer', 'user:anne', { ...night, contextual }))).toBe(1);
+    expect(c.listObjects('user:anne', 'viewer', 'doc', { ...night, contextual })).toEqual({ objects: ['doc:1', 'doc:2', 'doc:3'] });
+    // Without the hour the stored conditions cannot be evaluated; the plain ones still hold.
+    expect(c.listObjects('user:anne', 'viewer', 'doc', { contextual })).toEqual({ objects: ['doc:1', 'doc:2', 'doc:3'] });
+    agrees(c, 'user:anne', 'viewer', 'doc', ['doc:1', 'doc:2', 'doc:3'], { ...night, contextual });
+  });
   it('a candidate of `and` whose other part the walk never reached is checked: a chain past the hop limit makes the listing an error', () => {
     // `deep` is twenty-six computed relations long: check meets the limit on any object whatever is stored.
     const chain = Array.from({ length: 26 }, (_, i) => `  relation c${i}: ${i === 25 ? '[user]' : `c${i + 1}`}`).join('\n');
