@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -22,8 +22,9 @@ export const projectRoot = findProjectRoot(dirname(fileURLToPath(import.meta.url
  * instead of failing. Throws the first error (ENOENT, EACCES, ENOTDIR...) as mkdir gives it.
  */
 export function makeDirectory(dir: string): void {
+  const target = resolve(dir);
   const missing: string[] = [];
-  for (let d = resolve(dir); !existsSync(d); d = dirname(d)) {
+  for (let d = target; !existsSync(d); d = dirname(d)) {
     missing.push(d);
     if (dirname(d) === d) break;
   }
@@ -34,4 +35,6 @@ export function makeDirectory(dir: string): void {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
     }
   }
+  // As mkdir -p: a file where the directory should be is an error, not a directory.
+  if (!statSync(target).isDirectory()) throw Object.assign(new Error(`ENOTDIR: not a directory, mkdir '${target}'`), { code: 'ENOTDIR' });
 }
