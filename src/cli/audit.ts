@@ -1,11 +1,9 @@
-import { resolve } from 'node:path';
 import { existsSync } from 'node:fs';
-import { parseDatabaseUrl } from '../config.js';
 import { systemClock } from '../clock.js';
 import { DatabaseUnavailable, openExistingDatabase } from '../store/db.js';
 import { auditStore } from '../store/audit.js';
 import type { CliIO, ParsedArgs } from './args.js';
-import { loadDotEnv } from './env.js';
+import { databaseOf, loadDotEnv, noDatabaseAt } from './env.js';
 import { runCli } from './main.js';
 
 export type CliIo = CliIO;
@@ -22,17 +20,14 @@ export function runAuditCommand(args: string[], io: CliIO): Promise<number> {
  */
 export async function verify(args: ParsedArgs, io: CliIO): Promise<number> {
   loadDotEnv();
-  const dbArg = args.options.get('--db') as string | undefined;
-  // --db names a SQLite file; otherwise GATEHOUSE_DATABASE_URL (PostgreSQL) comes first.
-  const url = dbArg ? undefined : parseDatabaseUrl(process.env.GATEHOUSE_DATABASE_URL);
-  const file = resolve(io.cwd, dbArg ?? (process.env.GATEHOUSE_DB || './data/gatehouse.db'));
-  if (!url && !existsSync(file)) {
-    io.stderr(`gatehouse: ${dbArg ? '--db' : 'GATEHOUSE_DB'}: no database at ${file}\n`);
+  const where = databaseOf(args, io);
+  if (!where.url && !existsSync(where.file)) {
+    io.stderr(`gatehouse: ${noDatabaseAt(where)}\n`);
     return 2;
   }
   let db;
   try {
-    db = await openExistingDatabase({ file, url });
+    db = await openExistingDatabase(where);
   } catch (err) {
     if (!(err instanceof DatabaseUnavailable)) throw err;
     io.stderr(`gatehouse: cannot read the audit trail: ${err.message}\n`);

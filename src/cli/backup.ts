@@ -2,13 +2,12 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
-import { parseDatabaseUrl } from '../config.js';
 import { systemClock } from '../clock.js';
 import { auditStore } from '../store/audit.js';
 import { openPostgres } from '../store/postgres.js';
 import { openSqlite } from '../store/sqlite.js';
 import type { CliIO, ParsedArgs } from './args.js';
-import { loadDotEnv } from './env.js';
+import { databaseOf, loadDotEnv, noDatabaseAt } from './env.js';
 import { makeDirectory } from '../paths.js';
 
 /**
@@ -22,15 +21,6 @@ import { makeDirectory } from '../paths.js';
 
 /** The setting a running server holds its SQLite file under (see InstanceLease in src/server.ts). */
 const INSTANCE_LEASE_KEY = 'instance_lease';
-
-/** Where the database is: --db names a SQLite file; otherwise GATEHOUSE_DATABASE_URL, else GATEHOUSE_DB. */
-function target(args: ParsedArgs, io: CliIO): { url: string } | { file: string } {
-  loadDotEnv();
-  const dbArg = args.options.get('--db') as string | undefined;
-  const url = dbArg ? undefined : parseDatabaseUrl(process.env.GATEHOUSE_DATABASE_URL);
-  if (url) return { url };
-  return { file: resolve(io.cwd, dbArg ?? (process.env.GATEHOUSE_DB || './data/gatehouse.db')) };
-}
 
 /** Why the SQLite file at `file` is not a whole Gatehouse database, or undefined; with the audit chain's result. */
 async function checkCopy(file: string): Promise<{ problem?: string; records?: number }> {
@@ -82,12 +72,13 @@ async function onlineCopy(from: string, to: string, what: 'backup' | 'restore', 
 
 export async function backupCommand(args: ParsedArgs, io: CliIO): Promise<number> {
   const out = resolve(io.cwd, args.positionals[0]!);
-  const where = target(args, io);
+  loadDotEnv();
+  const where = databaseOf(args, io);
   if (existsSync(out)) {
     io.stderr(`gatehouse: ${out} exists; a backup never overwrites a file\n`);
     return 2;
   }
-  if ('url' in where) {
+  if (where.url) {
     const found = spawnSync('pg_dump', ['--version'], { encoding: 'utf8' });
     if (found.error || found.status !== 0) {
       io.stderr(
@@ -114,7 +105,7 @@ export async function backupCommand(args: ParsedArgs, io: CliIO): Promise<number
     return 0;
   }
   if (!existsSync(where.file) || !statSync(where.file).isFile()) {
-    io.stderr(`gatehouse: ${args.options.has('--db') ? '--db' : 'GATEHOUSE_DB'}: no database at ${where.file}\n`);
+    io.stderr(`gatehouse: ${noDatabaseAt(where)}\n`);
     return 2;
   }
   const partial = await onlineCopy(where.file, out, 'backup', io);
@@ -132,8 +123,9 @@ export async function backupCommand(args: ParsedArgs, io: CliIO): Promise<number
 
 export async function restoreCommand(args: ParsedArgs, io: CliIO): Promise<number> {
   const from = resolve(io.cwd, args.positionals[0]!);
-  const where = target(args, io);
-  if ('url' in where) return restorePostgres(from, where.url, args.options.get('--force') === true, io);
+  loadDotEnv();
+  const where = databaseOf(args, io);
+  if (where.url) return restorePostgres(from, where.url, args.options.get('--force') === true, io);
   if (!existsSync(from)) {
     io.stderr(`gatehouse: no backup at ${from}\n`);
     return 2;

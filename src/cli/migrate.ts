@@ -14,22 +14,23 @@ export async function migrateCommand(args: ParsedArgs, io: CliIO): Promise<numbe
   const check = args.options.get('--check') === true;
   const url = parseDatabaseUrl(process.env.GATEHOUSE_DATABASE_URL);
   const file = resolve(io.cwd, process.env.GATEHOUSE_DB || './data/gatehouse.db');
+  const exists = existsSync(file);
   if (check && !url) {
     // A check writes nothing: where no SQLite file is yet, or one without the schema, every migration is pending.
-    const found: { problem?: string; schema: boolean } = existsSync(file) ? inspectSqliteFile(file) : { schema: false };
+    const found: { problem?: string; schema: boolean } = exists ? inspectSqliteFile(file) : { schema: false };
     if (found.problem) {
       io.stderr(`gatehouse: cannot check: ${found.problem}\n`);
       return 2;
     }
     if (!found.schema) {
-      io.stdout(`pending on ${file}${existsSync(file) ? '' : ' (no database there yet)'}:\n${listMigrations().map((m) => `  ${m.name}\n`).join('')}`);
+      io.stdout(`pending on ${file}${exists ? '' : ' (no database there yet)'}:\n${listMigrations().map((m) => `  ${m.name}\n`).join('')}`);
       return 1;
     }
   }
   let db;
   try {
     // An existing file must be a SQLite database; a missing one is made by the migration.
-    db = url || existsSync(file) ? await openExistingDatabase({ file, url }, 'sqlite') : await openDatabase({ file, url });
+    db = url || exists ? await openExistingDatabase({ file, url }, 'sqlite') : await openDatabase({ file, url });
   } catch (err) {
     // Unusable, or (a new SQLite file) not makeable there.
     io.stderr(`gatehouse: cannot ${check ? 'check' : 'migrate'}: ${err instanceof Error ? err.message : String(err)}\n`);

@@ -4,7 +4,6 @@
 
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { parseDatabaseUrl } from '../config.js';
 import { systemClock } from '../clock.js';
 import { DatabaseUnavailable, openExistingDatabase } from '../store/db.js';
 import { createStore } from '../store/index.js';
@@ -12,7 +11,7 @@ import { loadPolicySet, readPolicyDir, formatDiagnostic, type SourceFile } from 
 import { toJsonRule } from '../policy-service.js';
 import { parseWindow, replay, type ReplayResult } from '../authz/replay.js';
 import type { CliIO, ParsedArgs } from './args.js';
-import { loadDotEnv } from './env.js';
+import { databaseOf, loadDotEnv, noDatabaseAt } from './env.js';
 
 export function replayText(r: ReplayResult): string {
   const out = [`${r.decisions} decisions from ${r.from} to ${r.to} replayed: ${r.changed} change${r.changed === 1 ? 's' : ''} decision`];
@@ -37,13 +36,11 @@ export async function replayCommand(a: ParsedArgs, io: CliIO): Promise<number> {
   } catch (e) {
     return fail(`cannot read ${dir}: ${e instanceof Error ? e.message : String(e)}`);
   }
-  const dbArg = a.options.get('--db') as string | undefined;
-  const url = dbArg ? undefined : parseDatabaseUrl(process.env.GATEHOUSE_DATABASE_URL);
-  const file = resolve(io.cwd, dbArg ?? (process.env.GATEHOUSE_DB || './data/gatehouse.db'));
-  if (!url && !existsSync(file)) return fail(`${dbArg ? '--db' : 'GATEHOUSE_DB'}: no database at ${file}`);
+  const where = databaseOf(a, io);
+  if (!where.url && !existsSync(where.file)) return fail(noDatabaseAt(where));
   let db;
   try {
-    db = await openExistingDatabase({ file, url });
+    db = await openExistingDatabase(where);
   } catch (err) {
     if (!(err instanceof DatabaseUnavailable)) throw err;
     return fail(`cannot read the audit trail: ${err.message}`);
